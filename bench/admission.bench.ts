@@ -1,0 +1,131 @@
+/**
+ * Admission hot path against raw Atomics, p-limit and async-sema, in one process.
+ * Run: npm run bench:admission
+ */
+import { Worker } from 'node:worker_threads';
+import pLimit from 'p-limit';
+import { Sema } from 'async-sema';
+import { BoundedAdmission } from '../src/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { type BenchCase, measure, printRatios } from './lib/ratios.js';
+
+const BATCH = 1000;
+const BOUND = 1 << 20;
+
+const raw32 = new Int32Array(new SharedArrayBuffer(8));
+const raw64 = new BigUint64Array(new SharedArrayBuffer(8));
+const requestOnly = new BoundedAdmission({ requests: BOUND });
+const withUnits = new BoundedAdmission({ requests: BOUND, units: 1 << 30 });
+const full = new BoundedAdmission({ requests: 1 });
+const held = full.tryAdmit();
+const sema = new Sema(BOUND);
+const limit = pLimit(BOUND);
+const noop = async (): Promise<void> => {};
+
+function rawPair32(): void {
+  for (let i = 0; i < BATCH; i++) {
+    const c = Atomics.load(raw32, 0);
+    if (c < BOUND && Atomics.compareExchange(raw32, 0, c, c + 1) === c) Atomics.sub(raw32, 0, 1);
+  }
+}
+
+function rawPair64(): void {
+  for (let i = 0; i < BATCH; i++) {
+    const c = Atomics.load(raw64, 0);
+    if (c < 1n << 50n && Atomics.compareExchange(raw64, 0, c, c + 3n) === c) Atomics.sub(raw64, 0, 3n);
+  }
+}
+
+function pairs(admission: BoundedAdmission, cost: number): () => void {
+  return () => {
+    for (let i = 0; i < BATCH; i++) {
+      const p = admission.tryAdmit(cost);
+      if (p.ok) p.release();
+    }
+  };
+}
+
+function rawRefusals(): void {
+  let refused = 0;
+  for (let i = 0; i < BATCH; i++) if (Atomics.load(raw32, 0) >= 0) refused++;
+  if (refused !== BATCH) throw new Error('raw refusal loop broke');
+}
+
+function refusals(): void {
+  for (let i = 0; i < BATCH; i++) if (full.tryAdmit().ok) throw new Error('full admission admitted');
+}
+
+async function semaPairs(): Promise<void> {
+  for (let i = 0; i < BATCH; i++) {
+    await sema.acquire();
+    sema.release();
+  }
+}
+
+async function admitPairs(): Promise<void> {
+  for (let i = 0; i < BATCH; i++) (await requestOnly.admit(1)).release();
+}
+
+async function limitPairs(): Promise<void> {
+  for (let i = 0; i < BATCH; i++) await limit(noop);
+}
+
+/** Starts a thread contending on `target` and resolves once it is spinning. */
+function contender(mode: 'raw' | 'admission', target: SharedArrayBuffer): { stop: () => Promise<number> } {
+  const control = new SharedArrayBuffer(8);
+  const ctl = new Int32Array(control);
+  const worker = new Worker(new URL(builtModuleUrl('bench/admission-contender.js')), {
+    workerData: { mode, target, control },
+  });
+  Atomics.wait(ctl, 0, 0); // handshake: the worker sets READY before its loop
+  return {
+    stop: () => {
+      Atomics.store(ctl, 1, 1);
+      return new Promise((resolve) => worker.once('exit', resolve));
+    },
+  };
+}
+
+/** Measures `c` while a second thread runs the same loop on the same shared word. */
+async function underContention(mode: 'raw' | 'admission', target: SharedArrayBuffer, c: BenchCase) {
+  const thread = contender(mode, target);
+  try {
+    const [row] = await measure([c], 3, 200);
+    return row!;
+  } finally {
+    await thread.stop();
+  }
+}
+
+const single: BenchCase[] = [
+  { name: 'raw Int32 CAS pair', batch: BATCH, fn: rawPair32 },
+  { name: 'tryAdmit+release (requests)', batch: BATCH, fn: pairs(requestOnly, 1), baseline: 'raw Int32 CAS pair', target: 0.7 },
+  { name: 'raw 64-bit CAS pair', batch: BATCH, fn: rawPair64 },
+  { name: 'tryAdmit+release (units)', batch: BATCH, fn: pairs(withUnits, 3), baseline: 'raw 64-bit CAS pair', target: 0.8 },
+  { name: 'raw refusal (load+compare)', batch: BATCH, fn: rawRefusals },
+  { name: 'refusal storm (full)', batch: BATCH, fn: refusals, baseline: 'raw refusal (load+compare)' },
+  { name: 'async-sema acquire+release', batch: BATCH, fn: semaPairs, async: true },
+  { name: 'tryAdmit+release vs async-sema', batch: BATCH, fn: pairs(requestOnly, 1), baseline: 'async-sema acquire+release', target: 5 },
+  { name: 'await admit()+release', batch: BATCH, fn: admitPairs, async: true, baseline: 'async-sema acquire+release' },
+  { name: 'p-limit run', batch: BATCH, fn: limitPairs, async: true, baseline: 'async-sema acquire+release' },
+];
+
+const rows = await measure(single);
+printRatios('Admission, one thread (ratio = baseline ns / case ns; higher is faster)', rows);
+
+const raw2 = await underContention('raw', raw32.buffer as SharedArrayBuffer, {
+  name: 'raw Int32 CAS pair, 2 threads',
+  batch: BATCH,
+  fn: rawPair32,
+});
+const ours2 = await underContention('admission', requestOnly.buffer, {
+  name: 'tryAdmit+release, 2 threads',
+  batch: BATCH,
+  fn: pairs(requestOnly, 1),
+});
+printRatios('Admission, two threads contending on one word', [
+  raw2,
+  { ...ours2, baseline: raw2.name, ratio: raw2.nsPerOp / ours2.nsPerOp },
+]);
+if (held.ok) held.release();
+if (requestOnly.report().depth !== 0 || withUnits.report().depth !== 0) throw new Error('bench leaked capacity');

@@ -1,0 +1,80 @@
+import { Bench } from 'tinybench';
+
+/** One measured operation. `batch` operations run per call (tinybench's ~41 ns timer floor). */
+export interface BenchCase {
+  readonly name: string;
+  readonly batch: number;
+  readonly fn: () => unknown;
+  readonly async?: boolean;
+  /** Name of the case this one is compared against (speed ratio = baseline ns / this ns). */
+  readonly baseline?: string;
+  /** The ratio the design asks for; printed beside the measured one. */
+  readonly target?: number;
+}
+
+export interface BenchRow {
+  readonly name: string;
+  readonly nsPerOp: number;
+  readonly baseline: string | undefined;
+  readonly ratio: number | undefined;
+  readonly target: number | undefined;
+  readonly met: boolean | undefined;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/**
+ * Runs every case `rounds` times, interleaved (A, B, A, B, ...), in this one process, and
+ * reports the median of each case's per-round medians. Absolute times on shared machines are
+ * noise; the ratios between cases measured side by side are the result.
+ */
+export async function measure(cases: readonly BenchCase[], rounds = 3, timeMs = 250): Promise<BenchRow[]> {
+  const samples = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+  for (let round = 0; round < rounds; round++) {
+    for (const c of cases) {
+      const bench = new Bench({ time: timeMs, warmupTime: 50 });
+      bench.add(c.name, c.fn as () => void, { async: c.async === true });
+      await bench.run();
+      const result = bench.tasks[0]?.result;
+      if (!result || result.state !== 'completed') throw new Error(`benchmark case ${c.name} failed`);
+      samples.get(c.name)!.push((result.latency.p50 * 1e6) / c.batch);
+    }
+  }
+  const ns = new Map([...samples].map(([name, values]) => [name, median(values)]));
+  return cases.map((c) => {
+    const own = ns.get(c.name)!;
+    const base = c.baseline === undefined ? undefined : ns.get(c.baseline);
+    const ratio = base === undefined ? undefined : base / own;
+    return {
+      name: c.name,
+      nsPerOp: own,
+      baseline: c.baseline,
+      ratio,
+      target: c.target,
+      met: c.target === undefined || ratio === undefined ? undefined : ratio >= c.target,
+    };
+  });
+}
+
+/** Prints a Markdown table (it goes into the README as measured). */
+export function printRatios(title: string, rows: readonly BenchRow[]): void {
+  const fmt = (n: number): string => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
+  const lines = [
+    `### ${title}`,
+    '',
+    '| case | ns/op (median) | vs baseline | ratio | target |',
+    '| --- | ---: | --- | ---: | --- |',
+    ...rows.map((r) => {
+      const ratio = r.ratio === undefined ? '' : `${r.ratio.toFixed(2)}x`;
+      const target =
+        r.target === undefined ? '' : `>= ${r.target}x ${r.met ? 'met' : 'NOT met'}`;
+      return `| ${r.name} | ${fmt(r.nsPerOp)} | ${r.baseline ?? '(baseline)'} | ${ratio} | ${target} |`;
+    }),
+    '',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}

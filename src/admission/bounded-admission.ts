@@ -1,0 +1,501 @@
+import {
+  AbortError,
+  ClosedError,
+  InvalidArgumentError,
+  PermitReleasedError,
+  TimeoutError,
+  TooLargeError,
+} from '../errors.js';
+import { type AdmissionBounds, type CheckedBounds, checkBounds, invalidCost, isValidCost } from './bounds.js';
+import { ClaimTable } from './claims.js';
+import { type Claim, kClaim, kRelease, type PermitOwner } from './internal.js';
+import {
+  bufferBytes,
+  CLOSED_BIT_32,
+  CLOSED_BIT_64,
+  LEAKED_I32,
+  MAX_CLAIM_SLOTS,
+  MAX_REQUESTS_32,
+  REJECTED_U64,
+  REQUESTS_I32,
+  SEQ_I32,
+  SHIFT_I32,
+  SLOTS_I32,
+  STATE_I32,
+  STATE_U64,
+  UNIT_CEILING_F64,
+  WAITERS_I32,
+  WAITING_BIT_32,
+  WAITING_BIT_64,
+  FLAGS_64,
+} from './layout.js';
+import { LeakGuard } from './leak-guard.js';
+import { Permit } from './permit.js';
+import {
+  REFUSED_CLOSED,
+  REFUSED_QUEUED,
+  REFUSED_REQUESTS,
+  REFUSED_TOO_LARGE,
+  REFUSED_UNITS,
+  type Refusal,
+} from './refusal.js';
+import { type QueueNode, WaitQueue } from './wait-queue.js';
+
+export interface AdmitOptions {
+  /** The caller's signal: aborting removes the waiter at once (not counted as a refusal). */
+  readonly signal?: AbortSignal | undefined;
+  /** Give up after this many milliseconds with OMNI_ERR_TIMEOUT (counted as a refusal). */
+  readonly timeoutMs?: number | undefined;
+}
+
+export interface AdmissionReport {
+  /** Outstanding requests. */
+  depth: number;
+  /** The request bound. */
+  capacity: number;
+  /** Refusals only, never accepted work. */
+  rejected: number;
+  /** Outstanding units (0 in request-only mode). */
+  units: number;
+  /** The unit ceiling, or null in request-only mode. */
+  unitCapacity: number | null;
+  /** Waiters queued in `admit` across every attached instance. */
+  waiting: number;
+  /** Permits reclaimed by the leak safety net (dropped without release). */
+  leaked: number;
+}
+
+/**
+ * Unit mode works on BigInts; converting per admit (BigInt(cost), Number(word & mask)) costs
+ * more than the compare-exchange itself, so the delta and the room for small costs are
+ * precomputed and the check stays in BigInt.
+ */
+const DELTA_CACHE = 512;
+const noop = (): void => {};
+
+class Waiter implements QueueNode {
+  prev: QueueNode | undefined;
+  next: QueueNode | undefined;
+  queued = false;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+  constructor(
+    readonly cost: number,
+    readonly resolve: (permit: Permit) => void,
+    readonly reject: (err: Error) => void,
+  ) {}
+}
+
+/** Why a state word at or above the request limit refuses (flags are checked first). */
+function refusalFor32(word: number): Refusal {
+  if (word >= CLOSED_BIT_32) return REFUSED_CLOSED;
+  return word >= WAITING_BIT_32 ? REFUSED_QUEUED : REFUSED_REQUESTS;
+}
+
+function refusalFor64(word: bigint): Refusal {
+  if (word >= CLOSED_BIT_64) return REFUSED_CLOSED;
+  return word >= WAITING_BIT_64 ? REFUSED_QUEUED : REFUSED_REQUESTS;
+}
+
+function abortError(signal: AbortSignal): AbortError {
+  return new AbortError('admission wait was aborted', { cause: signal.reason });
+}
+
+// attach() hands its buffer to the constructor through this, so the public constructor keeps
+// the one-argument signature users see.
+let attaching: SharedArrayBuffer | undefined;
+
+/**
+ * An exact bound on outstanding requests and, optionally, units, in a SharedArrayBuffer that
+ * any thread can attach to.
+ *
+ * Invariants:
+ * - Reservation happens at the check: one compare-exchange on one word both checks and takes
+ *   capacity, so at no instant does either counter exceed its bound, under any interleaving.
+ * - Arithmetic is checked: the unit test is `held <= ceiling - cost` (exact, as cost <=
+ *   ceiling), never `held + cost`, which could round above 2^53; request-only mode keeps no
+ *   unit accounting at all.
+ * - A permit is released exactly once (see Permit, ClaimTable); refusals allocate nothing.
+ * - `tryAdmit` does not barge: while any instance has waiters it refuses with 'queued'.
+ * - Waiters are FIFO per instance; only the head tries, so small requests cannot starve a
+ *   large one at the head.
+ *
+ * Memory ordering: every Atomics operation is sequentially consistent. A release's
+ * Atomics.sub happens-before the next admit's successful compare-exchange, so whatever the
+ * releasing thread wrote before release() is visible to the next holder. Waking: a waiter
+ * increments WAITERS, reads SEQ, then tries; a releaser subtracts, then reads WAITERS and, if
+ * non-zero, bumps SEQ and notifies. In the total order either the release precedes the
+ * waiter's try (it sees the room) or the bump follows its SEQ read (its wait returns), so no
+ * wake-up is lost and no waiter spins.
+ *
+ * Abort safety: an abort or timeout removes the waiter from the queue before rejecting; a
+ * waiter that was already admitted has had its listeners removed, so nothing is taken late.
+ *
+ * Throws: OMNI_ERR_INVALID_BOUND (constructor), OMNI_ERR_INVALID_COST (tryAdmit; admit
+ * rejects), OMNI_ERR_TOO_LARGE / OMNI_ERR_TIMEOUT / OMNI_ERR_CLOSED / AbortError (admit),
+ * OMNI_ERR_PERMIT_RELEASED (releaseClaim of a spent claim), OMNI_ERR_INVALID_CLAIM.
+ */
+export class BoundedAdmission implements PermitOwner {
+  readonly #buffer: SharedArrayBuffer;
+  readonly #i32: Int32Array;
+  readonly #u64: BigUint64Array;
+  readonly #requests: number;
+  /** -1 in request-only mode. */
+  readonly #ceiling: number;
+  readonly #unitMode: boolean;
+  readonly #shift: bigint;
+  readonly #oneRequest: bigint;
+  readonly #unitMask: bigint;
+  /** Packed words at or above this are full on requests or closed. */
+  readonly #requestLimit: bigint;
+  readonly #deltas: bigint[] = [];
+  /** ceiling - cost per small cost: the most units that may already be held. */
+  readonly #rooms: bigint[] = [];
+  readonly #claims: ClaimTable;
+  readonly #guard: LeakGuard;
+  readonly #queue = new WaitQueue<Waiter>();
+  readonly #drains: Array<() => void> = [];
+  #watching = false;
+  #keepAlive: ReturnType<typeof setInterval> | undefined;
+
+  constructor(bounds: AdmissionBounds) {
+    const checked = checkBounds(bounds);
+    const slots = Math.min(checked.requests, MAX_CLAIM_SLOTS);
+    this.#buffer = attaching ?? BoundedAdmission.#createBuffer(checked, slots);
+    this.#i32 = new Int32Array(this.#buffer, 0, 8);
+    this.#u64 = new BigUint64Array(this.#buffer, 0, 8);
+    this.#requests = checked.requests;
+    this.#unitMode = checked.units !== undefined;
+    this.#ceiling = checked.units ?? -1;
+    this.#shift = BigInt(checked.unitShift);
+    this.#oneRequest = 1n << this.#shift;
+    this.#unitMask = this.#oneRequest - 1n;
+    this.#requestLimit = BigInt(checked.requests) << this.#shift;
+    if (this.#unitMode) {
+      for (let cost = 0; cost < DELTA_CACHE; cost++) {
+        this.#deltas.push(this.#oneRequest + BigInt(cost));
+        this.#rooms.push(BigInt(Math.max(this.#ceiling - cost, -1)));
+      }
+    }
+    this.#claims = new ClaimTable(this.#buffer, Atomics.load(this.#i32, SLOTS_I32));
+    this.#guard = new LeakGuard((count, units) => this.#reclaimLeaked(count, units));
+  }
+
+  static #createBuffer(bounds: CheckedBounds, slots: number): SharedArrayBuffer {
+    const buffer = new SharedArrayBuffer(bufferBytes(slots));
+    const i32 = new Int32Array(buffer, 0, 8);
+    i32[REQUESTS_I32] = bounds.requests;
+    i32[SLOTS_I32] = slots;
+    i32[SHIFT_I32] = bounds.unitShift;
+    new Float64Array(buffer, 0, 8)[UNIT_CEILING_F64] = bounds.units ?? -1;
+    return buffer;
+  }
+
+  /**
+   * Attaches to an admission created on another thread (pass its `buffer`). Both instances
+   * share every counter; waiters are queued per instance.
+   */
+  static attach(buffer: SharedArrayBuffer): BoundedAdmission {
+    if (!(buffer instanceof SharedArrayBuffer) || buffer.byteLength < bufferBytes(1)) {
+      throw new InvalidArgumentError('attach() needs the SharedArrayBuffer of a BoundedAdmission');
+    }
+    const i32 = new Int32Array(buffer, 0, 8);
+    const ceiling = new Float64Array(buffer, 0, 8)[UNIT_CEILING_F64]!;
+    attaching = buffer;
+    try {
+      return new BoundedAdmission({
+        requests: Atomics.load(i32, REQUESTS_I32),
+        units: ceiling < 0 ? undefined : ceiling,
+      });
+    } finally {
+      attaching = undefined;
+    }
+  }
+
+  /** The shared memory to hand to another thread's `BoundedAdmission.attach`. */
+  get buffer(): SharedArrayBuffer {
+    return this.#buffer;
+  }
+
+  get closed(): boolean {
+    return this.#unitMode
+      ? Atomics.load(this.#u64, STATE_U64) >= CLOSED_BIT_64
+      : Atomics.load(this.#i32, STATE_I32) >= CLOSED_BIT_32;
+  }
+
+  /**
+   * Reserves one request and `cost` units now, or refuses at once. Refusals are frozen
+   * constants (counted in report().rejected). Throws OMNI_ERR_INVALID_COST and changes nothing.
+   */
+  tryAdmit(cost = 1): Permit | Refusal {
+    if (!isValidCost(cost)) throw invalidCost(cost);
+    let result: Permit | Refusal;
+    if (!this.#unitMode) result = this.#reserveRequests(cost, false);
+    else if (cost > this.#ceiling) result = REFUSED_TOO_LARGE;
+    else result = this.#reservePacked(cost, false);
+    return result.ok ? result : this.#refuse(result);
+  }
+
+  /** Waits in FIFO order for room. See AdmitOptions for abort and timeout. */
+  admit(cost = 1, options: AdmitOptions = {}): Promise<Permit> {
+    if (!isValidCost(cost)) return Promise.reject(invalidCost(cost));
+    const { signal, timeoutMs } = options;
+    if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0)) {
+      return Promise.reject(new InvalidArgumentError(`timeoutMs must be a number >= 0, got ${timeoutMs}`));
+    }
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    if (this.#unitMode && cost > this.#ceiling) {
+      this.#countRefusal();
+      return Promise.reject(new TooLargeError(cost, this.#ceiling));
+    }
+    if (this.#queue.size === 0) {
+      const result = this.#reserve(cost, false);
+      if (result.ok) return Promise.resolve(result);
+      if (result === REFUSED_CLOSED) {
+        this.#countRefusal();
+        return Promise.reject(new ClosedError());
+      }
+    } else if (this.closed) {
+      this.#countRefusal();
+      return Promise.reject(new ClosedError());
+    }
+    return new Promise<Permit>((resolve, reject) => {
+      const waiter = new Waiter(cost, resolve, reject);
+      this.#queue.push(waiter);
+      // Count, then flag, both before the head's try: see "Memory ordering".
+      Atomics.add(this.#i32, WAITERS_I32, 1);
+      this.#setWaitingFlag();
+      this.#hold();
+      if (timeoutMs !== undefined) {
+        waiter.timer = setTimeout(() => this.#giveUp(waiter, new TimeoutError(), true), timeoutMs);
+      }
+      if (signal) {
+        waiter.signal = signal;
+        waiter.onAbort = () => this.#giveUp(waiter, abortError(signal), false);
+        signal.addEventListener('abort', waiter.onAbort, { once: true });
+      }
+      this.#onChange();
+    });
+  }
+
+  /** Releases a claim made by Permit.toClaim, from any attached thread. Exactly one copy wins. */
+  releaseClaim(claim: Claim): void {
+    if (!this.reclaim(claim)) throw new PermitReleasedError('claim was already released or is stale');
+  }
+
+  /** Non-throwing release for the owner recovering a claim whose holder died: true if it won. */
+  reclaim(claim: Claim): boolean {
+    const units = this.#claims.release(claim);
+    if (units < 0) return false;
+    if (this.#unitMode) this.#givePacked(units < DELTA_CACHE ? this.#deltas[units]! : this.#oneRequest + BigInt(units));
+    else this.#giveRequests(1);
+    return true;
+  }
+
+  /**
+   * Refuses new admissions ('closed'; admit rejects OMNI_ERR_CLOSED), wakes every waiter on
+   * every thread with that error, and resolves once outstanding reaches zero.
+   */
+  close(): Promise<void> {
+    if (this.#unitMode) Atomics.or(this.#u64, STATE_U64, CLOSED_BIT_64);
+    else Atomics.or(this.#i32, STATE_I32, CLOSED_BIT_32);
+    this.#wake(); // other instances' waiters and drains must observe the flag
+    return new Promise<void>((resolve) => {
+      this.#drains.push(resolve);
+      this.#hold();
+      this.#onChange();
+    });
+  }
+
+  report(): AdmissionReport {
+    let depth: number;
+    let units = 0;
+    if (this.#unitMode) {
+      const word = Atomics.load(this.#u64, STATE_U64) & ~FLAGS_64;
+      depth = Number(word >> this.#shift);
+      units = Number(word & this.#unitMask);
+    } else {
+      depth = Atomics.load(this.#i32, STATE_I32) & MAX_REQUESTS_32;
+    }
+    return {
+      depth,
+      capacity: this.#requests,
+      rejected: Number(Atomics.load(this.#u64, REJECTED_U64)),
+      units,
+      unitCapacity: this.#unitMode ? this.#ceiling : null,
+      waiting: Atomics.load(this.#i32, WAITERS_I32),
+      leaked: Atomics.load(this.#i32, LEAKED_I32),
+    };
+  }
+
+  /** @internal Permit.release. */
+  [kRelease](_units: number, delta: bigint | undefined): void {
+    if (delta === undefined) this.#giveRequests(1);
+    else this.#givePacked(delta);
+  }
+
+  /** @internal Permit.toClaim. */
+  [kClaim](units: number): Claim {
+    return this.#claims.acquire(units);
+  }
+
+  /**
+   * Checks and takes capacity in one CAS. tryAdmit refuses while the WAITING flag is set; the
+   * queue head (`asHead`) reserves past the flag, keeping it in the word it writes back.
+   */
+  #reserve(cost: number, asHead: boolean): Permit | Refusal {
+    return this.#unitMode ? this.#reservePacked(cost, asHead) : this.#reserveRequests(cost, asHead);
+  }
+
+  #reserveRequests(cost: number, asHead: boolean): Permit | Refusal {
+    const i32 = this.#i32;
+    const ignored = asHead ? WAITING_BIT_32 : 0;
+    for (;;) {
+      const word = Atomics.load(i32, STATE_I32);
+      if ((word & ~ignored) >= this.#requests) return refusalFor32(word & ~ignored);
+      // The CAS is the reservation: it succeeds only on the exact word that passed the check.
+      if (Atomics.compareExchange(i32, STATE_I32, word, word + 1) === word) {
+        return new Permit(this, cost, undefined, this.#guard.enter(cost));
+      }
+    }
+  }
+
+  #reservePacked(cost: number, asHead: boolean): Permit | Refusal {
+    const u64 = this.#u64;
+    const cached = cost < DELTA_CACHE;
+    const delta = cached ? this.#deltas[cost]! : this.#oneRequest + BigInt(cost);
+    // Checked, not saturating: held <= ceiling - cost (exact, cost <= ceiling) instead of
+    // held + cost <= ceiling, whose sum could round above 2^53.
+    const room = cached ? this.#rooms[cost]! : BigInt(this.#ceiling - cost);
+    for (;;) {
+      const word = Atomics.load(u64, STATE_U64);
+      const fields = asHead ? word & ~WAITING_BIT_64 : word;
+      if (fields >= this.#requestLimit) return refusalFor64(fields);
+      if ((word & this.#unitMask) > room) return REFUSED_UNITS;
+      if (Atomics.compareExchange(u64, STATE_U64, word, word + delta) === word) {
+        return new Permit(this, cost, delta, this.#guard.enter(cost));
+      }
+    }
+  }
+
+  #refuse(refusal: Refusal): Refusal {
+    this.#countRefusal();
+    return refusal;
+  }
+
+  #countRefusal(): void {
+    Atomics.add(this.#u64, REJECTED_U64, 1n);
+  }
+
+  // The word a release subtracts from says, through its flags, whether anyone waits on it:
+  // waiters (WAITING) or drains (CLOSED). See "Memory ordering".
+  #giveRequests(count: number): void {
+    if (Atomics.sub(this.#i32, STATE_I32, count) >= WAITING_BIT_32) this.#wake();
+  }
+
+  #givePacked(delta: bigint): void {
+    if (Atomics.sub(this.#u64, STATE_U64, delta) >= WAITING_BIT_64) this.#wake();
+  }
+
+  #setWaitingFlag(): void {
+    if (this.#unitMode) Atomics.or(this.#u64, STATE_U64, WAITING_BIT_64);
+    else Atomics.or(this.#i32, STATE_I32, WAITING_BIT_32);
+  }
+
+  /**
+   * Called by whoever took WAITERS to zero. Another instance may have counted a new waiter in
+   * the meantime: clear, then re-check the count and set again, so a non-zero count always
+   * ends with the flag set (its own incrementer sets it too, after counting).
+   */
+  #clearWaitingFlag(): void {
+    if (this.#unitMode) Atomics.and(this.#u64, STATE_U64, ~WAITING_BIT_64);
+    else Atomics.and(this.#i32, STATE_I32, ~WAITING_BIT_32);
+    if (Atomics.load(this.#i32, WAITERS_I32) !== 0) this.#setWaitingFlag();
+  }
+
+  #reclaimLeaked(count: number, units: number): void {
+    Atomics.add(this.#i32, LEAKED_I32, count);
+    if (this.#unitMode) this.#givePacked((BigInt(count) << this.#shift) + BigInt(units));
+    else this.#giveRequests(count);
+  }
+
+  #wake(): void {
+    Atomics.add(this.#i32, SEQ_I32, 1); // bump, then notify: a waiter between read and wait sees the change
+    Atomics.notify(this.#i32, SEQ_I32);
+    if (this.#queue.size !== 0 || this.#drains.length !== 0) this.#onChange();
+  }
+
+  /** Admits queue heads that fit, settles drains, and re-arms the cross-thread watch. */
+  #onChange(): void {
+    for (let head = this.#queue.head; head; head = this.#queue.head) {
+      const seq = Atomics.load(this.#i32, SEQ_I32);
+      const result = this.#reserve(head.cost, true);
+      if (result.ok) {
+        this.#leave(head);
+        head.resolve(result);
+      } else if (result === REFUSED_CLOSED) {
+        this.#leave(head);
+        this.#countRefusal();
+        head.reject(new ClosedError());
+      } else {
+        this.#watch(seq);
+        break;
+      }
+    }
+    if (this.#drains.length !== 0) {
+      const seq = Atomics.load(this.#i32, SEQ_I32);
+      if (this.report().depth === 0) {
+        for (const resolve of this.#drains.splice(0)) resolve();
+        this.#unholdIfIdle();
+      } else {
+        this.#watch(seq);
+      }
+    }
+  }
+
+  /** One pending waitAsync per instance; any notify after `seq` was read resolves it. */
+  #watch(seq: number): void {
+    if (this.#watching) return;
+    const result = Atomics.waitAsync(this.#i32, SEQ_I32, seq);
+    if (!result.async) {
+      queueMicrotask(() => this.#onChange()); // seq moved since it was read: look again
+      return;
+    }
+    this.#watching = true;
+    void result.value.then(() => {
+      this.#watching = false;
+      this.#onChange();
+    });
+  }
+
+  #giveUp(waiter: Waiter, err: Error, isRefusal: boolean): void {
+    if (!this.#leave(waiter)) return;
+    if (isRefusal) this.#countRefusal();
+    waiter.reject(err);
+    this.#onChange(); // the next waiter may fit now that the head is gone
+  }
+
+  /** Removes a waiter and everything it registered; false if it had already left. */
+  #leave(waiter: Waiter): boolean {
+    if (!this.#queue.remove(waiter)) return false;
+    if (Atomics.sub(this.#i32, WAITERS_I32, 1) === 1) this.#clearWaitingFlag();
+    if (waiter.timer !== undefined) clearTimeout(waiter.timer);
+    if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
+    this.#unholdIfIdle();
+    return true;
+  }
+
+  // A pending Atomics.waitAsync does not keep Node 20 alive: hold a ref'd handle while this
+  // instance has waiters or drains, or the process could exit under them.
+  #hold(): void {
+    this.#keepAlive ??= setInterval(noop, 1 << 30);
+  }
+
+  #unholdIfIdle(): void {
+    if (this.#keepAlive !== undefined && this.#queue.size === 0 && this.#drains.length === 0) {
+      clearInterval(this.#keepAlive);
+      this.#keepAlive = undefined;
+    }
+  }
+}

@@ -1,0 +1,57 @@
+import { InvalidBoundError, InvalidCostError } from '../errors.js';
+import { MAX_REQUESTS_32, PACKED_FIELD_BITS } from './layout.js';
+
+export interface AdmissionBounds {
+  /** Outstanding requests allowed at once (>= 1, at most 2^29 - 1). */
+  readonly requests: number;
+  /** Optional ceiling on outstanding units (the caller's cost unit: tokens, bytes, or 1). */
+  readonly units?: number | undefined;
+}
+
+/** Validated bounds; `unitShift` is the request field's position in the packed 64-bit word. */
+export interface CheckedBounds {
+  readonly requests: number;
+  readonly units: number | undefined;
+  readonly unitShift: number;
+}
+
+function bitLength(n: number): number {
+  return n.toString(2).length;
+}
+
+function checkBound(name: string, value: unknown, max: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > max) {
+    throw new InvalidBoundError(`${name} must be an integer from 1 to ${max}, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** Throws OMNI_ERR_INVALID_BOUND where the configuration is written, never later. */
+export function checkBounds(bounds: AdmissionBounds): CheckedBounds {
+  if (typeof bounds !== 'object' || bounds === null) {
+    throw new InvalidBoundError('bounds must be an object { requests, units? }');
+  }
+  const requests = checkBound('requests', bounds.requests, MAX_REQUESTS_32);
+  if (bounds.units === undefined) return { requests, units: undefined, unitShift: 0 };
+  const units = checkBound('units', bounds.units, Number.MAX_SAFE_INTEGER);
+  // Both fields share one 64-bit word below the closed flag: a pair that cannot be packed
+  // is refused here rather than silently losing units later.
+  const unitShift = bitLength(units);
+  if (unitShift + bitLength(requests) > PACKED_FIELD_BITS) {
+    throw new InvalidBoundError(
+      `requests ${requests} and units ${units} need ${unitShift + bitLength(requests)} bits; ` +
+        `together they must fit in ${PACKED_FIELD_BITS}`,
+    );
+  }
+  return { requests, units, unitShift };
+}
+
+/** A cost is a non-negative safe integer; anything else is a caller bug, reported as such. */
+export function isValidCost(cost: unknown): cost is number {
+  return Number.isSafeInteger(cost) && (cost as number) >= 0;
+}
+
+export function invalidCost(cost: unknown): InvalidCostError {
+  const shown = typeof cost === 'number' ? String(cost) : typeof cost;
+  return new InvalidCostError(`cost must be a non-negative safe integer, got ${shown}`);
+}

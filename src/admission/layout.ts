@@ -1,0 +1,79 @@
+/**
+ * The admission's SharedArrayBuffer, word by word. Every thread that attaches reads the same
+ * layout; workers import only these constants, never the main-thread classes.
+ *
+ * Bytes 0..7 hold the state word. Request-only mode uses it as an Int32 (index 0); unit mode
+ * packs outstanding requests and units into one 64-bit word so that both bounds are checked
+ * and reserved by a single compare-exchange (two separate words would need an undo on the
+ * second and let a reservation be visible on one counter but not the other).
+ */
+
+/** Int32 index of the request-only state word: outstanding requests | CLOSED_BIT_32. */
+export const STATE_I32 = 0;
+/** BigUint64 index of the unit-mode state word: CLOSED_BIT_64 | requests << shift | units. */
+export const STATE_U64 = 0;
+
+/**
+ * Int32 index: how many waiters sit in the FIFO queues of all attached instances. While it is
+ * non-zero the state word carries the WAITING flag (see below); the count itself is only read
+ * by whoever clears the flag and by report().
+ */
+export const WAITERS_I32 = 2;
+/**
+ * Int32 index: wake sequence. Bumped (then notified) by every release that happens while
+ * waiters exist or after close; waiters block on it with Atomics.waitAsync, so a release on
+ * any thread wakes them and a change between "read seq" and "wait" is never lost.
+ */
+export const SEQ_I32 = 3;
+/** Int32 index: permits reclaimed by the leak safety net (dropped without release). */
+export const LEAKED_I32 = 4;
+/** Int32 index: the request bound, so an attaching thread can rebuild the configuration. */
+export const REQUESTS_I32 = 5;
+/** Int32 index: number of claim slots. */
+export const SLOTS_I32 = 6;
+/** Int32 index: bit shift of the request field in unit mode (0 in request-only mode). */
+export const SHIFT_I32 = 7;
+/** BigUint64 index: refusals, 64-bit so the count stays exact far past 2^32. */
+export const REJECTED_U64 = 4;
+/** Float64 index: the unit ceiling, or -1 in request-only mode (units up to 2^53 - 1). */
+export const UNIT_CEILING_F64 = 5;
+/** Byte offset of the claim slot words (Int32 each). */
+export const SLOTS_BYTE_OFFSET = 64;
+
+/**
+ * Flags live in the state word itself, above every counter field, so that the admit fast path
+ * is one load and one compare-exchange and a release is one subtract: a word with either flag
+ * set compares above every bound (one comparison refuses "full", "closed" and "queued"), and
+ * the value a release's Atomics.sub returns tells it whether anyone must be woken.
+ *
+ * CLOSED: set once by close(). WAITING: set while WAITERS is non-zero, so tryAdmit never barges
+ * past a queued waiter; a queue head reserves with the flag masked out.
+ */
+export const CLOSED_BIT_32 = 1 << 30;
+export const WAITING_BIT_32 = 1 << 29;
+export const MAX_REQUESTS_32 = WAITING_BIT_32 - 1;
+/** Unit-mode flags: the top two bits, above both packed fields, for the same reasons. */
+export const CLOSED_BIT_64 = 1n << 63n;
+export const WAITING_BIT_64 = 1n << 62n;
+export const FLAGS_64 = CLOSED_BIT_64 | WAITING_BIT_64;
+/** Bits available to the packed request and unit fields below the flags. */
+export const PACKED_FIELD_BITS = 62;
+
+/**
+ * Claim slot word: generation << 1 | held. The generation advances on every release, so a
+ * stale copy of a claim (older generation) can never match a reused slot.
+ */
+export const SLOT_HELD = 1;
+export const GENERATION_MASK = 0x3fffffff;
+/** Claim slots are capped: each costs 12 bytes of shared memory (word + cost). */
+export const MAX_CLAIM_SLOTS = 1 << 20;
+
+/** Total SharedArrayBuffer size for `slots` claim slots (words, then Float64 costs). */
+export function bufferBytes(slots: number): number {
+  return costsByteOffset(slots) + slots * 8;
+}
+
+/** Byte offset of the per-slot cost table (Float64, 8-aligned after the slot words). */
+export function costsByteOffset(slots: number): number {
+  return SLOTS_BYTE_OFFSET + Math.ceil((slots * 4) / 8) * 8;
+}

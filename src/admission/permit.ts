@@ -1,0 +1,74 @@
+import { PermitMovedError, PermitReleasedError } from '../errors.js';
+import { type Claim, kClaim, kRelease, type PermitOwner } from './internal.js';
+import { type Cohort, leave } from './leak-guard.js';
+
+const HELD = 0;
+const RELEASED = 1;
+const MOVED = 2;
+
+/**
+ * An owned reservation of one request and `units` units.
+ *
+ * Invariants: released exactly once. While it stays on its thread a local flag gives that
+ * guarantee with no shared write; `toClaim()` moves it into a shared slot so another thread
+ * may release it, after which this object refuses to release (OMNI_ERR_PERMIT_MOVED).
+ * Abort safety: a permit is independent of any caller signal; only release ends it.
+ * Throws: OMNI_ERR_PERMIT_RELEASED on a second release, OMNI_ERR_PERMIT_MOVED after toClaim.
+ */
+export class Permit implements Disposable {
+  readonly units: number;
+  readonly #owner: PermitOwner;
+  readonly #delta: bigint | undefined;
+  readonly #cohort: Cohort;
+  #state = HELD;
+
+  /** @internal Created by BoundedAdmission only. */
+  constructor(owner: PermitOwner, units: number, delta: bigint | undefined, cohort: Cohort) {
+    this.#owner = owner;
+    this.units = units;
+    this.#delta = delta;
+    this.#cohort = cohort;
+  }
+
+  /** Discriminates a Permit from a Refusal in tryAdmit's result. */
+  get ok(): true {
+    return true;
+  }
+
+  get released(): boolean {
+    return this.#state === RELEASED;
+  }
+
+  get moved(): boolean {
+    return this.#state === MOVED;
+  }
+
+  release(): void {
+    if (this.#state !== HELD) this.#throwNotHeld();
+    this.#state = RELEASED;
+    leave(this.#cohort, this.units);
+    this.#owner[kRelease](this.units, this.#delta);
+  }
+
+  /**
+   * Moves the reservation into a structured-cloneable claim that any attached thread can
+   * release (exactly once across all copies). Throws OMNI_ERR_CLAIMS_EXHAUSTED, leaving the
+   * permit held, when every claim slot is taken.
+   */
+  toClaim(): Claim {
+    if (this.#state !== HELD) this.#throwNotHeld();
+    const claim = this.#owner[kClaim](this.units);
+    this.#state = MOVED;
+    leave(this.#cohort, this.units);
+    return claim;
+  }
+
+  /** `using permit = ...` releases at scope exit; an already released permit is left alone. */
+  [Symbol.dispose](): void {
+    if (this.#state === HELD) this.release();
+  }
+
+  #throwNotHeld(): never {
+    throw this.#state === MOVED ? new PermitMovedError() : new PermitReleasedError();
+  }
+}

@@ -1,0 +1,17 @@
+import type { RefusalReason } from '../errors.js';
+
+/** An admission refused at once. Frozen constants: a refusal storm allocates nothing. */
+export interface Refusal {
+  readonly ok: false;
+  readonly reason: RefusalReason;
+}
+
+function refusal(reason: RefusalReason): Refusal {
+  return Object.freeze({ ok: false, reason });
+}
+
+export const REFUSED_REQUESTS = refusal('requests');
+export const REFUSED_UNITS = refusal('units');
+export const REFUSED_TOO_LARGE = refusal('too-large');
+export const REFUSED_QUEUED = refusal('queued');
+export const REFUSED_CLOSED = refusal('closed');

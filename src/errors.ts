@@ -1,0 +1,240 @@
+/**
+ * Every error omni-runtime throws or rejects with. Each class carries a stable `code`
+ * (`OMNI_ERR_*`) that callers and tests match on; messages are for people and may change.
+ * Errors cross threads as `{ name, message, code, ... }` (see `toWire` / `fromWire`) and are
+ * rebuilt into these classes on the receiving side.
+ */
+
+export type RefusalReason = 'requests' | 'units' | 'too-large' | 'queued' | 'closed';
+
+/** The admission snapshot a refusal reports: the review's `{ depth, capacity, rejected }`. */
+export interface RefusalSnapshot {
+  readonly depth: number;
+  readonly capacity: number;
+  readonly rejected: number;
+}
+
+export class OmniError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** A bound given at construction is zero, negative, fractional, NaN or not a safe integer. */
+export class InvalidBoundError extends RangeError {
+  readonly code = 'OMNI_ERR_INVALID_BOUND';
+  constructor(message = 'admission bound must be a positive safe integer') {
+    super(message);
+    this.name = 'InvalidBoundError';
+  }
+}
+
+/** A cost is negative, fractional, NaN, infinite, above MAX_SAFE_INTEGER or not a number. */
+export class InvalidCostError extends RangeError {
+  readonly code = 'OMNI_ERR_INVALID_COST';
+  constructor(message = 'cost must be a non-negative safe integer') {
+    super(message);
+    this.name = 'InvalidCostError';
+  }
+}
+
+/** An option or argument other than a bound or a cost is malformed. */
+export class InvalidArgumentError extends TypeError {
+  readonly code = 'OMNI_ERR_INVALID_ARGUMENT';
+  constructor(message = 'invalid argument') {
+    super(message);
+    this.name = 'InvalidArgumentError';
+  }
+}
+
+export class PermitReleasedError extends OmniError {
+  constructor(message = 'permit was already released') {
+    super('OMNI_ERR_PERMIT_RELEASED', message);
+  }
+}
+
+export class PermitMovedError extends OmniError {
+  constructor(message = 'permit was moved into a claim; release the claim instead') {
+    super('OMNI_ERR_PERMIT_MOVED', message);
+  }
+}
+
+/** A claim does not belong to this admission (slot out of range, malformed fields). */
+export class InvalidClaimError extends OmniError {
+  constructor(message = 'claim does not belong to this admission') {
+    super('OMNI_ERR_INVALID_CLAIM', message);
+  }
+}
+
+export class ClaimsExhaustedError extends OmniError {
+  constructor(message = 'every claim slot is in use') {
+    super('OMNI_ERR_CLAIMS_EXHAUSTED', message);
+  }
+}
+
+/** The cost exceeds the whole unit ceiling: it can never fit (an HTTP front answers 413). */
+export class TooLargeError extends OmniError {
+  readonly cost: number;
+  readonly unitCapacity: number;
+  constructor(cost: number, unitCapacity: number, message?: string) {
+    super('OMNI_ERR_TOO_LARGE', message ?? `cost ${cost} exceeds the unit ceiling ${unitCapacity}`);
+    this.cost = cost;
+    this.unitCapacity = unitCapacity;
+  }
+}
+
+export class TimeoutError extends OmniError {
+  constructor(message = 'timed out waiting for admission') {
+    super('OMNI_ERR_TIMEOUT', message);
+  }
+}
+
+export class ClosedError extends OmniError {
+  constructor(message = 'admission is closed') {
+    super('OMNI_ERR_CLOSED', message);
+  }
+}
+
+/** Admission refused the request at once ('requests', 'units', 'queued'). */
+export class RejectedError extends OmniError implements RefusalSnapshot {
+  readonly reason: RefusalReason;
+  readonly depth: number;
+  readonly capacity: number;
+  readonly rejected: number;
+  constructor(reason: RefusalReason, snapshot: RefusalSnapshot, message?: string) {
+    super(
+      'OMNI_ERR_REJECTED',
+      message ?? `admission refused (${reason}): depth ${snapshot.depth} of ${snapshot.capacity}`,
+    );
+    this.reason = reason;
+    this.depth = snapshot.depth;
+    this.capacity = snapshot.capacity;
+    this.rejected = snapshot.rejected;
+  }
+}
+
+/** The caller's own signal aborted; the work itself may still be running. */
+export class AbortError extends OmniError {
+  constructor(message = 'the operation was aborted', options?: ErrorOptions) {
+    super('OMNI_ERR_ABORTED', message, options);
+    this.name = 'AbortError';
+  }
+}
+
+/** The caller's deadline passed; capacity stays held until the work really ends. */
+export class DeadlineError extends OmniError {
+  constructor(message = 'deadline exceeded') {
+    super('OMNI_ERR_DEADLINE', message);
+  }
+}
+
+/** A task handler threw an error that carried no code of its own. */
+export class TaskFailedError extends OmniError {
+  constructor(message = 'task failed') {
+    super('OMNI_ERR_TASK_FAILED', message);
+  }
+}
+
+export class WorkerExitedError extends OmniError {
+  constructor(message = 'worker exited while running the task') {
+    super('OMNI_ERR_WORKER_EXITED', message);
+  }
+}
+
+/** The runtime is not 'ready' (starting, draining, stopped or failed). */
+export class UnavailableError extends OmniError {
+  readonly state: string;
+  constructor(state: string, message?: string) {
+    super('OMNI_ERR_UNAVAILABLE', message ?? `runtime is ${state}`);
+    this.state = state;
+  }
+}
+
+export class LibraryNotFoundError extends OmniError {
+  readonly path: string;
+  constructor(path: string, message?: string) {
+    super('OMNI_ERR_LIBRARY_NOT_FOUND', message ?? `native library not found at ${path}`);
+    this.path = path;
+  }
+}
+
+export class AbiMismatchError extends OmniError {
+  readonly expected: number;
+  readonly actual: number;
+  constructor(expected: number, actual: number, message?: string) {
+    super(
+      'OMNI_ERR_ABI_MISMATCH',
+      message ?? `native library ABI version ${actual} does not match the expected version ${expected}`,
+    );
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+/** A native entry point returned an error code; `nativeCode` is the C side's code. */
+export class NativeError extends OmniError {
+  readonly nativeCode: number;
+  /** A sticky error leaves the native context unusable (the runtime moves to 'failed'). */
+  readonly fatal: boolean;
+  constructor(nativeCode: number, message: string, fatal = false) {
+    super('OMNI_ERR_NATIVE', message);
+    this.nativeCode = nativeCode;
+    this.fatal = fatal;
+  }
+}
+
+/** The plain shape an error takes to cross a thread (structured clone drops class identity). */
+export interface WireError {
+  name: string;
+  message: string;
+  code?: string;
+  nativeCode?: number;
+  fatal?: boolean;
+  reason?: RefusalReason;
+}
+
+export function toWire(err: unknown): WireError {
+  if (err instanceof Error) {
+    const e = err as Error & Partial<WireError>;
+    const wire: WireError = { name: e.name, message: e.message };
+    if (typeof e.code === 'string') wire.code = e.code;
+    if (typeof e.nativeCode === 'number') wire.nativeCode = e.nativeCode;
+    if (typeof e.fatal === 'boolean') wire.fatal = e.fatal;
+    return wire;
+  }
+  return { name: 'Error', message: String(err) };
+}
+
+/** Rebuilds a wire error: known codes become their class, others keep name and code. */
+export function fromWire(wire: WireError): Error {
+  switch (wire.code) {
+    case 'OMNI_ERR_NATIVE':
+      return new NativeError(wire.nativeCode ?? -1, wire.message, wire.fatal === true);
+    case 'OMNI_ERR_DEADLINE':
+      return new DeadlineError(wire.message);
+    case 'OMNI_ERR_ABORTED':
+      return new AbortError(wire.message);
+    case 'OMNI_ERR_INVALID_ARGUMENT':
+      return new InvalidArgumentError(wire.message);
+    case 'OMNI_ERR_INVALID_COST':
+      return new InvalidCostError(wire.message);
+    case undefined: {
+      const e = new TaskFailedError(wire.message);
+      if (wire.name && wire.name !== 'Error') e.name = wire.name;
+      return e;
+    }
+    default: {
+      const e = new OmniError(wire.code, wire.message);
+      e.name = wire.name;
+      return e;
+    }
+  }
+}
+
+/** True when `err` carries the given stable code. */
+export function hasCode(err: unknown, code: string): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
+}
