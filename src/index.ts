@@ -7,4 +7,35 @@ export {
   Permit,
   type Refusal,
 } from './admission/index.js';
+export {
+  defineWorker,
+  type TaskContext,
+  type WorkerDefinition,
+  type WorkerHandler,
+  type WorkerOptions,
+} from './define-worker.js';
 export * from './errors.js';
+export {
+  type CloseOptions,
+  type LatencySummary,
+  Runtime,
+  type RuntimeReport,
+  type RuntimeState,
+} from './runtime.js';
+export type { RunOptions, RuntimeAdmissionOptions, RuntimeOptions } from './runtime/options.js';
+export {
+  LinearRuntime,
+  type LinearRunOptions,
+  type LinearRuntimeOptions,
+  seededWeights,
+} from './linear/linear-runtime.js';
+export type { LinearWeights } from './linear/protocol.js';
+export {
+  type BackendName,
+  type BackendPreference,
+  type NativeStats,
+  NativeContext,
+  loadNativeLibrary,
+  selectBackend,
+  resolveDevice,
+} from './native/index.js';

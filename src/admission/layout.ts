@@ -66,7 +66,7 @@ export const PACKED_FIELD_BITS = 62;
 export const SLOT_HELD = 1;
 export const GENERATION_MASK = 0x3fffffff;
 /** Claim slots are capped: each costs 12 bytes of shared memory (word + cost). */
-export const MAX_CLAIM_SLOTS = 1 << 20;
+export const MAX_CLAIM_SLOTS = 1 << 16;
 
 /** Total SharedArrayBuffer size for `slots` claim slots (words, then Float64 costs). */
 export function bufferBytes(slots: number): number {

@@ -1,0 +1,66 @@
+/**
+ * Flag parsing shared by every subcommand: node:util parseArgs, with every mistake turned into
+ * a UsageError that the command line prints as one line and exits 2 (never a stack trace).
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+export class UsageError extends Error {
+  readonly code = 'OMNI_ERR_USAGE';
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export type FlagSpec = NonNullable<ParseArgsConfig['options']>;
+
+/** Parses `argv` strictly against `options`; unknown flags and missing values are UsageErrors. */
+export function parseFlags<const O extends FlagSpec>(
+  command: string,
+  argv: readonly string[],
+  options: O,
+): { values: ReturnType<typeof parseArgs<{ options: O; strict: true; allowPositionals: true }>>['values']; positionals: string[] } {
+  try {
+    const parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true });
+    return { values: parsed.values, positionals: parsed.positionals };
+  } catch (err) {
+    throw new UsageError(`${command}: ${(err as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** A number flag: finite, within [min, max], integer when asked. */
+export function numberFlag(
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  { min = Number.NEGATIVE_INFINITY, max = Number.POSITIVE_INFINITY, integer = false } = {},
+): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
+    const kind = integer ? 'an integer' : 'a number';
+    const range = `${Number.isFinite(min) ? ` >= ${min}` : ''}${Number.isFinite(max) ? ` <= ${max}` : ''}`;
+    throw new UsageError(`--${name} must be ${kind}${range}, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+/** A comma-separated list of numbers, e.g. --rates 100,200,400. */
+export function numberListFlag(name: string, raw: string | undefined, fallback: readonly number[], min = 0): number[] {
+  if (raw === undefined) return [...fallback];
+  const parts = raw.split(',');
+  const values = parts.map((part) => Number(part));
+  if (parts.some((p) => p.trim() === '') || values.some((v) => !Number.isFinite(v) || v <= min)) {
+    throw new UsageError(`--${name} must be a comma-separated list of numbers > ${min}, got ${JSON.stringify(raw)}`);
+  }
+  return values;
+}
+
+/** One of a fixed set of words. */
+export function choiceFlag<T extends string>(name: string, raw: string | undefined, choices: readonly T[], fallback: T): T {
+  if (raw === undefined) return fallback;
+  if (!(choices as readonly string[]).includes(raw)) {
+    throw new UsageError(`--${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(raw)}`);
+  }
+  return raw as T;
+}

@@ -1,0 +1,42 @@
+/**
+ * What a user's worker module exports: `export default defineWorker(async (input, ctx) => ...)`.
+ * The module runs inside a worker thread, loaded by the runtime's entry.
+ */
+
+// Symbol.for, not Symbol(): the user's module may load its own copy of this package.
+const kDefinition = Symbol.for('omni-runtime.worker-definition');
+
+export interface TaskContext {
+  /** The cost the caller admitted this task with. */
+  readonly cost: number;
+  /** True once the caller aborted or its deadline passed; the work may stop early. */
+  readonly cancelled: boolean;
+  /** Aborts when `cancelled` becomes true (created on first use). */
+  readonly signal: AbortSignal;
+  /** Date.now() after which the caller no longer waits, or 0. */
+  readonly deadlineAt: number;
+  /** Moves these buffers back to the caller zero-copy with the result (detached here). */
+  transfer(...buffers: ArrayBuffer[]): void;
+}
+
+export type WorkerHandler<I, O> = (input: I, ctx: TaskContext) => O | Promise<O>;
+
+export interface WorkerOptions {
+  /** Runs once per thread before its first task, with the runtime's `workerData`. */
+  readonly init?: (data: unknown) => void | Promise<void>;
+}
+
+export interface WorkerDefinition<I = unknown, O = unknown> {
+  readonly [kDefinition]: true;
+  readonly handler: WorkerHandler<I, O>;
+  readonly init: ((data: unknown) => void | Promise<void>) | undefined;
+}
+
+export function defineWorker<I, O>(handler: WorkerHandler<I, O>, options: WorkerOptions = {}): WorkerDefinition<I, O> {
+  if (typeof handler !== 'function') throw new TypeError('defineWorker needs a handler function');
+  return { [kDefinition]: true, handler, init: options.init };
+}
+
+export function isWorkerDefinition(value: unknown): value is WorkerDefinition {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[kDefinition] === true;
+}

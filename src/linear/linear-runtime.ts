@@ -1,0 +1,121 @@
+import { InvalidArgumentError } from '../errors.js';
+import {
+  type BackendName,
+  type BackendPreference,
+  MAX_FEATURES,
+  type NativeStats,
+  resolveDevice,
+  seededFloats,
+  selectBackend,
+} from '../native/index.js';
+import { builtModuleUrl } from '../paths.js';
+import { type CloseOptions, Runtime, type RuntimeReport } from '../runtime.js';
+import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
+import type { LinearWeights, NativeWorkerData, NativeWorkerInput } from './protocol.js';
+
+export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'workerData'> {
+  /** 'fixture' (CPU), 'cuda', or 'auto' (CUDA when a device opens); default OMNI_BACKEND, else auto. */
+  readonly backend?: BackendPreference;
+  /** CUDA device; default OMNI_CUDA_DEVICE, else 0. */
+  readonly device?: number;
+  /** The layer's weights. Without them, seeded random weights of the given shape are used. */
+  readonly weights?: LinearWeights;
+  readonly inFeatures?: number;
+  readonly outFeatures?: number;
+  readonly seed?: number;
+  /** Per-context workspace cache bounds (defaults 4 and 512 MiB). */
+  readonly workspaceCount?: number;
+  readonly workspaceBytes?: number;
+  /** Test hook: allows `inject` calls (fixture backend only). */
+  readonly faultInjection?: boolean;
+}
+
+export interface LinearRunOptions extends RunOptions {
+  /** Rows in x (default x.length / inFeatures). Cost defaults to rows. */
+  readonly rows?: number;
+}
+
+/** Seeded weights, scaled so outputs stay in GELU's interesting range. */
+export function seededWeights(inFeatures: number, outFeatures: number, seed = 1): LinearWeights {
+  const scale = 1 / Math.sqrt(inFeatures);
+  return {
+    w: seededFloats(seed, inFeatures * outFeatures, scale),
+    b: seededFloats(seed + 1, outFeatures, 0.1),
+    inFeatures,
+    outFeatures,
+  };
+}
+
+/**
+ * A Runtime running the built-in native worker: a fused linear layer, y = GELU(x W^T + b), on
+ * the CPU fixture or CUDA. The backend is chosen once on the main thread (so it can say which
+ * it chose) and every worker thread opens its own context on it.
+ */
+export class LinearRuntime {
+  readonly runtime: Runtime;
+  readonly backend: BackendName;
+  /** Why this backend: requested, from OMNI_BACKEND, or what auto found. */
+  readonly backendReason: string;
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+
+  constructor(runtime: Runtime, shape: { inFeatures: number; outFeatures: number; backend: BackendName; reason?: string }) {
+    this.runtime = runtime;
+    this.inFeatures = shape.inFeatures;
+    this.outFeatures = shape.outFeatures;
+    this.backend = shape.backend;
+    this.backendReason = shape.reason ?? 'given';
+  }
+
+  static async start(options: LinearRuntimeOptions = {}): Promise<LinearRuntime> {
+    const { backend: preference, device, weights: given, seed, workspaceCount, workspaceBytes, faultInjection, ...rest } =
+      options;
+    const weights =
+      given ?? seededWeights(checkFeatures('inFeatures', options.inFeatures ?? 256), checkFeatures('outFeatures', options.outFeatures ?? 256), seed);
+    const choice = selectBackend(preference, process.env, device === undefined ? {} : { device });
+    const data: NativeWorkerData = {
+      backend: choice.backend,
+      libraryPath: choice.library.path,
+      device: choice.backend === 'cuda' ? resolveDevice(device) : device,
+      weights,
+      workspaceCount,
+      workspaceBytes,
+      faultInjection,
+    };
+    const runtime = await Runtime.start({ ...rest, worker: builtModuleUrl('workers/native.js'), workerData: data });
+    return new LinearRuntime(runtime, { ...weights, backend: choice.backend, reason: choice.reason });
+  }
+
+  /** Runs `rows` rows of x (row-major, inFeatures wide) and resolves with rows x outFeatures. */
+  run(x: Float32Array, options: LinearRunOptions = {}): Promise<Float32Array> {
+    if (!(x instanceof Float32Array)) return Promise.reject(new InvalidArgumentError('x must be a Float32Array'));
+    const rows = options.rows ?? x.length / this.inFeatures;
+    if (!Number.isInteger(rows) || rows < 1) {
+      return Promise.reject(
+        new InvalidArgumentError(`x holds ${x.length} floats: not a whole number (>= 1) of ${this.inFeatures}-wide rows`),
+      );
+    }
+    const input: NativeWorkerInput = { x, rows };
+    return this.runtime.run<Float32Array>(input, { ...options, cost: options.cost ?? rows });
+  }
+
+  /** The native context's counters from one worker thread. */
+  stats(): Promise<NativeStats> {
+    return this.runtime.run<NativeStats>({ stats: true } satisfies NativeWorkerInput);
+  }
+
+  report(): RuntimeReport {
+    return this.runtime.report();
+  }
+
+  close(options?: CloseOptions): Promise<void> {
+    return this.runtime.close(options);
+  }
+}
+
+function checkFeatures(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1 || value > MAX_FEATURES) {
+    throw new InvalidArgumentError(`${name} must be an integer from 1 to ${MAX_FEATURES}, got ${value}`);
+  }
+  return value;
+}

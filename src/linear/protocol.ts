@@ -1,0 +1,26 @@
+/** What the runtime gives the built-in native worker, and what each call sends it. */
+import type { BackendName } from '../native/index.js';
+
+export interface LinearWeights {
+  /** outFeatures x inFeatures, row-major. */
+  readonly w: Float32Array;
+  readonly b: Float32Array;
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+}
+
+export interface NativeWorkerData {
+  readonly backend: BackendName;
+  readonly libraryPath?: string | undefined;
+  readonly device: number | undefined;
+  readonly weights: LinearWeights;
+  readonly workspaceCount?: number | undefined;
+  readonly workspaceBytes?: number | undefined;
+  /** Test hook: lets calls inject the fixture's faults. Off unless asked for. */
+  readonly faultInjection?: boolean | undefined;
+}
+
+export type NativeWorkerInput =
+  | { readonly x: Float32Array; readonly rows: number }
+  | { readonly stats: true }
+  | { readonly inject: 'fatal' | 'copy' | 'alloc'; readonly after?: number };

@@ -1,0 +1,77 @@
+/**
+ * Backend selection. The preference comes from the argument, else OMNI_BACKEND, else 'auto'.
+ * 'auto' picks CUDA when its library loads (right ABI) and a device opens, else the fixture, and
+ * says why in `reason`, so a caller can log which backend it got. Probing opens and closes a real
+ * context (on a GPU this costs the context creation, once).
+ *
+ * Throws: InvalidArgumentError for an unknown preference or a malformed OMNI_CUDA_DEVICE; with an
+ * explicit 'cuda' or 'fixture', whatever loading that library throws.
+ */
+import { InvalidArgumentError } from '../errors.js';
+import { NativeContext } from './context.js';
+import { resolveDevice } from './device.js';
+import { loadNativeLibrary } from './library.js';
+import type { BackendName, NativeLibrary } from './library.js';
+
+export const BACKEND_ENV = 'OMNI_BACKEND';
+
+export type BackendPreference = BackendName | 'auto';
+
+export interface BackendChoice {
+  readonly backend: BackendName;
+  /** Human-readable: why this backend (requested, probed, or what made CUDA unusable). */
+  readonly reason: string;
+  /** The loaded library for that backend. */
+  readonly library: NativeLibrary;
+}
+
+export interface SelectOptions {
+  device?: number;
+  fixturePath?: string;
+  cudaPath?: string;
+}
+
+function parsePreference(value: string, source: string): BackendPreference {
+  if (value === 'fixture' || value === 'cuda' || value === 'auto') return value;
+  throw new InvalidArgumentError(`${source} must be 'fixture', 'cuda' or 'auto', got ${JSON.stringify(value)}`);
+}
+
+export function selectBackend(
+  preference?: BackendPreference,
+  env: NodeJS.ProcessEnv = process.env,
+  options: SelectOptions = {},
+): BackendChoice {
+  const fromEnv = env[BACKEND_ENV]?.trim();
+  const wanted =
+    preference !== undefined
+      ? parsePreference(preference, 'backend')
+      : fromEnv
+        ? parsePreference(fromEnv, BACKEND_ENV)
+        : 'auto';
+  const source = preference !== undefined ? 'requested' : fromEnv ? `${BACKEND_ENV}=${fromEnv}` : 'auto';
+  if (wanted === 'fixture') {
+    return { backend: 'fixture', reason: source, library: loadNativeLibrary('fixture', { path: options.fixturePath }) };
+  }
+  if (wanted === 'cuda') {
+    return { backend: 'cuda', reason: source, library: loadNativeLibrary('cuda', { path: options.cudaPath }) };
+  }
+  const fallback = (why: string): BackendChoice => ({
+    backend: 'fixture',
+    reason: `auto: ${why}; using the CPU fixture`,
+    library: loadNativeLibrary('fixture', { path: options.fixturePath }),
+  });
+  let cuda: NativeLibrary;
+  try {
+    cuda = loadNativeLibrary('cuda', { path: options.cudaPath });
+  } catch (err) {
+    return fallback(`CUDA library unusable (${(err as Error).message})`);
+  }
+  // A malformed OMNI_CUDA_DEVICE is a configuration mistake: it throws rather than falling back.
+  const device = resolveDevice(options.device, env);
+  try {
+    NativeContext.open(cuda, { device, env }).close();
+  } catch (err) {
+    return fallback(`CUDA device ${device} could not be opened (${(err as Error).message})`);
+  }
+  return { backend: 'cuda', reason: `auto: CUDA device ${device} opened`, library: cuda };
+}

@@ -1,0 +1,124 @@
+/**
+ * koffi declarations of the native ABI. Types are anonymous on purpose: koffi registers named types
+ * per thread, and this module may be evaluated twice in one thread (src/ under vitest and dist/).
+ * Every function returns the raw status; mapping to errors lives in status.ts.
+ */
+import koffi from 'koffi';
+import type { LibraryHandle } from 'koffi';
+
+/** An open context as koffi returns it (a BigInt address in koffi 3); opaque to callers. */
+export type RawHandle = unknown;
+
+/** omni_open_options, field for field. */
+export interface RawOpenOptions {
+  workspace_count: number;
+  reserved: number;
+  workspace_bytes: number;
+}
+
+type Floats = Float32Array | null;
+
+/** The ABI as bound: thin, unchecked calls straight into the library. */
+export interface RawNativeApi {
+  omni_abi_version(): number;
+  omni_backend_name(): string;
+  omni_open(device: number, options: RawOpenOptions | null, out: [RawHandle | null]): number;
+  omni_close(ctx: RawHandle | null): number;
+  omni_upload_weights(
+    ctx: RawHandle | null,
+    w: Floats,
+    wLen: number,
+    b: Floats,
+    bLen: number,
+    outFeatures: number,
+    inFeatures: number,
+  ): number;
+  omni_linear_gelu(ctx: RawHandle | null, x: Floats, xLen: number, rows: number, y: Floats, yLen: number): number;
+  omni_stats(ctx: RawHandle | null, out: Record<string, number | bigint> | null): number;
+  omni_last_error(ctx: RawHandle | null): string;
+}
+
+/** Fixture-only exports (native/fixture/omni_fixture.h). */
+export interface RawFixtureApi {
+  omni_fixture_fail_alloc_after(n: number): void;
+  omni_fixture_fail_next_copy(ctx: RawHandle | null): number;
+  omni_fixture_inject_fatal(ctx: RawHandle | null): number;
+  omni_fixture_live_bytes(): number | bigint;
+  omni_fixture_reference_linear_gelu(
+    x: Floats,
+    xLen: number,
+    rows: number,
+    w: Floats,
+    wLen: number,
+    b: Floats,
+    bLen: number,
+    outFeatures: number,
+    inFeatures: number,
+    y: Floats,
+    yLen: number,
+  ): number;
+}
+
+const ctxPtr = koffi.pointer(koffi.opaque());
+const openOptions = koffi.struct({ workspace_count: 'uint32', reserved: 'uint32', workspace_bytes: 'uint64' });
+const stats = koffi.struct({
+  live_bytes: 'uint64',
+  peak_bytes: 'uint64',
+  allocations: 'uint64',
+  stream_syncs: 'uint64',
+  cached_workspaces: 'uint64',
+  workspace_bytes: 'uint64',
+  workspace_evictions: 'uint64',
+  calls: 'uint64',
+});
+// Typed arrays go through as their own memory, whatever the pointer's constness.
+const floats = koffi.pointer('float');
+
+/** Only the version probe: bound before anything else so a mismatching library is refused before
+ * its other symbols (which may differ) are touched. */
+export function bindAbiVersion(lib: LibraryHandle): () => number {
+  return lib.func('omni_abi_version', 'int', []) as () => number;
+}
+
+export function bindCore(lib: LibraryHandle): RawNativeApi {
+  return {
+    omni_abi_version: bindAbiVersion(lib),
+    omni_backend_name: lib.func('omni_backend_name', 'const char *', []),
+    omni_open: lib.func('omni_open', 'int', ['int', koffi.pointer(openOptions), koffi.out(koffi.pointer(ctxPtr))]),
+    omni_close: lib.func('omni_close', 'int', [ctxPtr]),
+    omni_upload_weights: lib.func('omni_upload_weights', 'int', [
+      ctxPtr,
+      floats,
+      'size_t',
+      floats,
+      'size_t',
+      'uint32',
+      'uint32',
+    ]),
+    omni_linear_gelu: lib.func('omni_linear_gelu', 'int', [ctxPtr, floats, 'size_t', 'uint32', floats, 'size_t']),
+    omni_stats: lib.func('omni_stats', 'int', [ctxPtr, koffi.out(koffi.pointer(stats))]),
+    omni_last_error: lib.func('omni_last_error', 'const char *', [ctxPtr]),
+  };
+}
+
+export function bindFixture(lib: LibraryHandle): RawFixtureApi {
+  return {
+    omni_fixture_fail_alloc_after: lib.func('omni_fixture_fail_alloc_after', 'void', ['uint32']),
+    omni_fixture_fail_next_copy: lib.func('omni_fixture_fail_next_copy', 'int', [ctxPtr]),
+    omni_fixture_inject_fatal: lib.func('omni_fixture_inject_fatal', 'int', [ctxPtr]),
+    omni_fixture_live_bytes: lib.func('omni_fixture_live_bytes', 'uint64', []),
+    omni_fixture_reference_linear_gelu: lib.func('omni_fixture_reference_linear_gelu', 'int', [
+      floats,
+      'size_t',
+      'uint32',
+      floats,
+      'size_t',
+      floats,
+      'size_t',
+      'uint32',
+      'uint32',
+      floats,
+      'size_t',
+    ]),
+  };
+}

@@ -1,0 +1,141 @@
+/**
+ * NativeContext: one native context (a CUDA stream + resident weights + workspace cache, or the
+ * fixture's model of them) owned by the thread that opened it.
+ *
+ * Invariants: a context is used by one thread at a time (each worker opens its own); after close()
+ * every method but close() throws; typed arrays are passed to C without copies (SharedArrayBuffer
+ * views included).
+ * Throws: InvalidArgumentError for a wrong array type, a non-integer or out-of-range size, or a
+ * length that does not match the uploaded weights (checked here before the call); NativeError with
+ * the C status for anything the library refuses, `fatal: true` once the context is poisoned.
+ */
+import { InvalidArgumentError } from '../errors.js';
+import { MAX_FEATURES, MAX_ROWS, MAX_WORKSPACE_COUNT, NativeStatus } from './abi.js';
+import type { NativeStats } from './abi.js';
+import { resolveDevice } from './device.js';
+import type { RawHandle } from './bindings.js';
+import type { NativeLibrary } from './library.js';
+import { check } from './status.js';
+import { requireFloat32Array, requireInteger, requireLength } from './validate.js';
+
+/** Reaches the raw handle of an open context (null once closed): for the fault hooks and tests. */
+export const kRawHandle: unique symbol = Symbol('omni.native.rawHandle');
+
+export interface NativeOpenOptions {
+  /** Device index; defaults to OMNI_CUDA_DEVICE, then 0 (see resolveDevice). */
+  device?: number;
+  /** Cached per-shape workspaces (1..64, default 4). */
+  workspaceCount?: number;
+  /** Bytes the cached workspaces may hold together (default 512 MiB). */
+  workspaceBytes?: number;
+  /** Environment consulted for OMNI_CUDA_DEVICE; defaults to process.env. */
+  env?: NodeJS.ProcessEnv;
+}
+
+const EMPTY = new Float32Array(0);
+
+export class NativeContext {
+  readonly library: NativeLibrary;
+  readonly device: number;
+  #handle: RawHandle | null;
+  #outFeatures = 0;
+  #inFeatures = 0;
+
+  private constructor(library: NativeLibrary, handle: RawHandle, device: number) {
+    this.library = library;
+    this.#handle = handle;
+    this.device = device;
+  }
+
+  static open(library: NativeLibrary, options: NativeOpenOptions = {}): NativeContext {
+    const device = resolveDevice(options.device, options.env ?? process.env);
+    const count = options.workspaceCount ?? 0;
+    const bytes = options.workspaceBytes ?? 0;
+    if (options.workspaceCount !== undefined) requireInteger('workspaceCount', count, 1, MAX_WORKSPACE_COUNT);
+    if (options.workspaceBytes !== undefined) requireInteger('workspaceBytes', bytes, 1, Number.MAX_SAFE_INTEGER);
+    const out: [RawHandle | null] = [null];
+    const status = library.raw.omni_open(device, { workspace_count: count, reserved: 0, workspace_bytes: bytes }, out);
+    check(library, status, null, 'omni_open');
+    return new NativeContext(library, out[0], device);
+  }
+
+  get closed(): boolean {
+    return this.#handle === null;
+  }
+
+  /** Shape of the uploaded weights; 0 before uploadWeights. */
+  get outFeatures(): number {
+    return this.#outFeatures;
+  }
+
+  get inFeatures(): number {
+    return this.#inFeatures;
+  }
+
+  get [kRawHandle](): RawHandle | null {
+    return this.#handle;
+  }
+
+  #live(fn: string): RawHandle {
+    if (this.#handle === null) throw new InvalidArgumentError(`${fn}: the native context is closed`);
+    return this.#handle;
+  }
+
+  /** Copies W (outFeatures x inFeatures, row-major) and b into the context; replaces earlier weights. */
+  uploadWeights(w: Float32Array, b: Float32Array, outFeatures: number, inFeatures: number): void {
+    const handle = this.#live('uploadWeights');
+    requireFloat32Array('w', w);
+    requireFloat32Array('b', b);
+    requireInteger('outFeatures', outFeatures, 1, MAX_FEATURES);
+    requireInteger('inFeatures', inFeatures, 1, MAX_FEATURES);
+    requireLength('w', w, outFeatures * inFeatures);
+    requireLength('b', b, outFeatures);
+    const status = this.library.raw.omni_upload_weights(handle, w, w.length, b, b.length, outFeatures, inFeatures);
+    check(this.library, status, handle, 'omni_upload_weights');
+    this.#outFeatures = outFeatures;
+    this.#inFeatures = inFeatures;
+  }
+
+  /** y = GELU(x W^T + b) for `rows` rows of x; writes into `out` when given, else a new array. */
+  linearGelu(x: Float32Array, rows: number, out?: Float32Array): Float32Array {
+    const handle = this.#live('linearGelu');
+    requireFloat32Array('x', x);
+    requireInteger('rows', rows, 1, MAX_ROWS);
+    if (out !== undefined) requireFloat32Array('out', out);
+    // Before any upload the shape is unknown; the C side reports OMNI_E_NOT_INITIALISED itself.
+    const ready = this.#outFeatures > 0;
+    if (ready) requireLength('x', x, rows * this.#inFeatures);
+    const y = out ?? (ready ? new Float32Array(rows * this.#outFeatures) : EMPTY);
+    if (ready) requireLength('out', y, rows * this.#outFeatures);
+    const status = this.library.raw.omni_linear_gelu(handle, x, x.length, rows, y, y.length);
+    check(this.library, status, handle, 'omni_linear_gelu');
+    return y;
+  }
+
+  stats(): NativeStats {
+    const handle = this.#live('stats');
+    const s: Record<string, number | bigint> = {};
+    check(this.library, this.library.raw.omni_stats(handle, s), handle, 'omni_stats');
+    // uint64 fields arrive as BigInt only above 2^53, far beyond any real byte count.
+    const n = (key: string): number => Number(s[key] ?? 0);
+    return {
+      liveBytes: n('live_bytes'),
+      peakBytes: n('peak_bytes'),
+      allocations: n('allocations'),
+      streamSyncs: n('stream_syncs'),
+      cachedWorkspaces: n('cached_workspaces'),
+      workspaceBytes: n('workspace_bytes'),
+      workspaceEvictions: n('workspace_evictions'),
+      calls: n('calls'),
+    };
+  }
+
+  /** Synchronizes and frees everything, even after a fatal error. Idempotent. */
+  close(): void {
+    const handle = this.#handle;
+    if (handle === null) return;
+    this.#handle = null;
+    const status = this.library.raw.omni_close(handle);
+    if (status !== NativeStatus.OK) check(this.library, status, null, 'omni_close');
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * Device selection, explicit and documented: the `device` option wins; otherwise the
+ * OMNI_CUDA_DEVICE environment variable (a non-negative decimal integer); 0 only when neither is given.
+ *
+ * Throws: InvalidArgumentError for a negative, fractional or non-numeric option or variable.
+ */
+import { InvalidArgumentError } from '../errors.js';
+
+export const DEVICE_ENV = 'OMNI_CUDA_DEVICE';
+
+// Far above any real device count; keeps the value inside the C side's int.
+const MAX_DEVICE = 1023;
+
+export function resolveDevice(option: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
+  if (option !== undefined) {
+    if (typeof option !== 'number' || !Number.isInteger(option) || option < 0 || option > MAX_DEVICE) {
+      throw new InvalidArgumentError(`device must be an integer in 0..${MAX_DEVICE}, got ${String(option)}`);
+    }
+    return option;
+  }
+  const raw = env[DEVICE_ENV];
+  if (raw === undefined || raw.trim() === '') return 0;
+  const text = raw.trim();
+  if (!/^\d+$/.test(text) || Number(text) > MAX_DEVICE) {
+    throw new InvalidArgumentError(`${DEVICE_ENV} must be an integer in 0..${MAX_DEVICE}, got ${JSON.stringify(raw)}`);
+  }
+  return Number(text);
+}

@@ -1,0 +1,91 @@
+/**
+ * The fixture's fault-injection hooks and naive reference, typed. Only the CPU fixture exports
+ * them; asking for them on another backend is an InvalidArgumentError.
+ *
+ * Scope: failAllocAfter is per calling thread; failNextCopy and injectFatal are per context, so
+ * tests in parallel threads cannot trip each other's faults.
+ */
+import { InvalidArgumentError } from '../errors.js';
+import { MAX_FEATURES, MAX_ROWS } from './abi.js';
+import type { RawFixtureApi } from './bindings.js';
+import { kRawHandle } from './context.js';
+import type { NativeContext } from './context.js';
+import type { NativeLibrary } from './library.js';
+import { check } from './status.js';
+import { requireFloat32Array, requireInteger } from './validate.js';
+
+export class FixtureFaults {
+  readonly library: NativeLibrary;
+  readonly #raw: RawFixtureApi;
+
+  constructor(library: NativeLibrary) {
+    if (library.fixture === null) {
+      throw new InvalidArgumentError(`fault hooks exist only in the fixture, not in ${library.backendName}`);
+    }
+    this.library = library;
+    this.#raw = library.fixture;
+  }
+
+  /** The nth allocation this thread makes from now on fails (1 = the next); 0 disarms. */
+  failAllocAfter(n: number): void {
+    this.#raw.omni_fixture_fail_alloc_after(requireInteger('n', n, 0, 0xffff_ffff));
+  }
+
+  /** The next copy on ctx fails with COPY_FAILED, after synchronizing its stream. */
+  failNextCopy(ctx: NativeContext): void {
+    const handle = this.#handleOf(ctx);
+    check(this.library, this.#raw.omni_fixture_fail_next_copy(handle), handle, 'omni_fixture_fail_next_copy');
+  }
+
+  /** Poisons ctx the way a sticky CUDA error does: every later call fails with fatal: true. */
+  injectFatal(ctx: NativeContext): void {
+    const handle = this.#handleOf(ctx);
+    check(this.library, this.#raw.omni_fixture_inject_fatal(handle), handle, 'omni_fixture_inject_fatal');
+  }
+
+  /** Bytes all fixture contexts in this process hold now, half-built ones included. */
+  liveBytes(): number {
+    return Number(this.#raw.omni_fixture_live_bytes());
+  }
+
+  /** The plain triple loop in C (no blocking, no context): numerical and speed baseline. */
+  referenceLinearGelu(
+    x: Float32Array,
+    rows: number,
+    w: Float32Array,
+    b: Float32Array,
+    outFeatures: number,
+    inFeatures: number,
+    out?: Float32Array,
+  ): Float32Array {
+    requireFloat32Array('x', x);
+    requireFloat32Array('w', w);
+    requireFloat32Array('b', b);
+    requireInteger('rows', rows, 1, MAX_ROWS);
+    requireInteger('outFeatures', outFeatures, 1, MAX_FEATURES);
+    requireInteger('inFeatures', inFeatures, 1, MAX_FEATURES);
+    const y = out === undefined ? new Float32Array(rows * outFeatures) : requireFloat32Array('out', out);
+    const status = this.#raw.omni_fixture_reference_linear_gelu(
+      x,
+      x.length,
+      rows,
+      w,
+      w.length,
+      b,
+      b.length,
+      outFeatures,
+      inFeatures,
+      y,
+      y.length,
+    );
+    check(this.library, status, null, 'omni_fixture_reference_linear_gelu');
+    return y;
+  }
+
+  #handleOf(ctx: NativeContext): unknown {
+    if (ctx.library !== this.library) throw new InvalidArgumentError('the context belongs to another library');
+    const handle = ctx[kRawHandle];
+    if (handle === null) throw new InvalidArgumentError('the native context is closed');
+    return handle;
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * Loading a native backend and the ABI handshake.
+ *
+ * Throws: LibraryNotFoundError (no file at the path, or the file would not load), AbiMismatchError
+ * (the library's omni_abi_version() differs from ABI_VERSION; both versions are named).
+ */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import koffi from 'koffi';
+import { AbiMismatchError, InvalidArgumentError, LibraryNotFoundError } from '../errors.js';
+import { nativeBuildDir } from '../paths.js';
+import { ABI_VERSION } from './abi.js';
+import { bindAbiVersion, bindCore, bindFixture } from './bindings.js';
+import type { RawFixtureApi, RawNativeApi } from './bindings.js';
+
+export type BackendName = 'fixture' | 'cuda';
+
+export interface NativeLibrary {
+  readonly backend: BackendName;
+  /** Absolute path the library was loaded from. */
+  readonly path: string;
+  readonly abiVersion: number;
+  /** What the library calls itself (omni_backend_name()). */
+  readonly backendName: string;
+  /** Unchecked bindings, for NativeContext and for tests that must reach the C side's own checks. */
+  readonly raw: RawNativeApi;
+  /** Fault hooks and the naive reference; null for any backend but the fixture. */
+  readonly fixture: RawFixtureApi | null;
+}
+
+export interface LoadOptions {
+  /** Overrides the default native/build/libomni_<backend>.so. */
+  path?: string;
+}
+
+// Module state is per thread (each worker evaluates its own copy), which is what koffi needs:
+// function objects it hands out belong to the thread that bound them.
+const loaded = new Map<string, NativeLibrary>();
+
+/** Where `npm run build` puts a backend's library. */
+export function defaultLibraryPath(backend: BackendName): string {
+  return join(nativeBuildDir, `libomni_${backend}.so`);
+}
+
+export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {}): NativeLibrary {
+  if (backend !== 'fixture' && backend !== 'cuda') {
+    throw new InvalidArgumentError(`unknown native backend ${JSON.stringify(backend)} (want 'fixture' or 'cuda')`);
+  }
+  const path = resolve(options.path ?? defaultLibraryPath(backend));
+  const cached = loaded.get(path);
+  if (cached !== undefined) return cached;
+  if (!existsSync(path)) throw new LibraryNotFoundError(path);
+
+  let handle: ReturnType<typeof koffi.load>;
+  try {
+    handle = koffi.load(path);
+  } catch (err) {
+    throw new LibraryNotFoundError(path, `native library at ${path} could not be loaded: ${(err as Error).message}`);
+  }
+  let abiVersion: number;
+  try {
+    abiVersion = bindAbiVersion(handle)();
+  } catch (err) {
+    throw new LibraryNotFoundError(path, `${path} is not an omni native library: ${(err as Error).message}`);
+  }
+  if (abiVersion !== ABI_VERSION) {
+    throw new AbiMismatchError(
+      ABI_VERSION,
+      abiVersion,
+      `native library ${path} has ABI version ${abiVersion}; this package expects ABI version ${ABI_VERSION}`,
+    );
+  }
+  const raw = bindCore(handle);
+  const library: NativeLibrary = Object.freeze({
+    backend,
+    path,
+    abiVersion,
+    backendName: raw.omni_backend_name(),
+    raw,
+    fixture: backend === 'fixture' ? bindFixture(handle) : null,
+  });
+  loaded.set(path, library);
+  return library;
+}

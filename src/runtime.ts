@@ -1,0 +1,289 @@
+import type { Piscina } from 'piscina';
+import { BoundedAdmission, type Permit } from './admission/index.js';
+import { MAX_CLAIM_SLOTS } from './admission/layout.js';
+import { moveEnvelope, TaskEnvelope } from './envelope.js';
+import {
+  AbortError,
+  ClosedError,
+  DeadlineError,
+  hasCode,
+  InvalidBoundError,
+  RejectedError,
+  type RefusalReason,
+  TimeoutError,
+  TooLargeError,
+  UnavailableError,
+} from './errors.js';
+import {
+  type CheckedRuntimeOptions,
+  checkDeadline,
+  checkRuntimeOptions,
+  checkTransfer,
+  type RunOptions,
+  type RuntimeOptions,
+} from './runtime/options.js';
+import { type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
+import type { TaskReply } from './runtime/protocol.js';
+import { startPool } from './runtime/start-pool.js';
+
+export type RuntimeState = 'starting' | 'ready' | 'draining' | 'stopped' | 'failed';
+
+export interface LatencySummary {
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export interface RuntimeReport extends Outcomes {
+  state: RuntimeState;
+  /** Outstanding calls: admitted and not yet ended (the work, not the caller, decides). */
+  depth: number;
+  /** The request bound, or null for the unbounded serial scheduler. */
+  capacity: number | null;
+  /** Admission refusals (including waits that timed out). */
+  rejected: number;
+  units: number;
+  unitCapacity: number | null;
+  /** Callers waiting for admission (bounded `wait` mode). */
+  waiting: number;
+  leaked: number;
+  /** Dispatched to piscina and not yet started by a worker. */
+  queued: number;
+  /** Running in a worker now. */
+  running: number;
+  /** piscina's wait and run times, in milliseconds. */
+  waitTimeMs: LatencySummary;
+  runTimeMs: LatencySummary;
+}
+
+export interface CloseOptions {
+  /** After this long, in-flight work is abandoned: threads are terminated (default: wait). */
+  timeoutMs?: number;
+}
+
+/**
+ * The serial scheduler still gives every call a claim (so exactly-once release and cooperative
+ * cancellation work the same way); its admission never refuses, it only makes calls beyond
+ * this many outstanding wait, in order, for a claim slot.
+ */
+const SERIAL_WINDOW = MAX_CLAIM_SLOTS;
+
+/**
+ * A piscina pool whose calls carry an admission permit into the worker that does the work.
+ *
+ * Invariants: capacity taken by run() is given back exactly once, when the work has ended
+ * (the worker releases its claim in `finally`; if the worker died, the settling call reclaims
+ * it). A caller's abort or deadline settles the caller, never the capacity. Without
+ * `admission` nothing is ever refused (report().rejected stays 0) and calls start in order.
+ * Throws: OMNI_ERR_INVALID_ARGUMENT / OMNI_ERR_INVALID_BOUND from start(); run() rejects with
+ * OMNI_ERR_UNAVAILABLE, OMNI_ERR_REJECTED, OMNI_ERR_TOO_LARGE, OMNI_ERR_INVALID_COST,
+ * AbortError, OMNI_ERR_DEADLINE, OMNI_ERR_WORKER_EXITED, OMNI_ERR_TASK_FAILED or the
+ * worker's own coded error.
+ */
+export class Runtime {
+  #state: RuntimeState = 'starting';
+  readonly #options: CheckedRuntimeOptions;
+  readonly #admission: BoundedAdmission;
+  readonly #bounded: boolean;
+  readonly #waits: boolean;
+  readonly #cancelWords: Int32Array;
+  readonly #outcomes: Outcomes = { completed: 0, failed: 0, aborted: 0, deadline: 0, refused: 0 };
+  readonly #owner: TaskOwner;
+  #pool: Piscina | undefined;
+  #inflight = 0;
+  #closing: Promise<void> | undefined;
+  #failure: Error | undefined;
+
+  private constructor(options: CheckedRuntimeOptions) {
+    this.#options = options;
+    const bounds = options.admission;
+    if (bounds && bounds.requests > SERIAL_WINDOW) {
+      throw new InvalidBoundError(`admission.requests may be at most ${SERIAL_WINDOW} for a runtime`);
+    }
+    this.#bounded = bounds !== undefined;
+    this.#waits = !bounds || bounds.wait === true;
+    this.#admission = new BoundedAdmission(bounds ?? { requests: SERIAL_WINDOW });
+    this.#cancelWords = new Int32Array(new SharedArrayBuffer(4 * Math.min(this.#admission.report().capacity, SERIAL_WINDOW)));
+    // Built once: PendingTask reaches the runtime through this, not through per-call closures.
+    this.#owner = {
+      admission: this.#admission,
+      cancelWords: this.#cancelWords,
+      outcomes: this.#outcomes,
+      fail: (error) => this.#fail(error),
+      ended: () => {
+        this.#inflight--;
+      },
+    };
+  }
+
+  /** Starts the threads and resolves once every one has loaded its worker and answered. */
+  static async start(options: RuntimeOptions): Promise<Runtime> {
+    const runtime = new Runtime(checkRuntimeOptions(options));
+    runtime.#pool = await startPool(runtime.#options, {
+      admission: runtime.#admission.buffer,
+      cancel: runtime.#cancelWords.buffer as SharedArrayBuffer,
+      module: runtime.#options.moduleUrl,
+      data: runtime.#options.workerData,
+    });
+    // A worker that dies between tasks is replaced by piscina; without a listener its 'error'
+    // event would crash the process.
+    runtime.#pool.on('error', () => {});
+    runtime.#state = 'ready';
+    return runtime;
+  }
+
+  get state(): RuntimeState {
+    return this.#state;
+  }
+
+  /** The sticky error that moved the runtime to 'failed', if any. */
+  get failure(): Error | undefined {
+    return this.#failure;
+  }
+
+  run<O = unknown>(input: unknown, options: RunOptions = {}): Promise<O> {
+    if (this.#state !== 'ready') return Promise.reject(new UnavailableError(this.#state));
+    let deadlineMs: number | undefined;
+    let transfer: readonly ArrayBuffer[];
+    try {
+      deadlineMs = checkDeadline('deadlineMs', options.deadlineMs) ?? this.#options.deadlineMs;
+      transfer = checkTransfer(options.transfer);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const cost = options.cost ?? 1;
+    const { signal } = options;
+    if (signal?.aborted) {
+      this.#outcomes.aborted++;
+      return Promise.reject(new AbortError('the caller aborted before the call', { cause: signal.reason }));
+    }
+    const deadlineAt = deadlineMs === undefined ? 0 : Date.now() + deadlineMs;
+    if (this.#waits) return this.#admitThenDispatch(input, cost, signal, deadlineAt, transfer) as Promise<O>;
+    let admitted: ReturnType<BoundedAdmission['tryAdmit']>;
+    try {
+      admitted = this.#admission.tryAdmit(cost);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (!admitted.ok) return Promise.reject(this.#refused(admitted.reason, cost));
+    return this.#dispatch(admitted, input, cost, signal, deadlineAt, deadlineMs, transfer) as Promise<O>;
+  }
+
+  async #admitThenDispatch(
+    input: unknown,
+    cost: number,
+    signal: AbortSignal | undefined,
+    deadlineAt: number,
+    transfer: readonly ArrayBuffer[],
+  ): Promise<unknown> {
+    let permit: Permit;
+    try {
+      permit = await this.#admission.admit(cost, {
+        signal,
+        timeoutMs: deadlineAt === 0 ? undefined : Math.max(0, deadlineAt - Date.now()),
+      });
+    } catch (err) {
+      throw this.#waitFailed(err, cost);
+    }
+    if (this.#state !== 'ready') {
+      permit.release();
+      throw new UnavailableError(this.#state);
+    }
+    const left = deadlineAt === 0 ? undefined : Math.max(1, deadlineAt - Date.now());
+    return this.#dispatch(permit, input, cost, signal, deadlineAt, left, transfer);
+  }
+
+  #dispatch(
+    permit: Permit,
+    input: unknown,
+    cost: number,
+    signal: AbortSignal | undefined,
+    deadlineAt: number,
+    deadlineMs: number | undefined,
+    transfer: readonly ArrayBuffer[],
+  ): Promise<unknown> {
+    const claim = permit.toClaim();
+    const envelope = new TaskEnvelope(claim, input, cost, deadlineAt, transfer);
+    this.#inflight++;
+    return new Promise((resolve, reject) => {
+      const task = new PendingTask(this.#owner, claim, resolve, reject, signal, deadlineMs);
+      // The caller's signal is never given to piscina: its abort would terminate the thread
+      // (mid native call) and free the slot before the work stops.
+      task.follow(this.#pool!.run(moveEnvelope(envelope)) as Promise<TaskReply>);
+    });
+  }
+
+  #refused(reason: RefusalReason, cost: number): Error {
+    this.#outcomes.refused++;
+    if (reason === 'too-large') return new TooLargeError(cost, this.#admission.report().unitCapacity ?? 0);
+    if (reason === 'closed') return new UnavailableError(this.#state);
+    const report = this.#admission.report();
+    return new RejectedError(reason, report);
+  }
+
+  #waitFailed(err: unknown, cost: number): unknown {
+    if (err instanceof TimeoutError) {
+      this.#outcomes.deadline++;
+      return new DeadlineError('deadline passed while waiting for admission');
+    }
+    if (err instanceof ClosedError) return new UnavailableError(this.#state);
+    if (err instanceof TooLargeError) return this.#refused('too-large', cost);
+    if (hasCode(err, 'OMNI_ERR_ABORTED')) this.#outcomes.aborted++;
+    return err;
+  }
+
+  #fail(error: Error): void {
+    this.#failure ??= error;
+    if (this.#state === 'ready') this.#state = 'failed';
+  }
+
+  report(): RuntimeReport {
+    const admission = this.#admission.report();
+    const queued = this.#pool?.queueSize ?? 0;
+    const histogram = this.#pool?.histogram;
+    const summary = (h: { p50: number; p99: number; max: number } | undefined): LatencySummary => ({
+      p50: h?.p50 ?? 0,
+      p99: h?.p99 ?? 0,
+      max: h?.max ?? 0,
+    });
+    return {
+      state: this.#state,
+      depth: admission.depth,
+      capacity: this.#bounded ? admission.capacity : null,
+      rejected: admission.rejected,
+      units: admission.units,
+      unitCapacity: admission.unitCapacity,
+      waiting: admission.waiting,
+      leaked: admission.leaked,
+      queued,
+      running: Math.max(0, this.#inflight - queued),
+      ...this.#outcomes,
+      waitTimeMs: summary(histogram?.waitTime),
+      runTimeMs: summary(histogram?.runTime),
+    };
+  }
+
+  /**
+   * Stops admitting (run() rejects OMNI_ERR_UNAVAILABLE), lets in-flight and queued work
+   * finish, then stops the threads. With `timeoutMs`, work still running then is abandoned:
+   * its threads are terminated and its capacity reclaimed.
+   */
+  close(options: CloseOptions = {}): Promise<void> {
+    this.#closing ??= this.#shutdown(checkDeadline('timeoutMs', options.timeoutMs));
+    return this.#closing;
+  }
+
+  async #shutdown(timeoutMs: number | undefined): Promise<void> {
+    this.#state = 'draining';
+    const drained = this.#admission.close().then(() => true);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<boolean>((resolve) => {
+      if (timeoutMs !== undefined) timer = setTimeout(resolve, timeoutMs, false);
+    });
+    const clean = await Promise.race([drained, expired]);
+    clearTimeout(timer);
+    if (clean) await this.#pool?.close();
+    else await this.#pool?.destroy();
+    this.#state = 'stopped';
+  }
+}

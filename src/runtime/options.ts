@@ -1,0 +1,105 @@
+import { isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { ResourceLimits } from 'node:worker_threads';
+import type { AdmissionBounds } from '../admission/index.js';
+import { InvalidArgumentError } from '../errors.js';
+
+export interface RuntimeAdmissionOptions extends AdmissionBounds {
+  /** Queue FIFO for room (honouring the caller's signal and deadline) instead of refusing. */
+  readonly wait?: boolean;
+}
+
+export interface RuntimeOptions {
+  /** Built JavaScript module whose default export is `defineWorker(...)`: a path or file: URL. */
+  readonly worker: string | URL;
+  /** Handed to the worker's `init` in every thread (structured clone). */
+  readonly workerData?: unknown;
+  /** Worker threads (default 1). */
+  readonly threads?: number;
+  /**
+   * The bound. Without it the runtime is the default serial scheduler: one task per worker at
+   * a time, an unbounded queue in submission order, never a refusal.
+   */
+  readonly admission?: RuntimeAdmissionOptions;
+  /** Default deadline for run() in milliseconds (none by default). */
+  readonly deadlineMs?: number;
+  /** piscina pass-throughs. */
+  readonly idleTimeout?: number;
+  readonly resourceLimits?: ResourceLimits;
+  /** How long start() waits for every thread to load and answer (default 30 s). */
+  readonly startTimeoutMs?: number;
+}
+
+export interface RunOptions {
+  /** The request's cost in the admission's unit (default 1). */
+  readonly cost?: number;
+  /** The caller's signal: rejects the caller at once; the work is asked to stop, not killed. */
+  readonly signal?: AbortSignal;
+  /** Overrides the runtime's default deadline for this call. */
+  readonly deadlineMs?: number;
+  /** ArrayBuffers in `input` to move zero-copy (detached on the caller's side). */
+  readonly transfer?: readonly ArrayBuffer[];
+}
+
+export interface CheckedRuntimeOptions {
+  readonly moduleUrl: string;
+  readonly workerData: unknown;
+  readonly threads: number;
+  readonly admission: RuntimeAdmissionOptions | undefined;
+  readonly deadlineMs: number | undefined;
+  readonly idleTimeout: number | undefined;
+  readonly resourceLimits: ResourceLimits | undefined;
+  readonly startTimeoutMs: number;
+}
+
+function bad(message: string): never {
+  throw new InvalidArgumentError(message);
+}
+
+export function checkDeadline(name: string, value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !(value > 0)) bad(`${name} must be a number > 0, got ${String(value)}`);
+  return value;
+}
+
+function moduleUrlOf(worker: unknown): string {
+  if (worker instanceof URL) return worker.href;
+  if (typeof worker !== 'string' || worker === '') bad('worker must be a module path or file: URL');
+  if (worker.startsWith('file:')) return worker;
+  return pathToFileURL(isAbsolute(worker) ? worker : resolve(worker)).href;
+}
+
+function checkInteger(name: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    bad(`${name} must be an integer from ${min} to ${max}, got ${String(value)}`);
+  }
+  return value;
+}
+
+export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOptions {
+  if (typeof options !== 'object' || options === null) bad('Runtime.start needs an options object');
+  const admission = options.admission;
+  if (admission !== undefined && (typeof admission !== 'object' || admission === null)) {
+    bad('admission must be an object { requests, units?, wait? }');
+  }
+  if (admission?.wait !== undefined && typeof admission.wait !== 'boolean') bad('admission.wait must be a boolean');
+  return {
+    moduleUrl: moduleUrlOf(options.worker),
+    workerData: options.workerData,
+    threads: checkInteger('threads', options.threads ?? 1, 1, 256),
+    admission,
+    deadlineMs: checkDeadline('deadlineMs', options.deadlineMs),
+    idleTimeout:
+      options.idleTimeout === undefined ? undefined : checkInteger('idleTimeout', options.idleTimeout, 0, 2 ** 31 - 1),
+    resourceLimits: options.resourceLimits,
+    startTimeoutMs: checkInteger('startTimeoutMs', options.startTimeoutMs ?? 30_000, 1, 2 ** 31 - 1),
+  };
+}
+
+export function checkTransfer(transfer: unknown): readonly ArrayBuffer[] {
+  if (transfer === undefined) return [];
+  if (!Array.isArray(transfer) || !transfer.every((b) => b instanceof ArrayBuffer)) {
+    bad('transfer must be an array of ArrayBuffers');
+  }
+  return transfer as ArrayBuffer[];
+}

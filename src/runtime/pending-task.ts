@@ -1,0 +1,135 @@
+import type { BoundedAdmission, Claim } from '../admission/index.js';
+import { AbortError, DeadlineError, fromWire, TaskFailedError, WorkerExitedError } from '../errors.js';
+import { requestCancel } from './cancel-words.js';
+import type { TaskReply } from './protocol.js';
+
+/** How each call ended, as its caller saw it. */
+export interface Outcomes {
+  completed: number;
+  failed: number;
+  aborted: number;
+  deadline: number;
+  refused: number;
+}
+
+export interface TaskOwner {
+  readonly admission: BoundedAdmission;
+  readonly cancelWords: Int32Array;
+  readonly outcomes: Outcomes;
+  /** A worker reported a sticky error (e.g. a CUDA context that is gone). */
+  fail(error: Error): void;
+  /** The work behind a call has ended (whether or not its caller still waited). */
+  ended(): void;
+}
+
+function fireDeadline(task: PendingTask): void {
+  task.deadline();
+}
+
+/**
+ * One dispatched call. The caller's promise may settle early (abort, deadline), but the
+ * claim, and with it the capacity, is only given back when piscina reports that the work
+ * itself has ended: by the worker in its `finally`, or here by reclaim if the worker died.
+ */
+export class PendingTask {
+  readonly #owner: TaskOwner;
+  readonly #claim: Claim;
+  readonly #resolve: (value: unknown) => void;
+  readonly #reject: (err: Error) => void;
+  readonly #signal: AbortSignal | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #callerSettled = false;
+
+  constructor(
+    owner: TaskOwner,
+    claim: Claim,
+    resolve: (value: unknown) => void,
+    reject: (err: Error) => void,
+    signal: AbortSignal | undefined,
+    deadlineMs: number | undefined,
+  ) {
+    this.#owner = owner;
+    this.#claim = claim;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    this.#signal = signal;
+    signal?.addEventListener('abort', this, { once: true });
+    if (deadlineMs !== undefined) this.#timer = setTimeout(fireDeadline, deadlineMs, this);
+  }
+
+  /** Follows the piscina promise of the dispatched envelope. */
+  follow(work: Promise<TaskReply>): void {
+    work.then(
+      (reply) => this.#onReply(reply),
+      (err: unknown) => this.#onFailure(err),
+    );
+  }
+
+  /** The caller's signal aborted: reject it now, ask the worker to stop, keep the capacity. */
+  handleEvent(): void {
+    if (!this.#settle()) return;
+    requestCancel(this.#owner.cancelWords, this.#claim);
+    this.#owner.outcomes.aborted++;
+    this.#reject(new AbortError('the caller aborted; the work may still be running', { cause: this.#signal?.reason }));
+  }
+
+  deadline(): void {
+    this.#timer = undefined;
+    if (!this.#settle()) return;
+    requestCancel(this.#owner.cancelWords, this.#claim);
+    this.#owner.outcomes.deadline++;
+    this.#reject(new DeadlineError());
+  }
+
+  #onReply(reply: TaskReply): void {
+    this.#workEnded();
+    if (reply.ok) {
+      if (!this.#settle()) return;
+      this.#owner.outcomes.completed++;
+      this.#resolve(reply.value);
+    } else if ('skipped' in reply) {
+      // Skipped because the caller left; if the worker's clock saw the deadline first, say so.
+      this.deadline();
+    } else {
+      const error = fromWire(reply.error);
+      if (reply.error.fatal === true) this.#owner.fail(error);
+      this.#failedWith(error);
+    }
+  }
+
+  #onFailure(err: unknown): void {
+    // Nobody released the claim: the worker died (exit, uncaught error, termination) before
+    // its finally. Reclaim is a no-op if the worker did release (e.g. the reply was unsendable).
+    const died = this.#workEnded();
+    const message = err instanceof Error ? err.message : String(err);
+    this.#failedWith(died ? new WorkerExitedError(message) : new TaskFailedError(message));
+  }
+
+  #failedWith(error: Error): void {
+    if (!this.#settle()) return;
+    this.#owner.outcomes.failed++;
+    this.#reject(error);
+  }
+
+  /** The work has ended. Returns true when this call, not the worker, gave the capacity back. */
+  #workEnded(): boolean {
+    const reclaimed = this.#owner.admission.reclaim(this.#claim);
+    this.#detach();
+    this.#owner.ended();
+    return reclaimed;
+  }
+
+  /** Marks the caller's promise as settled; false if it already was. */
+  #settle(): boolean {
+    if (this.#callerSettled) return false;
+    this.#callerSettled = true;
+    this.#detach();
+    return true;
+  }
+
+  #detach(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#signal?.removeEventListener('abort', this);
+  }
+}

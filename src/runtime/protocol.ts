@@ -1,0 +1,30 @@
+/** Messages between the runtime and its worker entry (plain, structured-cloneable data). */
+import type { WireError } from '../errors.js';
+
+/** Sent once per thread at start: every thread must answer before start() resolves. */
+export interface PingMessage {
+  readonly kind: 'ping';
+  /** Int32[0] counts arrivals; each ping blocks until all `threads` have arrived. */
+  readonly barrier: SharedArrayBuffer;
+  readonly threads: number;
+  readonly timeoutMs: number;
+}
+
+export type PingReply = { readonly ok: true; readonly threadId: number } | { readonly ok: false; readonly error: WireError };
+
+export type SkipReason = 'aborted' | 'deadline';
+
+export type TaskReply<T = unknown> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly error: WireError }
+  | { readonly ok: false; readonly skipped: SkipReason };
+
+/** What the runtime gives every worker thread through piscina's workerData. */
+export interface EntryData {
+  readonly admission: SharedArrayBuffer;
+  readonly cancel: SharedArrayBuffer;
+  /** file: URL of the user's worker module (its default export is a defineWorker result). */
+  readonly module: string;
+  /** The caller's `workerData`, handed to the worker's init. */
+  readonly data: unknown;
+}

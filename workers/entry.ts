@@ -1,0 +1,72 @@
+/**
+ * The piscina worker entry every runtime thread runs. It attaches to the runtime's admission,
+ * loads the user's worker module once, and wraps each task so that the task's claim is
+ * released here, in this thread, in `finally`, before the result is posted back.
+ */
+import { threadId, workerData } from 'node:worker_threads';
+
+import { BoundedAdmission } from '../src/admission/index.js';
+import { isWorkerDefinition, type WorkerDefinition } from '../src/define-worker.js';
+import type { TaskMessage } from '../src/envelope.js';
+import { moveEnvelope, ResultEnvelope } from "../src/envelope.js";
+import { toWire, type WireError } from '../src/errors.js';
+import { isCancelled } from '../src/runtime/cancel-words.js';
+import type { EntryData, PingMessage, PingReply, TaskReply } from '../src/runtime/protocol.js';
+import { WorkerTaskContext } from './task-context.js';
+
+const data = workerData as EntryData;
+const admission = BoundedAdmission.attach(data.admission);
+const cancelWords = new Int32Array(data.cancel);
+
+let definition: WorkerDefinition | undefined;
+let initError: WireError | undefined;
+try {
+  const mod = (await import(data.module)) as { default?: unknown };
+  if (!isWorkerDefinition(mod.default)) {
+    throw new TypeError(`${data.module} must export default defineWorker(...)`);
+  }
+  definition = mod.default;
+  await definition.init?.(data.data);
+} catch (err) {
+  // Reported through the start-up ping, so start() rejects with the worker's own error code.
+  initError = toWire(err);
+}
+
+function ping(message: PingMessage): PingReply {
+  const barrier = new Int32Array(message.barrier);
+  Atomics.add(barrier, 0, 1);
+  Atomics.notify(barrier, 0);
+  // Block this thread until every thread has its ping: the pings then ran on distinct threads.
+  const until = Date.now() + message.timeoutMs;
+  for (let seen = Atomics.load(barrier, 0); seen < message.threads; seen = Atomics.load(barrier, 0)) {
+    const left = until - Date.now();
+    if (left <= 0) break;
+    Atomics.wait(barrier, 0, seen, left);
+  }
+  return initError ? { ok: false, error: initError } : { ok: true, threadId };
+}
+
+async function runTask(message: TaskMessage): Promise<TaskReply> {
+  const { claim, input, cost, deadlineAt } = message;
+  const ctx = new WorkerTaskContext(cancelWords, claim, cost, deadlineAt);
+  try {
+    // A task whose caller left before it started never runs; its capacity returns right here.
+    if (isCancelled(cancelWords, claim)) return { ok: false, skipped: 'aborted' };
+    if (deadlineAt !== 0 && Date.now() >= deadlineAt) return { ok: false, skipped: 'deadline' };
+    if (!definition) return { ok: false, error: initError ?? toWire(new Error('worker not initialised')) };
+    const value = await definition.handler(input, ctx);
+    const reply: TaskReply = { ok: true, value };
+    return ctx.transferList.length === 0 ? reply : moveEnvelope(new ResultEnvelope(reply, ctx.transferList));
+  } catch (err) {
+    return { ok: false, error: toWire(err) };
+  } finally {
+    ctx.finish();
+    // The work has ended: give the capacity back from here. reclaim() is the non-throwing
+    // release; the main thread's later reclaim of the same claim then finds nothing to do.
+    admission.reclaim(claim);
+  }
+}
+
+export default function entry(message: TaskMessage | PingMessage): PingReply | Promise<TaskReply> {
+  return message.kind === 'ping' ? ping(message) : runTask(message);
+}

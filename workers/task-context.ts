@@ -1,0 +1,58 @@
+import type { Claim } from '../src/admission/index.js';
+import type { TaskContext } from '../src/define-worker.js';
+import { cancelledWord, isCancelled } from '../src/runtime/cancel-words.js';
+
+/** The `ctx` a handler receives; cancellation is read from the shared cancel word. */
+export class WorkerTaskContext implements TaskContext {
+  readonly cost: number;
+  readonly deadlineAt: number;
+  readonly transferList: ArrayBuffer[] = [];
+  readonly #words: Int32Array;
+  readonly #claim: Claim;
+  #controller: AbortController | undefined;
+  #done = false;
+
+  constructor(words: Int32Array, claim: Claim, cost: number, deadlineAt: number) {
+    this.#words = words;
+    this.#claim = claim;
+    this.cost = cost;
+    this.deadlineAt = deadlineAt;
+  }
+
+  get cancelled(): boolean {
+    return isCancelled(this.#words, this.#claim);
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller) return this.#controller.signal;
+    const controller = new AbortController();
+    this.#controller = controller;
+    const current = Atomics.load(this.#words, this.#claim.slot);
+    if (current === cancelledWord(this.#claim)) {
+      controller.abort();
+    } else {
+      // Woken by the main thread's notify on cancel, or by finish() below so no waiter outlives
+      // the task (the slot is unique to this task while it runs).
+      const wait = Atomics.waitAsync(this.#words, this.#claim.slot, current);
+      const onWake = (): void => {
+        if (!this.#done && this.cancelled) controller.abort();
+      };
+      if (wait.async) void wait.value.then(onWake);
+      else onWake();
+    }
+    return controller.signal;
+  }
+
+  transfer(...buffers: ArrayBuffer[]): void {
+    for (const buffer of buffers) {
+      if (!(buffer instanceof ArrayBuffer)) throw new TypeError('ctx.transfer takes ArrayBuffers');
+      this.transferList.push(buffer);
+    }
+  }
+
+  /** Ends the task: a pending signal wait is released so it cannot outlive it. */
+  finish(): void {
+    this.#done = true;
+    if (this.#controller) Atomics.notify(this.#words, this.#claim.slot);
+  }
+}
