@@ -3,8 +3,8 @@
  * Run: npm run bench:admission
  */
 import { Worker } from 'node:worker_threads';
-import pLimit from 'p-limit';
 import { Sema } from 'async-sema';
+import pLimit from 'p-limit';
 import { BoundedAdmission } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { type BenchCase, measure, printRatios } from './lib/ratios.js';
@@ -99,14 +99,38 @@ async function underContention(mode: 'raw' | 'admission', target: SharedArrayBuf
 
 const single: BenchCase[] = [
   { name: 'raw Int32 CAS pair', batch: BATCH, fn: rawPair32 },
-  { name: 'tryAdmit+release (requests)', batch: BATCH, fn: pairs(requestOnly, 1), baseline: 'raw Int32 CAS pair', target: 0.7 },
+  {
+    name: 'tryAdmit+release (requests)',
+    batch: BATCH,
+    fn: pairs(requestOnly, 1),
+    baseline: 'raw Int32 CAS pair',
+    target: 0.7,
+  },
   { name: 'raw 64-bit CAS pair', batch: BATCH, fn: rawPair64 },
-  { name: 'tryAdmit+release (units)', batch: BATCH, fn: pairs(withUnits, 3), baseline: 'raw 64-bit CAS pair', target: 0.8 },
+  {
+    name: 'tryAdmit+release (units)',
+    batch: BATCH,
+    fn: pairs(withUnits, 3),
+    baseline: 'raw 64-bit CAS pair',
+    target: 0.8,
+  },
   { name: 'raw refusal (load+compare)', batch: BATCH, fn: rawRefusals },
   { name: 'refusal storm (full)', batch: BATCH, fn: refusals, baseline: 'raw refusal (load+compare)' },
   { name: 'async-sema acquire+release', batch: BATCH, fn: semaPairs, async: true },
-  { name: 'tryAdmit+release vs async-sema', batch: BATCH, fn: pairs(requestOnly, 1), baseline: 'async-sema acquire+release', target: 5 },
-  { name: 'await admit()+release', batch: BATCH, fn: admitPairs, async: true, baseline: 'async-sema acquire+release' },
+  {
+    name: 'tryAdmit+release vs async-sema',
+    batch: BATCH,
+    fn: pairs(requestOnly, 1),
+    baseline: 'async-sema acquire+release',
+    target: 5,
+  },
+  {
+    name: 'await admit()+release',
+    batch: BATCH,
+    fn: admitPairs,
+    async: true,
+    baseline: 'async-sema acquire+release',
+  },
   { name: 'p-limit run', batch: BATCH, fn: limitPairs, async: true, baseline: 'async-sema acquire+release' },
 ];
 
@@ -128,4 +152,5 @@ printRatios('Admission, two threads contending on one word', [
   { ...ours2, baseline: raw2.name, ratio: raw2.nsPerOp / ours2.nsPerOp },
 ]);
 if (held.ok) held.release();
-if (requestOnly.report().depth !== 0 || withUnits.report().depth !== 0) throw new Error('bench leaked capacity');
+if (requestOnly.report().depth !== 0 || withUnits.report().depth !== 0)
+  throw new Error('bench leaked capacity');

@@ -32,11 +32,16 @@ export interface WorkerDefinition<I = unknown, O = unknown> {
   readonly init: ((data: unknown) => void | Promise<void>) | undefined;
 }
 
-export function defineWorker<I, O>(handler: WorkerHandler<I, O>, options: WorkerOptions = {}): WorkerDefinition<I, O> {
+export function defineWorker<I, O>(
+  handler: WorkerHandler<I, O>,
+  options: WorkerOptions = {},
+): WorkerDefinition<I, O> {
   if (typeof handler !== 'function') throw new TypeError('defineWorker needs a handler function');
   return { [kDefinition]: true, handler, init: options.init };
 }
 
 export function isWorkerDefinition(value: unknown): value is WorkerDefinition {
-  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[kDefinition] === true;
+  return (
+    typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[kDefinition] === true
+  );
 }

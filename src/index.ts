@@ -16,16 +16,8 @@ export {
 } from './define-worker.js';
 export * from './errors.js';
 export {
-  type CloseOptions,
-  type LatencySummary,
-  Runtime,
-  type RuntimeReport,
-  type RuntimeState,
-} from './runtime.js';
-export type { RunOptions, RuntimeAdmissionOptions, RuntimeOptions } from './runtime/options.js';
-export {
-  LinearRuntime,
   type LinearRunOptions,
+  LinearRuntime,
   type LinearRuntimeOptions,
   seededWeights,
 } from './linear/linear-runtime.js';
@@ -33,9 +25,17 @@ export type { LinearWeights } from './linear/protocol.js';
 export {
   type BackendName,
   type BackendPreference,
-  type NativeStats,
-  NativeContext,
   loadNativeLibrary,
-  selectBackend,
+  NativeContext,
+  type NativeStats,
   resolveDevice,
+  selectBackend,
 } from './native/index.js';
+export type { RunOptions, RuntimeAdmissionOptions, RuntimeOptions } from './runtime/options.js';
+export {
+  type CloseOptions,
+  type LatencySummary,
+  Runtime,
+  type RuntimeReport,
+  type RuntimeState,
+} from './runtime.js';

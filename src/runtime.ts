@@ -8,8 +8,8 @@ import {
   DeadlineError,
   hasCode,
   InvalidBoundError,
-  RejectedError,
   type RefusalReason,
+  RejectedError,
   TimeoutError,
   TooLargeError,
   UnavailableError,
@@ -103,7 +103,9 @@ export class Runtime {
     this.#bounded = bounds !== undefined;
     this.#waits = !bounds || bounds.wait === true;
     this.#admission = new BoundedAdmission(bounds ?? { requests: SERIAL_WINDOW });
-    this.#cancelWords = new Int32Array(new SharedArrayBuffer(4 * Math.min(this.#admission.report().capacity, SERIAL_WINDOW)));
+    this.#cancelWords = new Int32Array(
+      new SharedArrayBuffer(4 * Math.min(this.#admission.report().capacity, SERIAL_WINDOW)),
+    );
     // Built once: PendingTask reaches the runtime through this, not through per-call closures.
     this.#owner = {
       admission: this.#admission,

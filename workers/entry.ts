@@ -8,7 +8,7 @@ import { threadId, workerData } from 'node:worker_threads';
 import { BoundedAdmission } from '../src/admission/index.js';
 import { isWorkerDefinition, type WorkerDefinition } from '../src/define-worker.js';
 import type { TaskMessage } from '../src/envelope.js';
-import { moveEnvelope, ResultEnvelope } from "../src/envelope.js";
+import { moveEnvelope, ResultEnvelope } from '../src/envelope.js';
 import { toWire, type WireError } from '../src/errors.js';
 import { isCancelled } from '../src/runtime/cancel-words.js';
 import type { EntryData, PingMessage, PingReply, TaskReply } from '../src/runtime/protocol.js';

@@ -40,7 +40,7 @@ export async function measure(cases: readonly BenchCase[], rounds = 3, timeMs = 
       bench.add(c.name, c.fn as () => void, { async: c.async === true });
       await bench.run();
       const result = bench.tasks[0]?.result;
-      if (!result || result.state !== 'completed') throw new Error(`benchmark case ${c.name} failed`);
+      if (result?.state !== 'completed') throw new Error(`benchmark case ${c.name} failed`);
       samples.get(c.name)!.push((result.latency.p50 * 1e6) / c.batch);
     }
   }
@@ -70,8 +70,7 @@ export function printRatios(title: string, rows: readonly BenchRow[]): void {
     '| --- | ---: | --- | ---: | --- |',
     ...rows.map((r) => {
       const ratio = r.ratio === undefined ? '' : `${r.ratio.toFixed(2)}x`;
-      const target =
-        r.target === undefined ? '' : `>= ${r.target}x ${r.met ? 'met' : 'NOT met'}`;
+      const target = r.target === undefined ? '' : `>= ${r.target}x ${r.met ? 'met' : 'NOT met'}`;
       return `| ${r.name} | ${fmt(r.nsPerOp)} | ${r.baseline ?? '(baseline)'} | ${ratio} | ${target} |`;
     }),
     '',

@@ -13,6 +13,7 @@ import {
   bufferBytes,
   CLOSED_BIT_32,
   CLOSED_BIT_64,
+  FLAGS_64,
   LEAKED_I32,
   MAX_CLAIM_SLOTS,
   MAX_REQUESTS_32,
@@ -27,7 +28,6 @@ import {
   WAITERS_I32,
   WAITING_BIT_32,
   WAITING_BIT_64,
-  FLAGS_64,
 } from './layout.js';
 import { LeakGuard } from './leak-guard.js';
 import { Permit } from './permit.js';
@@ -288,7 +288,8 @@ export class BoundedAdmission implements PermitOwner {
   reclaim(claim: Claim): boolean {
     const units = this.#claims.release(claim);
     if (units < 0) return false;
-    if (this.#unitMode) this.#givePacked(units < DELTA_CACHE ? this.#deltas[units]! : this.#oneRequest + BigInt(units));
+    if (this.#unitMode)
+      this.#givePacked(units < DELTA_CACHE ? this.#deltas[units]! : this.#oneRequest + BigInt(units));
     else this.#giveRequests(1);
     return true;
   }

@@ -2,7 +2,7 @@
  * Flag parsing shared by every subcommand: node:util parseArgs, with every mistake turned into
  * a UsageError that the command line prints as one line and exits 2 (never a stack trace).
  */
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 
 export class UsageError extends Error {
   readonly code = 'OMNI_ERR_USAGE';
@@ -19,13 +19,39 @@ export function parseFlags<const O extends FlagSpec>(
   command: string,
   argv: readonly string[],
   options: O,
-): { values: ReturnType<typeof parseArgs<{ options: O; strict: true; allowPositionals: true }>>['values']; positionals: string[] } {
+): {
+  values: ReturnType<typeof parseArgs<{ options: O; strict: true; allowPositionals: true }>>['values'];
+  positionals: string[];
+} {
   try {
-    const parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true });
+    const args = joinNegativeValues(argv, options);
+    const parsed = parseArgs({ args, options, strict: true, allowPositionals: true });
     return { values: parsed.values, positionals: parsed.positionals };
   } catch (err) {
-    throw new UsageError(`${command}: ${(err as Error).message.split('\n')[0]}`);
+    // node:util's messages run to several sentences over several lines; the first says it all.
+    const first = (err as Error).message.split('\n')[0]!.split('. To specify')[0]!;
+    throw new UsageError(`${command}: ${first}`);
   }
+}
+
+/**
+ * `--duration -1` is ambiguous to parseArgs (the value looks like a flag); join a negative
+ * number to its string flag as `--duration=-1`, so the value check names the real mistake.
+ */
+function joinNegativeValues(argv: readonly string[], options: FlagSpec): string[] {
+  const args: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const next = argv[i + 1];
+    const spec = arg.startsWith('--') ? options[arg.slice(2)] : undefined;
+    if (spec?.type === 'string' && next !== undefined && /^-[\d.]/.test(next)) {
+      args.push(`${arg}=${next}`);
+      i++;
+    } else {
+      args.push(arg);
+    }
+  }
+  return args;
 }
 
 /** A number flag: finite, within [min, max], integer when asked. */
@@ -37,7 +63,13 @@ export function numberFlag(
 ): number {
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
+  if (
+    raw.trim() === '' ||
+    !Number.isFinite(value) ||
+    value < min ||
+    value > max ||
+    (integer && !Number.isInteger(value))
+  ) {
     const kind = integer ? 'an integer' : 'a number';
     const range = `${Number.isFinite(min) ? ` >= ${min}` : ''}${Number.isFinite(max) ? ` <= ${max}` : ''}`;
     throw new UsageError(`--${name} must be ${kind}${range}, got ${JSON.stringify(raw)}`);
@@ -46,18 +78,30 @@ export function numberFlag(
 }
 
 /** A comma-separated list of numbers, e.g. --rates 100,200,400. */
-export function numberListFlag(name: string, raw: string | undefined, fallback: readonly number[], min = 0): number[] {
+export function numberListFlag(
+  name: string,
+  raw: string | undefined,
+  fallback: readonly number[],
+  min = 0,
+): number[] {
   if (raw === undefined) return [...fallback];
   const parts = raw.split(',');
   const values = parts.map((part) => Number(part));
   if (parts.some((p) => p.trim() === '') || values.some((v) => !Number.isFinite(v) || v <= min)) {
-    throw new UsageError(`--${name} must be a comma-separated list of numbers > ${min}, got ${JSON.stringify(raw)}`);
+    throw new UsageError(
+      `--${name} must be a comma-separated list of numbers > ${min}, got ${JSON.stringify(raw)}`,
+    );
   }
   return values;
 }
 
 /** One of a fixed set of words. */
-export function choiceFlag<T extends string>(name: string, raw: string | undefined, choices: readonly T[], fallback: T): T {
+export function choiceFlag<T extends string>(
+  name: string,
+  raw: string | undefined,
+  choices: readonly T[],
+  fallback: T,
+): T {
   if (raw === undefined) return fallback;
   if (!(choices as readonly string[]).includes(raw)) {
     throw new UsageError(`--${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(raw)}`);

@@ -9,8 +9,8 @@ import {
   selectBackend,
 } from '../native/index.js';
 import { builtModuleUrl } from '../paths.js';
-import { type CloseOptions, Runtime, type RuntimeReport } from '../runtime.js';
 import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
+import { type CloseOptions, Runtime, type RuntimeReport } from '../runtime.js';
 import type { LinearWeights, NativeWorkerData, NativeWorkerInput } from './protocol.js';
 
 export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'workerData'> {
@@ -59,7 +59,10 @@ export class LinearRuntime {
   readonly inFeatures: number;
   readonly outFeatures: number;
 
-  constructor(runtime: Runtime, shape: { inFeatures: number; outFeatures: number; backend: BackendName; reason?: string }) {
+  constructor(
+    runtime: Runtime,
+    shape: { inFeatures: number; outFeatures: number; backend: BackendName; reason?: string },
+  ) {
     this.runtime = runtime;
     this.inFeatures = shape.inFeatures;
     this.outFeatures = shape.outFeatures;
@@ -68,10 +71,23 @@ export class LinearRuntime {
   }
 
   static async start(options: LinearRuntimeOptions = {}): Promise<LinearRuntime> {
-    const { backend: preference, device, weights: given, seed, workspaceCount, workspaceBytes, faultInjection, ...rest } =
-      options;
+    const {
+      backend: preference,
+      device,
+      weights: given,
+      seed,
+      workspaceCount,
+      workspaceBytes,
+      faultInjection,
+      ...rest
+    } = options;
     const weights =
-      given ?? seededWeights(checkFeatures('inFeatures', options.inFeatures ?? 256), checkFeatures('outFeatures', options.outFeatures ?? 256), seed);
+      given ??
+      seededWeights(
+        checkFeatures('inFeatures', options.inFeatures ?? 256),
+        checkFeatures('outFeatures', options.outFeatures ?? 256),
+        seed,
+      );
     const choice = selectBackend(preference, process.env, device === undefined ? {} : { device });
     const data: NativeWorkerData = {
       backend: choice.backend,
@@ -82,17 +98,24 @@ export class LinearRuntime {
       workspaceBytes,
       faultInjection,
     };
-    const runtime = await Runtime.start({ ...rest, worker: builtModuleUrl('workers/native.js'), workerData: data });
+    const runtime = await Runtime.start({
+      ...rest,
+      worker: builtModuleUrl('workers/native.js'),
+      workerData: data,
+    });
     return new LinearRuntime(runtime, { ...weights, backend: choice.backend, reason: choice.reason });
   }
 
   /** Runs `rows` rows of x (row-major, inFeatures wide) and resolves with rows x outFeatures. */
   run(x: Float32Array, options: LinearRunOptions = {}): Promise<Float32Array> {
-    if (!(x instanceof Float32Array)) return Promise.reject(new InvalidArgumentError('x must be a Float32Array'));
+    if (!(x instanceof Float32Array))
+      return Promise.reject(new InvalidArgumentError('x must be a Float32Array'));
     const rows = options.rows ?? x.length / this.inFeatures;
     if (!Number.isInteger(rows) || rows < 1) {
       return Promise.reject(
-        new InvalidArgumentError(`x holds ${x.length} floats: not a whole number (>= 1) of ${this.inFeatures}-wide rows`),
+        new InvalidArgumentError(
+          `x holds ${x.length} floats: not a whole number (>= 1) of ${this.inFeatures}-wide rows`,
+        ),
       );
     }
     const input: NativeWorkerInput = { x, rows };

@@ -10,8 +10,8 @@
 import { InvalidArgumentError } from '../errors.js';
 import { NativeContext } from './context.js';
 import { resolveDevice } from './device.js';
-import { loadNativeLibrary } from './library.js';
 import type { BackendName, NativeLibrary } from './library.js';
+import { loadNativeLibrary } from './library.js';
 
 export const BACKEND_ENV = 'OMNI_BACKEND';
 
@@ -33,7 +33,9 @@ export interface SelectOptions {
 
 function parsePreference(value: string, source: string): BackendPreference {
   if (value === 'fixture' || value === 'cuda' || value === 'auto') return value;
-  throw new InvalidArgumentError(`${source} must be 'fixture', 'cuda' or 'auto', got ${JSON.stringify(value)}`);
+  throw new InvalidArgumentError(
+    `${source} must be 'fixture', 'cuda' or 'auto', got ${JSON.stringify(value)}`,
+  );
 }
 
 export function selectBackend(
@@ -50,10 +52,18 @@ export function selectBackend(
         : 'auto';
   const source = preference !== undefined ? 'requested' : fromEnv ? `${BACKEND_ENV}=${fromEnv}` : 'auto';
   if (wanted === 'fixture') {
-    return { backend: 'fixture', reason: source, library: loadNativeLibrary('fixture', { path: options.fixturePath }) };
+    return {
+      backend: 'fixture',
+      reason: source,
+      library: loadNativeLibrary('fixture', { path: options.fixturePath }),
+    };
   }
   if (wanted === 'cuda') {
-    return { backend: 'cuda', reason: source, library: loadNativeLibrary('cuda', { path: options.cudaPath }) };
+    return {
+      backend: 'cuda',
+      reason: source,
+      library: loadNativeLibrary('cuda', { path: options.cudaPath }),
+    };
   }
   const fallback = (why: string): BackendChoice => ({
     backend: 'fixture',

@@ -3,8 +3,9 @@
  * per thread, and this module may be evaluated twice in one thread (src/ under vitest and dist/).
  * Every function returns the raw status; mapping to errors lives in status.ts.
  */
-import koffi from 'koffi';
+
 import type { LibraryHandle } from 'koffi';
+import koffi from 'koffi';
 
 /** An open context as koffi returns it (a BigInt address in koffi 3); opaque to callers. */
 export type RawHandle = unknown;
@@ -33,7 +34,14 @@ export interface RawNativeApi {
     outFeatures: number,
     inFeatures: number,
   ): number;
-  omni_linear_gelu(ctx: RawHandle | null, x: Floats, xLen: number, rows: number, y: Floats, yLen: number): number;
+  omni_linear_gelu(
+    ctx: RawHandle | null,
+    x: Floats,
+    xLen: number,
+    rows: number,
+    y: Floats,
+    yLen: number,
+  ): number;
   omni_stats(ctx: RawHandle | null, out: Record<string, number | bigint> | null): number;
   omni_last_error(ctx: RawHandle | null): string;
 }
@@ -60,7 +68,11 @@ export interface RawFixtureApi {
 }
 
 const ctxPtr = koffi.pointer(koffi.opaque());
-const openOptions = koffi.struct({ workspace_count: 'uint32', reserved: 'uint32', workspace_bytes: 'uint64' });
+const openOptions = koffi.struct({
+  workspace_count: 'uint32',
+  reserved: 'uint32',
+  workspace_bytes: 'uint64',
+});
 const stats = koffi.struct({
   live_bytes: 'uint64',
   peak_bytes: 'uint64',
@@ -84,7 +96,11 @@ export function bindCore(lib: LibraryHandle): RawNativeApi {
   return {
     omni_abi_version: bindAbiVersion(lib),
     omni_backend_name: lib.func('omni_backend_name', 'const char *', []),
-    omni_open: lib.func('omni_open', 'int', ['int', koffi.pointer(openOptions), koffi.out(koffi.pointer(ctxPtr))]),
+    omni_open: lib.func('omni_open', 'int', [
+      'int',
+      koffi.pointer(openOptions),
+      koffi.out(koffi.pointer(ctxPtr)),
+    ]),
     omni_close: lib.func('omni_close', 'int', [ctxPtr]),
     omni_upload_weights: lib.func('omni_upload_weights', 'int', [
       ctxPtr,
@@ -95,7 +111,14 @@ export function bindCore(lib: LibraryHandle): RawNativeApi {
       'uint32',
       'uint32',
     ]),
-    omni_linear_gelu: lib.func('omni_linear_gelu', 'int', [ctxPtr, floats, 'size_t', 'uint32', floats, 'size_t']),
+    omni_linear_gelu: lib.func('omni_linear_gelu', 'int', [
+      ctxPtr,
+      floats,
+      'size_t',
+      'uint32',
+      floats,
+      'size_t',
+    ]),
     omni_stats: lib.func('omni_stats', 'int', [ctxPtr, koffi.out(koffi.pointer(stats))]),
     omni_last_error: lib.func('omni_last_error', 'const char *', [ctxPtr]),
   };

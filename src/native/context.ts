@@ -4,16 +4,21 @@
  *
  * Invariants: a context is used by one thread at a time (each worker opens its own); after close()
  * every method but close() throws; typed arrays are passed to C without copies (SharedArrayBuffer
- * views included).
+ * views included); every failed call leaves the context's byte count where it was.
+ * Memory ordering: calls are synchronous; when one returns, the output array is fully written. The
+ * C side reads and writes the arrays with plain accesses, so another thread must not write a shared
+ * input (or touch the output) while a call runs.
+ * Abort safety: a native call cannot be interrupted; it runs to completion and only then can the
+ * context be closed. close() synchronizes the stream before freeing, even after a fatal error.
  * Throws: InvalidArgumentError for a wrong array type, a non-integer or out-of-range size, or a
  * length that does not match the uploaded weights (checked here before the call); NativeError with
  * the C status for anything the library refuses, `fatal: true` once the context is poisoned.
  */
 import { InvalidArgumentError } from '../errors.js';
-import { MAX_FEATURES, MAX_ROWS, MAX_WORKSPACE_COUNT, NativeStatus } from './abi.js';
 import type { NativeStats } from './abi.js';
-import { resolveDevice } from './device.js';
+import { MAX_FEATURES, MAX_ROWS, MAX_WORKSPACE_COUNT, NativeStatus } from './abi.js';
 import type { RawHandle } from './bindings.js';
+import { resolveDevice } from './device.js';
 import type { NativeLibrary } from './library.js';
 import { check } from './status.js';
 import { requireFloat32Array, requireInteger, requireLength } from './validate.js';
@@ -52,9 +57,14 @@ export class NativeContext {
     const count = options.workspaceCount ?? 0;
     const bytes = options.workspaceBytes ?? 0;
     if (options.workspaceCount !== undefined) requireInteger('workspaceCount', count, 1, MAX_WORKSPACE_COUNT);
-    if (options.workspaceBytes !== undefined) requireInteger('workspaceBytes', bytes, 1, Number.MAX_SAFE_INTEGER);
+    if (options.workspaceBytes !== undefined)
+      requireInteger('workspaceBytes', bytes, 1, Number.MAX_SAFE_INTEGER);
     const out: [RawHandle | null] = [null];
-    const status = library.raw.omni_open(device, { workspace_count: count, reserved: 0, workspace_bytes: bytes }, out);
+    const status = library.raw.omni_open(
+      device,
+      { workspace_count: count, reserved: 0, workspace_bytes: bytes },
+      out,
+    );
     check(library, status, null, 'omni_open');
     return new NativeContext(library, out[0], device);
   }
@@ -90,7 +100,15 @@ export class NativeContext {
     requireInteger('inFeatures', inFeatures, 1, MAX_FEATURES);
     requireLength('w', w, outFeatures * inFeatures);
     requireLength('b', b, outFeatures);
-    const status = this.library.raw.omni_upload_weights(handle, w, w.length, b, b.length, outFeatures, inFeatures);
+    const status = this.library.raw.omni_upload_weights(
+      handle,
+      w,
+      w.length,
+      b,
+      b.length,
+      outFeatures,
+      inFeatures,
+    );
     check(this.library, status, handle, 'omni_upload_weights');
     this.#outFeatures = outFeatures;
     this.#inFeatures = inFeatures;

@@ -22,7 +22,9 @@ export function resolveDevice(option: number | undefined, env: NodeJS.ProcessEnv
   if (raw === undefined || raw.trim() === '') return 0;
   const text = raw.trim();
   if (!/^\d+$/.test(text) || Number(text) > MAX_DEVICE) {
-    throw new InvalidArgumentError(`${DEVICE_ENV} must be an integer in 0..${MAX_DEVICE}, got ${JSON.stringify(raw)}`);
+    throw new InvalidArgumentError(
+      `${DEVICE_ENV} must be an integer in 0..${MAX_DEVICE}, got ${JSON.stringify(raw)}`,
+    );
   }
   return Number(text);
 }

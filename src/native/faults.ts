@@ -8,8 +8,8 @@
 import { InvalidArgumentError } from '../errors.js';
 import { MAX_FEATURES, MAX_ROWS } from './abi.js';
 import type { RawFixtureApi } from './bindings.js';
-import { kRawHandle } from './context.js';
 import type { NativeContext } from './context.js';
+import { kRawHandle } from './context.js';
 import type { NativeLibrary } from './library.js';
 import { check } from './status.js';
 import { requireFloat32Array, requireInteger } from './validate.js';
@@ -83,7 +83,8 @@ export class FixtureFaults {
   }
 
   #handleOf(ctx: NativeContext): unknown {
-    if (ctx.library !== this.library) throw new InvalidArgumentError('the context belongs to another library');
+    if (ctx.library !== this.library)
+      throw new InvalidArgumentError('the context belongs to another library');
     const handle = ctx[kRawHandle];
     if (handle === null) throw new InvalidArgumentError('the native context is closed');
     return handle;

@@ -10,8 +10,8 @@ import koffi from 'koffi';
 import { AbiMismatchError, InvalidArgumentError, LibraryNotFoundError } from '../errors.js';
 import { nativeBuildDir } from '../paths.js';
 import { ABI_VERSION } from './abi.js';
-import { bindAbiVersion, bindCore, bindFixture } from './bindings.js';
 import type { RawFixtureApi, RawNativeApi } from './bindings.js';
+import { bindAbiVersion, bindCore, bindFixture } from './bindings.js';
 
 export type BackendName = 'fixture' | 'cuda';
 
@@ -44,7 +44,9 @@ export function defaultLibraryPath(backend: BackendName): string {
 
 export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {}): NativeLibrary {
   if (backend !== 'fixture' && backend !== 'cuda') {
-    throw new InvalidArgumentError(`unknown native backend ${JSON.stringify(backend)} (want 'fixture' or 'cuda')`);
+    throw new InvalidArgumentError(
+      `unknown native backend ${JSON.stringify(backend)} (want 'fixture' or 'cuda')`,
+    );
   }
   const path = resolve(options.path ?? defaultLibraryPath(backend));
   const cached = loaded.get(path);
@@ -55,7 +57,10 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   try {
     handle = koffi.load(path);
   } catch (err) {
-    throw new LibraryNotFoundError(path, `native library at ${path} could not be loaded: ${(err as Error).message}`);
+    throw new LibraryNotFoundError(
+      path,
+      `native library at ${path} could not be loaded: ${(err as Error).message}`,
+    );
   }
   let abiVersion: number;
   try {

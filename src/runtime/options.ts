@@ -82,7 +82,8 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   if (admission !== undefined && (typeof admission !== 'object' || admission === null)) {
     bad('admission must be an object { requests, units?, wait? }');
   }
-  if (admission?.wait !== undefined && typeof admission.wait !== 'boolean') bad('admission.wait must be a boolean');
+  if (admission?.wait !== undefined && typeof admission.wait !== 'boolean')
+    bad('admission.wait must be a boolean');
   return {
     moduleUrl: moduleUrlOf(options.worker),
     workerData: options.workerData,
@@ -90,7 +91,9 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
     admission,
     deadlineMs: checkDeadline('deadlineMs', options.deadlineMs),
     idleTimeout:
-      options.idleTimeout === undefined ? undefined : checkInteger('idleTimeout', options.idleTimeout, 0, 2 ** 31 - 1),
+      options.idleTimeout === undefined
+        ? undefined
+        : checkInteger('idleTimeout', options.idleTimeout, 0, 2 ** 31 - 1),
     resourceLimits: options.resourceLimits,
     startTimeoutMs: checkInteger('startTimeoutMs', options.startTimeoutMs ?? 30_000, 1, 2 ** 31 - 1),
   };

@@ -70,7 +70,9 @@ export class PendingTask {
     if (!this.#settle()) return;
     requestCancel(this.#owner.cancelWords, this.#claim);
     this.#owner.outcomes.aborted++;
-    this.#reject(new AbortError('the caller aborted; the work may still be running', { cause: this.#signal?.reason }));
+    this.#reject(
+      new AbortError('the caller aborted; the work may still be running', { cause: this.#signal?.reason }),
+    );
   }
 
   deadline(): void {

@@ -10,7 +10,9 @@ export interface PingMessage {
   readonly timeoutMs: number;
 }
 
-export type PingReply = { readonly ok: true; readonly threadId: number } | { readonly ok: false; readonly error: WireError };
+export type PingReply =
+  | { readonly ok: true; readonly threadId: number }
+  | { readonly ok: false; readonly error: WireError };
 
 export type SkipReason = 'aborted' | 'deadline';
 

@@ -41,6 +41,8 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
     return pool;
   } catch (err) {
     await pool.destroy();
-    throw err instanceof Error && 'code' in err ? err : new WorkerExitedError(String((err as Error)?.message ?? err));
+    throw err instanceof Error && 'code' in err
+      ? err
+      : new WorkerExitedError(String((err as Error)?.message ?? err));
   }
 }

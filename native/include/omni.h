@@ -1,0 +1,121 @@
+/*
+ * omni native ABI: the single contract shared by the CPU fixture (native/fixture) and the CUDA
+ * backend (native/cuda). The TypeScript loader (src/native/library.ts) refuses a library whose
+ * omni_abi_version() differs from its own constant, so bump OMNI_ABI_VERSION on any change to a
+ * signature, a struct layout, a status code or a limit below.
+ *
+ * Operation: y = GELU(x W^T + b) with the exact erf GELU 0.5 v (1 + erf(v / sqrt 2)), all float32,
+ *   x: rows x in_features, W: out_features x in_features, b: out_features, y: rows x out_features,
+ *   every matrix row-major and densely packed.
+ *
+ * Threading: contexts are independent; different threads may use different contexts at the same
+ * time. One context must not be used by two threads at once (each worker thread opens its own).
+ *
+ * Errors: every entry point validates its own arguments (the C side never trusts the caller),
+ * returns an omni_status and leaves a readable message in omni_last_error(ctx), or in the calling
+ * thread's message slot (omni_last_error(NULL)) when there is no context. Nothing aborts the process.
+ * Signatures use plain integers, size_t and pointers so FFI layers (koffi) can bind them directly.
+ *
+ * Workspaces: each context caches scratch per exact (rows, in, out) shape, least recently used
+ * first out, bounded by a count and a byte total given at open; it evicts before it allocates.
+ *
+ * Fatal errors: once a call returns OMNI_E_FATAL, every later call on that context (omni_stats
+ * included) returns it too; omni_close still releases. On CUDA a sticky error (illegal address...)
+ * poisons the process's context for that device, so every omni context on it turns fatal.
+ *
+ * Devices: the `device` argument is the only input here. The TypeScript side resolves it from its
+ * `device` option, else the OMNI_CUDA_DEVICE environment variable, else 0 (src/native/device.ts).
+ */
+#ifndef OMNI_H
+#define OMNI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Overridable so a test can build a deliberately mismatching library. */
+#ifndef OMNI_ABI_VERSION
+#define OMNI_ABI_VERSION 1
+#endif
+
+#if defined(_WIN32)
+#define OMNI_API __declspec(dllexport)
+#else
+#define OMNI_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Limits, checked by every entry point. They keep every size product far from size_t overflow on
+ * 64-bit targets and bound a single request's scratch; products are still checked explicitly. */
+#define OMNI_MAX_ROWS 65536u
+#define OMNI_MAX_FEATURES 16384u
+#define OMNI_MAX_WORKSPACE_COUNT 64u
+#define OMNI_DEFAULT_WORKSPACE_COUNT 4u
+#define OMNI_DEFAULT_WORKSPACE_BYTES ((uint64_t)512u << 20)
+
+typedef enum omni_status {
+  OMNI_OK = 0,
+  OMNI_E_INVALID_ARGUMENT = 1, /* null pointer, bad shape, length mismatch, limit exceeded */
+  OMNI_E_OUT_OF_MEMORY = 2,    /* host, pinned or device allocation failed; nothing was leaked */
+  OMNI_E_COPY_FAILED = 3,      /* a host<->device copy failed; the stream was synchronized first */
+  OMNI_E_NO_DEVICE = 4,        /* the requested device does not exist or cannot be selected */
+  OMNI_E_DEVICE = 5,           /* a non-sticky device/runtime error (launch, stream, sync) */
+  OMNI_E_NOT_INITIALISED = 6,  /* omni_linear_gelu before omni_upload_weights */
+  OMNI_E_WORKSPACE_LIMIT = 7,  /* one request needs more scratch than the workspace byte limit */
+  OMNI_E_FATAL = 8             /* sticky: the context is unusable; every later call returns this */
+} omni_status;
+
+typedef struct omni_ctx omni_ctx;
+
+/* Zero in a field means "the default" (OMNI_DEFAULT_WORKSPACE_*). */
+typedef struct omni_open_options {
+  uint32_t workspace_count; /* cached per-shape workspaces, at most OMNI_MAX_WORKSPACE_COUNT */
+  uint32_t reserved;        /* must be 0 */
+  uint64_t workspace_bytes; /* total bytes the cached workspaces may hold */
+} omni_open_options;
+
+/* Every byte a context holds goes through one allocator, so these are exact for the context. */
+typedef struct omni_stats_s {
+  uint64_t live_bytes;          /* bytes held now: context, stream, weights, workspaces, staging */
+  uint64_t peak_bytes;          /* highest live_bytes since open */
+  uint64_t allocations;         /* successful allocations since open (cumulative) */
+  uint64_t stream_syncs;        /* stream synchronizations since open */
+  uint64_t cached_workspaces;   /* workspaces in the cache now */
+  uint64_t workspace_bytes;     /* bytes those workspaces hold (device + pinned staging) */
+  uint64_t workspace_evictions; /* workspaces evicted to make room (cumulative) */
+  uint64_t calls;               /* successful omni_linear_gelu calls */
+} omni_stats_t;
+
+OMNI_API int omni_abi_version(void);
+/* "fixture" or "cuda"; static storage. */
+OMNI_API const char *omni_backend_name(void);
+
+/* device: index of the device to use (the CPU fixture accepts any non-negative index).
+ * options: NULL for defaults. On failure *out is set to NULL and nothing is leaked. */
+OMNI_API int omni_open(int device, const omni_open_options *options, omni_ctx **out);
+/* Synchronizes, then frees everything. NULL is a no-op. Always releases, even after a fatal error. */
+OMNI_API int omni_close(omni_ctx *ctx);
+
+/* Copies W (w_len == out_features * in_features) and b (b_len == out_features) into the context;
+ * they stay resident until replaced or closed. A failed upload keeps the previous weights. */
+OMNI_API int omni_upload_weights(omni_ctx *ctx, const float *w, size_t w_len, const float *b, size_t b_len,
+                                 uint32_t out_features, uint32_t in_features);
+
+/* y = GELU(x W^T + b): x_len == rows * in_features, y_len == rows * out_features,
+ * 1 <= rows <= OMNI_MAX_ROWS. Synchronous: y is complete when it returns OMNI_OK. */
+OMNI_API int omni_linear_gelu(omni_ctx *ctx, const float *x, size_t x_len, uint32_t rows, float *y,
+                              size_t y_len);
+
+OMNI_API int omni_stats(omni_ctx *ctx, omni_stats_t *out);
+
+/* The message of the last failure on ctx, or of the calling thread's last failure without a
+ * context when ctx is NULL. Never NULL; owned by the library, valid until the next call. */
+OMNI_API const char *omni_last_error(omni_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OMNI_H */

@@ -1,0 +1,19 @@
+// Types for scripts/build-native.mjs, so TypeScript tests can build library variants.
+export declare const nativeBuildDir: string;
+export interface BuildResult {
+  path: string;
+  built: boolean;
+  /** Set when the CUDA build was not attempted (no nvcc). */
+  skipped?: string;
+}
+export interface BuildOptions {
+  outDir?: string;
+  /** Extra preprocessor definitions, `NAME=VALUE` without `-D`. */
+  defines?: string[];
+  force?: boolean;
+}
+export declare function buildFixture(options?: BuildOptions): BuildResult;
+export declare function buildCuda(options?: BuildOptions & { nvcc?: string | null }): BuildResult;
+export declare function findNvcc(env?: NodeJS.ProcessEnv): string | null;
+export declare function fixtureArgs(output: string, defines?: string[]): string[];
+export declare function cudaArgs(output: string, defines?: string[]): string[];

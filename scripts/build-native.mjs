@@ -1,0 +1,181 @@
+#!/usr/bin/env node
+// Builds the native libraries into native/build/ (run by `npm run build`, hence by pretest):
+//   libomni_fixture.so  with cc (required: everything falls back to it; a failure exits non-zero)
+//   libomni_cuda.so     with nvcc when it is on PATH or under CUDA_HOME/bin (optional: a missing or
+//                       failing nvcc is reported and the script still exits 0; a failed build
+//                       removes the stale library rather than leave it passing for the current one)
+// A library is rebuilt only when a source, a header or this script is newer than it, so `npm test`
+// stays fast. Outputs are written to a temporary name and renamed, so a process that has the old
+// library mapped never sees a half-written file.
+import { execFileSync } from 'node:child_process';
+import { accessSync, constants, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { delimiter, dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const includeDir = join(root, 'native', 'include');
+const fixtureDir = join(root, 'native', 'fixture');
+const cudaDir = join(root, 'native', 'cuda');
+export const nativeBuildDir = join(root, 'native', 'build');
+
+const listed = (dir, exts) =>
+  readdirSync(dir)
+    .filter((f) => exts.some((e) => f.endsWith(e)))
+    .sort()
+    .map((f) => join(dir, f));
+
+function mtime(path) {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return -1;
+  }
+}
+
+function upToDate(output, inputs) {
+  const out = mtime(output);
+  return out >= 0 && inputs.every((p) => mtime(p) <= out);
+}
+
+function run(cmd, args) {
+  execFileSync(cmd, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+}
+
+function compileTo(output, compile) {
+  mkdirSync(dirname(output), { recursive: true });
+  const tmp = `${output}.${process.pid}.tmp`;
+  try {
+    compile(tmp);
+    renameSync(tmp, output);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+}
+
+/** cc command line for the fixture; `defines` are extra `NAME=VALUE` strings (no `-D`). */
+export function fixtureArgs(output, defines = []) {
+  return [
+    '-std=gnu11',
+    '-O3',
+    '-fPIC',
+    '-shared',
+    '-fvisibility=hidden',
+    '-Wall',
+    '-Wextra',
+    `-I${includeDir}`,
+    ...defines.map((d) => `-D${d}`),
+    ...listed(fixtureDir, ['.c']),
+    '-o',
+    output,
+    '-lm',
+  ];
+}
+
+/**
+ * Builds the CPU fixture. `outDir`/`defines` let a test build a variant (e.g. a mismatching ABI
+ * version) into its own folder. Returns the library path and whether it was (re)built.
+ */
+export function buildFixture({ outDir = nativeBuildDir, defines = [], force = false } = {}) {
+  const output = join(outDir, 'libomni_fixture.so');
+  const inputs = [...listed(fixtureDir, ['.c', '.h']), ...listed(includeDir, ['.h']), fileURLToPath(import.meta.url)];
+  if (!force && defines.length === 0 && upToDate(output, inputs)) return { path: output, built: false };
+  compileTo(output, (tmp) => run(process.env.CC || 'cc', fixtureArgs(tmp, defines)));
+  return { path: output, built: true };
+}
+
+function isExecutable(path) {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** nvcc from PATH, else CUDA_HOME/bin (or CUDA_PATH/bin); null when there is none. */
+export function findNvcc(env = process.env) {
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (dir && isExecutable(join(dir, 'nvcc'))) return join(dir, 'nvcc');
+  }
+  for (const home of [env.CUDA_HOME, env.CUDA_PATH]) {
+    if (home && isExecutable(join(home, 'bin', 'nvcc'))) return join(home, 'bin', 'nvcc');
+  }
+  return null;
+}
+
+/** nvcc command line: sm_80 and sm_90 code plus compute_90 PTX for newer GPUs to JIT. */
+export function cudaArgs(output, defines = []) {
+  return [
+    '-O3',
+    '-std=c++17',
+    '-shared',
+    '-Xcompiler',
+    '-fPIC,-fvisibility=hidden',
+    '-cudart',
+    'static',
+    '-gencode',
+    'arch=compute_80,code=sm_80',
+    '-gencode',
+    'arch=compute_90,code=[sm_90,compute_90]',
+    `-I${includeDir}`,
+    ...defines.map((d) => `-D${d}`),
+    ...listed(cudaDir, ['.cu']),
+    '-o',
+    output,
+  ];
+}
+
+/** Builds the CUDA library; `{ skipped }` says why it did not (no nvcc). Throws if nvcc fails. */
+export function buildCuda({ outDir = nativeBuildDir, defines = [], force = false, nvcc = findNvcc() } = {}) {
+  const output = join(outDir, 'libomni_cuda.so');
+  if (nvcc === null) return { path: output, built: false, skipped: 'nvcc not found on PATH or under CUDA_HOME/bin' };
+  const inputs = [...listed(cudaDir, ['.cu', '.cuh']), ...listed(includeDir, ['.h']), fileURLToPath(import.meta.url)];
+  if (!force && defines.length === 0 && upToDate(output, inputs)) return { path: output, built: false };
+  try {
+    compileTo(output, (tmp) => run(nvcc, cudaArgs(tmp, defines)));
+  } catch (err) {
+    // A library older than its sources must not pass for the current one.
+    rmSync(output, { force: true });
+    throw err;
+  }
+  return { path: output, built: true };
+}
+
+// Compiler output can run to hundreds of lines; the first errors are the ones that matter.
+function failureText(err, maxLines = 40) {
+  const text = [err.stderr, err.stdout].filter((s) => typeof s === 'string' && s.length > 0).join('\n');
+  const lines = (text || String(err.message)).split('\n');
+  const more = lines.length > maxLines ? `\n... (${lines.length - maxLines} more lines)` : '';
+  return lines.slice(0, maxLines).join('\n') + more;
+}
+
+// --force rebuilds regardless of timestamps; --require-cuda (gpu-check) makes a skipped or failed
+// CUDA build an error instead of a warning.
+function main() {
+  const force = process.argv.includes('--force');
+  const requireCuda = process.argv.includes('--require-cuda');
+  try {
+    const fixture = buildFixture({ force });
+    console.log(`native: fixture ${fixture.built ? 'built' : 'up to date'}: ${fixture.path}`);
+  } catch (err) {
+    console.error(`native: fixture build FAILED (cc):\n${failureText(err)}`);
+    process.exit(1);
+  }
+  try {
+    const cuda = buildCuda({ force });
+    if (cuda.skipped) {
+      console.log(`native: cuda skipped: ${cuda.skipped}`);
+      if (requireCuda) process.exit(1);
+    } else {
+      console.log(`native: cuda ${cuda.built ? 'built' : 'up to date'}: ${cuda.path}`);
+    }
+  } catch (err) {
+    if (requireCuda) {
+      console.error(`native: cuda build FAILED (nvcc):\n${failureText(err)}`);
+      process.exit(1);
+    }
+    console.warn(`native: WARNING: cuda build failed; continuing with the fixture only:\n${failureText(err)}`);
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) main();

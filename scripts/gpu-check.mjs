@@ -1,0 +1,165 @@
+#!/usr/bin/env node
+// GPU acceptance check for the CUDA backend (run by scripts/gpu-check.sh after the build; uses dist/).
+//   1. parity: CUDA and the CPU fixture against the float64 TypeScript reference on several shapes,
+//      per-output tolerance 2(in+1)u(sum|x w| + |b|) + 8u|y| + 1e-7 with u = 2^-24 (the float32
+//      dot-product bound; the same one test/native-numerics.test.ts uses), plus the max |cuda - fixture|;
+//   2. no residue: repeated calls on reused (and evicted, re-created) workspaces are bit-identical;
+//   3. GFLOP/s of CUDA beside the fixture, per call including the staging copies.
+// Exit codes: 0 pass, 1 a check failed, 2 the CUDA device could not be opened.
+// --dry-run runs every step with the fixture standing in for CUDA (smaller shapes), so the script
+// itself can be exercised on a machine without a GPU.
+import {
+  FixtureFaults,
+  loadNativeLibrary,
+  NativeContext,
+  NativeStatus,
+  referenceLinearGelu,
+  resolveDevice,
+  seededFloats,
+} from '../dist/src/native/index.js';
+
+const U = 2 ** -24;
+let failures = 0;
+const fail = (what) => {
+  failures++;
+  console.log(`FAIL ${what}`);
+};
+
+const dryRun = process.argv.includes('--dry-run');
+const fixtureLib = loadNativeLibrary('fixture');
+const cudaLib = dryRun ? fixtureLib : loadNativeLibrary('cuda');
+if (dryRun) console.log('gpu-check: DRY RUN, the fixture stands in for CUDA');
+console.log(`libraries: ${fixtureLib.path} (ABI ${fixtureLib.abiVersion}), ${cudaLib.path} (ABI ${cudaLib.abiVersion})`);
+const device = resolveDevice(undefined, process.env);
+let cuda;
+try {
+  cuda = NativeContext.open(cudaLib, { device, workspaceCount: 2 });
+} catch (err) {
+  console.log(`gpu-check: cannot open CUDA device ${device} (OMNI_CUDA_DEVICE): ${err.code} ${err.message}`);
+  process.exit(2);
+}
+const fixture = NativeContext.open(fixtureLib, { workspaceCount: 2 });
+new FixtureFaults(fixtureLib); // asserts the fixture carries its hooks (a fixture built from these sources)
+console.log(`opened CUDA device ${device}`);
+
+function data([rows, inF, outF], seed) {
+  return {
+    x: seededFloats(seed, rows * inF, 2),
+    w: seededFloats(seed + 1, outF * inF, 1 / Math.sqrt(inF)),
+    b: seededFloats(seed + 2, outF, 0.5),
+  };
+}
+
+function worstRatio(got, ref, absSum) {
+  let worst = 0;
+  for (let i = 0; i < got.length; i++) {
+    const tol = 2 * absSum.inPlus1 * U * absSum.values[i] + 8 * U * Math.abs(ref[i]) + 1e-7;
+    worst = Math.max(worst, Math.abs(got[i] - ref[i]) / tol);
+  }
+  return worst;
+}
+
+// ---- 1. parity ------------------------------------------------------------------------------
+const PARITY = [
+  [1, 1, 1],
+  [3, 5, 7],
+  [37, 200, 70],
+  [64, 64, 64],
+  [65, 1023, 129],
+  [256, 1024, 1024],
+  ...(dryRun ? [] : [[513, 4096, 300]]),
+];
+console.log('\nparity (ratio = worst |error| / tolerance, must be <= 1)');
+for (const [i, shape] of PARITY.entries()) {
+  const [rows, inF, outF] = shape;
+  const { x, w, b } = data(shape, 1000 + i);
+  cuda.uploadWeights(w, b, outF, inF);
+  fixture.uploadWeights(w, b, outF, inF);
+  const yc = cuda.linearGelu(x, rows);
+  const yf = fixture.linearGelu(x, rows);
+  const ref = referenceLinearGelu(x, rows, w, b, outF, inF);
+  const values = new Float64Array(rows * outF);
+  for (let r = 0; r < rows; r++)
+    for (let o = 0; o < outF; o++) {
+      let s = Math.abs(b[o]);
+      for (let k = 0; k < inF; k++) s += Math.abs(x[r * inF + k] * w[o * inF + k]);
+      values[r * outF + o] = s;
+    }
+  const absSum = { inPlus1: inF + 1, values };
+  const rc = worstRatio(yc, ref, absSum);
+  const rf = worstRatio(yf, ref, absSum);
+  let diff = 0;
+  for (let j = 0; j < yc.length; j++) diff = Math.max(diff, Math.abs(yc[j] - yf[j]));
+  const ok = rc <= 1 && rf <= 1 && yc.every(Number.isFinite);
+  console.log(
+    `${ok ? 'ok  ' : 'FAIL'} ${rows} x ${inF} -> ${outF}: cuda ${rc.toFixed(3)}, fixture ${rf.toFixed(3)}, max |cuda - fixture| ${diff.toExponential(2)}`,
+  );
+  if (!ok) fail(`parity ${shape}`);
+}
+
+// ---- 2. no residue on reused workspaces ------------------------------------------------------
+{
+  const shape = [96, 512, 384];
+  const { x, w, b } = data(shape, 77);
+  cuda.uploadWeights(w, b, shape[2], shape[1]);
+  const first = cuda.linearGelu(x, 96);
+  const noise = seededFloats(78, 96 * 512, 100);
+  let same = true;
+  for (let i = 0; i < 20; i++) {
+    cuda.linearGelu(noise, 96); // same workspace, other data
+    cuda.linearGelu(seededFloats(79 + i, (1 + (i % 3)) * 512), 1 + (i % 3)); // evicts it (count 2)
+    const again = cuda.linearGelu(x, 96);
+    if (!Buffer.from(again.buffer).equals(Buffer.from(first.buffer))) same = false;
+  }
+  const s = cuda.stats();
+  console.log(`\nno residue: ${same ? 'ok' : 'FAIL'} (evictions ${s.workspaceEvictions}, cached ${s.cachedWorkspaces})`);
+  if (!same) fail('repeated calls differ');
+  if (s.cachedWorkspaces > 2) fail('workspace count bound exceeded');
+  const bad = cudaLib.raw.omni_linear_gelu(null, x, x.length, 96, first, first.length);
+  if (bad !== NativeStatus.INVALID_ARGUMENT) fail(`raw call with a null context returned ${bad}`);
+}
+
+// ---- 3. throughput ---------------------------------------------------------------------------
+function timeCalls(ctx, x, rows, out, minMs) {
+  ctx.linearGelu(x, rows, out); // warm: workspace created, kernel loaded
+  let n = 0;
+  const t0 = performance.now();
+  let t = t0;
+  while (t - t0 < minMs || n < 3) {
+    ctx.linearGelu(x, rows, out);
+    n++;
+    t = performance.now();
+  }
+  return (t - t0) / n;
+}
+console.log('\n| shape (rows x in -> out) | cuda ms/call | cuda GFLOP/s | fixture ms/call | fixture GFLOP/s | speedup |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+for (const shape of [
+  [64, 1024, 1024],
+  ...(dryRun ? [] : [
+    [1024, 1024, 1024],
+    [4096, 4096, 4096],
+  ]),
+]) {
+  const [rows, inF, outF] = shape;
+  const { x, w, b } = data(shape, 5);
+  const out = new Float32Array(rows * outF);
+  const ctxs = [cuda, fixture];
+  for (const c of ctxs) c.uploadWeights(w, b, outF, inF);
+  const msC = timeCalls(cuda, x, rows, out, dryRun ? 100 : 1000);
+  const msF = timeCalls(fixture, x, rows, out, dryRun ? 100 : 1000);
+  const gf = (ms) => ((2 * rows * inF * outF) / (ms * 1e6)).toFixed(1);
+  console.log(
+    `| ${rows} x ${inF} -> ${outF} | ${msC.toFixed(3)} | ${gf(msC)} | ${msF.toFixed(2)} | ${gf(msF)} | ${(msF / msC).toFixed(1)}x |`,
+  );
+}
+
+// ---- 4. LEAD: requests/s through the runtime -------------------------------------------------
+// LEAD: add Runtime.run(...) requests/s and latency here (CUDA backend, a few concurrency levels),
+// beside the direct NativeContext numbers above.
+
+console.log(`\ncuda stats: ${JSON.stringify(cuda.stats())}`);
+cuda.close();
+fixture.close();
+console.log(failures === 0 ? '\ngpu-check: PASS' : `\ngpu-check: ${failures} check(s) FAILED`);
+process.exit(failures === 0 ? 0 : 1);

@@ -1,0 +1,70 @@
+import { existsSync } from 'node:fs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildCuda, buildFixture, findNvcc } from '../scripts/build-native.mjs';
+import {
+  ABI_VERSION,
+  loadNativeLibrary,
+  NativeContext,
+  NativeStatus,
+  seededFloats,
+  selectBackend,
+} from '../src/native/index.js';
+
+const hasNvcc = findNvcc() !== null;
+// The driver's control node exists only where a GPU (and its driver) is installed.
+const hasGpu = existsSync('/dev/nvidiactl');
+
+describe.skipIf(!hasNvcc)('CUDA backend', () => {
+  beforeAll(() => {
+    buildFixture();
+    buildCuda();
+  }, 300_000);
+
+  it('the library built here loads through koffi and reports the ABI version', () => {
+    const lib = loadNativeLibrary('cuda');
+    expect(lib).toMatchObject({ backend: 'cuda', backendName: 'cuda', abiVersion: ABI_VERSION });
+  });
+
+  it('validates its arguments before touching a device', () => {
+    const { raw } = loadNativeLibrary('cuda');
+    expect(raw.omni_open(-1, null, [null])).toBe(NativeStatus.INVALID_ARGUMENT);
+    expect(raw.omni_linear_gelu(null, null, 0, 1, null, 0)).toBe(NativeStatus.INVALID_ARGUMENT);
+    expect(raw.omni_close(null)).toBe(NativeStatus.OK);
+  });
+
+  it.skipIf(hasGpu)('without a GPU, opening device 0 is a NativeError naming the CUDA error', () => {
+    const lib = loadNativeLibrary('cuda');
+    let err: { code?: string; nativeCode?: number; fatal?: boolean; message?: string } | undefined;
+    try {
+      NativeContext.open(lib, { device: 0 }).close();
+    } catch (e) {
+      err = e as typeof err;
+    }
+    expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', nativeCode: NativeStatus.NO_DEVICE, fatal: false });
+    // The point of this message is to name the failing CUDA call, so its text is the behaviour here.
+    expect(err?.message).toContain('cudaSetDevice(0)');
+    const choice = selectBackend('auto', {});
+    expect(choice.backend).toBe('fixture');
+    expect(choice.reason).toContain('CUDA device 0');
+  });
+
+  it.runIf(hasGpu)('with a GPU, matches the fixture on a small shape', () => {
+    const [rows, inF, outF] = [37, 200, 70];
+    const x = seededFloats(1, rows * inF, 2);
+    const w = seededFloats(2, outF * inF, 1 / Math.sqrt(inF));
+    const b = seededFloats(3, outF, 0.5);
+    const results = (['cuda', 'fixture'] as const).map((backend) => {
+      const ctx = NativeContext.open(loadNativeLibrary(backend));
+      try {
+        ctx.uploadWeights(w, b, outF, inF);
+        return ctx.linearGelu(x, rows);
+      } finally {
+        ctx.close();
+      }
+    });
+    const [gpu, cpu] = results as [Float32Array, Float32Array];
+    let worst = 0;
+    for (let i = 0; i < gpu.length; i++) worst = Math.max(worst, Math.abs(gpu[i]! - cpu[i]!));
+    expect(worst).toBeLessThan(1e-4);
+  });
+});

@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildFixture } from '../scripts/build-native.mjs';
+import type { NativeLibrary } from '../src/native/index.js';
+import {
+  erf,
+  FixtureFaults,
+  loadNativeLibrary,
+  NativeContext,
+  referenceLinearGelu,
+  seededFloats,
+} from '../src/native/index.js';
+
+// Tolerance, per output: the float32 dot-product bound gamma_n = n*u with u = 2^-24 (n = inFeatures
+// products plus the bias), applied to sum|x_k w_k| + |b|; GELU's slope is at most 1.13 and erff adds
+// a few ulp of the result, hence the factor 2, the 8u|y| term and a 1e-7 floor.
+const U = 2 ** -24;
+
+function maxViolation(
+  got: ArrayLike<number>,
+  x: Float32Array,
+  w: Float32Array,
+  b: Float32Array,
+  rows: number,
+  outF: number,
+  inF: number,
+): number {
+  const want = referenceLinearGelu(x, rows, w, b, outF, inF);
+  let worst = 0;
+  for (let r = 0; r < rows; r++) {
+    for (let o = 0; o < outF; o++) {
+      let abs = Math.abs(b[o]!);
+      for (let k = 0; k < inF; k++) abs += Math.abs(x[r * inF + k]! * w[o * inF + k]!);
+      const ref = want[r * outF + o]!;
+      const tol = 2 * (inF + 1) * U * abs + 8 * U * Math.abs(ref) + 1e-7;
+      worst = Math.max(worst, Math.abs(got[r * outF + o]! - ref) / tol);
+    }
+  }
+  return worst; // <= 1 means every output is within tolerance
+}
+
+// [rows, inFeatures, outFeatures]: tails of every block size (MR 4, NR 16, KC 256, MC 64) included.
+const SHAPES: Array<[number, number, number]> = [
+  [1, 1, 1],
+  [3, 5, 7],
+  [4, 16, 16],
+  [5, 17, 33],
+  [65, 300, 17],
+  [7, 513, 40],
+  [130, 64, 100],
+];
+
+describe('native numerics (fixture)', () => {
+  let lib: NativeLibrary;
+  let faults: FixtureFaults;
+  beforeAll(() => {
+    buildFixture();
+    lib = loadNativeLibrary('fixture');
+    faults = new FixtureFaults(lib);
+  });
+  const open: NativeContext[] = [];
+  afterAll(() => {
+    for (const ctx of open) ctx.close();
+  });
+
+  it('erf matches known values', () => {
+    expect(erf(0)).toBe(0);
+    expect(erf(0.5)).toBeCloseTo(0.5204998778130465, 14);
+    expect(erf(1)).toBeCloseTo(0.8427007929497149, 14);
+    expect(erf(-2)).toBeCloseTo(-0.9953222650189527, 14);
+    expect(erf(3.5)).toBeCloseTo(0.9999992569016276, 14);
+    expect(erf(10)).toBe(1);
+  });
+
+  it.each(SHAPES)(
+    'rows %i, in %i, out %i: blocked kernel and C naive reference match TS',
+    (rows, inF, outF) => {
+      const seed = rows * 7919 + inF * 31 + outF;
+      const x = seededFloats(seed, rows * inF, 2);
+      const w = seededFloats(seed + 1, outF * inF, 1 / Math.sqrt(inF));
+      const b = seededFloats(seed + 2, outF, 0.5);
+      const ctx = NativeContext.open(lib);
+      open.push(ctx);
+      ctx.uploadWeights(w, b, outF, inF);
+      const y = ctx.linearGelu(x, rows);
+      expect(y).toBeInstanceOf(Float32Array);
+      expect(y.length).toBe(rows * outF);
+      expect(maxViolation(y, x, w, b, rows, outF, inF)).toBeLessThanOrEqual(1);
+      const naive = faults.referenceLinearGelu(x, rows, w, b, outF, inF);
+      expect(maxViolation(naive, x, w, b, rows, outF, inF)).toBeLessThanOrEqual(1);
+    },
+  );
+
+  it('large pre-activations saturate like GELU (v for large v, -0 for very negative v)', () => {
+    const ctx = NativeContext.open(lib);
+    open.push(ctx);
+    ctx.uploadWeights(new Float32Array([1, -1]), new Float32Array([0, 0]), 2, 1);
+    const y = ctx.linearGelu(new Float32Array([12, -0.5]), 2);
+    expect(Array.from(y)).toEqual([
+      12,
+      expect.closeTo(0, 12),
+      expect.closeTo(-0.15426877, 6),
+      expect.closeTo(0.34573123, 6),
+    ]);
+  });
+
+  it('reads and writes SharedArrayBuffer views in place, at their offsets', () => {
+    const [rows, inF, outF] = [6, 20, 9];
+    const w = seededFloats(11, outF * inF, 0.3);
+    const b = seededFloats(12, outF, 0.1);
+    const xs = new Float32Array(new SharedArrayBuffer(4 * (rows * inF + 3)));
+    xs.set(seededFloats(13, rows * inF), 3);
+    const x = xs.subarray(3);
+    const ys = new Float32Array(new SharedArrayBuffer(4 * (rows * outF + 5))).fill(-7);
+    const out = ys.subarray(2, 2 + rows * outF);
+    const ctx = NativeContext.open(lib);
+    open.push(ctx);
+    ctx.uploadWeights(w, b, outF, inF);
+    expect(ctx.linearGelu(x, rows, out)).toBe(out);
+    expect(maxViolation(out, x, w, b, rows, outF, inF)).toBeLessThanOrEqual(1);
+    expect([ys[0], ys[1], ys[ys.length - 3], ys[ys.length - 1]]).toEqual([-7, -7, -7, -7]);
+  });
+
+  it('repeated calls on a cached workspace are bit-identical (no residue)', () => {
+    const [rows, inF, outF] = [33, 70, 50];
+    const ctx = NativeContext.open(lib);
+    open.push(ctx);
+    ctx.uploadWeights(seededFloats(21, outF * inF), seededFloats(22, outF), outF, inF);
+    const x1 = seededFloats(23, rows * inF);
+    const first = ctx.linearGelu(x1, rows);
+    ctx.linearGelu(seededFloats(24, rows * inF, 50), rows);
+    expect(ctx.linearGelu(x1, rows)).toEqual(first);
+    expect(ctx.stats().cachedWorkspaces).toBe(1);
+  });
+});

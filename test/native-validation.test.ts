@@ -1,0 +1,182 @@
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { buildFixture } from '../scripts/build-native.mjs';
+import type { NativeLibrary, NativeStats, RawNativeApi } from '../src/native/index.js';
+import {
+  kRawHandle,
+  loadNativeLibrary,
+  MAX_FEATURES,
+  MAX_ROWS,
+  NativeContext,
+  NativeStatus,
+  seededFloats,
+} from '../src/native/index.js';
+
+const [ROWS, IN, OUT] = [3, 16, 8];
+
+function codeOf(fn: () => unknown): { code?: string; nativeCode?: number; fatal?: boolean } {
+  try {
+    fn();
+  } catch (err) {
+    return err as { code?: string; nativeCode?: number; fatal?: boolean };
+  }
+  throw new Error('expected the call to throw');
+}
+
+describe('native validation (fixture)', () => {
+  let lib: NativeLibrary;
+  let raw: RawNativeApi;
+  let ctx: NativeContext;
+  let handle: unknown;
+  let expected: Float32Array;
+  let baseline: NativeStats;
+  const w = seededFloats(1, OUT * IN);
+  const b = seededFloats(2, OUT);
+  const x = seededFloats(3, ROWS * IN);
+
+  beforeAll(() => {
+    buildFixture();
+    lib = loadNativeLibrary('fixture');
+    raw = lib.raw;
+  });
+  beforeEach(() => {
+    ctx = NativeContext.open(lib);
+    handle = ctx[kRawHandle];
+    ctx.uploadWeights(w, b, OUT, IN);
+    expected = ctx.linearGelu(x, ROWS);
+    baseline = ctx.stats();
+  });
+  afterEach(() => {
+    // Every rejected call above left the context serving the same answer, with nothing leaked.
+    expect(ctx.linearGelu(x, ROWS)).toEqual(expected);
+    const after = ctx.stats();
+    expect(after.liveBytes).toBe(baseline.liveBytes);
+    expect(after.cachedWorkspaces).toBe(baseline.cachedWorkspaces);
+    ctx.close();
+  });
+
+  describe('TypeScript checks (before the call)', () => {
+    it.each([
+      ['x of the wrong length', () => ctx.linearGelu(x.subarray(1), ROWS)],
+      ['out of the wrong length', () => ctx.linearGelu(x, ROWS, new Float32Array(ROWS * OUT + 1))],
+      ['zero rows', () => ctx.linearGelu(x, 0)],
+      ['too many rows', () => ctx.linearGelu(new Float32Array(0), MAX_ROWS + 1)],
+      ['NaN rows', () => ctx.linearGelu(x, Number.NaN)],
+      ['fractional rows', () => ctx.linearGelu(x, 1.5)],
+      ['2^32 + rows (koffi would truncate)', () => ctx.linearGelu(x, 2 ** 32 + ROWS)],
+      ['rows as a string', () => ctx.linearGelu(x, '3' as unknown as number)],
+      [
+        'x as an Int32Array',
+        () => ctx.linearGelu(new Int32Array(ROWS * IN) as unknown as Float32Array, ROWS),
+      ],
+      [
+        'x as a Float64Array',
+        () => ctx.linearGelu(new Float64Array(ROWS * IN) as unknown as Float32Array, ROWS),
+      ],
+      ['x as a plain array', () => ctx.linearGelu(Array.from(x) as unknown as Float32Array, ROWS)],
+      ['out as a Uint8Array', () => ctx.linearGelu(x, ROWS, new Uint8Array(96) as unknown as Float32Array)],
+      ['weights of the wrong length', () => ctx.uploadWeights(w.subarray(1), b, OUT, IN)],
+      ['bias of the wrong length', () => ctx.uploadWeights(w, b.subarray(1), OUT, IN)],
+      ['NaN features', () => ctx.uploadWeights(w, b, Number.NaN, IN)],
+      ['too many features', () => ctx.uploadWeights(w, b, OUT, MAX_FEATURES + 1)],
+      ['weights as an Int32Array', () => ctx.uploadWeights(new Int32Array(OUT * IN) as never, b, OUT, IN)],
+      ['workspaceCount 0', () => NativeContext.open(lib, { workspaceCount: 0 })],
+      ['workspaceCount 65', () => NativeContext.open(lib, { workspaceCount: 65 })],
+      ['workspaceBytes NaN', () => NativeContext.open(lib, { workspaceBytes: Number.NaN })],
+      ['device -1', () => NativeContext.open(lib, { device: -1 })],
+      ['OMNI_CUDA_DEVICE=abc', () => NativeContext.open(lib, { env: { OMNI_CUDA_DEVICE: 'abc' } })],
+    ])('%s: OMNI_ERR_INVALID_ARGUMENT', (_name, call) => {
+      expect(codeOf(call).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    });
+  });
+
+  describe('C checks (raw calls past TypeScript)', () => {
+    const y = new Float32Array(ROWS * OUT);
+    it.each([
+      ['x_len mismatch', 'ctx', () => raw.omni_linear_gelu(handle, x, x.length - 1, ROWS, y, y.length)],
+      ['y_len mismatch', 'ctx', () => raw.omni_linear_gelu(handle, x, x.length, ROWS, y, y.length + 1)],
+      ['zero rows', 'ctx', () => raw.omni_linear_gelu(handle, x, 0, 0, y, 0)],
+      [
+        'too many rows',
+        'ctx',
+        () => raw.omni_linear_gelu(handle, x, (MAX_ROWS + 1) * IN, MAX_ROWS + 1, y, y.length),
+      ],
+      ['a length of 2^53', 'ctx', () => raw.omni_linear_gelu(handle, x, 2 ** 53, ROWS, y, y.length)],
+      ['null x', 'ctx', () => raw.omni_linear_gelu(handle, null, x.length, ROWS, y, y.length)],
+      ['null y', 'ctx', () => raw.omni_linear_gelu(handle, x, x.length, ROWS, null, y.length)],
+      ['null context', 'thread', () => raw.omni_linear_gelu(null, x, x.length, ROWS, y, y.length)],
+      ['w_len mismatch', 'ctx', () => raw.omni_upload_weights(handle, w, w.length - 1, b, b.length, OUT, IN)],
+      ['b_len mismatch', 'ctx', () => raw.omni_upload_weights(handle, w, w.length, b, b.length + 1, OUT, IN)],
+      ['zero features', 'ctx', () => raw.omni_upload_weights(handle, w, 0, b, 0, 0, IN)],
+      [
+        'features over the limit',
+        'ctx',
+        () => raw.omni_upload_weights(handle, w, w.length, b, 1, 1, MAX_FEATURES + 1),
+      ],
+      ['null weights', 'ctx', () => raw.omni_upload_weights(handle, null, w.length, b, b.length, OUT, IN)],
+      ['stats without an out struct', 'ctx', () => raw.omni_stats(handle, null)],
+      [
+        'open with workspace_count 65',
+        'thread',
+        () => raw.omni_open(0, { workspace_count: 65, reserved: 0, workspace_bytes: 0 }, [null]),
+      ],
+      [
+        'open with reserved set',
+        'thread',
+        () => raw.omni_open(0, { workspace_count: 0, reserved: 1, workspace_bytes: 0 }, [null]),
+      ],
+      ['open on device -1', 'thread', () => raw.omni_open(-1, null, [null])],
+    ] as const)('%s: OMNI_E_INVALID_ARGUMENT with a message', (_name, where, call) => {
+      expect(call()).toBe(NativeStatus.INVALID_ARGUMENT);
+      // A fresh context says "no error" until something fails on it; without one, the thread slot speaks.
+      const message = raw.omni_last_error(where === 'ctx' ? handle : null);
+      expect(message).not.toBe('no error');
+      expect(message.length).toBeGreaterThan(0);
+    });
+
+    it('a rejected raw call leaves y untouched', () => {
+      const out = new Float32Array(ROWS * OUT).fill(5);
+      expect(raw.omni_linear_gelu(handle, x, x.length + 1, ROWS, out, out.length)).toBe(
+        NativeStatus.INVALID_ARGUMENT,
+      );
+      expect(out.every((v) => v === 5)).toBe(true);
+    });
+  });
+
+  describe('native state errors surface as NativeError', () => {
+    it('linearGelu before uploadWeights: OMNI_E_NOT_INITIALISED', () => {
+      const fresh = NativeContext.open(lib);
+      try {
+        const err = codeOf(() => fresh.linearGelu(x, ROWS));
+        expect(err).toMatchObject({
+          code: 'OMNI_ERR_NATIVE',
+          nativeCode: NativeStatus.NOT_INITIALISED,
+          fatal: false,
+        });
+      } finally {
+        fresh.close();
+      }
+    });
+
+    it('a request needing more scratch than workspaceBytes: OMNI_E_WORKSPACE_LIMIT', () => {
+      const small = NativeContext.open(lib, { workspaceBytes: 1024 });
+      try {
+        small.uploadWeights(w, b, OUT, IN);
+        const rows = 64; // 2 * 64 * (16 + 8) * 4 bytes > 1024
+        const err = codeOf(() => small.linearGelu(new Float32Array(rows * IN), rows));
+        expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', nativeCode: NativeStatus.WORKSPACE_LIMIT });
+        expect(small.stats().cachedWorkspaces).toBe(0);
+      } finally {
+        small.close();
+      }
+    });
+
+    it('a closed context refuses every call; close is idempotent', () => {
+      const other = NativeContext.open(lib);
+      other.close();
+      other.close();
+      expect(other.closed).toBe(true);
+      expect(codeOf(() => other.linearGelu(x, ROWS)).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(codeOf(() => other.stats()).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    });
+  });
+});
