@@ -54,12 +54,17 @@ function joinNegativeValues(argv: readonly string[], options: FlagSpec): string[
   return args;
 }
 
-/** A number flag: finite, within [min, max], integer when asked. */
+/** A number flag: finite, within [min, max] (and above `greater` when given), integer when asked. */
 export function numberFlag(
   name: string,
   raw: string | undefined,
   fallback: number,
-  { min = Number.NEGATIVE_INFINITY, max = Number.POSITIVE_INFINITY, integer = false } = {},
+  {
+    min = Number.NEGATIVE_INFINITY,
+    max = Number.POSITIVE_INFINITY,
+    greater = Number.NEGATIVE_INFINITY,
+    integer = false,
+  } = {},
 ): number {
   if (raw === undefined) return fallback;
   const value = Number(raw);
@@ -68,10 +73,13 @@ export function numberFlag(
     !Number.isFinite(value) ||
     value < min ||
     value > max ||
+    !(value > greater) ||
     (integer && !Number.isInteger(value))
   ) {
     const kind = integer ? 'an integer' : 'a number';
-    const range = `${Number.isFinite(min) ? ` >= ${min}` : ''}${Number.isFinite(max) ? ` <= ${max}` : ''}`;
+    const range =
+      `${Number.isFinite(greater) ? ` > ${greater}` : ''}${Number.isFinite(min) ? ` >= ${min}` : ''}` +
+      `${Number.isFinite(max) ? ` <= ${max}` : ''}`;
     throw new UsageError(`--${name} must be ${kind}${range}, got ${JSON.stringify(raw)}`);
   }
   return value;

@@ -1,0 +1,155 @@
+/**
+ * `omni-runtime bench` flags: their help text, their defaults and their checks. Every mistake
+ * is a UsageError (one line, exit 2) raised before any thread starts.
+ */
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import { choiceFlag, numberFlag, parseFlags, UsageError } from './args.js';
+
+export type BackendFlag = 'fixture' | 'cuda' | 'auto';
+
+/** An offered load: requests per second, or a multiple of the calibrated capacity ("2x"). */
+export interface RateSpec {
+  readonly value: number;
+  readonly relative: boolean;
+}
+
+export interface BenchConfig {
+  /** Seconds of offered load over all phases together (calibration and drains come on top). */
+  readonly durationS: number;
+  /** Seconds each phase offers load: durationS / (rates x 2 modes). */
+  readonly phaseS: number;
+  readonly calibrateS: number;
+  readonly threads: number;
+  readonly requests: number;
+  readonly units: number;
+  readonly rates: readonly RateSpec[];
+  /** undefined: OMNI_BACKEND decides (it is set), else the fixture. */
+  readonly backend: BackendFlag | undefined;
+  readonly outDir: string;
+  readonly json: boolean;
+  readonly seed: number;
+  readonly deadlineMs: number;
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+  /** Each request's rows (its cost) are uniform in 1..maxRows. */
+  readonly maxRows: number;
+}
+
+export const DEFAULT_RATES: readonly RateSpec[] = [0.5, 1, 2, 4].map((value) => ({ value, relative: true }));
+const DEFAULT_THREADS = Math.max(1, Math.min(4, availableParallelism()));
+/** The serial scheduler's claim window: a runtime's request bound may not exceed it. */
+const MAX_REQUESTS = 1 << 16;
+
+export const BENCH_FLAGS = {
+  duration: { type: 'string' },
+  calibrate: { type: 'string' },
+  threads: { type: 'string' },
+  requests: { type: 'string' },
+  units: { type: 'string' },
+  rates: { type: 'string' },
+  backend: { type: 'string' },
+  out: { type: 'string' },
+  json: { type: 'boolean' },
+  seed: { type: 'string' },
+  'deadline-ms': { type: 'string' },
+  'in-features': { type: 'string' },
+  'out-features': { type: 'string' },
+  'max-rows': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export const BENCH_HELP = `Usage: omni-runtime bench [flags]
+       omni-runtime bench admission [flags]   (admit/release microbenchmark; see its --help)
+
+Drives the built-in native worker (y = GELU(x W^T + b), CPU fixture by default) with an
+open-loop Poisson arrival process at several offered loads. Each load runs twice in this
+process: the default serial scheduler (unbounded queue) and bounded admission. Every request
+carries a deadline. Prints a table (or JSON) and writes results.json and SVG charts.
+
+Flags:
+  --duration S       seconds of offered load over ALL phases together (default 20); each of
+                     the rates x 2 modes phases gets an equal share. Calibration and the
+                     drain after each phase come on top.
+  --calibrate S      seconds of closed-loop capacity calibration (default 1)
+  --rates LIST       offered loads, comma-separated: requests/s (250) or multiples of the
+                     calibrated capacity (2x); default 0.5x,1x,2x,4x
+  --threads N        worker threads per runtime (default ${DEFAULT_THREADS})
+  --requests N       bounded mode: outstanding request bound (default 8 x threads)
+  --units N          bounded mode: outstanding unit (row) ceiling (default 8 x requests)
+  --deadline-ms MS   every request's deadline (default 1000)
+  --max-rows N       each request's rows (its cost in units) are uniform in 1..N (default 16)
+  --in-features N    layer input width (default 1024)
+  --out-features N   layer output width (default 1024)
+  --backend B        fixture | cuda | auto (default: OMNI_BACKEND if set, else fixture)
+  --seed N           seed for arrival times and costs (default 1): same seed, same load
+  --out DIR          where results.json and the charts go (default ./bench-results)
+  --json             print a machine-readable summary on stdout instead of the table
+  -h, --help         this help
+`;
+
+/** Parses "0.5x,1x,250": each a number > 0, optionally suffixed x (a multiple of capacity). */
+export function rateListFlag(raw: string | undefined): RateSpec[] {
+  if (raw === undefined) return [...DEFAULT_RATES];
+  const rates = raw.split(',').map((part) => {
+    const text = part.trim();
+    const relative = /x$/i.test(text);
+    const number = relative ? text.slice(0, -1) : text;
+    const value = Number(number);
+    if (number.trim() === '' || !Number.isFinite(value) || value <= 0) {
+      throw new UsageError(
+        `--rates must be a comma-separated list of numbers > 0 (requests/s) or multiples like 2x, got ${JSON.stringify(raw)}`,
+      );
+    }
+    return { value, relative };
+  });
+  return rates;
+}
+
+/** Returns the checked configuration, or 'help' when --help was asked for. */
+export function parseBenchArgs(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): BenchConfig | 'help' {
+  const { values, positionals } = parseFlags('bench', argv, BENCH_FLAGS);
+  if (values.help) return 'help';
+  if (positionals.length > 0)
+    throw new UsageError(`bench: unknown subcommand or argument '${positionals[0]}'`);
+  const rates = rateListFlag(values.rates);
+  const durationS = numberFlag('duration', values.duration, 20, { greater: 0, max: 86_400 });
+  const threads = numberFlag('threads', values.threads, DEFAULT_THREADS, { min: 1, max: 256, integer: true });
+  const requests = numberFlag('requests', values.requests, Math.min(MAX_REQUESTS, 8 * threads), {
+    min: 1,
+    max: MAX_REQUESTS,
+    integer: true,
+  });
+  const backendFlag =
+    values.backend === undefined
+      ? undefined
+      : choiceFlag('backend', values.backend, ['fixture', 'cuda', 'auto'] as const, 'fixture');
+  return {
+    durationS,
+    phaseS: durationS / (rates.length * 2),
+    calibrateS: numberFlag('calibrate', values.calibrate, 1, { greater: 0, max: 3600 }),
+    threads,
+    requests,
+    units: numberFlag('units', values.units, 8 * requests, { min: 1, max: 2 ** 32, integer: true }),
+    rates,
+    backend: backendFlag ?? (env.OMNI_BACKEND ? undefined : 'fixture'),
+    outDir: resolve(values.out ?? 'bench-results'),
+    json: values.json === true,
+    seed: numberFlag('seed', values.seed, 1, { min: 0, max: 2 ** 32 - 1, integer: true }),
+    deadlineMs: numberFlag('deadline-ms', values['deadline-ms'], 1000, { greater: 0, max: 2 ** 31 - 1 }),
+    inFeatures: numberFlag('in-features', values['in-features'], 1024, {
+      min: 1,
+      max: 16_384,
+      integer: true,
+    }),
+    outFeatures: numberFlag('out-features', values['out-features'], 1024, {
+      min: 1,
+      max: 16_384,
+      integer: true,
+    }),
+    maxRows: numberFlag('max-rows', values['max-rows'], 16, { min: 1, max: 4096, integer: true }),
+  };
+}

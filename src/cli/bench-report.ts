@@ -1,0 +1,106 @@
+/**
+ * The benchmark's results for people (a table on stdout) and for machines (the JSON summary
+ * printed by --json, and the full results.json with every phase's timeline).
+ */
+import type { BenchResult } from './bench-run.js';
+import type { PhaseResult } from './phase-recorder.js';
+
+export interface PhaseSummary extends Omit<PhaseResult, 'timeline'> {
+  refusedPct: number;
+  deadlinePct: number;
+}
+
+export interface BenchSummary extends Omit<BenchResult, 'phases'> {
+  phases: PhaseSummary[];
+  files: string[];
+}
+
+const pct = (part: number, whole: number): number =>
+  whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 100;
+
+/** Everything but the timelines (those are in results.json). */
+export function summarize(result: BenchResult, files: string[]): BenchSummary {
+  return {
+    ...result,
+    phases: result.phases.map(({ timeline: _timeline, ...phase }) => ({
+      ...phase,
+      refusedPct: pct(phase.refused, phase.sent),
+      deadlinePct: pct(phase.deadline, phase.sent),
+    })),
+    files,
+  };
+}
+
+function fixed(x: number, digits: number): string {
+  return x.toFixed(digits);
+}
+
+/** Latency: three significant figures, never exponent notation. */
+function ms(x: number, count: number): string {
+  if (count === 0) return '-';
+  if (x >= 100) return fixed(x, 0);
+  if (x >= 10) return fixed(x, 1);
+  return fixed(x, 2);
+}
+
+function table(rows: string[][], rightAligned: (col: number) => boolean): string {
+  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((r) => r[col]!.length)));
+  return rows
+    .map((r) =>
+      r
+        .map((cell, col) => (rightAligned(col) ? cell.padStart(widths[col]!) : cell.padEnd(widths[col]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+/** The header lines that say what was measured and how. */
+export function describe(r: BenchResult): string {
+  const c = r.calibration;
+  return [
+    `omni-runtime bench: backend ${r.backend} (${r.backendReason}), ${r.threads} worker thread(s) per runtime, ${r.cpus} CPU(s), Node ${r.node}`,
+    `work: ${r.layer.op}, ${r.layer.inFeatures} -> ${r.layer.outFeatures}; cost = rows per request, uniform in 1..${r.cost.max} (seeded, seed ${r.seed})`,
+    `arrivals: ${r.arrivals}; every request has a ${r.deadlineMs} ms deadline`,
+    `capacity: ${Math.round(c.capacity)} req/s (closed loop, ${c.concurrency} outstanding, ${c.seconds} s)`,
+    `modes: unbounded = default serial scheduler (no admission, unbounded queue); bounded = admission { requests: ${r.bounds.requests}, units: ${r.bounds.units} }`,
+    `each phase offers load for ${fixed(r.phaseS, 2)} s, then drains; latency percentiles are of completed requests (HdrHistogram)`,
+  ].join('\n');
+}
+
+export function formatTable(r: BenchResult): string {
+  const head = [
+    'mode',
+    'offered/s',
+    'load',
+    'achieved/s',
+    'p50 ms',
+    'p99 ms',
+    'p99.9 ms',
+    'refused %',
+    'deadline %',
+    'failed',
+    'depth mean',
+    'depth max',
+  ];
+  const rows = r.phases.map((p) => [
+    p.mode,
+    fixed(p.offeredRate, 0),
+    p.rateLabel,
+    fixed(p.achievedRate, 0),
+    ms(p.latencyMs.p50, p.latencyMs.count),
+    ms(p.latencyMs.p99, p.latencyMs.count),
+    ms(p.latencyMs.p999, p.latencyMs.count),
+    fixed(pct(p.refused, p.sent), 1),
+    fixed(pct(p.deadline, p.sent), 1),
+    String(p.failed),
+    fixed(p.depth.mean, 1),
+    String(p.depth.max),
+  ]);
+  return table([head, ...rows], (col) => col !== 0 && col !== 2);
+}
+
+/** The human-readable report: header, table, and where the files went. */
+export function formatReport(r: BenchResult, files: string[]): string {
+  return `${describe(r)}\n\n${formatTable(r)}\n\nwritten: ${files.join(', ')}\n`;
+}

@@ -1,0 +1,143 @@
+/**
+ * The load: a closed-loop calibration that finds the capacity, and an open-loop Poisson
+ * arrival process that offers a set rate whether or not earlier requests have finished.
+ *
+ * Open loop: arrival i is due at an absolute time (phase start + the sum of i exponential
+ * gaps). Each timer tick sends every arrival already due, so when the event loop lags the
+ * generator catches up instead of silently lowering the rate, and each latency is measured
+ * from the arrival's scheduled time, not from when it was sent (no coordinated omission).
+ */
+import type { LinearRuntime } from '../linear/linear-runtime.js';
+import type { PhaseRecorder } from './phase-recorder.js';
+import { ArrivalProcess, Prng } from './prng.js';
+
+/** Row-major inputs of 1..maxRows rows, made once; run() copies them into the worker. */
+export function makeInputs(inFeatures: number, maxRows: number, seed: number): Float32Array[] {
+  const prng = new Prng(seed);
+  return Array.from({ length: maxRows }, (_, i) => {
+    const x = new Float32Array((i + 1) * inFeatures);
+    for (let j = 0; j < x.length; j++) x[j] = prng.next() * 2 - 1;
+    return x;
+  });
+}
+
+export interface Workload {
+  readonly inputs: readonly Float32Array[];
+  readonly maxRows: number;
+}
+
+export interface Calibration {
+  readonly seconds: number;
+  readonly concurrency: number;
+  readonly completed: number;
+  /** Completed requests per second in the measured part (after a warm-up quarter). */
+  readonly capacity: number;
+}
+
+/**
+ * Keeps `concurrency` requests outstanding for `seconds` and counts completions in the last
+ * three quarters (the first quarter warms the threads up).
+ */
+export async function calibrate(
+  lr: LinearRuntime,
+  work: Workload,
+  seed: number,
+  seconds: number,
+  concurrency: number,
+): Promise<Calibration> {
+  const prng = new Prng(seed);
+  const start = performance.now();
+  const warm = start + seconds * 250;
+  const end = start + seconds * 1000;
+  let completed = 0;
+  let measuredFrom = 0;
+  const loop = async (): Promise<void> => {
+    while (performance.now() < end) {
+      const rows = prng.int(1, work.maxRows);
+      await lr.run(work.inputs[rows - 1]!, { rows });
+      const now = performance.now();
+      if (now >= warm && now < end) {
+        if (measuredFrom === 0) measuredFrom = now;
+        completed++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  const measured = (end - (measuredFrom || warm)) / 1000;
+  return { seconds, concurrency, completed, capacity: measured > 0 ? completed / measured : 0 };
+}
+
+export interface OpenLoopPlan {
+  readonly rate: number;
+  readonly windowMs: number;
+  readonly seed: number;
+  readonly deadlineMs: number;
+  /** Called every `sampleMs` from the first arrival until the runtime is empty again. */
+  readonly sampleMs: number;
+  readonly onSample?: () => void;
+}
+
+/**
+ * Offers `plan.rate` requests per second for `plan.windowMs`, then waits until every caller
+ * has settled and the runtime's depth is back to zero (work abandoned by a caller still holds
+ * its capacity until it ends), so the next phase starts on an empty runtime.
+ */
+export function openLoop(
+  lr: LinearRuntime,
+  work: Workload,
+  plan: OpenLoopPlan,
+  rec: PhaseRecorder,
+): Promise<number> {
+  const arrivals = new ArrivalProcess(plan.seed, plan.rate, work.maxRows);
+  const start = performance.now();
+  rec.begin(start, plan.windowMs);
+  let next = arrivals.next();
+  let arriving = true;
+
+  // A phase that cannot drain (work that never ends) fails the run rather than hanging it.
+  const drainLimitMs = plan.windowMs + 60_000 + 10 * plan.deadlineMs;
+  return new Promise<number>((resolve, reject) => {
+    const sample = (): void => {
+      const report = lr.report();
+      const now = performance.now();
+      rec.sample(now, report.depth, report.queued);
+      plan.onSample?.();
+      if (!arriving && rec.settled === rec.sent && report.depth === 0) {
+        clearInterval(sampler);
+        resolve(now);
+      } else if (now - start > drainLimitMs) {
+        clearInterval(sampler);
+        const unsettled = rec.sent - rec.settled;
+        reject(new Error(`a phase did not drain: depth ${report.depth}, ${unsettled} callers unsettled`));
+      }
+    };
+    const sampler = setInterval(sample, plan.sampleMs);
+
+    const send = (dueAt: number, rows: number): void => {
+      rec.sentOne(rows);
+      lr.run(work.inputs[rows - 1]!, { rows, deadlineMs: plan.deadlineMs }).then(
+        () => {
+          const now = performance.now();
+          rec.completed(now, now - dueAt);
+        },
+        (err: unknown) => rec.failed(err),
+      );
+    };
+
+    const tick = (): void => {
+      const now = performance.now() - start;
+      // Catch up: everything already due goes out now, each stamped with its own due time.
+      while (next.at <= now && next.at < plan.windowMs) {
+        send(start + next.at, next.rows);
+        next = arrivals.next();
+      }
+      if (next.at >= plan.windowMs) {
+        arriving = false;
+        return;
+      }
+      setTimeout(tick, Math.max(0, next.at - (performance.now() - start)));
+    };
+    sample();
+    tick();
+  });
+}

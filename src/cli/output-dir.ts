@@ -1,0 +1,27 @@
+/**
+ * The --out folder: created and checked for writing before any load runs, so a bad path is a
+ * one-line usage error at once rather than a failure after the benchmark.
+ */
+import { accessSync, constants, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { UsageError } from './args.js';
+
+export function prepareOutDir(dir: string): string {
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new UsageError(`--out ${JSON.stringify(dir)} cannot be used as an output folder (${code})`);
+  }
+  return dir;
+}
+
+/** Writes `files` (name -> contents) under `dir`; returns their paths. */
+export function writeOutputs(dir: string, files: ReadonlyArray<readonly [string, string]>): string[] {
+  return files.map(([name, text]) => {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    return path;
+  });
+}

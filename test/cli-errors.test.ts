@@ -1,0 +1,69 @@
+/**
+ * The command line's failure contract: a mistake on the command line is ONE line on stderr
+ * that names it, exit code 2, nothing on stdout and never a stack trace; --help exits 0.
+ */
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../src/paths.js';
+import { runCli } from './fixtures/cli-process.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'omni-cli-errors-'));
+const aFile = join(scratch, 'a-regular-file');
+writeFileSync(aFile, 'not a folder\n');
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const cases: Array<[string, string[], string]> = [
+  ['an unknown command', ['frobnicate'], 'frobnicate'],
+  ['an unknown top-level flag', ['--frobnicate'], '--frobnicate'],
+  ['an unknown bench subcommand', ['bench', 'sideways'], 'sideways'],
+  ['an unknown flag', ['bench', '--frobnicate'], '--frobnicate'],
+  ['a negative duration', ['bench', '--duration', '-1'], '--duration'],
+  ['a negative duration (= form)', ['bench', '--duration=-1'], '--duration'],
+  ['a zero duration', ['bench', '--duration', '0'], '--duration'],
+  ['a flag without its value', ['bench', '--duration'], '--duration'],
+  ['rates that are not numbers', ['bench', '--rates', 'fast,slow'], '--rates'],
+  ['an empty rate', ['bench', '--rates', '100,,200'], '--rates'],
+  ['a negative rate', ['bench', '--rates', '100,-2x'], '--rates'],
+  ['a fractional thread count', ['bench', '--threads', '1.5'], '--threads'],
+  ['an unknown backend', ['bench', '--backend', 'tpu'], '--backend'],
+  ['a deadline that is not a number', ['bench', '--deadline-ms', 'soon'], '--deadline-ms'],
+  ['an output folder under a regular file', ['bench', '--out', join(aFile, 'results')], '--out'],
+  ['an unknown admission bench flag', ['bench', 'admission', '--frobnicate'], '--frobnicate'],
+  ['zero admission bench threads', ['bench', 'admission', '--threads', '0'], '--threads'],
+  ['a negative admission bench cost', ['bench', 'admission', '--cost', '-3'], '--cost'],
+];
+
+describe.concurrent('command line errors', () => {
+  it.each(cases)('%s: one line naming it, exit 2', async (_what, args, named) => {
+    const { code, stdout, stderr } = await runCli(args);
+    expect(code, stderr).toBe(2);
+    expect(stdout).toBe('');
+    const lines = stderr.trimEnd().split('\n');
+    expect(lines, stderr).toHaveLength(1);
+    expect(lines[0]).toContain(named);
+    expect(stderr).not.toMatch(/^\s+at /m);
+    expect(stderr).not.toMatch(/Error:|node:internal/);
+  });
+
+  it('writes nothing under the output folder of a rejected command line', async () => {
+    const out = join(scratch, 'never-made');
+    const { code } = await runCli(['bench', '--rates', 'x', '--out', out]);
+    expect(code).toBe(2);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  const serveBuilt = existsSync(join(packageRoot, 'dist', 'src', 'cli', 'serve-command.js'));
+  const helps: string[][] = [[], ['--help'], ['-h'], ['bench', '--help'], ['bench', 'admission', '--help']];
+  if (serveBuilt) helps.push(['serve', '--help']);
+  it.each(helps.map((args) => [args.join(' ') || '(no arguments)', args] as const))(
+    '%s prints help, exits 0',
+    async (_, args) => {
+      const { code, stdout, stderr } = await runCli(args);
+      expect(code).toBe(0);
+      expect(stderr).toBe('');
+      expect(stdout).toMatch(/usage/i);
+    },
+  );
+});

@@ -1,0 +1,82 @@
+/** `omni-runtime bench` flags and the seeded arrival process, in-process (no child processes). */
+import { describe, expect, it } from 'vitest';
+import { UsageError } from '../src/cli/args.js';
+import { type BenchConfig, parseBenchArgs, rateListFlag } from '../src/cli/bench-options.js';
+import { type Arrival, ArrivalProcess } from '../src/cli/prng.js';
+
+function config(argv: string[], env: NodeJS.ProcessEnv = {}): BenchConfig {
+  const parsed = parseBenchArgs(argv, env);
+  if (parsed === 'help') throw new Error('unexpected help');
+  return parsed;
+}
+
+function schedule(seed: number, rate: number, count: number, maxRows = 16): Arrival[] {
+  const arrivals = new ArrivalProcess(seed, rate, maxRows);
+  return Array.from({ length: count }, () => arrivals.next());
+}
+
+describe('bench flags', () => {
+  it('defaults: 20 s over 4 rates x 2 modes, relative rates, the fixture backend', () => {
+    const c = config([]);
+    expect(c.durationS).toBe(20);
+    expect(c.phaseS).toBe(2.5);
+    expect(c.rates).toEqual(['0.5', '1', '2', '4'].map((v) => ({ value: Number(v), relative: true })));
+    expect(c.backend).toBe('fixture');
+    expect(c.requests).toBe(8 * c.threads);
+    expect(c.units).toBe(8 * c.requests);
+    expect(c.deadlineMs).toBe(1000);
+  });
+
+  it('leaves the backend to OMNI_BACKEND when it is set and --backend is not', () => {
+    expect(config([], { OMNI_BACKEND: 'cuda' }).backend).toBeUndefined();
+    expect(config(['--backend', 'auto'], { OMNI_BACKEND: 'cuda' }).backend).toBe('auto');
+  });
+
+  it('parses absolute and relative rates; rejects anything else with a UsageError', () => {
+    expect(rateListFlag('250,2x, 0.5X')).toEqual([
+      { value: 250, relative: false },
+      { value: 2, relative: true },
+      { value: 0.5, relative: true },
+    ]);
+    for (const bad of ['', 'x', 'fast', '1,,2', '-1', '0x', 'Infinity', '2xx']) {
+      expect(() => rateListFlag(bad), bad).toThrow(UsageError);
+    }
+  });
+
+  it('returns help for --help and -h', () => {
+    expect(parseBenchArgs(['--help'])).toBe('help');
+    expect(parseBenchArgs(['-h', '--duration', 'nonsense'])).toBe('help');
+  });
+
+  it('gives negative numbers to their flag, so the error names the flag', () => {
+    expect(() => config(['--duration', '-1'])).toThrow(/--duration must be a number > 0/);
+    expect(() => config(['--seed', '-1'])).toThrow(/--seed/);
+  });
+});
+
+describe('the arrival process', () => {
+  it('repeats for a seed and differs between seeds', () => {
+    expect(schedule(7, 500, 1000)).toEqual(schedule(7, 500, 1000));
+    expect(schedule(8, 500, 1000)).not.toEqual(schedule(7, 500, 1000));
+  });
+
+  it('has exponential gaps with mean 1/rate and rows uniform in 1..maxRows', () => {
+    const n = 50_000;
+    const arrivals = schedule(3, 2000, n);
+    const meanGapMs = arrivals.at(-1)!.at / n;
+    expect(meanGapMs).toBeGreaterThan(0.5 * 0.97);
+    expect(meanGapMs).toBeLessThan(0.5 * 1.03);
+    const counts = new Map<number, number>();
+    for (const a of arrivals) counts.set(a.rows, (counts.get(a.rows) ?? 0) + 1);
+    expect([...counts.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
+    for (const count of counts.values()) expect(Math.abs(count - n / 16)).toBeLessThan(0.1 * (n / 16));
+    // Exponential: about e^-1 of the gaps exceed the mean.
+    let longer = 0;
+    let previous = 0;
+    for (const a of arrivals) {
+      if (a.at - previous > 0.5) longer++;
+      previous = a.at;
+    }
+    expect(longer / n).toBeCloseTo(Math.exp(-1), 1);
+  });
+});
