@@ -2,9 +2,12 @@
  * Native layer: koffi call overhead, and fixture linear + GELU throughput beside the naive C triple
  * loop and a plain TypeScript loop, all measured in this one process, interleaved, medians of
  * per-round medians. Absolute numbers on shared 2-vCPU machines are noise; read the ratios.
- * Run: npm run build && node dist/bench/native.bench.js
+ * The last table runs the same call end to end through LinearRuntime (the native worker) at 1 and 2
+ * threads and compares its requests/s with the direct call on the main thread.
+ * Run: npm run build && node dist/bench/native.bench.js (about a minute)
  */
 import { Bench } from 'tinybench';
+import { LinearRuntime, seededWeights } from '../src/linear/linear-runtime.js';
 import {
   FixtureFaults,
   kRawHandle,
@@ -13,7 +16,7 @@ import {
   referenceLinearGelu,
   seededFloats,
 } from '../src/native/index.js';
-import { type BenchCase, type BenchRow, measure, printRatios } from './lib/ratios.js';
+import { type BenchCase, measure, printRatios } from './lib/ratios.js';
 
 const lib = loadNativeLibrary('fixture');
 const faults = new FixtureFaults(lib);
@@ -174,15 +177,158 @@ function casesFor(shape: Shape, seed: number): { cases: HeavyCase[]; close: () =
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. End-to-end through the runtime (LEAD: add the Runtime rows here)
+// 3. End to end through the runtime (requests/s: closed loop, a fixed number in flight)
 // ---------------------------------------------------------------------------------------------
+/** One fixed batch for every row: 8 rows x 256 -> 256 (about 1 MFLOP, tens of microseconds). */
+const E2E = { rows: 8, inF: 256, outF: 256 };
+const E2E_MS = 1200;
+const E2E_ROUNDS = 3;
+
+interface ThroughputCase {
+  name: string;
+  threads: number | undefined;
+  inFlight: number;
+  /** Runs for about `ms` and returns completed requests per second. */
+  run: (ms: number) => Promise<number>;
+  baseline?: string;
+}
+interface ThroughputRow {
+  name: string;
+  threads: number | undefined;
+  inFlight: number;
+  perSecond: number;
+  baseline: string | undefined;
+  ratio: number | undefined;
+}
+
+/** Keeps `inFlight` calls outstanding until `ms` have passed; completed calls per second. */
+async function closedLoop(call: () => Promise<unknown>, inFlight: number, ms: number): Promise<number> {
+  let done = 0;
+  const t0 = performance.now();
+  const lane = async (): Promise<void> => {
+    while (performance.now() - t0 < ms) {
+      await call();
+      done++;
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  return done / ((performance.now() - t0) / 1000);
+}
+
+/** Back-to-back synchronous calls on this thread for `ms`; calls per second. */
+function syncLoop(call: () => unknown, ms: number): number {
+  let done = 0;
+  const t0 = performance.now();
+  let t = t0;
+  while (t - t0 < ms) {
+    call();
+    done++;
+    t = performance.now();
+  }
+  return done / ((t - t0) / 1000);
+}
+
+/** Interleaved rounds (A, B, C, A, B, C, ...) after one short warm-up each; medians of rounds. */
+async function measureThroughput(cases: readonly ThroughputCase[]): Promise<ThroughputRow[]> {
+  for (const c of cases) await c.run(200);
+  const samples = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+  for (let round = 0; round < E2E_ROUNDS; round++) {
+    for (const c of cases) samples.get(c.name)!.push(await c.run(E2E_MS));
+  }
+  const perSecond = new Map([...samples].map(([name, v]) => [name, median(v)]));
+  return cases.map((c) => {
+    const own = perSecond.get(c.name)!;
+    const base = c.baseline === undefined ? undefined : perSecond.get(c.baseline);
+    return {
+      name: c.name,
+      threads: c.threads,
+      inFlight: c.inFlight,
+      perSecond: own,
+      baseline: c.baseline,
+      ratio: base === undefined ? undefined : own / base,
+    };
+  });
+}
+
+function printThroughput(title: string, rows: readonly ThroughputRow[]): void {
+  const lines = [
+    `### ${title}`,
+    '',
+    '| case | threads | in flight | requests/s (median) | us/request | vs baseline | ratio |',
+    '| --- | ---: | ---: | ---: | ---: | --- | ---: |',
+    ...rows.map((r) => {
+      const ratio = r.ratio === undefined ? '' : `${r.ratio.toFixed(2)}x`;
+      const threads = r.threads === undefined ? '(main)' : String(r.threads);
+      return `| ${r.name} | ${threads} | ${r.inFlight} | ${r.perSecond.toFixed(0)} | ${(1e6 / r.perSecond).toFixed(1)} | ${r.baseline ?? '(baseline)'} | ${ratio} |`;
+    }),
+    '',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
 /**
- * LEAD: requests/s and latency of linear + GELU through Runtime.run (admission + piscina + worker
- * + this native call), beside a direct NativeContext.linearGelu baseline in the same process.
- * Return the rows to print; an empty list prints nothing.
+ * Linear + GELU through LinearRuntime.run (admission + envelope + piscina + the native worker +
+ * the result transferred back) at 1 and 2 threads, beside the direct NativeContext.linearGelu call
+ * on this thread, same shape and weights, in the same process. Ratio = case requests/s divided by
+ * the direct call's: what the runtime keeps of a bare native call for this batch size.
  */
-async function runtimeRows(): Promise<BenchRow[]> {
-  return [];
+async function runtimeRows(): Promise<ThroughputRow[]> {
+  const { rows, inF, outF } = E2E;
+  const weights = seededWeights(inF, outF, 30);
+  const x = seededFloats(31, rows * inF, 2);
+  const y = new Float32Array(rows * outF);
+  const ctx = NativeContext.open(lib);
+  ctx.uploadWeights(weights.w, weights.b, outF, inF);
+  const runtimes = await Promise.all(
+    [1, 2].map((threads) =>
+      LinearRuntime.start({ backend: 'fixture', threads, weights, admission: { requests: 32 } }),
+    ),
+  );
+  const [one, two] = runtimes as [LinearRuntime, LinearRuntime];
+  // Same answer through every path before timing anything.
+  const expected = ctx.linearGelu(x, rows);
+  for (const lr of runtimes) {
+    if (!Buffer.from((await lr.run(x)).buffer).equals(Buffer.from(expected.buffer))) {
+      throw new Error('runtime and direct outputs differ');
+    }
+  }
+  const direct = `direct NativeContext.linearGelu ${rows}x${inF}->${outF}`;
+  const viaRuntime = (lr: LinearRuntime) => () => lr.run(x);
+  const cases: ThroughputCase[] = [
+    {
+      name: direct,
+      threads: undefined,
+      inFlight: 1,
+      run: async (ms) => syncLoop(() => ctx.linearGelu(x, rows, y), ms),
+    },
+    {
+      name: 'LinearRuntime.run, 1 thread',
+      threads: 1,
+      inFlight: 16,
+      run: (ms) => closedLoop(viaRuntime(one), 16, ms),
+      baseline: direct,
+    },
+    {
+      name: 'LinearRuntime.run, 2 threads',
+      threads: 2,
+      inFlight: 16,
+      run: (ms) => closedLoop(viaRuntime(two), 16, ms),
+      baseline: direct,
+    },
+    {
+      name: 'LinearRuntime.run, 1 thread, 1 in flight',
+      threads: 1,
+      inFlight: 1,
+      run: (ms) => closedLoop(viaRuntime(one), 1, ms),
+      baseline: direct,
+    },
+  ];
+  try {
+    return await measureThroughput(cases);
+  } finally {
+    await Promise.all(runtimes.map((lr) => lr.close()));
+    ctx.close();
+  }
 }
 
 const overheadRows = await measure(overhead);
@@ -200,8 +346,10 @@ for (const [shape, seed] of [
   close();
 }
 
-const e2e = await runtimeRows();
-if (e2e.length > 0) printRatios('End to end through the runtime', e2e);
+printThroughput(
+  `End to end through the runtime, fixture, ${E2E.rows} x ${E2E.inF} -> ${E2E.outF} (ratio = case requests/s / direct requests/s; higher is faster)`,
+  await runtimeRows(),
+);
 
 tiny.close();
 if (sink === Number.MIN_SAFE_INTEGER) process.stdout.write('\n'); // keeps `sink` observable

@@ -3,8 +3,10 @@
 //   1. parity: CUDA and the CPU fixture against the float64 TypeScript reference on several shapes,
 //      per-output tolerance 2(in+1)u(sum|x w| + |b|) + 8u|y| + 1e-7 with u = 2^-24 (the float32
 //      dot-product bound; the same one test/native-numerics.test.ts uses), plus the max |cuda - fixture|;
-//   2. no residue: repeated calls on reused (and evicted, re-created) workspaces are bit-identical;
-//   3. GFLOP/s of CUDA beside the fixture, per call including the staging copies.
+//   2. no residue: repeated calls on reused, larger and evicted-then-re-created workspaces are
+//      bit-identical;
+//   3. GFLOP/s of CUDA beside the fixture, per call including the staging copies;
+//   4. requests/s through LinearRuntime (the native worker) on CUDA and on the fixture.
 // Exit codes: 0 pass, 1 a check failed, 2 the CUDA device could not be opened.
 // --dry-run runs every step with the fixture standing in for CUDA (smaller shapes), so the script
 // itself can be exercised on a machine without a GPU.
@@ -17,6 +19,7 @@ import {
   resolveDevice,
   seededFloats,
 } from '../dist/src/native/index.js';
+import { LinearRuntime } from '../dist/src/index.js';
 
 const U = 2 ** -24;
 let failures = 0;
@@ -98,23 +101,36 @@ for (const [i, shape] of PARITY.entries()) {
 }
 
 // ---- 2. no residue on reused workspaces ------------------------------------------------------
+// A one-entry cache, so every other call below evicts: odd rounds run the 96-row call in a larger
+// workspace that just held 200 rows of noise; even rounds force it to be freed and re-created (a
+// call with other features takes the only slot in between).
 {
   const shape = [96, 512, 384];
   const { x, w, b } = data(shape, 77);
-  cuda.uploadWeights(w, b, shape[2], shape[1]);
-  const first = cuda.linearGelu(x, 96);
+  const other = data([96, 512, 100], 88);
+  const single = NativeContext.open(cudaLib, { device, workspaceCount: 1 });
+  single.uploadWeights(w, b, shape[2], shape[1]);
+  const first = single.linearGelu(x, 96);
   const noise = seededFloats(78, 96 * 512, 100);
   let same = true;
   for (let i = 0; i < 20; i++) {
-    cuda.linearGelu(noise, 96); // same workspace, other data
-    cuda.linearGelu(seededFloats(79 + i, (1 + (i % 3)) * 512), 1 + (i % 3)); // evicts it (count 2)
-    const again = cuda.linearGelu(x, 96);
+    single.linearGelu(noise, 96); // same workspace, other data
+    if (i % 2 === 0) {
+      single.linearGelu(seededFloats(79 + i, 200 * 512, 100), 200); // a 256-row workspace replaces it
+    } else {
+      single.uploadWeights(other.w, other.b, 100, 512);
+      single.linearGelu(other.x, 96); // other features: evicts; the next call re-creates
+      single.uploadWeights(w, b, shape[2], shape[1]);
+    }
+    const again = single.linearGelu(x, 96);
     if (!Buffer.from(again.buffer).equals(Buffer.from(first.buffer))) same = false;
   }
-  const s = cuda.stats();
+  const s = single.stats();
   console.log(`\nno residue: ${same ? 'ok' : 'FAIL'} (evictions ${s.workspaceEvictions}, cached ${s.cachedWorkspaces})`);
   if (!same) fail('repeated calls differ');
-  if (s.cachedWorkspaces > 2) fail('workspace count bound exceeded');
+  if (s.cachedWorkspaces > 1) fail('workspace count bound exceeded');
+  if (s.workspaceEvictions < 20) fail(`expected at least 20 evictions, saw ${s.workspaceEvictions}`);
+  single.close();
   const bad = cudaLib.raw.omni_linear_gelu(null, x, x.length, 96, first, first.length);
   if (bad !== NativeStatus.INVALID_ARGUMENT) fail(`raw call with a null context returned ${bad}`);
 }
@@ -154,9 +170,68 @@ for (const shape of [
   );
 }
 
-// ---- 4. LEAD: requests/s through the runtime -------------------------------------------------
-// LEAD: add Runtime.run(...) requests/s and latency here (CUDA backend, a few concurrency levels),
-// beside the direct NativeContext numbers above.
+// ---- 4. requests/s through the runtime ------------------------------------------------------
+// LinearRuntime (admission + piscina + the native worker, each thread with its own context) on
+// CUDA and on the fixture, one shape, closed loop with 1 and 16 calls in flight, beside the direct
+// NativeContext call on this thread (requests/s = 1000 / ms per call). First checks that one output
+// through each runtime is bit-identical to the direct call on the same backend.
+async function closedLoop(call, inFlight, ms) {
+  let done = 0;
+  const t0 = performance.now();
+  const lane = async () => {
+    while (performance.now() - t0 < ms) {
+      await call();
+      done++;
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  return done / ((performance.now() - t0) / 1000);
+}
+{
+  const shape = dryRun ? [8, 256, 256] : [64, 1024, 1024];
+  const [rows, inF, outF] = shape;
+  const { x, w, b } = data(shape, 41);
+  const weights = { w, b, inFeatures: inF, outFeatures: outF };
+  const ms = dryRun ? 300 : 2000;
+  const threads = 2;
+  console.log(`\nrequests/s through LinearRuntime, ${rows} x ${inF} -> ${outF}, ${threads} threads (closed loop, ${ms} ms per cell)`);
+  console.log('| backend | direct req/s (main thread) | runtime req/s, 1 in flight | runtime req/s, 16 in flight | 16 in flight / direct |');
+  console.log('| --- | ---: | ---: | ---: | ---: |');
+  for (const [label, backend, ctx] of [
+    [dryRun ? 'cuda (fixture stand-in)' : 'cuda', dryRun ? 'fixture' : 'cuda', cuda],
+    ['fixture', 'fixture', fixture],
+  ]) {
+    let lr;
+    try {
+      lr = await LinearRuntime.start({ backend, device, threads, weights, admission: { requests: 32 } });
+    } catch (err) {
+      fail(`LinearRuntime.start on ${label}: ${err.code} ${err.message}`);
+      continue;
+    }
+    try {
+      ctx.uploadWeights(w, b, outF, inF);
+      const direct = ctx.linearGelu(x, rows);
+      const viaRuntime = await lr.run(x);
+      if (!Buffer.from(viaRuntime.buffer).equals(Buffer.from(direct.buffer))) fail(`${label}: runtime output differs from the direct call`);
+      if (lr.backend !== backend) fail(`${label}: the runtime chose ${lr.backend}`);
+      const out = new Float32Array(rows * outF);
+      const directPerSecond = 1000 / timeCalls(ctx, x, rows, out, ms);
+      const call = () => lr.run(x);
+      await closedLoop(call, 16, Math.min(ms, 200)); // warm both threads
+      const one = await closedLoop(call, 1, ms);
+      const sixteen = await closedLoop(call, 16, ms);
+      console.log(
+        `| ${label} | ${directPerSecond.toFixed(0)} | ${one.toFixed(0)} | ${sixteen.toFixed(0)} | ${(sixteen / directPerSecond).toFixed(2)}x |`,
+      );
+      const report = lr.report();
+      if (report.state !== 'ready' || report.failed !== 0) fail(`${label}: runtime ${report.state}, ${report.failed} failed`);
+    } catch (err) {
+      fail(`${label} through the runtime: ${err.code} ${err.message}`);
+    } finally {
+      await lr.close();
+    }
+  }
+}
 
 console.log(`\ncuda stats: ${JSON.stringify(cuda.stats())}`);
 cuda.close();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU acceptance check (CUDA backend): build, parity against the fixture and the TypeScript
-# reference, no residue on reused workspaces, GFLOP/s. Needs an NVIDIA GPU + driver and nvcc.
+# reference, no residue on reused workspaces, GFLOP/s, requests/s through LinearRuntime. Needs an
+# NVIDIA GPU + driver and nvcc.
 # Finishes in well under 5 minutes. Select the GPU with OMNI_CUDA_DEVICE (default 0).
 # Exit: 0 pass, 1 a check failed, 2 the device could not be opened, 3 the CUDA build failed.
 set -euo pipefail

@@ -12,11 +12,13 @@
 #define CU_CTX_MAGIC 0x6f6d6e63u /* "omnc": catches a stale or foreign handle, best effort */
 #define CU_MESSAGE_LEN 512
 
-// Per-shape scratch: device x/y plus pinned host staging for both, so the caller's pageable
-// buffers are only touched by memcpy and every DMA runs from page-locked memory.
+// Scratch for up to row_capacity rows of one (in, out) shape: device x/y plus pinned host staging
+// for both, so the caller's pageable buffers are only touched by memcpy and every DMA runs from
+// page-locked memory.
 struct cu_workspace {
   bool used;
-  uint32_t rows, in_features, out_features;
+  uint32_t row_capacity; // rows it holds: a power of two, or exactly the rows that asked
+  uint32_t in_features, out_features;
   uint64_t bytes;
   uint64_t last_use;
   float *d_x, *d_y, *h_x, *h_y;

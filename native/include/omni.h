@@ -16,15 +16,33 @@
  * thread's message slot (omni_last_error(NULL)) when there is no context. Nothing aborts the process.
  * Signatures use plain integers, size_t and pointers so FFI layers (koffi) can bind them directly.
  *
- * Workspaces: each context caches scratch per exact (rows, in, out) shape, least recently used
- * first out, bounded by a count and a byte total given at open; it evicts before it allocates.
+ * Workspaces (the same rule in both backends): a call needs scratch for its rows of the uploaded
+ * (in, out) shape: device x/y plus pinned host staging x/y, 2 * capacity * (in + out) * 4 bytes.
+ *   - Lookup: the smallest cached workspace of that (in, out) whose row capacity is >= rows is
+ *     reused (it becomes the most recently used); no allocation, no synchronization.
+ *   - Miss: a new workspace gets capacity = rows rounded up to a power of two (at most
+ *     OMNI_MAX_ROWS), or exactly rows when the rounded size would exceed workspace_bytes; a call
+ *     whose exact rows exceed workspace_bytes fails with OMNI_E_WORKSPACE_LIMIT.
+ *   - Bounds: at most workspace_count entries holding at most workspace_bytes together. Before a
+ *     miss allocates, least recently used entries are evicted (after one stream synchronization)
+ *     until the new one fits, so the limits hold even transiently. An allocation that fails
+ *     part-way frees what it took and leaves the cache as eviction left it.
+ *   So batch sizes drawn from 1..16 cost at most five workspace allocations (capacities 1, 2, 4, 8,
+ *   16; once 16 is cached every such call hits) instead of an eviction, on CUDA a cudaFree and with
+ *   it a device-wide sync, on nearly every call.
  *
  * Fatal errors: once a call returns OMNI_E_FATAL, every later call on that context (omni_stats
  * included) returns it too; omni_close still releases. On CUDA a sticky error (illegal address...)
  * poisons the process's context for that device, so every omni context on it turns fatal.
  *
- * Devices: the `device` argument is the only input here. The TypeScript side resolves it from its
- * `device` option, else the OMNI_CUDA_DEVICE environment variable, else 0 (src/native/device.ts).
+ * Device selection: omni_open's `device` argument is the only input the C side takes; it never
+ * picks a device itself. The TypeScript side resolves it in this order (src/native/device.ts):
+ *   1. the `device` option (NativeContext.open, LinearRuntime.start), else
+ *   2. the OMNI_CUDA_DEVICE environment variable (a non-negative decimal integer; a malformed value
+ *      is an OMNI_ERR_INVALID_ARGUMENT, never a silent fallback), else
+ *   3. device 0.
+ * The backend itself comes from the `backend` option, else OMNI_BACKEND, else 'auto' (CUDA when its
+ * library loads with this ABI version and the resolved device opens, else the CPU fixture).
  */
 #ifndef OMNI_H
 #define OMNI_H
@@ -71,7 +89,7 @@ typedef struct omni_ctx omni_ctx;
 
 /* Zero in a field means "the default" (OMNI_DEFAULT_WORKSPACE_*). */
 typedef struct omni_open_options {
-  uint32_t workspace_count; /* cached per-shape workspaces, at most OMNI_MAX_WORKSPACE_COUNT */
+  uint32_t workspace_count; /* cached workspaces, at most OMNI_MAX_WORKSPACE_COUNT */
   uint32_t reserved;        /* must be 0 */
   uint64_t workspace_bytes; /* total bytes the cached workspaces may hold */
 } omni_open_options;

@@ -29,7 +29,7 @@ export const kRawHandle: unique symbol = Symbol('omni.native.rawHandle');
 export interface NativeOpenOptions {
   /** Device index; defaults to OMNI_CUDA_DEVICE, then 0 (see resolveDevice). */
   device?: number;
-  /** Cached per-shape workspaces (1..64, default 4). */
+  /** Cached workspaces (1..64, default 4); reuse and eviction rule in native/include/omni.h. */
   workspaceCount?: number;
   /** Bytes the cached workspaces may hold together (default 512 MiB). */
   workspaceBytes?: number;

@@ -1,0 +1,285 @@
+/**
+ * The native backend through the public API: LinearRuntime (admission + piscina + the built-in
+ * native worker) on the CPU fixture. Outputs match the direct NativeContext call and the float64
+ * TypeScript reference; bad input is a coded error that leaves the worker serving with nothing
+ * leaked; injected native faults (fatal, copy, allocation) end the way the design says.
+ *
+ * Worker threads load built JavaScript (dist/, from `npm run build`, which `npm test` runs first).
+ * Where a test injects a fault and needs the following call on the same thread, it uses threads: 1.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildFixture } from '../scripts/build-native.mjs';
+import { LinearRuntime, type LinearRuntimeOptions, type LinearWeights, seededWeights } from '../src/index.js';
+import type { NativeLibrary } from '../src/native/index.js';
+import {
+  loadNativeLibrary,
+  MAX_ROWS,
+  NativeContext,
+  NativeStatus,
+  referenceLinearGelu,
+  seededFloats,
+} from '../src/native/index.js';
+
+// Tolerance per output, the same bound test/native-numerics.test.ts states: the float32 dot-product
+// bound gamma_n = n u (u = 2^-24, n = inFeatures products plus the bias) on sum|x_k w_k| + |b|, times
+// 2 for GELU's slope (<= 1.13) and erff's few ulp, plus 8u|y| and a 1e-7 floor.
+const U = 2 ** -24;
+
+/** Worst |got - reference| / tolerance over all outputs; <= 1 means all are within tolerance. */
+function maxViolation(got: Float32Array, x: Float32Array, weights: LinearWeights, rows: number): number {
+  const { w, b, inFeatures: inF, outFeatures: outF } = weights;
+  const want = referenceLinearGelu(x, rows, w, b, outF, inF);
+  let worst = 0;
+  for (let r = 0; r < rows; r++) {
+    for (let o = 0; o < outF; o++) {
+      let abs = Math.abs(b[o]!);
+      for (let k = 0; k < inF; k++) abs += Math.abs(x[r * inF + k]! * w[o * inF + k]!);
+      const ref = want[r * outF + o]!;
+      const tol = 2 * (inF + 1) * U * abs + 8 * U * Math.abs(ref) + 1e-7;
+      worst = Math.max(worst, Math.abs(got[r * outF + o]! - ref) / tol);
+    }
+  }
+  return worst;
+}
+
+/** mulberry32 integers in [lo, hi]: "random" shapes that are the same on every run. */
+function seededInts(seed: number, count: number, lo: number, hi: number): number[] {
+  return Array.from(seededFloats(seed, count), (f) => lo + Math.floor(((f + 1) / 2) * (hi - lo + 1)));
+}
+
+async function rejection(promise: Promise<unknown>): Promise<Error & Record<string, unknown>> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as Error & Record<string, unknown>;
+  }
+  throw new Error('expected the promise to reject');
+}
+
+const runtimes: LinearRuntime[] = [];
+async function start(options: LinearRuntimeOptions): Promise<LinearRuntime> {
+  const lr = await LinearRuntime.start({ backend: 'fixture', ...options });
+  runtimes.push(lr);
+  return lr;
+}
+
+describe('native backend through the runtime (fixture)', () => {
+  let lib: NativeLibrary;
+  beforeAll(() => {
+    buildFixture();
+    lib = loadNativeLibrary('fixture');
+  });
+  afterEach(async () => {
+    await Promise.all(runtimes.splice(0).map((lr) => lr.close({ timeoutMs: 10_000 })));
+  });
+
+  describe('outputs', () => {
+    const contexts: NativeContext[] = [];
+    afterAll(() => {
+      for (const ctx of contexts) ctx.close();
+    });
+
+    // Three seeded shapes, in and out features 1..300, on 2 threads with 16 calls of 1..40 rows in
+    // flight at once: bit-identical to the main thread's NativeContext (same library, same kernel),
+    // and within the stated tolerance of the TypeScript float64 reference.
+    it.each([0, 1, 2])(
+      'shape %i: equal to NativeContext and within tolerance of the TS reference',
+      async (i) => {
+        const [inF, outF] = seededInts(500 + i, 2, 1, 300) as [number, number];
+        const weights = seededWeights(inF, outF, 40 + i);
+        const lr = await start({ threads: 2, weights });
+        expect(lr.backend).toBe('fixture');
+        const ctx = NativeContext.open(lib);
+        contexts.push(ctx);
+        ctx.uploadWeights(weights.w, weights.b, outF, inF);
+        const rowsList = seededInts(600 + i, 16, 1, 40);
+        const inputs = rowsList.map((rows, j) => seededFloats(700 + 31 * i + j, rows * inF, 2));
+        // The runtime's copies go to the workers; the originals stay here for the comparisons.
+        const outputs = await Promise.all(inputs.map((x) => lr.run(x.slice())));
+        for (const [j, y] of outputs.entries()) {
+          const rows = rowsList[j]!;
+          const x = inputs[j]!;
+          expect(y).toBeInstanceOf(Float32Array);
+          expect(y.length).toBe(rows * outF);
+          expect(y).toEqual(ctx.linearGelu(x, rows));
+          expect(maxViolation(y, x, weights, rows)).toBeLessThanOrEqual(1);
+        }
+        expect(lr.report()).toMatchObject({ state: 'ready', depth: 0, completed: 16, failed: 0 });
+      },
+    );
+
+    it('explicit rows and a transferred input give the same answer', async () => {
+      const weights = seededWeights(24, 10, 3);
+      const lr = await start({ threads: 2, weights });
+      const ctx = NativeContext.open(lib);
+      contexts.push(ctx);
+      ctx.uploadWeights(weights.w, weights.b, 10, 24);
+      const x = seededFloats(9, 5 * 24);
+      const expected = ctx.linearGelu(x, 5);
+      const moved = x.slice();
+      expect(await lr.run(moved, { rows: 5, transfer: [moved.buffer] })).toEqual(expected);
+      expect(moved.byteLength).toBe(0); // it really moved
+    });
+  });
+
+  describe('bad input is a coded error; the worker keeps serving with nothing leaked', () => {
+    const [IN, OUT] = [12, 7];
+    const weights = seededWeights(IN, OUT, 5);
+    const good = seededFloats(11, 3 * IN);
+
+    it('every bad call rejects with a code and live bytes return to the baseline', async () => {
+      const lr = await start({ threads: 1, weights });
+      const expected = await lr.run(good);
+      const baseline = await lr.stats();
+      const cases: Array<[string, () => Promise<unknown>, string]> = [
+        ['x not a whole number of rows', () => lr.run(good.subarray(1)), 'OMNI_ERR_INVALID_ARGUMENT'],
+        ['zero rows (empty x)', () => lr.run(new Float32Array(0)), 'OMNI_ERR_INVALID_ARGUMENT'],
+        ['zero rows (explicit)', () => lr.run(good, { rows: 0 }), 'OMNI_ERR_INVALID_ARGUMENT'],
+        ['NaN rows', () => lr.run(good, { rows: Number.NaN }), 'OMNI_ERR_INVALID_ARGUMENT'],
+        ['fractional rows', () => lr.run(good, { rows: 1.5 }), 'OMNI_ERR_INVALID_ARGUMENT'],
+        [
+          'a Float64Array',
+          () => lr.run(new Float64Array(3 * IN) as unknown as Float32Array),
+          'OMNI_ERR_INVALID_ARGUMENT',
+        ],
+        [
+          'an Int32Array',
+          () => lr.run(new Int32Array(3 * IN) as unknown as Float32Array),
+          'OMNI_ERR_INVALID_ARGUMENT',
+        ],
+        ['a plain array', () => lr.run([1, 2, 3] as unknown as Float32Array), 'OMNI_ERR_INVALID_ARGUMENT'],
+        // Checked inside the worker: x's length does not match the rows asked for.
+        ['rows disagreeing with x', () => lr.run(good, { rows: 2 }), 'OMNI_ERR_INVALID_ARGUMENT'],
+        // Checked inside the worker against the native limit (koffi would truncate a uint32).
+        [
+          'more than MAX_ROWS rows',
+          () => lr.run(new Float32Array((MAX_ROWS + 1) * IN)),
+          'OMNI_ERR_INVALID_ARGUMENT',
+        ],
+        ['a negative cost', () => lr.run(good, { cost: -1 }), 'OMNI_ERR_INVALID_COST'],
+      ];
+      for (const [what, call, code] of cases) {
+        const err = await rejection(call());
+        expect({ what, code: err.code }).toEqual({ what, code });
+        // The worker still serves the same answer, and no byte was left behind.
+        expect(await lr.run(good)).toEqual(expected);
+        expect((await lr.stats()).liveBytes, what).toBe(baseline.liveBytes);
+      }
+      expect(lr.report()).toMatchObject({ state: 'ready', depth: 0, units: 0 });
+    });
+
+    it('weights that do not match their stated shape: start rejects with a coded error', async () => {
+      const short: LinearWeights = { ...weights, w: weights.w.subarray(1) };
+      const err = await rejection(start({ threads: 1, weights: short }));
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      const wrongBias: LinearWeights = { ...weights, b: new Float32Array(OUT + 1) };
+      expect((await rejection(start({ threads: 1, weights: wrongBias }))).code).toBe(
+        'OMNI_ERR_INVALID_ARGUMENT',
+      );
+      const notFloats = { ...weights, w: new Float64Array(IN * OUT) } as unknown as LinearWeights;
+      expect((await rejection(start({ threads: 1, weights: notFloats }))).code).toBe(
+        'OMNI_ERR_INVALID_ARGUMENT',
+      );
+    });
+
+    it('NaN or out-of-range sizes at start reject with a coded error', async () => {
+      for (const options of [
+        { inFeatures: Number.NaN },
+        { outFeatures: Number.NaN },
+        { inFeatures: 0 },
+        { outFeatures: 16385 },
+        { workspaceCount: Number.NaN },
+        { workspaceCount: 65 },
+        { workspaceBytes: Number.NaN },
+      ]) {
+        const err = await rejection(start({ threads: 1, ...options }));
+        expect({ options, code: err.code }).toEqual({ options, code: 'OMNI_ERR_INVALID_ARGUMENT' });
+      }
+    });
+  });
+
+  describe('injected native faults', () => {
+    const [IN, OUT] = [16, 8];
+    const weights = seededWeights(IN, OUT, 7);
+    const x = (rows: number): Float32Array => seededFloats(100 + rows, rows * IN);
+
+    it('a fatal error fails the call with fatal: true, moves the runtime to failed, later runs are refused', async () => {
+      const lr = await start({ threads: 1, weights, faultInjection: true });
+      await lr.run(x(2));
+      expect(await lr.runtime.run({ inject: 'fatal' })).toBeNull();
+      const err = await rejection(lr.run(x(2)));
+      expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', nativeCode: NativeStatus.FATAL, fatal: true });
+      expect(lr.report()).toMatchObject({ state: 'failed', depth: 0, failed: 1 });
+      expect(lr.runtime.failure).toBe(err);
+      expect((await rejection(lr.run(x(2)))).code).toBe('OMNI_ERR_UNAVAILABLE');
+      expect((await rejection(lr.stats())).code).toBe('OMNI_ERR_UNAVAILABLE');
+    });
+
+    it('a failed copy is OMNI_ERR_NATIVE (not fatal); the worker keeps serving, nothing leaked', async () => {
+      const lr = await start({ threads: 1, weights, faultInjection: true });
+      const expected = await lr.run(x(3));
+      const baseline = await lr.stats();
+      await lr.runtime.run({ inject: 'copy' });
+      const err = await rejection(lr.run(x(3)));
+      expect(err).toMatchObject({
+        code: 'OMNI_ERR_NATIVE',
+        nativeCode: NativeStatus.COPY_FAILED,
+        fatal: false,
+      });
+      expect(lr.report().state).toBe('ready');
+      const after = await lr.stats();
+      expect(after.liveBytes).toBe(baseline.liveBytes);
+      // The failed copy synchronized the stream before returning.
+      expect(after.streamSyncs).toBe(baseline.streamSyncs + 1);
+      expect(await lr.run(x(3))).toEqual(expected);
+      expect(lr.report()).toMatchObject({ state: 'ready', depth: 0, failed: 1 });
+    });
+
+    it('an allocation failing part-way through a new workspace: coded error, live bytes back to baseline', async () => {
+      const lr = await start({ threads: 1, weights, faultInjection: true });
+      await lr.run(x(2)); // a 2-row workspace
+      const baseline = await lr.stats();
+      for (const after of [1, 2, 3, 4]) {
+        // 5 rows do not fit the cached workspace: the next call allocates four buffers; the `after`th fails.
+        await lr.runtime.run({ inject: 'alloc', after });
+        const err = await rejection(lr.run(x(5)));
+        expect(err).toMatchObject({
+          code: 'OMNI_ERR_NATIVE',
+          nativeCode: NativeStatus.OUT_OF_MEMORY,
+          fatal: false,
+        });
+        const now = await lr.stats();
+        expect(now.liveBytes).toBe(baseline.liveBytes);
+        expect(now.cachedWorkspaces).toBe(baseline.cachedWorkspaces);
+      }
+      expect(lr.report().state).toBe('ready');
+      const ctx = NativeContext.open(lib);
+      ctx.uploadWeights(weights.w, weights.b, OUT, IN);
+      expect(await lr.run(x(5))).toEqual(ctx.linearGelu(x(5), 5));
+      ctx.close();
+      expect((await lr.stats()).cachedWorkspaces).toBe(baseline.cachedWorkspaces + 1);
+    });
+
+    it('fault injection is refused unless the runtime was started with it', async () => {
+      const lr = await start({ threads: 1, weights });
+      expect((await rejection(lr.runtime.run({ inject: 'fatal' }))).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(lr.report().state).toBe('ready');
+      expect((await lr.run(x(1))).length).toBe(OUT);
+    });
+  });
+
+  it('batch sizes varying over 1..16 settle on a handful of workspaces in the worker', async () => {
+    const [IN, OUT] = [32, 16];
+    const lr = await start({ threads: 1, inFeatures: IN, outFeatures: OUT, seed: 9 });
+    const base = await lr.stats();
+    const rowsList = seededInts(77, 200, 1, 16);
+    for (let i = 0; i < rowsList.length; i += 8) {
+      await Promise.all(rowsList.slice(i, i + 8).map((rows) => lr.run(seededFloats(rows, rows * IN))));
+    }
+    const s = await lr.stats();
+    expect(s.calls - base.calls).toBe(rowsList.length);
+    // One workspace (four allocations) per capacity 1, 2, 4, 8, 16 at most; at most one eviction.
+    expect(s.allocations - base.allocations).toBeLessThanOrEqual(5 * 4);
+    expect(s.workspaceEvictions).toBeLessThanOrEqual(1);
+  });
+});
