@@ -7,5 +7,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // test/admission-leak.test.ts forces collection with global.gc() to check the leak safety net.
+    execArgv: ['--expose-gc'],
   },
 });

@@ -24,12 +24,20 @@ export type WorkerHandler<I, O> = (input: I, ctx: TaskContext) => O | Promise<O>
 export interface WorkerOptions {
   /** Runs once per thread before its first task, with the runtime's `workerData`. */
   readonly init?: (data: unknown) => void | Promise<void>;
+  /**
+   * Runs once per thread when the runtime closes cleanly, after the last task: free what init
+   * took (native contexts, device memory). Threads are terminated afterwards, and a terminated
+   * thread runs no exit handlers, so this is the only place to do it. Not called when close()
+   * has to force termination.
+   */
+  readonly close?: () => void | Promise<void>;
 }
 
 export interface WorkerDefinition<I = unknown, O = unknown> {
   readonly [kDefinition]: true;
   readonly handler: WorkerHandler<I, O>;
   readonly init: ((data: unknown) => void | Promise<void>) | undefined;
+  readonly close: (() => void | Promise<void>) | undefined;
 }
 
 export function defineWorker<I, O>(
@@ -37,7 +45,7 @@ export function defineWorker<I, O>(
   options: WorkerOptions = {},
 ): WorkerDefinition<I, O> {
   if (typeof handler !== 'function') throw new TypeError('defineWorker needs a handler function');
-  return { [kDefinition]: true, handler, init: options.init };
+  return { [kDefinition]: true, handler, init: options.init, close: options.close };
 }
 
 export function isWorkerDefinition(value: unknown): value is WorkerDefinition {

@@ -24,7 +24,7 @@ import {
 } from './runtime/options.js';
 import { type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
 import type { TaskReply } from './runtime/protocol.js';
-import { startPool } from './runtime/start-pool.js';
+import { broadcast, startPool } from './runtime/start-pool.js';
 
 export type RuntimeState = 'starting' | 'ready' | 'draining' | 'stopped' | 'failed';
 
@@ -127,9 +127,6 @@ export class Runtime {
       module: runtime.#options.moduleUrl,
       data: runtime.#options.workerData,
     });
-    // A worker that dies between tasks is replaced by piscina; without a listener its 'error'
-    // event would crash the process.
-    runtime.#pool.on('error', () => {});
     runtime.#state = 'ready';
     return runtime;
   }
@@ -187,7 +184,8 @@ export class Runtime {
     } catch (err) {
       throw this.#waitFailed(err, cost);
     }
-    if (this.#state !== 'ready') {
+    // A permit granted before close() still runs (close drains it); 'failed' or 'stopped' do not.
+    if (this.#state !== 'ready' && this.#state !== 'draining') {
       permit.release();
       throw new UnavailableError(this.#state);
     }
@@ -241,8 +239,8 @@ export class Runtime {
 
   report(): RuntimeReport {
     const admission = this.#admission.report();
-    const queued = this.#pool?.queueSize ?? 0;
-    const histogram = this.#pool?.histogram;
+    const pool = this.#pool;
+    const queued = pool?.queueSize ?? 0;
     const summary = (h: { p50: number; p99: number; max: number } | undefined): LatencySummary => ({
       p50: h?.p50 ?? 0,
       p99: h?.p99 ?? 0,
@@ -260,8 +258,14 @@ export class Runtime {
       queued,
       running: Math.max(0, this.#inflight - queued),
       ...this.#outcomes,
-      waitTimeMs: summary(histogram?.waitTime),
-      runTimeMs: summary(histogram?.runTime),
+      // Getters: piscina computes ~19 percentiles per histogram on every read (about 1 ms each
+      // here), which callers polling depth or state must not pay.
+      get waitTimeMs() {
+        return summary(pool?.histogram.waitTime);
+      },
+      get runTimeMs() {
+        return summary(pool?.histogram.runTime);
+      },
     };
   }
 
@@ -284,8 +288,26 @@ export class Runtime {
     });
     const clean = await Promise.race([drained, expired]);
     clearTimeout(timer);
-    if (clean) await this.#pool?.close();
-    else await this.#pool?.destroy();
+    const pool = this.#pool!;
+    if (clean) {
+      await this.#teardown(pool);
+      await pool.close();
+    } else {
+      await pool.destroy();
+    }
     this.#state = 'stopped';
+  }
+
+  /** Every thread runs its worker's close hook: terminated threads run no exit handlers. */
+  async #teardown(pool: Piscina): Promise<void> {
+    const { threads, startTimeoutMs } = this.#options;
+    try {
+      for (const reply of await broadcast(pool, 'teardown', threads, startTimeoutMs)) {
+        if (!reply.ok)
+          process.emitWarning(`worker close hook failed: ${reply.error.message}`, 'OmniRuntimeWarning');
+      }
+    } catch (err) {
+      process.emitWarning(`worker teardown failed: ${(err as Error).message}`, 'OmniRuntimeWarning');
+    }
   }
 }

@@ -12,6 +12,7 @@ import { buildFixture } from '../scripts/build-native.mjs';
 import { LinearRuntime, type LinearRuntimeOptions, type LinearWeights, seededWeights } from '../src/index.js';
 import type { NativeLibrary } from '../src/native/index.js';
 import {
+  FixtureFaults,
   loadNativeLibrary,
   MAX_ROWS,
   NativeContext,
@@ -281,5 +282,17 @@ describe('native backend through the runtime (fixture)', () => {
     // One workspace (four allocations) per capacity 1, 2, 4, 8, 16 at most; at most one eviction.
     expect(s.allocations - base.allocations).toBeLessThanOrEqual(5 * 4);
     expect(s.workspaceEvictions).toBeLessThanOrEqual(1);
+  });
+
+  it("a clean close frees every worker thread's native context (close hook before termination)", async () => {
+    // Process-wide fixture counter: worker threads share the library with this thread.
+    const faults = new FixtureFaults(loadNativeLibrary('fixture'));
+    const before = faults.liveBytes();
+    const lr = await LinearRuntime.start({ backend: 'fixture', threads: 2, inFeatures: 64, outFeatures: 32 });
+    await lr.run(seededFloats(3, 4 * 64));
+    expect(faults.liveBytes()).toBeGreaterThan(before);
+    await lr.close();
+    expect(lr.report().state).toBe('stopped');
+    expect(faults.liveBytes()).toBe(before);
   });
 });

@@ -9,7 +9,7 @@ import { BoundedAdmission } from '../src/admission/index.js';
 import { isWorkerDefinition, type WorkerDefinition } from '../src/define-worker.js';
 import type { TaskMessage } from '../src/envelope.js';
 import { moveEnvelope, ResultEnvelope } from '../src/envelope.js';
-import { toWire, type WireError } from '../src/errors.js';
+import { InvalidArgumentError, toWire, type WireError } from '../src/errors.js';
 import { isCancelled } from '../src/runtime/cancel-words.js';
 import type { EntryData, PingMessage, PingReply, TaskReply } from '../src/runtime/protocol.js';
 import { WorkerTaskContext } from './task-context.js';
@@ -23,7 +23,7 @@ let initError: WireError | undefined;
 try {
   const mod = (await import(data.module)) as { default?: unknown };
   if (!isWorkerDefinition(mod.default)) {
-    throw new TypeError(`${data.module} must export default defineWorker(...)`);
+    throw new InvalidArgumentError(`${data.module} must export default defineWorker(...)`);
   }
   definition = mod.default;
   await definition.init?.(data.data);
@@ -33,6 +33,23 @@ try {
 }
 
 function ping(message: PingMessage): PingReply {
+  arriveAndWait(message);
+  return initError ? { ok: false, error: initError } : { ok: true, threadId };
+}
+
+/** A clean close: free what init took, then meet the other threads at the barrier. */
+async function teardown(message: PingMessage): Promise<PingReply> {
+  let error: WireError | undefined;
+  try {
+    await definition?.close?.();
+  } catch (err) {
+    error = toWire(err);
+  }
+  arriveAndWait(message);
+  return error ? { ok: false, error } : { ok: true, threadId };
+}
+
+function arriveAndWait(message: PingMessage): void {
   const barrier = new Int32Array(message.barrier);
   Atomics.add(barrier, 0, 1);
   Atomics.notify(barrier, 0);
@@ -43,7 +60,6 @@ function ping(message: PingMessage): PingReply {
     if (left <= 0) break;
     Atomics.wait(barrier, 0, seen, left);
   }
-  return initError ? { ok: false, error: initError } : { ok: true, threadId };
 }
 
 async function runTask(message: TaskMessage): Promise<TaskReply> {
@@ -67,6 +83,9 @@ async function runTask(message: TaskMessage): Promise<TaskReply> {
   }
 }
 
-export default function entry(message: TaskMessage | PingMessage): PingReply | Promise<TaskReply> {
-  return message.kind === 'ping' ? ping(message) : runTask(message);
+export default function entry(
+  message: TaskMessage | PingMessage,
+): PingReply | Promise<TaskReply | PingReply> {
+  if (message.kind === 'task') return runTask(message);
+  return message.kind === 'ping' ? ping(message) : teardown(message);
 }

@@ -39,5 +39,12 @@ export default defineWorker(
     ctx.transfer(y.buffer as ArrayBuffer);
     return y;
   },
-  { init },
+  {
+    init,
+    // Frees the context (device memory, pinned staging, stream) before the thread is terminated.
+    close: () => {
+      context?.close();
+      context = undefined;
+    },
+  },
 );

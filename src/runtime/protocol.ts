@@ -1,9 +1,12 @@
 /** Messages between the runtime and its worker entry (plain, structured-cloneable data). */
 import type { WireError } from '../errors.js';
 
-/** Sent once per thread at start: every thread must answer before start() resolves. */
+/**
+ * Sent once per thread: 'ping' at start (every thread must answer before start() resolves),
+ * 'teardown' at a clean close (each thread runs its worker's close hook).
+ */
 export interface PingMessage {
-  readonly kind: 'ping';
+  readonly kind: 'ping' | 'teardown';
   /** Int32[0] counts arrivals; each ping blocks until all `threads` have arrived. */
   readonly barrier: SharedArrayBuffer;
   readonly threads: number;

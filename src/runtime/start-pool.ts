@@ -5,10 +5,23 @@ import type { CheckedRuntimeOptions } from './options.js';
 import type { EntryData, PingMessage, PingReply } from './protocol.js';
 
 /**
+ * Sends one message of `kind` to every thread. Each blocks its thread at a shared barrier until
+ * all have arrived, so the messages cannot all land on one thread: every thread answers once.
+ */
+export function broadcast(
+  pool: Piscina,
+  kind: PingMessage['kind'],
+  threads: number,
+  timeoutMs: number,
+): Promise<PingReply[]> {
+  const message: PingMessage = { kind, barrier: new SharedArrayBuffer(4), threads, timeoutMs };
+  return Promise.all(Array.from({ length: threads }, () => pool.run(message) as Promise<PingReply>));
+}
+
+/**
  * Starts the piscina pool and resolves once every thread has loaded the worker module, run its
  * init and answered a ping. piscina reports a worker ready before its module has finished
- * loading, so readiness is proved by tasks: one ping per thread, each blocking its thread at a
- * shared barrier until all have arrived, so the pings cannot all land on one thread.
+ * loading, so readiness is proved by tasks.
  */
 export async function startPool(options: CheckedRuntimeOptions, entryData: EntryData): Promise<Piscina> {
   const pool = new Piscina({
@@ -24,16 +37,11 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
     workerData: entryData,
     recordTiming: true,
   });
-  const ping: PingMessage = {
-    kind: 'ping',
-    barrier: new SharedArrayBuffer(4),
-    threads: options.threads,
-    timeoutMs: options.startTimeoutMs,
-  };
+  // A worker that fails outside a task (while loading, or between tasks) makes piscina emit
+  // 'error'; without a listener that would throw in the main thread. Tasks report their own.
+  pool.on('error', () => {});
   try {
-    const replies = await Promise.all(
-      Array.from({ length: options.threads }, () => pool.run(ping) as Promise<PingReply>),
-    );
+    const replies = await broadcast(pool, 'ping', options.threads, options.startTimeoutMs);
     for (const reply of replies) if (!reply.ok) throw fromWire(reply.error);
     if (new Set(replies.map((r) => (r.ok ? r.threadId : -1))).size !== options.threads) {
       throw new WorkerExitedError('worker threads did not all start within startTimeoutMs');
