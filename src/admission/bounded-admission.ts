@@ -407,12 +407,21 @@ export class BoundedAdmission implements PermitOwner {
   /**
    * Called by whoever took WAITERS to zero. Another instance may have counted a new waiter in
    * the meantime: clear, then re-check the count and set again, so a non-zero count always
-   * ends with the flag set (its own incrementer sets it too, after counting).
+   * ends with the flag set (its own incrementer sets it too, after counting). A release that
+   * ran while the flag was down saw no flag and woke nobody, so setting it again also wakes.
+   * That waiter may leave before the flag is set again: re-check, and clear again if the
+   * count is back to zero, or the flag would stay set with nobody waiting ('queued' forever).
    */
   #clearWaitingFlag(): void {
-    if (this.#unitMode) Atomics.and(this.#u64, STATE_U64, ~WAITING_BIT_64);
-    else Atomics.and(this.#i32, STATE_I32, ~WAITING_BIT_32);
-    if (Atomics.load(this.#i32, WAITERS_I32) !== 0) this.#setWaitingFlag();
+    for (;;) {
+      if (this.#unitMode) Atomics.and(this.#u64, STATE_U64, ~WAITING_BIT_64);
+      else Atomics.and(this.#i32, STATE_I32, ~WAITING_BIT_32);
+      if (Atomics.load(this.#i32, WAITERS_I32) === 0) return;
+      this.#setWaitingFlag();
+      Atomics.add(this.#i32, SEQ_I32, 1); // bump, then notify: as in #wake
+      Atomics.notify(this.#i32, SEQ_I32);
+      if (Atomics.load(this.#i32, WAITERS_I32) !== 0) return;
+    }
   }
 
   #reclaimLeaked(count: number, units: number): void {

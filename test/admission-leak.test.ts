@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import { COHORT_SIZE } from '../src/admission/leak-guard.js';
+import { BoundedAdmission, type Claim, type Permit } from '../src/index.js';
+
+/**
+ * The leak safety net: a permit dropped without release is given back once its whole cohort
+ * (COHORT_SIZE consecutive permits) is unreachable and the GC has run, and counted in
+ * report().leaked. vitest.config.ts starts the test processes with --expose-gc.
+ */
+
+const gc = (globalThis as { gc?: () => void }).gc;
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+function admitted(admission: BoundedAdmission, cost: number): Permit {
+  const result = admission.tryAdmit(cost);
+  if (!result.ok) throw new Error(`refused: ${result.reason}`);
+  return result;
+}
+
+/**
+ * Issues one whole cohort: the first permit is dropped without release, one is moved into a
+ * claim (returned), the rest are released. Nothing here stays reachable once it returns.
+ */
+function issueCohortWithOneLeak(admission: BoundedAdmission, leakedCost: number): Claim {
+  admitted(admission, leakedCost); // dropped on the floor
+  const claim = admitted(admission, 2).toClaim();
+  for (let i = 2; i < COHORT_SIZE; i++) admitted(admission, 1).release();
+  return claim;
+}
+
+/** Collects and yields a macrotask (finalizers run as tasks) until `done`, at most `tries` times. */
+async function collectUntil(done: () => boolean, tries = 200): Promise<void> {
+  if (!gc) throw new Error('global.gc is missing: run with --expose-gc (see vitest.config.ts)');
+  for (let i = 0; i < tries; i++) {
+    if (done()) return;
+    gc();
+    await turn();
+  }
+  throw new Error(`not done after ${tries} collections`);
+}
+
+describe('leak safety net', () => {
+  it('has global.gc', () => {
+    expect(typeof gc).toBe('function');
+  });
+
+  describe.each([
+    ['request-only', undefined],
+    ['with units', 1000],
+  ])('%s', (_mode, units) => {
+    it('reclaims a permit dropped without release once its cohort is collected', async () => {
+      const admission = new BoundedAdmission({ requests: 4, units });
+      const claim = issueCohortWithOneLeak(admission, 7);
+      expect(admission.report()).toMatchObject({
+        depth: 2,
+        units: units === undefined ? 0 : 9,
+        leaked: 0,
+      });
+      await collectUntil(() => admission.report().leaked > 0);
+      // Exactly the dropped permit: released ones and the one moved into a claim are not leaks.
+      expect(admission.report()).toMatchObject({
+        depth: 1,
+        units: units === undefined ? 0 : 2,
+        leaked: 1,
+        rejected: 0,
+        waiting: 0,
+      });
+      // The claim is untouched by the safety net and still releases exactly once.
+      admission.releaseClaim(claim);
+      expect(admission.reclaim(claim)).toBe(false);
+      expect(admission.report()).toMatchObject({ depth: 0, units: 0, leaked: 1 });
+      // The reclaimed capacity is really free: the whole bound can be taken again.
+      const all = [1, 2, 3, 4].map(() => admitted(admission, units === undefined ? 1 : 250));
+      expect(admission.tryAdmit(0)).toEqual({ ok: false, reason: 'requests' });
+      for (const p of all) p.release();
+      expect(admission.report()).toMatchObject({ depth: 0, units: 0, leaked: 1 });
+    });
+
+    it('never reclaims a permit that is still reachable', async () => {
+      const admission = new BoundedAdmission({ requests: 4, units });
+      // A full cohort whose only live member is `kept`.
+      const kept = admitted(admission, 5);
+      for (let i = 1; i < COHORT_SIZE; i++) admitted(admission, 1).release();
+      // A second cohort with one dropped permit: its reclamation proves the GC ran.
+      const claim = issueCohortWithOneLeak(admission, 3);
+      await collectUntil(() => admission.report().leaked > 0);
+      for (let i = 0; i < 5; i++) {
+        gc?.();
+        await turn();
+      }
+      expect(admission.report()).toMatchObject({
+        depth: 2, // kept + the claim
+        units: units === undefined ? 0 : 7,
+        leaked: 1,
+      });
+      expect(kept.released).toBe(false);
+      kept.release();
+      admission.releaseClaim(claim);
+      expect(admission.report()).toMatchObject({ depth: 0, units: 0, leaked: 1 });
+    });
+  });
+
+  it('hands reclaimed capacity to a queued waiter', async () => {
+    const admission = new BoundedAdmission({ requests: 2, units: 30 });
+    const dropCohort = (): void => {
+      admitted(admission, 20); // dropped
+      for (let i = 1; i < COHORT_SIZE; i++) admitted(admission, 1).release();
+    };
+    dropCohort();
+    const other = admitted(admission, 10);
+    expect(admission.report()).toMatchObject({ depth: 2, units: 30 });
+    const waiter = admission.admit(11);
+    expect(admission.report()).toMatchObject({ waiting: 1 });
+    await collectUntil(() => admission.report().leaked > 0);
+    const permit = await waiter;
+    expect(admission.report()).toMatchObject({ depth: 2, units: 21, waiting: 0, leaked: 1 });
+    permit.release();
+    other.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, leaked: 1 });
+  });
+});

@@ -1,0 +1,615 @@
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { describe, expect, it } from 'vitest';
+import { WAITERS_I32 } from '../src/admission/layout.js';
+import { BoundedAdmission, type Permit } from '../src/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+
+/** Lets every pending microtask and one macrotask turn run. */
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+function admitted(admission: BoundedAdmission, cost?: number): Permit {
+  const result = admission.tryAdmit(cost);
+  if (!result.ok) throw new Error(`expected admission of ${cost}, refused: ${result.reason}`);
+  return result;
+}
+
+/** Settles to the rejection reason, failing if the promise resolves. */
+async function rejection(promise: Promise<unknown>): Promise<Error & { code?: string }> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as Error & { code?: string };
+  }
+  throw new Error('expected a rejection');
+}
+
+/** Tracks a promise's settlement without awaiting it. */
+function track<T>(promise: Promise<T>): { settled: boolean; value?: T; error?: unknown } {
+  const state: { settled: boolean; value?: T; error?: unknown } = { settled: false };
+  promise.then(
+    (value) => {
+      state.settled = true;
+      state.value = value;
+    },
+    (error: unknown) => {
+      state.settled = true;
+      state.error = error;
+    },
+  );
+  return state;
+}
+
+describe.each([
+  ['request-only', undefined],
+  ['with units', 10],
+])('admit (%s)', (_mode, units) => {
+  it('resolves at once when there is room, without queueing', async () => {
+    const admission = new BoundedAdmission({ requests: 2, units });
+    const permit = await admission.admit(3);
+    expect(permit.ok).toBe(true);
+    expect(permit.units).toBe(3);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 0 });
+    permit.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
+  });
+
+  it('resolves waiters in FIFO order as capacity comes back', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const order: string[] = [];
+    const waiters = ['a', 'b', 'c', 'd'].map((name) =>
+      admission.admit(1).then((permit) => {
+        order.push(name);
+        return permit;
+      }),
+    );
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 4 });
+    holder.release();
+    for (let i = 0; i < waiters.length; i++) {
+      const permit = await waiters[i]!;
+      await turn();
+      // Exactly one waiter holds the single request at a time.
+      expect(order).toEqual(['a', 'b', 'c', 'd'].slice(0, i + 1));
+      expect(admission.report()).toMatchObject({ depth: 1, waiting: waiters.length - i - 1 });
+      permit.release();
+    }
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0, rejected: 0 });
+  });
+
+  it('refuses tryAdmit with queued while waiters exist, and stops once they are gone', async () => {
+    const admission = new BoundedAdmission({ requests: 2, units });
+    const holders = [admitted(admission, 5), admitted(admission, 5)];
+    const waiter = admission.admit(1);
+    expect(admission.tryAdmit(0)).toEqual({ ok: false, reason: 'queued' });
+    expect(admission.report()).toMatchObject({ depth: 2, waiting: 1, rejected: 1 });
+    holders[0]!.release();
+    const permit = await waiter;
+    expect(admission.report()).toMatchObject({ waiting: 0, depth: 2 });
+    holders[1]!.release();
+    const next = admitted(admission, 1); // no waiters left: admitted again
+    expect(admission.report()).toMatchObject({ depth: 2, rejected: 1 });
+    next.release();
+    permit.release();
+  });
+
+  it('rejects at once with AbortError when the signal is already aborted (not counted)', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    controller.abort(new Error('caller went away'));
+    const pending = admission.admit(1, { signal: controller.signal });
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 0 });
+    const err = await rejection(pending);
+    expect(err.name).toBe('AbortError');
+    expect(err.code).toBe('OMNI_ERR_ABORTED');
+    // Even with room, an aborted signal is not admitted.
+    holder.release();
+    const err2 = await rejection(admission.admit(1, { signal: controller.signal }));
+    expect(err2.code).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 0, rejected: 0 });
+  });
+
+  it('removes a waiter aborted while queued at once; it never takes capacity later', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const aborted = admission.admit(1, { signal: controller.signal });
+    const behind = track(admission.admit(2));
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 2 });
+    controller.abort();
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 1, rejected: 0 });
+    const err = await rejection(aborted);
+    expect(err.name).toBe('AbortError');
+    expect(err.code).toBe('OMNI_ERR_ABORTED');
+    holder.release();
+    await turn();
+    // The capacity went to the waiter behind it, not to the aborted one.
+    expect(behind.settled).toBe(true);
+    const permit = behind.value as Permit;
+    expect(permit.units).toBe(2);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 0 });
+    permit.release();
+    await turn();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0, rejected: 0 });
+  });
+
+  it('leaves the last waiter aborted with nothing queued and nothing taken', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const aborted = admission.admit(1, { signal: controller.signal });
+    expect(admission.tryAdmit(1)).toEqual({ ok: false, reason: 'queued' });
+    controller.abort();
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 1 });
+    await rejection(aborted);
+    holder.release();
+    await turn();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0 });
+    // The queued flag is gone with the waiter: tryAdmit admits again.
+    admitted(admission, 1).release();
+  });
+
+  it('ignores an abort after admission: the permit stays held', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const pending = admission.admit(1, { signal: controller.signal });
+    holder.release();
+    const permit = await pending;
+    controller.abort();
+    await turn();
+    expect(permit.released).toBe(false);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 0 });
+    permit.release();
+  });
+
+  it('rejects with OMNI_ERR_TIMEOUT, counts it, and leaves the queue', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const pending = admission.admit(1, { timeoutMs: 1 });
+    expect(admission.report()).toMatchObject({ waiting: 1, rejected: 0 });
+    const err = await rejection(pending);
+    expect(err.code).toBe('OMNI_ERR_TIMEOUT');
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 1 });
+    holder.release();
+    await turn();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0, rejected: 1 });
+  });
+
+  it('does not time out a waiter admitted before its deadline', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const pending = admission.admit(1, { timeoutMs: 600_000 });
+    holder.release();
+    const permit = await pending;
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 0 });
+    permit.release();
+  });
+
+  it.each([-1, Number.NaN, '5'])(
+    'rejects timeoutMs = %s with OMNI_ERR_INVALID_ARGUMENT',
+    async (timeoutMs) => {
+      const admission = new BoundedAdmission({ requests: 1, units });
+      const err = await rejection(admission.admit(1, { timeoutMs: timeoutMs as number }));
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(admission.report()).toMatchObject({ depth: 0, waiting: 0, rejected: 0 });
+    },
+  );
+
+  it.each([-1, 1.5, Number.NaN, 2 ** 53])(
+    'rejects cost %s with OMNI_ERR_INVALID_COST, changing nothing',
+    async (cost) => {
+      const admission = new BoundedAdmission({ requests: 1, units });
+      const before = admission.report();
+      const err = await rejection(admission.admit(cost));
+      expect(err.code).toBe('OMNI_ERR_INVALID_COST');
+      expect(admission.report()).toEqual(before);
+    },
+  );
+
+  it('rejects with OMNI_ERR_CLOSED once closed, and counts it', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    await admission.close();
+    const err = await rejection(admission.admit(1));
+    expect(err.code).toBe('OMNI_ERR_CLOSED');
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 0, rejected: 1 });
+  });
+
+  it('close() wakes every waiter with OMNI_ERR_CLOSED and drains only when the last permit is released', async () => {
+    const admission = new BoundedAdmission({ requests: 2, units });
+    const a = admitted(admission, 4);
+    const b = admitted(admission, 4);
+    const waiters = [admission.admit(1), admission.admit(2), admission.admit(1)];
+    expect(admission.report()).toMatchObject({ waiting: 3, rejected: 0 });
+    const drained = track(admission.close());
+    expect(admission.report()).toMatchObject({ depth: 2, waiting: 0, rejected: 3 });
+    for (const waiter of waiters) expect((await rejection(waiter)).code).toBe('OMNI_ERR_CLOSED');
+    await turn();
+    expect(drained.settled).toBe(false);
+    // Closed: new admissions are refused, but release still works.
+    expect(admission.tryAdmit(1)).toEqual({ ok: false, reason: 'closed' });
+    expect((await rejection(admission.admit(1))).code).toBe('OMNI_ERR_CLOSED');
+    b.release();
+    await turn();
+    expect(drained.settled).toBe(false);
+    expect(admission.report()).toMatchObject({ depth: 1 });
+    a.release();
+    await turn();
+    expect(drained.settled).toBe(true);
+    expect(drained.error).toBeUndefined();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0, rejected: 5 });
+    await admission.close(); // closing again, drained already, resolves
+  });
+
+  it('close() counts a claim released from an attached instance', async () => {
+    const admission = new BoundedAdmission({ requests: 2, units });
+    const attached = BoundedAdmission.attach(admission.buffer);
+    const claim = admitted(admission, 3).toClaim();
+    const drained = track(admission.close());
+    await turn();
+    expect(drained.settled).toBe(false);
+    attached.releaseClaim(claim);
+    await turn();
+    expect(drained.settled).toBe(true);
+  });
+});
+
+describe('admit with a unit ceiling', () => {
+  it('does not let small requests starve a large one at the head', async () => {
+    const admission = new BoundedAdmission({ requests: 10, units: 10 });
+    const holder = admitted(admission, 5);
+    const extra = admitted(admission, 1);
+    const order: number[] = [];
+    const admit = (cost: number) => {
+      const promise = admission.admit(cost);
+      void promise.then(() => order.push(cost));
+      return track(promise);
+    };
+    const head = admit(8);
+    const small1 = admit(1);
+    const small2 = admit(2);
+    await turn();
+    // 1 and 2 would fit beside the 6 held, but they stay behind the head.
+    expect([head.settled, small1.settled, small2.settled]).toEqual([false, false, false]);
+    expect(admission.report()).toMatchObject({ depth: 2, units: 6, waiting: 3 });
+    expect(admission.tryAdmit(1)).toEqual({ ok: false, reason: 'queued' });
+    // A release that still leaves too little for the head lets nobody pass it.
+    extra.release();
+    await turn();
+    expect([head.settled, small1.settled, small2.settled]).toEqual([false, false, false]);
+    expect(admission.report()).toMatchObject({ depth: 1, units: 5, waiting: 3 });
+    holder.release();
+    await turn();
+    // The head takes 8; then 1 fits (9) and 2 does not (11).
+    expect(order).toEqual([8, 1]);
+    expect(admission.report()).toMatchObject({ depth: 2, units: 9, waiting: 1 });
+    (head.value as Permit).release();
+    await turn();
+    expect(order).toEqual([8, 1, 2]);
+    expect(admission.report()).toMatchObject({ depth: 2, units: 3, waiting: 0 });
+    (small1.value as Permit).release();
+    (small2.value as Permit).release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0, rejected: 1 });
+  });
+
+  it('orders waiters of mixed costs FIFO', async () => {
+    const admission = new BoundedAdmission({ requests: 4, units: 10 });
+    const holder = admitted(admission, 10);
+    const order: number[] = [];
+    const costs = [5, 3, 2, 7, 1];
+    const pending = costs.map((cost) =>
+      admission.admit(cost).then((permit) => {
+        order.push(cost);
+        return permit;
+      }),
+    );
+    holder.release();
+    await turn();
+    expect(order).toEqual([5, 3, 2]);
+    const permits = await Promise.all(pending.slice(0, 3));
+    permits[0]!.release(); // 5 free: 7 still does not fit beside 3 + 2
+    await turn();
+    expect(order).toEqual([5, 3, 2]);
+    permits[1]!.release(); // 8 free: 7 fits, then 1 (10)
+    await turn();
+    expect(order).toEqual([5, 3, 2, 7, 1]);
+    for (const permit of [permits[2]!, ...(await Promise.all(pending.slice(3)))]) permit.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0, rejected: 0 });
+  });
+
+  it('rejects a cost above the ceiling at once with OMNI_ERR_TOO_LARGE (counted, never queued)', async () => {
+    const admission = new BoundedAdmission({ requests: 2, units: 10 });
+    const pending = admission.admit(11);
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 0, rejected: 1 });
+    const err = await rejection(pending);
+    expect(err.code).toBe('OMNI_ERR_TOO_LARGE');
+    // The exact ceiling waits instead, and fits when empty.
+    const holder = admitted(admission, 1);
+    const whole = admission.admit(10);
+    expect(admission.report()).toMatchObject({ waiting: 1, rejected: 1 });
+    holder.release();
+    const permit = await whole;
+    expect(admission.report()).toMatchObject({ depth: 1, units: 10, waiting: 0 });
+    permit.release();
+  });
+});
+
+/**
+ * Forces one cross-thread interleaving on a single thread. Clearing the WAITING flag takes
+ * several atomic steps (clear the flag, read the shared waiter count, maybe set it again); a
+ * second instance on the same buffer stands for another thread that acts between those steps,
+ * run from wrappers around the global Atomics functions (armed for one clear only).
+ */
+function interleave(
+  buffer: SharedArrayBuffer,
+  hooks: { beforeClear?: () => void; afterClear?: () => void; afterCountRead?: () => void },
+): () => void {
+  const realAnd = Atomics.and;
+  const realLoad = Atomics.load;
+  let clearArmed = true;
+  let loadArmed = false;
+  const and = (array: Int32Array | BigInt64Array, index: number, value: number | bigint) => {
+    if (!clearArmed || array.buffer !== buffer) return realAnd(array as Int32Array, index, value as number);
+    clearArmed = false;
+    hooks.beforeClear?.();
+    const old = realAnd(array as Int32Array, index, value as number);
+    hooks.afterClear?.();
+    loadArmed = true;
+    return old;
+  };
+  const load = (array: Int32Array, index: number) => {
+    const value = realLoad(array, index);
+    if (loadArmed && array.buffer === buffer && array instanceof Int32Array && index === WAITERS_I32) {
+      loadArmed = false;
+      hooks.afterCountRead?.();
+    }
+    return value;
+  };
+  Atomics.and = and as typeof Atomics.and;
+  Atomics.load = load as typeof Atomics.load;
+  return () => {
+    Atomics.and = realAnd;
+    Atomics.load = realLoad;
+    expect(clearArmed || loadArmed, 'the forced interleaving did not happen').toBe(false);
+  };
+}
+
+/** Settles within a bounded number of event-loop turns (a wake-up is a task on this thread). */
+async function settles<T>(promise: Promise<T>, turns = 1000): Promise<T> {
+  const state = track(promise);
+  for (let i = 0; i < turns && !state.settled; i++) await turn();
+  if (!state.settled) throw new Error(`still pending after ${turns} turns: a wake-up was lost`);
+  return promise;
+}
+
+describe.each([
+  ['request-only', undefined],
+  ['with units', 10],
+])('waiting flag under forced interleavings (%s)', (_mode, units) => {
+  it("wakes another thread's waiter when a release lands while the flag is briefly cleared", async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const leaving = admission.admit(1, { signal: controller.signal });
+    let pending: Promise<Permit> | undefined;
+    const restore = interleave(admission.buffer, {
+      // The last local waiter leaves (count 1 -> 0); before its clear, the other thread queues.
+      beforeClear: () => {
+        pending = otherThread.admit(1);
+      },
+      // A release lands after the clear: it sees no flag, so it wakes nobody itself.
+      afterClear: () => holder.release(),
+    });
+    try {
+      controller.abort();
+    } finally {
+      restore();
+    }
+    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 1 });
+    const permit = await settles(pending!);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
+    permit.release();
+    admitted(admission, 1).release();
+  });
+
+  it('does not leave the flag set (tryAdmit refusing queued) once every waiter has gone', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const leaving = admission.admit(1, { signal: controller.signal });
+    const otherController = new AbortController();
+    let otherWaiter: Promise<Permit> | undefined;
+    const restore = interleave(admission.buffer, {
+      beforeClear: () => {
+        otherWaiter = otherThread.admit(1, { signal: otherController.signal });
+      },
+      // The other thread's waiter gives up right after this thread saw it counted.
+      afterCountRead: () => otherController.abort(),
+    });
+    try {
+      controller.abort();
+    } finally {
+      restore();
+    }
+    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
+    expect((await rejection(otherWaiter!)).code).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 0 });
+    holder.release();
+    // Nobody waits anywhere: both instances admit at once.
+    const a = admission.tryAdmit(0);
+    expect(a.ok ? 'admitted' : a.reason).toBe('admitted');
+    (a as Permit).release();
+    const b = otherThread.tryAdmit(0);
+    expect(b.ok ? 'admitted' : b.reason).toBe('admitted');
+    (b as Permit).release();
+  });
+});
+
+// Mirrors the control words of test/fixtures/admission-wait-worker.ts.
+const STEP = 0;
+const GO = 1;
+const OUTCOME = 2;
+const UNITS = 3;
+const QUEUED = 1;
+const HOLDING = 2;
+const SETTLED = 3;
+const ADMITTED = 1;
+const CLOSED = 2;
+
+const workerUrl = builtModuleUrl('test/fixtures/admission-wait-worker.js');
+
+interface StartedWorker {
+  worker: Worker;
+  control: Int32Array;
+  exited: Promise<number>;
+  errors: unknown[];
+}
+
+function startWorker(mode: 'wait' | 'hold', admission: BoundedAdmission, cost: number): StartedWorker {
+  const control = new Int32Array(new SharedArrayBuffer(16));
+  const worker = new Worker(new URL(workerUrl), {
+    workerData: { mode, buffer: admission.buffer, control: control.buffer, cost },
+  });
+  const errors: unknown[] = [];
+  worker.on('error', (err) => errors.push(err));
+  const exited = once(worker, 'exit').then(([code]) => code as number);
+  return { worker, control, exited, errors };
+}
+
+/**
+ * Resolves once control[index] === expected. Fails at once if the worker exits first (and,
+ * as a guard against a hang, after a generous bound; nothing is ordered by time).
+ */
+async function until({ control, exited }: StartedWorker, index: number, expected: number): Promise<void> {
+  const reached = (async () => {
+    for (;;) {
+      const seen = Atomics.load(control, index);
+      if (seen === expected) return;
+      const wait = Atomics.waitAsync(control, index, seen, 30_000);
+      if ((wait.async ? await wait.value : wait.value) === 'timed-out') {
+        throw new Error(`control[${index}] stayed ${seen}, expected ${expected}`);
+      }
+    }
+  })();
+  const exitedFirst = exited.then((code) => {
+    if (Atomics.load(control, index) !== expected) {
+      throw new Error(`worker exited with code ${code} before control[${index}] reached ${expected}`);
+    }
+  });
+  await Promise.race([reached, exitedFirst]);
+}
+
+/**
+ * Resolves once the worker's event loop has sat idle (blocked waiting for events) since now.
+ * A waiting thread whose loop holds nothing would exit instead of idling (Node 20: a pending
+ * Atomics.waitAsync keeps nothing alive), so this fails, deterministically, if the admission
+ * does not hold a handle while it has waiters.
+ */
+async function untilIdle({ worker, exited }: StartedWorker): Promise<void> {
+  let exitCode: number | undefined;
+  void exited.then((code) => {
+    exitCode = code;
+  });
+  const base = worker.performance.eventLoopUtilization();
+  for (let turns = 0; turns < 1_000_000; turns++) {
+    if (exitCode !== undefined) throw new Error(`worker exited (code ${exitCode}) while it was waiting`);
+    if (worker.performance.eventLoopUtilization(base).idle > 0) return;
+    await turn();
+  }
+  throw new Error('worker never went idle');
+}
+
+describe.each([
+  ['request-only', undefined],
+  ['with units', 10],
+])('admit across threads (%s)', (_mode, units) => {
+  it('has the worker fixture built (npx tsc -p tsconfig.json)', () => {
+    expect(existsSync(fileURLToPath(workerUrl))).toBe(true);
+  });
+
+  it('wakes a waiter in a worker thread when the main thread releases; the worker stays alive', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const started = startWorker('wait', admission, 7);
+    const { control, exited, errors } = started;
+    await until(started, STEP, QUEUED);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 1 });
+    expect(admission.tryAdmit(1)).toEqual({ ok: false, reason: 'queued' });
+    await untilIdle(started);
+    holder.release();
+    await until(started, STEP, SETTLED);
+    expect(await exited).toBe(0);
+    expect(errors).toEqual([]);
+    expect(Atomics.load(control, OUTCOME)).toBe(ADMITTED);
+    expect(Atomics.load(control, UNITS)).toBe(7);
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0, rejected: 1 });
+  });
+
+  it('wakes a waiter on the main thread when a worker releases', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const started = startWorker('hold', admission, 4);
+    const { control, exited, errors } = started;
+    await until(started, STEP, HOLDING);
+    expect(admission.report()).toMatchObject({ depth: 1, units: units === undefined ? 0 : 4 });
+    const waiter = admission.admit(6);
+    const pending = track(waiter);
+    await turn();
+    expect(pending.settled).toBe(false);
+    expect(admission.report()).toMatchObject({ waiting: 1 });
+    Atomics.store(control, GO, 1);
+    Atomics.notify(control, GO);
+    // Woken by the other thread's release (through the shared sequence word), not by a timer.
+    const permit = await waiter;
+    expect(permit.units).toBe(6);
+    expect(await exited).toBe(0);
+    expect(errors).toEqual([]);
+    expect(Atomics.load(control, STEP)).toBe(SETTLED);
+    expect(admission.report()).toMatchObject({ depth: 1, units: units === undefined ? 0 : 6, waiting: 0 });
+    permit.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0 });
+  });
+
+  it('close() on the main thread rejects a waiter in a worker with OMNI_ERR_CLOSED', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const started = startWorker('wait', admission, 1);
+    const { control, exited, errors } = started;
+    await until(started, STEP, QUEUED);
+    await untilIdle(started);
+    const drained = track(admission.close());
+    await until(started, STEP, SETTLED);
+    expect(await exited).toBe(0);
+    expect(errors).toEqual([]);
+    expect(Atomics.load(control, OUTCOME)).toBe(CLOSED);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 1 });
+    await turn();
+    expect(drained.settled).toBe(false);
+    holder.release();
+    await turn();
+    expect(drained.settled).toBe(true);
+  });
+
+  it("close()'s drain resolves on a release in a worker thread", async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const started = startWorker('hold', admission, 1);
+    const { control, exited } = started;
+    await until(started, STEP, HOLDING);
+    const drainedPromise = admission.close();
+    const drained = track(drainedPromise);
+    await turn();
+    expect(drained.settled).toBe(false);
+    Atomics.store(control, GO, 1);
+    Atomics.notify(control, GO);
+    expect(await exited).toBe(0);
+    // The worker's release bumped the shared sequence; the main thread's watch settles the drain.
+    await drainedPromise;
+    expect(drained.settled).toBe(true);
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 0 });
+  });
+});
