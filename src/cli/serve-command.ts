@@ -1,0 +1,250 @@
+/**
+ * `omni-runtime serve`: start a LinearRuntime on the chosen backend, put it behind HTTP
+ * (src/serve), print where it listens, and on SIGTERM or SIGINT drain and exit.
+ *
+ * Exit status: 0 after a clean drain; 1 when the drain timeout abandoned work (or a second
+ * signal cut the wait short). Usage mistakes throw UsageError (one line, exit 2); a runtime
+ * or listener that cannot start throws its coded error (one line, exit 1).
+ */
+
+import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
+import { LinearRuntime, type LinearRuntimeOptions } from '../linear/linear-runtime.js';
+import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
+import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
+import { choiceFlag, numberFlag, parseFlags, UsageError } from './args.js';
+
+export const SERVE_HELP = `Usage: omni-runtime serve [flags]
+
+Serves the built-in native worker (y = GELU(x W^T + b)) over HTTP, on loopback by default:
+  POST /v1/linear   float32 LE rows (application/octet-stream; rows from ?rows=, the
+                    x-omni-rows header, or the body length) or JSON { "rows": [[...]] };
+                    answered in the same encoding. Cost = rows.
+  GET  /health      { state, depth, capacity, ... }: 200 when ready, 503 otherwise
+  GET  /metrics     Prometheus text
+Full capacity answers 503 with Retry-After at once; a cost that can never fit and a body over
+the limit 413; a malformed body 400; a call past its deadline 504; a native error 500.
+SIGTERM or SIGINT drains: no new connections, new requests 503, in-flight work finishes
+(up to --drain-timeout-ms), then the runtime closes and the process exits 0.
+
+Flags:
+  --host ADDR            interface to listen on (default 127.0.0.1)
+  --port N               port (default 8080; 0 picks a free one, printed on start)
+  --threads N            worker threads (default 1)
+  --requests N           outstanding request bound (default 4 x threads)
+  --units N              outstanding unit (row) ceiling (default: none)
+  --backend B            fixture | cuda | auto (default: OMNI_BACKEND if set, else auto)
+  --body-limit BYTES     largest request body (default ${DEFAULT_BODY_LIMIT})
+  --deadline-ms MS       every call's deadline (default: none; x-omni-deadline-ms may shorten it)
+  --in-features N        layer input width (default 256)
+  --out-features N       layer output width (default 256)
+  --drain-timeout-ms MS  how long a drain waits for in-flight work (default ${DEFAULT_DRAIN_TIMEOUT_MS})
+  --retry-after S        Retry-After seconds on a capacity 503 (default 1)
+  -h, --help             this help
+`;
+
+export interface ServeConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly threads: number;
+  readonly requests: number;
+  readonly units: number | undefined;
+  readonly backend: BackendPreference | undefined;
+  readonly bodyLimit: number;
+  readonly deadlineMs: number | undefined;
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+  readonly drainTimeoutMs: number;
+  readonly retryAfterSeconds: number;
+}
+
+/** What the command needs from outside; tests swap the runtime (a gated fixture) and streams. */
+export interface ServeCommandDeps {
+  readonly startRuntime?: (options: LinearRuntimeOptions) => Promise<Served & { backendReason?: string }>;
+  readonly out?: (line: string) => void;
+  readonly signals?: Pick<NodeJS.Process, 'on' | 'removeListener'>;
+}
+
+const FLAGS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  threads: { type: 'string' },
+  requests: { type: 'string' },
+  units: { type: 'string' },
+  backend: { type: 'string' },
+  'body-limit': { type: 'string' },
+  'deadline-ms': { type: 'string' },
+  'in-features': { type: 'string' },
+  'out-features': { type: 'string' },
+  'drain-timeout-ms': { type: 'string' },
+  'retry-after': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const optional = (name: string, raw: string | undefined, options: Parameters<typeof numberFlag>[3]) =>
+  raw === undefined ? undefined : numberFlag(name, raw, 0, options);
+
+/** Parses the flags; 'help' for --help. Throws UsageError. */
+export function parseServeArgs(argv: readonly string[]): ServeConfig | 'help' {
+  const { values, positionals } = parseFlags('serve', argv, FLAGS);
+  if (values.help === true) return 'help';
+  if (positionals.length > 0) throw new UsageError(`serve: unexpected argument '${positionals[0]}'`);
+  const host = values.host ?? '127.0.0.1';
+  if (host.trim() === '') throw new UsageError('--host must not be empty');
+  const threads = numberFlag('threads', values.threads, 1, { min: 1, max: 256, integer: true });
+  return {
+    host,
+    port: numberFlag('port', values.port, 8080, { min: 0, max: 65535, integer: true }),
+    threads,
+    requests: numberFlag('requests', values.requests, Math.min(4 * threads, MAX_CLAIM_SLOTS), {
+      min: 1,
+      max: MAX_CLAIM_SLOTS,
+      integer: true,
+    }),
+    units: optional('units', values.units, { min: 1, max: Number.MAX_SAFE_INTEGER, integer: true }),
+    backend:
+      values.backend === undefined
+        ? undefined
+        : choiceFlag<BackendPreference>('backend', values.backend, ['fixture', 'cuda', 'auto'], 'auto'),
+    bodyLimit: numberFlag('body-limit', values['body-limit'], DEFAULT_BODY_LIMIT, {
+      min: 1,
+      max: 2 ** 31 - 1,
+      integer: true,
+    }),
+    deadlineMs: optional('deadline-ms', values['deadline-ms'], { min: 1, max: 2 ** 31 - 1 }),
+    inFeatures: numberFlag('in-features', values['in-features'], 256, {
+      min: 1,
+      max: MAX_FEATURES,
+      integer: true,
+    }),
+    outFeatures: numberFlag('out-features', values['out-features'], 256, {
+      min: 1,
+      max: MAX_FEATURES,
+      integer: true,
+    }),
+    drainTimeoutMs: numberFlag('drain-timeout-ms', values['drain-timeout-ms'], DEFAULT_DRAIN_TIMEOUT_MS, {
+      min: 1,
+      max: 2 ** 31 - 1,
+    }),
+    retryAfterSeconds: numberFlag('retry-after', values['retry-after'], 1, {
+      min: 0,
+      max: 86_400,
+      integer: true,
+    }),
+  };
+}
+
+/**
+ * SIGTERM and SIGINT, listened for from start to end by one pair of listeners (a signal with no
+ * listener, even between two awaits, would kill the process instead of draining it).
+ */
+class Signals {
+  readonly first: Promise<string>;
+  #count = 0;
+  #last = '';
+  #resolveFirst: (name: string) => void = () => {};
+  #again: (name: string) => void = () => {};
+  readonly #source: NonNullable<ServeCommandDeps['signals']>;
+  readonly #onTerm = (): void => this.#received('SIGTERM');
+  readonly #onInt = (): void => this.#received('SIGINT');
+
+  constructor(source: NonNullable<ServeCommandDeps['signals']>) {
+    this.#source = source;
+    this.first = new Promise((resolve) => {
+      this.#resolveFirst = resolve;
+    });
+    source.on('SIGTERM', this.#onTerm);
+    source.on('SIGINT', this.#onInt);
+  }
+
+  /** Called for every signal after the first (at once for one that already came). */
+  onAgain(handler: (name: string) => void): void {
+    this.#again = handler;
+    if (this.#count > 1) handler(this.#last);
+  }
+
+  dispose(): void {
+    this.#source.removeListener('SIGTERM', this.#onTerm);
+    this.#source.removeListener('SIGINT', this.#onInt);
+  }
+
+  #received(name: string): void {
+    this.#count++;
+    this.#last = name;
+    if (this.#count === 1) this.#resolveFirst(name);
+    else this.#again(name);
+  }
+}
+
+/** Runs `omni-runtime serve`; resolves with the exit code once the server has drained. */
+export async function runServeCommand(argv: string[], deps: ServeCommandDeps = {}): Promise<number> {
+  const config = parseServeArgs(argv);
+  const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
+  if (config === 'help') {
+    out(SERVE_HELP.trimEnd());
+    return 0;
+  }
+  // Listen for signals from the start: a SIGTERM while the runtime starts still drains, not kills.
+  const signals = new Signals(deps.signals ?? process);
+  try {
+    return await serveUntilSignalled(config, deps, signals, out);
+  } finally {
+    signals.dispose();
+  }
+}
+
+async function serveUntilSignalled(
+  config: ServeConfig,
+  deps: ServeCommandDeps,
+  signals: Signals,
+  out: (line: string) => void,
+): Promise<number> {
+  const start = deps.startRuntime ?? ((options: LinearRuntimeOptions) => LinearRuntime.start(options));
+  const runtime = await start({
+    threads: config.threads,
+    inFeatures: config.inFeatures,
+    outFeatures: config.outFeatures,
+    admission: {
+      requests: config.requests,
+      ...(config.units === undefined ? {} : { units: config.units }),
+    },
+    ...(config.backend === undefined ? {} : { backend: config.backend }),
+    ...(config.deadlineMs === undefined ? {} : { deadlineMs: config.deadlineMs }),
+  });
+  let handle: Awaited<ReturnType<typeof serve>>;
+  try {
+    handle = await serve(runtime, {
+      host: config.host,
+      port: config.port,
+      bodyLimit: config.bodyLimit,
+      drainTimeoutMs: config.drainTimeoutMs,
+      retryAfterSeconds: config.retryAfterSeconds,
+      ...(config.deadlineMs === undefined ? {} : { deadlineMs: config.deadlineMs }),
+    });
+  } catch (err) {
+    await runtime.close({ timeoutMs: config.drainTimeoutMs });
+    throw err;
+  }
+  const units = config.units === undefined ? 'none' : String(config.units);
+  out(
+    `omni-runtime serve: listening on ${handle.address} (backend ${runtime.backend}: ${runtime.backendReason ?? 'given'}; ` +
+      `threads ${config.threads}, requests ${config.requests}, units ${units}, ` +
+      `${runtime.inFeatures} -> ${runtime.outFeatures} features)`,
+  );
+
+  const signal = await signals.first;
+  // drain() stops listening before it returns: once this line is out, connections are refused.
+  const drained = handle.drain();
+  out(`omni-runtime serve: ${signal}: draining (up to ${config.drainTimeoutMs} ms)`);
+  // A second signal stops waiting for in-flight requests (they are abandoned).
+  signals.onAgain((again) => {
+    out(`omni-runtime serve: ${again} again: abandoning in-flight requests`);
+    handle.expireDrain();
+  });
+  const result = await drained;
+  out(
+    result.clean
+      ? 'omni-runtime serve: drained, exiting'
+      : `omni-runtime serve: drain timed out (${result.abandonedRequests} requests abandoned), exiting`,
+  );
+  return result.clean ? 0 : 1;
+}

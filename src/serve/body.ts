@@ -1,0 +1,122 @@
+/**
+ * Request and response bodies of POST /v1/linear.
+ *
+ * - application/octet-stream: raw little-endian float32, row-major, `inFeatures` per row. The
+ *   row count comes from `?rows=` or the `x-omni-rows` header, else from the byte length. The
+ *   answer is the same encoding (rows x outFeatures floats) with `x-omni-rows` set.
+ * - application/json: `{ "rows": [[...], ...] }`, each row `inFeatures` numbers; the answer is
+ *   `{ "rows": [[...], ...] }`, each row `outFeatures` numbers.
+ *
+ * Octet bodies are copied into a fresh, aligned Float32Array that nobody else holds, so it can
+ * be transferred to the worker thread without a second copy.
+ *
+ * Throws: BadBodyError (400) for a truncated, empty or mis-shaped body; BadRequestError (400)
+ * for a malformed rows hint.
+ */
+import { BadBodyError, BadRequestError } from './http-errors.js';
+
+export type BodyEncoding = 'octet' | 'json';
+
+export interface LinearInput {
+  readonly x: Float32Array;
+  readonly rows: number;
+  readonly encoding: BodyEncoding;
+}
+
+export const ROWS_HEADER = 'x-omni-rows';
+export const OCTET_STREAM = 'application/octet-stream';
+
+/** True on little-endian hosts: the wire's byte order is then the memory's, and copies are flat. */
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const FLOAT_BYTES = 4;
+
+/** Parses a rows hint (query or header); undefined when absent. */
+export function parseRowsHint(query: unknown, header: unknown): number | undefined {
+  const fromQuery = parsePositive('rows query parameter', query);
+  const fromHeader = parsePositive(`${ROWS_HEADER} header`, header);
+  if (fromQuery !== undefined && fromHeader !== undefined && fromQuery !== fromHeader) {
+    throw new BadRequestError(
+      `rows query parameter (${fromQuery}) and ${ROWS_HEADER} header (${fromHeader}) disagree`,
+    );
+  }
+  return fromQuery ?? fromHeader;
+}
+
+function parsePositive(name: string, raw: unknown): number | undefined {
+  if (raw === undefined) return undefined;
+  const text = Array.isArray(raw) ? undefined : String(raw);
+  const value = text !== undefined && /^[1-9][0-9]{0,15}$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value))
+    throw new BadRequestError(`${name} must be a whole number >= 1, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+/** Decodes a parsed body (a Buffer for octet-stream, a value for JSON) into rows of floats. */
+export function decodeLinearBody(
+  body: unknown,
+  rowsHint: number | undefined,
+  inFeatures: number,
+): LinearInput {
+  if (Buffer.isBuffer(body)) return decodeOctets(body, rowsHint, inFeatures);
+  if (body === undefined || body === null) throw new BadBodyError('the request has no body');
+  return decodeJson(body, rowsHint, inFeatures);
+}
+
+function decodeOctets(body: Buffer, rowsHint: number | undefined, inFeatures: number): LinearInput {
+  if (body.byteLength === 0) throw new BadBodyError('the request body is empty');
+  if (body.byteLength % FLOAT_BYTES !== 0) {
+    throw new BadBodyError(`the body holds ${body.byteLength} bytes: not a whole number of float32 values`);
+  }
+  const floats = body.byteLength / FLOAT_BYTES;
+  const rows = rowsHint ?? floats / inFeatures;
+  if (!Number.isInteger(rows) || rows * inFeatures !== floats) {
+    throw new BadBodyError(
+      rowsHint === undefined
+        ? `the body holds ${floats} floats: not a whole number of ${inFeatures}-wide rows`
+        : `the body holds ${floats} floats, but ${rows} rows of ${inFeatures} need ${rows * inFeatures}`,
+    );
+  }
+  const x = new Float32Array(floats);
+  if (LITTLE_ENDIAN) new Uint8Array(x.buffer).set(body);
+  else for (let i = 0; i < floats; i++) x[i] = body.readFloatLE(i * FLOAT_BYTES);
+  return { x, rows, encoding: 'octet' };
+}
+
+function decodeJson(body: unknown, rowsHint: number | undefined, inFeatures: number): LinearInput {
+  const list =
+    typeof body === 'object' && !Array.isArray(body) ? (body as { rows?: unknown }).rows : undefined;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new BadBodyError('the JSON body must be { "rows": [[...], ...] } with at least one row');
+  }
+  if (rowsHint !== undefined && rowsHint !== list.length) {
+    throw new BadBodyError(`the rows hint says ${rowsHint} rows, the JSON body has ${list.length}`);
+  }
+  const x = new Float32Array(list.length * inFeatures);
+  for (let r = 0; r < list.length; r++) {
+    const row: unknown = list[r];
+    if (!Array.isArray(row) || row.length !== inFeatures) {
+      throw new BadBodyError(`row ${r} must be an array of ${inFeatures} numbers`);
+    }
+    for (let c = 0; c < inFeatures; c++) {
+      const v: unknown = row[c];
+      if (typeof v !== 'number') throw new BadBodyError(`row ${r}, column ${c} is not a number`);
+      x[r * inFeatures + c] = v;
+    }
+  }
+  return { x, rows: list.length, encoding: 'json' };
+}
+
+/** The octet-stream answer: rows x outFeatures little-endian float32 (a view, no copy, on LE). */
+export function encodeOctets(y: Float32Array): Buffer {
+  if (LITTLE_ENDIAN) return Buffer.from(y.buffer, y.byteOffset, y.byteLength);
+  const out = Buffer.allocUnsafe(y.length * FLOAT_BYTES);
+  for (let i = 0; i < y.length; i++) out.writeFloatLE(y[i]!, i * FLOAT_BYTES);
+  return out;
+}
+
+/** The JSON answer: `{ rows: [[...], ...] }`. */
+export function encodeJson(y: Float32Array, rows: number, outFeatures: number): { rows: number[][] } {
+  const out: number[][] = new Array(rows);
+  for (let r = 0; r < rows; r++) out[r] = Array.from(y.subarray(r * outFeatures, (r + 1) * outFeatures));
+  return { rows: out };
+}

@@ -1,0 +1,60 @@
+/**
+ * Answers for requests node:http cannot parse (bad framing, a non-hex chunk size, a truncated
+ * body, oversized headers). These never reach a route, so they never reach a worker: the parser
+ * fails, the socket is answered from here and closed.
+ */
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import { OmniError } from '../errors.js';
+import { BadBodyError, BadRequestError } from './http-errors.js';
+import type { ServeMetrics } from './metrics.js';
+import { answerFor } from './status.js';
+
+/** llhttp codes that mean the body could not be read (as opposed to the request line or headers). */
+const BODY_PARSE_ERRORS = new Set([
+  'HPE_INVALID_CHUNK_SIZE',
+  'HPE_CHUNK_EXTENSIONS_OVERFLOW',
+  'HPE_INVALID_EOF_STATE',
+  'HPE_INVALID_CONTENT_LENGTH',
+  'HPE_UNEXPECTED_CONTENT_LENGTH',
+  'HPE_INVALID_TRANSFER_ENCODING',
+  'HPE_STRICT',
+]);
+
+function errorFor(code: string, message: string): Error & { detail?: string } {
+  const error: Error & { detail?: string } =
+    code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new OmniError('OMNI_ERR_REQUEST_TIMEOUT', 'the request was not received in time')
+      : code === 'HPE_HEADER_OVERFLOW'
+        ? new OmniError('OMNI_ERR_HEADERS_TOO_LARGE', 'the request headers are too large')
+        : BODY_PARSE_ERRORS.has(code)
+          ? new BadBodyError(`the request body could not be read: ${message}`)
+          : new BadRequestError(`the request is not valid HTTP: ${message}`);
+  error.detail = code;
+  return error;
+}
+
+/** A server 'clientError' listener: one JSON answer if nothing was sent yet, then close. */
+export function clientErrorHandler(
+  metrics: ServeMetrics,
+): (err: Error & { code?: string }, socket: Socket) => void {
+  return (err, socket) => {
+    // A reset connection has nobody to answer.
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    const code = err.code ?? 'unknown';
+    metrics.clientError(code);
+    const answer = answerFor(errorFor(code, err.message));
+    const body = JSON.stringify(answer.body);
+    // The request may already be routed (a chunked body fails mid-way): answer only if its
+    // response has not started, as node:http's own default handler does.
+    const pending = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (socket.writable && pending?.headersSent !== true) {
+      socket.write(
+        `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n` +
+          'Content-Type: application/json; charset=utf-8\r\n' +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy(err);
+  };
+}

@@ -1,0 +1,121 @@
+/**
+ * Graceful shutdown of one server.
+ *
+ * Order: (1) the server reports 'draining' (GET /health answers 503, new requests on connections
+ * that are already open are answered 503 with `Connection: close`); (2) the listening socket
+ * closes, so no new connection is accepted (open keep-alive connections are left to hear their
+ * 503 rather than being reset under a request in flight); (3) requests already being answered
+ * run to their end; (4) the runtime closes, which waits for work still running after its caller
+ * left (a 504 keeps its capacity until the work ends); (5) the remaining connections and the
+ * HTTP server close. Steps 3 and 4 share one timeout: work still running then is abandoned
+ * (the runtime terminates its threads and reclaims their capacity).
+ *
+ * Invariants: drain runs once (later calls get the same promise); `inflight` counts every
+ * request from its arrival until its response closes (finished, or the socket went away).
+ * Throws: nothing; the returned result says whether everything ended within the timeout.
+ */
+import type { ServerResponse } from 'node:http';
+import { Server as NetServer } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+
+export type ServerState = 'serving' | 'draining' | 'closed';
+
+export interface DrainResult {
+  /** True when every request and all runtime work ended within the timeout. */
+  readonly clean: boolean;
+  /** Requests still unanswered when the timeout cut the wait short. */
+  readonly abandonedRequests: number;
+}
+
+export interface Closable {
+  close(options?: { timeoutMs?: number }): Promise<void>;
+}
+
+export class Drain {
+  readonly #runtime: Closable | undefined;
+  #state: ServerState = 'serving';
+  #inflight = 0;
+  #wake: (() => void) | undefined;
+  #expire: (() => void) | undefined;
+  #result: Promise<DrainResult> | undefined;
+
+  /** `runtime` is closed by the drain when given (the server owns it). */
+  constructor(runtime: Closable | undefined) {
+    this.#runtime = runtime;
+  }
+
+  get state(): ServerState {
+    return this.#state;
+  }
+
+  get inflight(): number {
+    return this.#inflight;
+  }
+
+  /** Counts a request until its response closes. */
+  track(res: ServerResponse): void {
+    this.#inflight++;
+    res.once('close', () => {
+      this.#inflight--;
+      if (this.#inflight === 0) this.#wake?.();
+    });
+  }
+
+  /**
+   * Starts the drain of `app` (once; later calls share the first's result) and resolves when
+   * the server and runtime are closed. The listener is closed before this returns.
+   */
+  start(app: FastifyInstance, timeoutMs: number): Promise<DrainResult> {
+    this.#result ??= this.#run(app, timeoutMs);
+    return this.#result;
+  }
+
+  /**
+   * Ends the drain's wait for in-flight requests now, as if its timeout had passed (e.g. a
+   * second SIGINT): work still running is then abandoned. Once the drain is already waiting on
+   * the runtime alone, that wait keeps its timeout.
+   */
+  expire(): void {
+    this.#expire?.();
+  }
+
+  async #run(app: FastifyInstance, timeoutMs: number): Promise<DrainResult> {
+    this.#state = 'draining';
+    const deadlineAt = Date.now() + timeoutMs;
+    // net.Server's close, not http.Server's: stop accepting without also closing the idle
+    // keep-alive connections, whose next request should hear 503 rather than a reset.
+    NetServer.prototype.close.call(app.server);
+
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<false>((resolve) => {
+      this.#expire = () => resolve(false);
+      timer = setTimeout(resolve, timeoutMs, false);
+    });
+    const requestsDone =
+      this.#inflight === 0
+        ? true
+        : await Promise.race([
+            new Promise<true>((resolve) => {
+              this.#wake = () => resolve(true);
+            }),
+            expired,
+          ]);
+    const abandonedRequests = requestsDone ? 0 : this.#inflight;
+    clearTimeout(timer);
+    let runtimeDone = true;
+    if (this.#runtime) {
+      // What is left of the timeout; the runtime abandons (terminates) work still running then.
+      const left = requestsDone ? Math.max(1, deadlineAt - Date.now()) : 1;
+      const closing = Date.now();
+      runtimeDone = await this.#runtime.close({ timeoutMs: left }).then(
+        // Closed before its own timeout fired: all work ended on its own.
+        () => Date.now() - closing < left,
+        () => false,
+      );
+    }
+    app.server.closeAllConnections();
+    await app.close();
+    this.#state = 'closed';
+    return { clean: requestsDone && runtimeDone, abandonedRequests };
+  }
+}

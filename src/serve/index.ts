@@ -1,0 +1,22 @@
+export { type BodyEncoding, OCTET_STREAM, ROWS_HEADER } from './body.js';
+export type { DrainResult, ServerState } from './drain.js';
+export { HEALTH_PATH, type HealthBody } from './health-route.js';
+export {
+  BadBodyError,
+  BadRequestError,
+  BodyTooLargeError,
+  NotFoundError,
+  UnsupportedMediaTypeError,
+} from './http-errors.js';
+export { DEADLINE_HEADER, LINEAR_PATH } from './linear-route.js';
+export { ServeMetrics } from './metrics.js';
+export { METRICS_PATH } from './metrics-route.js';
+export {
+  DEFAULT_BODY_LIMIT,
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  type Served,
+  type ServeHandle,
+  type ServeOptions,
+  serve,
+} from './server.js';
+export { answerFor, type ErrorBody, type HttpAnswer, statusFor } from './status.js';

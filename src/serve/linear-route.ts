@@ -1,0 +1,87 @@
+/**
+ * POST /v1/linear: rows in, GELU(x W^T + b) rows out, in the request's own encoding (body.ts).
+ * Cost is the row count. Every failure is thrown to the server's error handler, which answers
+ * through the status table (status.ts); nothing here picks a status.
+ */
+import type { ServerResponse } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import { TaskFailedError, UnavailableError } from '../errors.js';
+import {
+  decodeLinearBody,
+  encodeJson,
+  encodeOctets,
+  OCTET_STREAM,
+  parseRowsHint,
+  ROWS_HEADER,
+} from './body.js';
+import type { Drain } from './drain.js';
+import { BadRequestError } from './http-errors.js';
+import type { Served } from './server.js';
+
+export const LINEAR_PATH = '/v1/linear';
+/** A client's own deadline in milliseconds; it can shorten the server's, never lengthen it. */
+export const DEADLINE_HEADER = 'x-omni-deadline-ms';
+
+export interface LinearRouteOptions {
+  readonly runtime: Served;
+  readonly drain: Drain;
+  /** The server's deadline for every call (the runtime's own default applies when unset). */
+  readonly deadlineMs: number | undefined;
+}
+
+function parseDeadline(raw: unknown, serverMs: number | undefined): number | undefined {
+  if (raw === undefined) return serverMs;
+  const value = typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : Number.NaN;
+  if (!(value > 0) || !Number.isFinite(value)) {
+    throw new BadRequestError(
+      `${DEADLINE_HEADER} must be a number of milliseconds > 0, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return serverMs === undefined ? value : Math.min(value, serverMs);
+}
+
+/** Aborts when the client goes away before its answer is written (the work is asked to stop). */
+function clientGone(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort(new Error('the client closed the connection'));
+  });
+  return controller.signal;
+}
+
+export function linearRoute(app: FastifyInstance, { runtime, drain, deadlineMs }: LinearRouteOptions): void {
+  app.post(
+    LINEAR_PATH,
+    {
+      // Refused before the body is read: a draining server takes no new work.
+      onRequest: async () => {
+        if (drain.state !== 'serving') throw new UnavailableError('draining', 'the server is draining');
+      },
+    },
+    async (request, reply) => {
+      const query = request.query as Record<string, unknown> | undefined;
+      const rowsHint = parseRowsHint(query?.rows, request.headers[ROWS_HEADER]);
+      const callDeadline = parseDeadline(request.headers[DEADLINE_HEADER], deadlineMs);
+      const input = decodeLinearBody(request.body, rowsHint, runtime.inFeatures);
+      const y = await runtime.run(input.x, {
+        rows: input.rows,
+        // The fresh copy is this request's alone: move it to the worker instead of cloning it.
+        transfer: [input.x.buffer as ArrayBuffer],
+        signal: clientGone(reply.raw),
+        ...(callDeadline === undefined ? {} : { deadlineMs: callDeadline }),
+      });
+      if (!(y instanceof Float32Array) || y.length !== input.rows * runtime.outFeatures) {
+        throw new TaskFailedError(
+          `the worker returned ${describe(y)}, expected ${input.rows} x ${runtime.outFeatures} floats`,
+        );
+      }
+      reply.header(ROWS_HEADER, String(input.rows));
+      if (input.encoding === 'octet') return reply.type(OCTET_STREAM).send(encodeOctets(y));
+      return reply.send(encodeJson(y, input.rows, runtime.outFeatures));
+    },
+  );
+}
+
+function describe(value: unknown): string {
+  return value instanceof Float32Array ? `${value.length} floats` : typeof value;
+}

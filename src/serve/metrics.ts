@@ -1,0 +1,161 @@
+/**
+ * Prometheus metrics for one server, in a Registry of its own (never prom-client's global one,
+ * so two servers in one process, or a test's servers, never mix their numbers).
+ *
+ * Runtime figures (depth, capacity, units, state, outcomes, piscina latency summaries) are read
+ * from `report()` when scraped; HTTP figures (latency histogram, refusals by reason, in-flight)
+ * are recorded by the server as requests end.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RuntimeReport } from '../runtime.js';
+
+const STATES = ['starting', 'ready', 'draining', 'stopped', 'failed'] as const;
+const OUTCOMES = ['completed', 'failed', 'aborted', 'deadline', 'refused'] as const;
+
+/** Seconds; from well under a millisecond (a refusal) to a long native batch. */
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export interface MetricsSource {
+  /** The runtime's report, with `state` as the server presents it (draining once it drains). */
+  report(): RuntimeReport;
+  /** HTTP requests being answered now. */
+  inflight(): number;
+}
+
+/** A gauge whose value is read at scrape time; unbounded (null) reads as +Inf. */
+function readGauge(registry: Registry, name: string, help: string, read: () => number | null): Gauge {
+  return new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      const value = read();
+      this.set(value === null ? Number.POSITIVE_INFINITY : value);
+    },
+  });
+}
+
+export class ServeMetrics {
+  readonly registry = new Registry();
+  readonly #latency: Histogram<'route' | 'method' | 'status'>;
+  readonly #refused: Counter<'reason' | 'status'>;
+  readonly #clientErrors: Counter<'detail'>;
+
+  constructor(source: MetricsSource) {
+    const registry = this.registry;
+    const take = (): RuntimeReport => source.report();
+    readGauge(
+      registry,
+      'omni_runtime_depth',
+      'Calls admitted and not yet ended (the work decides).',
+      () => take().depth,
+    );
+    readGauge(
+      registry,
+      'omni_runtime_capacity',
+      'The request bound (+Inf when unbounded).',
+      () => take().capacity,
+    );
+    readGauge(registry, 'omni_runtime_units', 'Units held by outstanding calls.', () => take().units);
+    readGauge(
+      registry,
+      'omni_runtime_unit_capacity',
+      'The unit ceiling (+Inf when none).',
+      () => take().unitCapacity,
+    );
+    readGauge(registry, 'omni_runtime_waiting', 'Callers waiting for admission.', () => take().waiting);
+    readGauge(
+      registry,
+      'omni_runtime_queued',
+      'Dispatched and not yet started by a worker.',
+      () => take().queued,
+    );
+    readGauge(registry, 'omni_runtime_running', 'Running in a worker now.', () => take().running);
+    readGauge(registry, 'omni_http_inflight', 'HTTP requests being answered now.', () => source.inflight());
+    new Gauge({
+      name: 'omni_runtime_state',
+      help: 'The state the server reports: 1 for the current one, 0 for the others.',
+      labelNames: ['state'],
+      registers: [registry],
+      collect() {
+        const current = take().state;
+        for (const state of STATES) this.set({ state }, state === current ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'omni_runtime_rejected_total',
+      help: 'Admission refusals counted by the runtime (including waits that timed out).',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(take().rejected);
+      },
+    });
+    new Counter({
+      name: 'omni_runtime_calls_total',
+      help: 'How runtime calls ended, as their callers saw it.',
+      labelNames: ['outcome'],
+      registers: [registry],
+      collect() {
+        const report = take();
+        this.reset();
+        for (const outcome of OUTCOMES) this.inc({ outcome }, report[outcome]);
+      },
+    });
+    for (const [name, pick] of [
+      ['omni_runtime_run_time_ms', (r: RuntimeReport) => r.runTimeMs],
+      ['omni_runtime_wait_time_ms', (r: RuntimeReport) => r.waitTimeMs],
+    ] as const) {
+      new Gauge({
+        name,
+        help: `piscina's ${name.includes('run') ? 'run' : 'queue wait'} time summary in milliseconds (quantile 1 = max).`,
+        labelNames: ['quantile'],
+        registers: [registry],
+        collect() {
+          const summary = pick(take());
+          this.set({ quantile: '0.5' }, summary.p50);
+          this.set({ quantile: '0.99' }, summary.p99);
+          this.set({ quantile: '1' }, summary.max);
+        },
+      });
+    }
+    this.#latency = new Histogram({
+      name: 'omni_http_request_duration_seconds',
+      help: 'Time from request to answer, by route, method and status.',
+      labelNames: ['route', 'method', 'status'],
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    });
+    this.#refused = new Counter({
+      name: 'omni_http_refused_total',
+      help: 'Requests answered 413 or 503 without running, by reason (requests, units, queued, too-large, body-too-large, unavailable).',
+      labelNames: ['reason', 'status'],
+      registers: [registry],
+    });
+    this.#clientErrors = new Counter({
+      name: 'omni_http_client_errors_total',
+      help: 'Connections closed for malformed HTTP (answered 400, 408 or 431), by parser code.',
+      labelNames: ['detail'],
+      registers: [registry],
+    });
+  }
+
+  /** One answered request. */
+  observe(route: string, method: string, status: number, seconds: number): void {
+    this.#latency.observe({ route, method, status: String(status) }, seconds);
+  }
+
+  /** A request refused without running (413 or 503). */
+  refused(reason: string, status: number): void {
+    this.#refused.inc({ reason, status: String(status) });
+  }
+
+  clientError(detail: string): void {
+    this.#clientErrors.inc({ detail });
+  }
+
+  /** The Prometheus text exposition and its content type. */
+  async scrape(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * `serve(runtime, options)`: a LinearRuntime behind HTTP (fastify), on loopback by default.
+ *
+ * Routes: POST /v1/linear (linear-route.ts), GET /health (health-route.ts), GET /metrics
+ * (metrics-route.ts). Body limits, content parsing and their 413/400/415 come from fastify;
+ * every error answer goes through the one status table (status.ts); requests node:http cannot
+ * parse are answered by client-error.ts; shutdown is drain.ts.
+ *
+ * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...).
+ */
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { InvalidArgumentError } from '../errors.js';
+import type { LinearRuntime } from '../linear/linear-runtime.js';
+import type { RuntimeReport } from '../runtime.js';
+import { OCTET_STREAM } from './body.js';
+import { clientErrorHandler } from './client-error.js';
+import { Drain, type DrainResult, type ServerState } from './drain.js';
+import { healthRoute } from './health-route.js';
+import { NotFoundError } from './http-errors.js';
+import { linearRoute } from './linear-route.js';
+import { ServeMetrics } from './metrics.js';
+import { metricsRoute } from './metrics-route.js';
+import { answerFor, fromHttpStack } from './status.js';
+
+/** What the server needs of a LinearRuntime (tests may wrap any Runtime in one). */
+export type Served = Pick<
+  LinearRuntime,
+  'run' | 'report' | 'close' | 'inFeatures' | 'outFeatures' | 'backend'
+>;
+
+export interface ServeOptions {
+  /** Interface to listen on (default 127.0.0.1: loopback only). */
+  readonly host?: string;
+  /** Port (default 8080; 0 picks a free one, see ServeHandle.port). */
+  readonly port?: number;
+  /** Largest request body in bytes (default 8 MiB); larger ones are answered 413. */
+  readonly bodyLimit?: number;
+  /** Deadline for every call in milliseconds (default: the runtime's own). */
+  readonly deadlineMs?: number;
+  /** Retry-After, in seconds, on a 503 for full capacity (default 1). */
+  readonly retryAfterSeconds?: number;
+  /** How long a drain waits for in-flight work before abandoning it (default 10 s). */
+  readonly drainTimeoutMs?: number;
+  /** Close the runtime when the server drains (default true: the server owns it). */
+  readonly closeRuntime?: boolean;
+}
+
+export interface ServeHandle {
+  readonly app: FastifyInstance;
+  /** `http://host:port` as listened on. */
+  readonly address: string;
+  readonly host: string;
+  readonly port: number;
+  readonly metrics: ServeMetrics;
+  readonly state: ServerState;
+  /**
+   * Graceful shutdown (drain.ts); runs once, later calls share its result. The listener is
+   * closed before this returns: connections attempted afterwards are refused.
+   */
+  drain(options?: { timeoutMs?: number }): Promise<DrainResult>;
+  /** Cuts a drain's wait for in-flight requests short (a second SIGINT). */
+  expireDrain(): void;
+  /** The same as drain() with the default timeout. */
+  close(): Promise<DrainResult>;
+}
+
+export const DEFAULT_BODY_LIMIT = 8 * 1024 * 1024;
+export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
+
+function integer(
+  name: string,
+  value: number | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got ${String(value)}`);
+  }
+  return value;
+}
+
+function positive(name: string, value: number | undefined): number | undefined {
+  if (value !== undefined && !(value > 0 && Number.isFinite(value))) {
+    throw new InvalidArgumentError(`${name} must be a number > 0, got ${String(value)}`);
+  }
+  return value;
+}
+
+export async function serve(runtime: Served, options: ServeOptions = {}): Promise<ServeHandle> {
+  const host = options.host ?? '127.0.0.1';
+  if (typeof host !== 'string' || host === '') {
+    throw new InvalidArgumentError('host must be a non-empty string');
+  }
+  const port = integer('port', options.port, 8080, 0, 65535);
+  const bodyLimit = integer('bodyLimit', options.bodyLimit, DEFAULT_BODY_LIMIT, 1, 2 ** 31 - 1);
+  const retryAfter = integer('retryAfterSeconds', options.retryAfterSeconds, 1, 0, 86_400);
+  const drainTimeoutMs = positive('drainTimeoutMs', options.drainTimeoutMs) ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  const deadlineMs = positive('deadlineMs', options.deadlineMs);
+
+  const drain = new Drain(options.closeRuntime === false ? undefined : runtime);
+  const report = (): RuntimeReport => {
+    const r = runtime.report();
+    // A draining server is not ready, whatever the runtime says until it is closed. (The
+    // report is a fresh object; a spread would also read its costly latency getters.)
+    if (drain.state !== 'serving' && r.state === 'ready') r.state = 'draining';
+    return r;
+  };
+  const metrics = new ServeMetrics({ report, inflight: () => drain.inflight });
+  const app = Fastify({ logger: false, bodyLimit, clientErrorHandler: clientErrorHandler(metrics) });
+
+  // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser(OCTET_STREAM, { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+  app.addHook('onRequest', async (_request, reply) => {
+    drain.track(reply.raw);
+    // While draining, every answer closes its connection: keep-alive clients go elsewhere.
+    if (drain.state !== 'serving') reply.header('connection', 'close');
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.observe(
+      request.routeOptions.url ?? 'unmatched',
+      request.method,
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
+  });
+  app.setErrorHandler(async (error, _request, reply) => {
+    const answer = answerFor(fromHttpStack(error, bodyLimit));
+    if (answer.retry) reply.header('retry-after', String(retryAfter));
+    if (answer.status === 413 || answer.status === 503) metrics.refused(answer.label, answer.status);
+    return reply.code(answer.status).send(answer.body);
+  });
+  app.setNotFoundHandler(async (request, reply) => {
+    const answer = answerFor(
+      new NotFoundError(`no route for ${request.method} ${request.url.split('?')[0]}`),
+    );
+    return reply.code(answer.status).send(answer.body);
+  });
+
+  linearRoute(app, { runtime, drain, deadlineMs });
+  healthRoute(app, report);
+  metricsRoute(app, metrics);
+
+  try {
+    await app.listen({ host, port });
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
+  const bound = app.server.address() as AddressInfo;
+  const shownHost = bound.address.includes(':') ? `[${bound.address}]` : bound.address;
+  return {
+    app,
+    address: `http://${shownHost}:${bound.port}`,
+    host: bound.address,
+    port: bound.port,
+    metrics,
+    get state() {
+      return drain.state;
+    },
+    drain: (drainOptions = {}) =>
+      drain.start(app, positive('timeoutMs', drainOptions.timeoutMs) ?? drainTimeoutMs),
+    expireDrain: () => drain.expire(),
+    close: () => drain.start(app, drainTimeoutMs),
+  };
+}

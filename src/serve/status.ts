@@ -1,0 +1,160 @@
+/**
+ * The one table from an error's stable code (and refusal reason) to an HTTP status. Every error
+ * answer the server gives goes through `answerFor`, so the table is the whole contract:
+ *
+ * | code / reason                          | status | notes                                     |
+ * | -------------------------------------- | -----: | ----------------------------------------- |
+ * | OMNI_ERR_REJECTED requests/units/queued |    503 | Retry-After; answered at once, no worker  |
+ * | OMNI_ERR_UNAVAILABLE                   |    503 | starting, draining, stopped or failed     |
+ * | OMNI_ERR_TOO_LARGE                     |    413 | the cost can never fit the unit ceiling   |
+ * | OMNI_ERR_BODY_TOO_LARGE                |    413 | the body is over the server's limit       |
+ * | OMNI_ERR_BAD_BODY / _INVALID_ARGUMENT / _INVALID_COST | 400 | malformed, truncated, wrong shape |
+ * | OMNI_ERR_BAD_REQUEST                   |    400 | HTTP framing, URL, header values          |
+ * | OMNI_ERR_REQUEST_TIMEOUT / _HEADERS_TOO_LARGE | 408 / 431 | node:http's own limits         |
+ * | OMNI_ERR_UNSUPPORTED_MEDIA_TYPE        |    415 |                                           |
+ * | OMNI_ERR_NOT_FOUND                     |    404 |                                           |
+ * | OMNI_ERR_DEADLINE                      |    504 | capacity stays held until the work ends   |
+ * | OMNI_ERR_ABORTED                       |    499 | the client left; nobody reads the answer  |
+ * | OMNI_ERR_NATIVE                        |    500 | body carries `nativeCode`                 |
+ * | OMNI_ERR_WORKER_EXITED / _TASK_FAILED / anything else | 500 |                          |
+ */
+import {
+  BadBodyError,
+  BadRequestError,
+  BodyTooLargeError,
+  UnsupportedMediaTypeError,
+} from './http-errors.js';
+
+interface Row {
+  readonly status: number;
+  /** A capacity refusal: worth retrying soon, so the answer carries Retry-After. */
+  readonly retry?: true;
+}
+
+const STATUS_TABLE: Readonly<Record<string, Row>> = {
+  'OMNI_ERR_REJECTED:requests': { status: 503, retry: true },
+  'OMNI_ERR_REJECTED:units': { status: 503, retry: true },
+  'OMNI_ERR_REJECTED:queued': { status: 503, retry: true },
+  OMNI_ERR_REJECTED: { status: 503, retry: true },
+  OMNI_ERR_UNAVAILABLE: { status: 503 },
+  OMNI_ERR_TOO_LARGE: { status: 413 },
+  OMNI_ERR_BODY_TOO_LARGE: { status: 413 },
+  OMNI_ERR_BAD_BODY: { status: 400 },
+  OMNI_ERR_INVALID_ARGUMENT: { status: 400 },
+  OMNI_ERR_INVALID_COST: { status: 400 },
+  OMNI_ERR_BAD_REQUEST: { status: 400 },
+  OMNI_ERR_REQUEST_TIMEOUT: { status: 408 },
+  OMNI_ERR_HEADERS_TOO_LARGE: { status: 431 },
+  OMNI_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415 },
+  OMNI_ERR_NOT_FOUND: { status: 404 },
+  OMNI_ERR_DEADLINE: { status: 504 },
+  OMNI_ERR_ABORTED: { status: 499 },
+  OMNI_ERR_NATIVE: { status: 500 },
+  OMNI_ERR_WORKER_EXITED: { status: 500 },
+  OMNI_ERR_TASK_FAILED: { status: 500 },
+};
+
+const INTERNAL: Row = { status: 500 };
+
+/** The small JSON body of every error answer. */
+export interface ErrorBody {
+  code: string;
+  message: string;
+  /** OMNI_ERR_REJECTED: which bound refused ('requests', 'units', 'queued'). */
+  reason?: string;
+  /** OMNI_ERR_NATIVE: the C side's status code. */
+  nativeCode?: number;
+  /** OMNI_ERR_UNAVAILABLE: the runtime's (or server's) state. */
+  state?: string;
+  /** The lower layer's own code (HPE_*, FST_*) when the error came from the HTTP stack. */
+  detail?: string;
+}
+
+export interface HttpAnswer {
+  readonly status: number;
+  readonly retry: boolean;
+  readonly body: ErrorBody;
+  /** The label metrics count this answer under: the refusal reason, else the code in words. */
+  readonly label: string;
+}
+
+type Coded = Error & {
+  code?: unknown;
+  reason?: unknown;
+  nativeCode?: unknown;
+  state?: unknown;
+  detail?: unknown;
+};
+
+/** The status, Retry-After flag and JSON body for any error a request ended with. */
+export function answerFor(error: unknown): HttpAnswer {
+  const err = asCoded(error);
+  const code = typeof err.code === 'string' ? err.code : 'OMNI_ERR_INTERNAL';
+  const reason = typeof err.reason === 'string' ? err.reason : undefined;
+  const row = rowFor(code, reason);
+  const body: ErrorBody = { code, message: err.message };
+  if (reason !== undefined) body.reason = reason;
+  if (typeof err.nativeCode === 'number') body.nativeCode = err.nativeCode;
+  if (typeof err.state === 'string') body.state = err.state;
+  if (typeof err.detail === 'string') body.detail = err.detail;
+  // Metrics label: the refusal reason, else the code's own words ('too-large', 'unavailable').
+  const label =
+    reason ??
+    code
+      .replace(/^OMNI_ERR_/, '')
+      .toLowerCase()
+      .replaceAll('_', '-');
+  return { status: row.status, retry: row.retry === true, body, label };
+}
+
+/** The HTTP status the table gives a code (and reason); 500 for codes it does not know. */
+export function statusFor(code: string, reason?: string): number {
+  return rowFor(code, reason).status;
+}
+
+function rowFor(code: string, reason: string | undefined): Row {
+  const specific = reason === undefined ? undefined : STATUS_TABLE[`${code}:${reason}`];
+  return specific ?? STATUS_TABLE[code] ?? INTERNAL;
+}
+
+const BODY_UNREADABLE = new Set([
+  'FST_ERR_CTP_INVALID_CONTENT_LENGTH',
+  'FST_ERR_CTP_EMPTY_JSON_BODY',
+  'FST_ERR_CTP_INVALID_JSON_BODY',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ERR_STREAM_PREMATURE_CLOSE',
+]);
+
+/**
+ * Rewrites what the HTTP stack (fastify, node:http) throws into this server's coded errors.
+ * A body that could not be read is a 400, never a 413: only the stack's own over-the-limit
+ * error becomes BodyTooLargeError.
+ */
+export function fromHttpStack(error: unknown, bodyLimit: number): Error {
+  const err = asCoded(error);
+  const code = typeof err.code === 'string' ? err.code : undefined;
+  if (code?.startsWith('OMNI_ERR_')) return err;
+  const tagged = <E extends Error>(e: E): E => {
+    if (code !== undefined) (e as Coded).detail = code;
+    return e;
+  };
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return tagged(new BodyTooLargeError(bodyLimit));
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return tagged(new UnsupportedMediaTypeError());
+  if (
+    (code !== undefined && BODY_UNREADABLE.has(code)) ||
+    err instanceof SyntaxError ||
+    err.message === 'aborted'
+  ) {
+    return tagged(new BadBodyError(`the request body could not be read: ${err.message}`));
+  }
+  const statusCode = (err as { statusCode?: unknown }).statusCode;
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
+    return tagged(new BadRequestError(err.message));
+  }
+  return err;
+}
+
+function asCoded(error: unknown): Coded {
+  return (error instanceof Error ? error : new Error(String(error))) as Coded;
+}

@@ -1,0 +1,282 @@
+/**
+ * `omni-runtime serve` as a user runs it: flags, one-line usage errors, the printed address, and
+ * SIGTERM/SIGINT mid-load (in-flight requests finish 200, exit 0). Child processes are the built
+ * CLI (dist/src/cli.js, native CPU fixture) and the same command with the gated fixture worker
+ * (dist/test/fixtures/serve-gated-cli.js), whose gate the test opens through the child's stdin.
+ * Cross-process ordering is by polling /health or /metrics in bounded loops, never by sleeps.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildFixture } from '../scripts/build-native.mjs';
+import { parseServeArgs, runServeCommand } from '../src/cli/serve-command.js';
+import { seededWeights } from '../src/index.js';
+import { referenceLinearGelu } from '../src/native/index.js';
+import { packageRoot } from '../src/paths.js';
+import { floatsOf, get, postFloats, postJson, tryConnect } from './fixtures/serve-client.js';
+import { ENTERED, expectedRow } from './fixtures/serve-gate-layout.js';
+import { type Gated, startGated } from './fixtures/serve-harness.js';
+
+const CLI = join(packageRoot, 'dist', 'src', 'cli.js');
+const GATED_CLI = join(packageRoot, 'dist', 'test', 'fixtures', 'serve-gated-cli.js');
+
+interface Child {
+  readonly process: ChildProcessWithoutNullStreams;
+  readonly stdout: string[];
+  readonly stderr: string[];
+  /** Resolves with the first stdout line matching `pattern` (rejects if the child exits first). */
+  line(pattern: RegExp): Promise<RegExpExecArray>;
+  readonly exit: Promise<number | null>;
+}
+
+const children: Child[] = [];
+
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.process.exitCode === null) c.process.kill('SIGKILL');
+});
+
+function launch(script: string, args: string[]): Child {
+  const child = spawn(process.execPath, [script, ...args], {
+    cwd: packageRoot,
+    env: { ...process.env, OMNI_BACKEND: '' },
+  });
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const events = new EventEmitter();
+  createInterface({ input: child.stdout }).on('line', (l) => {
+    stdout.push(l);
+    events.emit('line', l);
+  });
+  createInterface({ input: child.stderr }).on('line', (l) => stderr.push(l));
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const line = (pattern: RegExp): Promise<RegExpExecArray> =>
+    new Promise((resolve, reject) => {
+      const seen = stdout.map((l) => pattern.exec(l)).find((m) => m !== null);
+      if (seen) return resolve(seen);
+      const onLine = (l: string): void => {
+        const m = pattern.exec(l);
+        if (m) {
+          events.off('line', onLine);
+          resolve(m);
+        }
+      };
+      events.on('line', onLine);
+      void exit.then((code) =>
+        reject(
+          new Error(`exited ${code} before printing ${pattern}\n${stdout.join('\n')}\n${stderr.join('\n')}`),
+        ),
+      );
+    });
+  const c: Child = { process: child, stdout, stderr, line, exit };
+  children.push(c);
+  return c;
+}
+
+const LISTENING = /listening on (http:\/\/127\.0\.0\.1:(\d+)) \(backend (\w+)/;
+
+/** Polls (bounded) until `ready` holds for the text of GET `path`. */
+async function until(
+  url: string,
+  path: string,
+  ready: (text: string) => boolean,
+  what: string,
+): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    const a = await get(url, path);
+    if (ready(Buffer.from(a.bytes).toString('utf8'))) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`never saw ${what}`);
+}
+
+function sample(text: string, series: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
+}
+
+describe('serve flags', () => {
+  it('defaults: loopback, port 8080, 1 thread, 4 requests per thread, no unit ceiling', () => {
+    expect(parseServeArgs([])).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      threads: 1,
+      requests: 4,
+      units: undefined,
+      backend: undefined,
+      deadlineMs: undefined,
+    });
+    expect(parseServeArgs(['--threads', '3'])).toMatchObject({ threads: 3, requests: 12 });
+    expect(parseServeArgs(['--help'])).toBe('help');
+  });
+
+  it.each([
+    ['--port', '70000'],
+    ['--port', 'http'],
+    ['--threads', '0'],
+    ['--requests', '1.5'],
+    ['--units', '0'],
+    ['--backend', 'tpu'],
+    ['--body-limit', '0'],
+    ['--deadline-ms', '0'],
+    ['--in-features', '0'],
+    ['--drain-timeout-ms', 'never'],
+    ['--frobnicate', '1'],
+  ])('%s %s: UsageError', (flag, value) => {
+    expect(() => parseServeArgs([flag, value])).toThrow(expect.objectContaining({ code: 'OMNI_ERR_USAGE' }));
+  });
+
+  it('a stray argument is a UsageError', () => {
+    expect(() => parseServeArgs(['now'])).toThrow(expect.objectContaining({ code: 'OMNI_ERR_USAGE' }));
+  });
+
+  it('the built CLI: a bad flag is one line on stderr naming it, exit 2', async () => {
+    const bad = launch(CLI, ['serve', '--port', 'http']);
+    expect(await bad.exit).toBe(2);
+    expect(bad.stderr).toHaveLength(1);
+    expect(bad.stderr[0]).toContain('--port');
+    expect(bad.stdout).toEqual([]);
+  });
+
+  it('--help prints the usage and resolves 0 without starting anything', async () => {
+    const lines: string[] = [];
+    expect(await runServeCommand(['--help'], { out: (l) => lines.push(l) })).toBe(0);
+    expect(lines.join('\n')).toMatch(/^Usage: omni-runtime serve/);
+  });
+});
+
+describe('runServeCommand in-process (signals from an EventEmitter)', () => {
+  it('a second signal abandons in-flight requests: exit 1', async () => {
+    const signals = new EventEmitter();
+    const lines: string[] = [];
+    let gated: Gated | undefined;
+    let announce: (url: string) => void = () => {};
+    const listening = new Promise<string>((resolve) => {
+      announce = resolve;
+    });
+    const exitCode = runServeCommand(['--port', '0', '--drain-timeout-ms', '100', '--in-features', '2'], {
+      signals: signals as unknown as NodeJS.Process,
+      out: (l) => {
+        lines.push(l);
+        const m = LISTENING.exec(l);
+        if (m) announce(m[1]!);
+      },
+      startRuntime: async (options) => {
+        gated = await startGated({ ...options, inFeatures: 2, outFeatures: 2 });
+        return gated.lr;
+      },
+    });
+    const url = await listening;
+    const stuck = postFloats(url, [1, 2]).then(
+      (a) => a.status,
+      () => 'connection closed',
+    );
+    await gated!.reach(ENTERED, 1);
+    signals.emit('SIGTERM');
+    signals.emit('SIGINT');
+    expect(await exitCode).toBe(1);
+    expect(lines.some((l) => l.includes('SIGINT again'))).toBe(true);
+    expect(gated!.lr.report().state).toBe('stopped');
+    expect([500, 'connection closed']).toContain(await stuck);
+  });
+});
+
+describe('serve child processes', () => {
+  beforeAll(() => {
+    buildFixture();
+  });
+
+  it('the built CLI on the native fixture: prints address and backend, answers, drains on SIGTERM mid-load, exits 0', async () => {
+    const IN = 512;
+    const OUT = 512;
+    const ROWS = 1024;
+    const child = launch(CLI, [
+      'serve',
+      '--port',
+      '0',
+      '--backend',
+      'fixture',
+      '--threads',
+      '1',
+      '--requests',
+      '4',
+      '--in-features',
+      String(IN),
+      '--out-features',
+      String(OUT),
+    ]);
+    const [, url, , backend] = await child.line(LISTENING);
+    expect(backend).toBe('fixture');
+
+    const health = await get(url!, '/health');
+    expect(health.status).toBe(200);
+    expect(health.json).toMatchObject({ state: 'ready', depth: 0, capacity: 4 });
+
+    // Numerics through HTTP match the double-precision reference of the same seeded weights.
+    const x = Array.from({ length: IN }, (_, i) => Math.sin(i) * 0.5);
+    const json = await postJson(url!, { rows: [x] });
+    expect(json.status).toBe(200);
+    const { w, b } = seededWeights(IN, OUT);
+    const want = referenceLinearGelu(new Float32Array(x), 1, w, b, OUT, IN);
+    const got = (json.json as { rows: number[][] }).rows[0]!;
+    for (let j = 0; j < OUT; j++) expect(got[j]).toBeCloseTo(want[j]!, 4);
+
+    // Three large calls, serialized on one thread: wait until all are admitted and one still runs.
+    const big = new Float32Array(ROWS * IN).fill(0.25);
+    const load = [0, 1, 2].map(() => postFloats(url!, big));
+    // Awaited below; marked handled now so a failure above does not also report three rejections.
+    for (const p of load) p.catch(() => {});
+    await until(
+      url!,
+      '/metrics',
+      (t) =>
+        sample(t, 'omni_runtime_depth') >= 1 &&
+        sample(t, 'omni_runtime_depth') + sample(t, 'omni_runtime_calls_total{outcome="completed"}') === 4,
+      'three admitted calls with one still running',
+    );
+    child.process.kill('SIGTERM');
+    await child.line(/SIGTERM: draining/);
+    expect(await tryConnect(Number(new URL(url!).port))).toBe('ECONNREFUSED');
+    const answers = await Promise.all(load);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    for (const a of answers) expect(a.bytes.byteLength).toBe(ROWS * OUT * 4);
+    expect(await child.exit).toBe(0);
+    expect(child.stdout.at(-1)).toMatch(/drained, exiting/);
+  });
+
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'gated: %s with every call held in flight; all finish 200 after the drain began, exit 0',
+    async (signal) => {
+      const child = launch(GATED_CLI, [
+        '--port',
+        '0',
+        '--threads',
+        '1',
+        '--requests',
+        '3',
+        '--in-features',
+        '4',
+        '--out-features',
+        '2',
+      ]);
+      const [, url] = await child.line(LISTENING);
+      const inputs = [0, 1, 2].map((i) => [i, i + 1, i + 2, i + 3]);
+      const load = inputs.map((x) => postFloats(url!, x));
+      for (const p of load) p.catch(() => {});
+      // All three admitted and held (one at the gate, two queued behind it).
+      await until(url!, '/health', (t) => (JSON.parse(t) as { depth: number }).depth === 3, 'depth 3');
+      child.process.kill(signal);
+      await child.line(new RegExp(`${signal}: draining`));
+      expect(await tryConnect(Number(new URL(url!).port))).toBe('ECONNREFUSED');
+      child.process.stdin.write('open\n');
+      const answers = await Promise.all(load);
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+      answers.forEach((a, i) => {
+        expect(floatsOf(a)).toEqual(expectedRow(inputs[i]!, 2));
+      });
+      expect(await child.exit).toBe(0);
+      expect(child.stdout.at(-1)).toMatch(/drained, exiting/);
+    },
+  );
+});

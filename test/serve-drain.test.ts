@@ -1,0 +1,138 @@
+/**
+ * Graceful drain of an in-process server: the listener closes, requests on connections that
+ * were already open hear 503 (GET /health included), in-flight work finishes with 200, then the
+ * runtime closes. In-flight work is held at the fixture worker's gate, not by sleeps.
+ */
+import { Agent, request as httpRequest } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { serve } from '../src/serve/index.js';
+import { postFloats, tryConnect } from './fixtures/serve-client.js';
+import { ENTERED } from './fixtures/serve-gate-layout.js';
+import { type Gated, startGated } from './fixtures/serve-harness.js';
+
+const agents: Agent[] = [];
+const gates: Gated[] = [];
+
+afterEach(() => {
+  for (const a of agents.splice(0)) a.destroy();
+  for (const g of gates.splice(0)) g.open();
+});
+
+/** An agent that keeps exactly one connection, so its next request reuses the open one. */
+function keepAlive(): Agent {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  agents.push(agent);
+  return agent;
+}
+
+interface Heard {
+  status: number;
+  connection: string | undefined;
+  json: Record<string, unknown>;
+}
+
+function request(agent: Agent, url: string, method = 'GET', body?: Buffer): Promise<Heard> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      url,
+      { agent, method, headers: body ? { 'content-type': 'application/octet-stream' } : {} },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            connection: res.headers.connection,
+            json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>,
+          }),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('drain', () => {
+  it('503 on open connections (health included), no new connections, in-flight work ends 200', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0 });
+    const url = s.address;
+    const healthAgent = keepAlive();
+    const postAgent = keepAlive();
+    // Open one connection for each agent before the drain.
+    expect((await request(healthAgent, `${url}/health`)).status).toBe(200);
+    expect((await request(postAgent, `${url}/health`)).status).toBe(200);
+
+    const inflight = postFloats(url, [1, 2, 3, 4]);
+    await g.reach(ENTERED, 1);
+    const drained = s.drain();
+    expect(s.state).toBe('draining');
+
+    const health = await request(healthAgent, `${url}/health`);
+    expect(health.status).toBe(503);
+    expect(health.json).toMatchObject({ state: 'draining', depth: 1, capacity: 2 });
+    expect(health.connection).toBe('close');
+
+    const refused = await request(
+      postAgent,
+      `${url}/v1/linear`,
+      'POST',
+      Buffer.from(new Float32Array(4).buffer),
+    );
+    expect(refused.status).toBe(503);
+    expect(refused.json).toMatchObject({ code: 'OMNI_ERR_UNAVAILABLE', state: 'draining' });
+    expect(refused.connection).toBe('close');
+
+    expect(await tryConnect(s.port)).toBe('ECONNREFUSED');
+    // Nothing new reached the worker; the in-flight call is still held.
+    expect(g.entered()).toBe(1);
+    expect(g.lr.report().state).toBe('ready');
+
+    g.open();
+    const answer = await inflight;
+    expect(answer.status).toBe(200);
+    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(s.state).toBe('closed');
+    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+    expect(g.entered()).toBe(1);
+  });
+
+  it('waits for work whose caller already heard 504 before closing the runtime', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0 });
+    const late = postFloats(s.address, [1, 2, 3, 4], { headers: { 'x-omni-deadline-ms': '1000' } });
+    await g.reach(ENTERED, 1);
+    expect((await late).status).toBe(504);
+    const drained = s.drain();
+    let settled = false;
+    void drained.then(() => {
+      settled = true;
+    });
+    // No request is in flight, but the work still holds its capacity: the drain waits for it.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toBe(false);
+    expect(g.lr.report()).toMatchObject({ state: 'draining', depth: 1 });
+    g.open();
+    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+  });
+
+  it('a drain timeout abandons work still held: the result says so and the runtime still stops', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0 });
+    const stuck = postFloats(s.address, [1, 2, 3, 4]).then(
+      (a) => a.status,
+      () => 'connection closed',
+    );
+    await g.reach(ENTERED, 1);
+    const result = await s.drain({ timeoutMs: 50 });
+    expect(result).toEqual({ clean: false, abandonedRequests: 1 });
+    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+    // The abandoned request hears a 500 (its worker was terminated) or loses its connection.
+    expect([500, 'connection closed']).toContain(await stuck);
+  });
+});

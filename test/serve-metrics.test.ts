@@ -1,0 +1,123 @@
+/** GET /health and GET /metrics of a real server: readiness, never admission-gated, per-server registry. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { type ServeHandle, serve } from '../src/serve/index.js';
+import { get, postFloats } from './fixtures/serve-client.js';
+import { ENTERED } from './fixtures/serve-gate-layout.js';
+import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
+
+const servers: ServeHandle[] = [];
+const gates: Gated[] = [];
+
+afterEach(async () => {
+  for (const g of gates.splice(0)) g.open();
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+async function start(options: GatedOptions): Promise<{ g: Gated; url: string }> {
+  const g = await startGated({ inFeatures: 2, outFeatures: 2, ...options });
+  gates.push(g);
+  const s = await serve(g.lr, { port: 0 });
+  servers.push(s);
+  return { g, url: s.address };
+}
+
+/** The value of one sample line (`name{labels} value`) in Prometheus text. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describe('GET /health', () => {
+  it('reports the runtime exactly, 200 when ready, and stays answerable at full capacity', async () => {
+    const { g, url } = await start({ threads: 1, admission: { requests: 1, units: 8 } });
+    const idle = await get(url, '/health');
+    expect(idle.status).toBe(200);
+    expect(idle.json).toEqual({
+      state: 'ready',
+      depth: 0,
+      capacity: 1,
+      rejected: 0,
+      units: 0,
+      unitCapacity: 8,
+      waiting: 0,
+    });
+
+    const held = postFloats(url, [1, 2, 3, 4]);
+    await g.reach(ENTERED, 1);
+    for (let i = 0; i < 3; i++) {
+      const full = await get(url, '/health');
+      expect(full.status).toBe(200);
+      // Health takes no capacity and is never counted as a refusal.
+      expect(full.json).toEqual({
+        state: 'ready',
+        depth: 1,
+        capacity: 1,
+        rejected: 0,
+        units: 2,
+        unitCapacity: 8,
+        waiting: 0,
+      });
+    }
+    g.open();
+    expect((await held).status).toBe(200);
+  });
+});
+
+describe('GET /metrics', () => {
+  it('Prometheus text: depth, capacity, units, state, refusals by reason, latency histograms', async () => {
+    const { g, url } = await start({ threads: 1, admission: { requests: 1 } });
+    const held = postFloats(url, [1, 2]);
+    await g.reach(ENTERED, 1);
+    const refused = await Promise.all([1, 2, 3].map(() => postFloats(url, [1, 2])));
+    expect(refused.map((a) => a.status)).toEqual([503, 503, 503]);
+
+    const during = await get(url, '/metrics');
+    expect(during.status).toBe(200);
+    expect(during.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = Buffer.from(during.bytes).toString('utf8');
+    expect(sample(text, 'omni_runtime_depth')).toBe(1);
+    expect(sample(text, 'omni_runtime_capacity')).toBe(1);
+    // Request-only mode does no unit accounting.
+    expect(sample(text, 'omni_runtime_units')).toBe(0);
+    expect(text).toContain('omni_runtime_unit_capacity +Inf');
+    expect(sample(text, 'omni_runtime_state{state="ready"}')).toBe(1);
+    expect(sample(text, 'omni_runtime_state{state="draining"}')).toBe(0);
+    expect(sample(text, 'omni_runtime_rejected_total')).toBe(3);
+    expect(sample(text, 'omni_http_refused_total{reason="requests",status="503"}')).toBe(3);
+    expect(
+      sample(text, 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="503"}'),
+    ).toBe(3);
+
+    g.open();
+    expect((await held).status).toBe(200);
+    const after = Buffer.from((await get(url, '/metrics')).bytes).toString('utf8');
+    expect(sample(after, 'omni_runtime_depth')).toBe(0);
+    expect(sample(after, 'omni_runtime_calls_total{outcome="completed"}')).toBe(1);
+    expect(
+      sample(
+        after,
+        'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="200"}',
+      ),
+    ).toBe(1);
+    expect(
+      sample(
+        after,
+        'omni_http_request_duration_seconds_bucket{le="+Inf",route="/v1/linear",method="POST",status="200"}',
+      ),
+    ).toBe(1);
+  });
+
+  it('each server has its own registry', async () => {
+    const a = await start({ threads: 1, admission: { requests: 1 } });
+    const b = await start({ open: true, threads: 1, admission: { requests: 3 } });
+    const held = postFloats(a.url, [1, 2]);
+    await a.g.reach(ENTERED, 1);
+    expect((await postFloats(a.url, [1, 2])).status).toBe(503);
+    const text = Buffer.from((await get(b.url, '/metrics')).bytes).toString('utf8');
+    expect(sample(text, 'omni_runtime_capacity')).toBe(3);
+    expect(sample(text, 'omni_runtime_rejected_total')).toBe(0);
+    expect(text).not.toContain('omni_http_refused_total{');
+    a.g.open();
+    expect((await held).status).toBe(200);
+  });
+});

@@ -1,0 +1,406 @@
+/**
+ * POST /v1/linear against a real server on 127.0.0.1 (port 0) and the gated fixture worker:
+ * every status of the table, and which requests reach a worker (the fixture counts its own
+ * invocations in shared memory). Capacity is held by parking calls at the gate, never by sleeps.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import {
+  type Answer,
+  floatsOf,
+  get,
+  postBytes,
+  postFloats,
+  postJson,
+  rawExchange,
+} from './fixtures/serve-client.js';
+import {
+  ENTERED,
+  expectedRow,
+  FAIL_FATAL,
+  FAIL_NATIVE,
+  FAIL_NATIVE_CODE,
+  FAIL_PLAIN,
+  FINISHED,
+} from './fixtures/serve-gate-layout.js';
+import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
+
+const IN = 4;
+const OUT = 3;
+
+const servers: ServeHandle[] = [];
+const gates: Gated[] = [];
+
+interface Started {
+  readonly g: Gated;
+  readonly s: ServeHandle;
+  readonly url: string;
+}
+
+// One server with its gate open serves every test that holds no capacity and leaves the runtime
+// as it found it; such tests count the worker invocations they cause as a difference.
+let openServer: Promise<Started> | undefined;
+function shared(): Promise<Started> {
+  openServer ??= (async () => {
+    const g = await startGated({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 8 } });
+    const s = await serve(g.lr, { port: 0 });
+    return { g, s, url: s.address };
+  })();
+  return openServer;
+}
+
+afterAll(async () => {
+  await (await openServer)?.s.close();
+});
+
+/** Runs `fn` and returns how many calls reached the worker meanwhile. */
+async function invocations(g: Gated, fn: () => Promise<void>): Promise<number> {
+  const before = g.entered();
+  await fn();
+  return g.entered() - before;
+}
+
+afterEach(async () => {
+  // Whatever a test left parked at its gate must end before its server can drain.
+  for (const g of gates.splice(0)) g.open();
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+async function start(
+  gated: GatedOptions,
+  options: ServeOptions = {},
+): Promise<{ g: Gated; s: ServeHandle; url: string }> {
+  const g = await startGated({ inFeatures: IN, outFeatures: OUT, ...gated });
+  gates.push(g);
+  const s = await serve(g.lr, { port: 0, ...options });
+  servers.push(s);
+  return { g, s, url: s.address };
+}
+
+function rows(n: number, first = 1): number[] {
+  return Array.from({ length: n * IN }, (_, i) => first + i);
+}
+
+function expected(values: number[]): number[] {
+  const out: number[] = [];
+  for (let r = 0; r < values.length / IN; r++)
+    out.push(...expectedRow(values.slice(r * IN, (r + 1) * IN), OUT));
+  return out;
+}
+
+function errorOf(a: Answer): {
+  code?: unknown;
+  reason?: unknown;
+  nativeCode?: unknown;
+  state?: unknown;
+  detail?: unknown;
+} {
+  expect(a.headers.get('content-type')).toMatch(/^application\/json/);
+  return a.json ?? {};
+}
+
+describe('200: rows in, rows out, in the request encoding', () => {
+  it('octet-stream: rows from the body length, from ?rows= and from x-omni-rows', async () => {
+    const { url, g } = await shared();
+    const x = rows(2);
+    const reached = await invocations(g, async () => {
+      for (const hint of [{}, { query: '?rows=2' }, { headers: { 'x-omni-rows': '2' } }]) {
+        const a = await postFloats(url, x, hint);
+        expect(a.status).toBe(200);
+        expect(a.headers.get('content-type')).toBe('application/octet-stream');
+        expect(a.headers.get('x-omni-rows')).toBe('2');
+        expect(floatsOf(a)).toEqual(expected(x));
+      }
+    });
+    expect(reached).toBe(3);
+  });
+
+  it('an octet body at an odd offset inside a larger buffer is copied, aligned, and answered', async () => {
+    const { url } = await shared();
+    const x = rows(1, 0.5);
+    const backing = new Uint8Array(1 + x.length * 4);
+    backing.set(new Uint8Array(new Float32Array(x).buffer), 1);
+    const a = await postBytes(url, backing.subarray(1));
+    expect(a.status).toBe(200);
+    expect(floatsOf(a)).toEqual(expected(x));
+  });
+
+  it('JSON: { rows: [[...]] } in, { rows: [[...]] } out', async () => {
+    const { url } = await shared();
+    const a = await postJson(url, { rows: [rows(1), rows(1, 10)] });
+    expect(a.status).toBe(200);
+    expect(a.json).toEqual({ rows: [expected(rows(1)), expected(rows(1, 10))] });
+  });
+});
+
+describe('400: malformed, truncated, unreadable bodies and wrong shapes never reach a worker', () => {
+  it.each([
+    ['bytes not a whole number of floats', () => ({ body: new Uint8Array(10) }), 'OMNI_ERR_BAD_BODY'],
+    ['floats not a whole number of rows', () => ({ body: f32(5) }), 'OMNI_ERR_BAD_BODY'],
+    ['an empty body', () => ({ body: new Uint8Array(0) }), 'OMNI_ERR_BAD_BODY'],
+    ['?rows= disagreeing with the body', () => ({ body: f32(8), query: '?rows=3' }), 'OMNI_ERR_BAD_BODY'],
+    ['?rows=abc', () => ({ body: f32(8), query: '?rows=abc' }), 'OMNI_ERR_BAD_REQUEST'],
+    ['?rows=0', () => ({ body: f32(8), query: '?rows=0' }), 'OMNI_ERR_BAD_REQUEST'],
+    [
+      '?rows= and x-omni-rows disagreeing',
+      () => ({ body: f32(8), query: '?rows=2', headers: { 'x-omni-rows': '1' } }),
+      'OMNI_ERR_BAD_REQUEST',
+    ],
+    [
+      'a malformed deadline header',
+      () => ({ body: f32(4), headers: { 'x-omni-deadline-ms': 'soon' } }),
+      'OMNI_ERR_BAD_REQUEST',
+    ],
+  ])('octet-stream: %s', async (_name, make, code) => {
+    const { url, g } = await shared();
+    const { body, query, headers } = make() as {
+      body: Uint8Array;
+      query?: string;
+      headers?: Record<string, string>;
+    };
+    const reached = await invocations(g, async () => {
+      const a = await postBytes(url, body, { ...(query ? { query } : {}), ...(headers ? { headers } : {}) });
+      expect(a.status).toBe(400);
+      expect(errorOf(a).code).toBe(code);
+    });
+    expect(reached).toBe(0);
+  });
+
+  it.each([
+    ['malformed JSON', '{"rows": [[1, 2'],
+    ['an empty JSON body', ''],
+    ['no rows field', {}],
+    ['rows not an array', { rows: 3 }],
+    ['zero rows', { rows: [] }],
+    ['a row of the wrong width', { rows: [[1, 2, 3]] }],
+    ['a non-number', { rows: [[1, 2, '3', 4]] }],
+    ['a top-level array', [[1, 2, 3, 4]]],
+  ])('JSON: %s', async (_name, value) => {
+    const { url, g } = await shared();
+    const reached = await invocations(g, async () => {
+      const a = await postJson(url, value);
+      expect(a.status).toBe(400);
+      expect(errorOf(a).code).toBe('OMNI_ERR_BAD_BODY');
+    });
+    expect(reached).toBe(0);
+  });
+
+  it('a chunked body with a non-hex chunk size: 400 from the parser, and no worker invocation', async () => {
+    const { url, s, g } = await shared();
+    const before = g.entered();
+    const chunk = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
+    const raw = await rawExchange(s.port, [
+      'POST /v1/linear HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\n' +
+        'Transfer-Encoding: chunked\r\n\r\n',
+      '10\r\n',
+      chunk,
+      '\r\nzz\r\n',
+      chunk,
+      '\r\n0\r\n\r\n',
+    ]);
+    expect(raw.status).toBe(400);
+    expect(JSON.parse(raw.body)).toMatchObject({
+      code: 'OMNI_ERR_BAD_BODY',
+      detail: 'HPE_INVALID_CHUNK_SIZE',
+    });
+    expect(g.entered() - before).toBe(0);
+    // The server still serves, and exactly that one good request reaches a worker.
+    expect((await postFloats(url, rows(1))).status).toBe(200);
+    expect(g.entered() - before).toBe(1);
+  });
+
+  it('a body shorter than its Content-Length (the client half-closes): 400, not 413', async () => {
+    const { s, g } = await shared();
+    const before = g.entered();
+    const raw = await rawExchange(
+      s.port,
+      [
+        'POST /v1/linear HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: 64\r\n\r\n',
+        Buffer.from(new Float32Array([1, 2, 3, 4]).buffer),
+      ],
+      true,
+    );
+    expect(raw.status).toBe(400);
+    expect(JSON.parse(raw.body)).toMatchObject({ code: 'OMNI_ERR_BAD_BODY' });
+    expect(g.entered() - before).toBe(0);
+  });
+});
+
+describe('413, 415, 404', () => {
+  it('a body over the limit: 413 OMNI_ERR_BODY_TOO_LARGE (octet, chunked and JSON)', async () => {
+    const { url, g } = await start({ open: true, admission: { requests: 4 } }, { bodyLimit: 256 });
+    const octet = await postBytes(url, f32(128));
+    expect(octet.status).toBe(413);
+    expect(errorOf(octet).code).toBe('OMNI_ERR_BODY_TOO_LARGE');
+    // No Content-Length: the limit is enforced while reading.
+    const chunked = await fetch(`${url}/v1/linear`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: new ReadableStream({
+        start(controller) {
+          for (let i = 0; i < 4; i++) controller.enqueue(f32(32));
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(chunked.status).toBe(413);
+    expect(((await chunked.json()) as { code: string }).code).toBe('OMNI_ERR_BODY_TOO_LARGE');
+    const json = await postJson(url, { rows: Array.from({ length: 40 }, () => rows(1)) });
+    expect(json.status).toBe(413);
+    expect(errorOf(json).code).toBe('OMNI_ERR_BODY_TOO_LARGE');
+    expect(g.entered()).toBe(0);
+  });
+
+  it('a cost (rows) that can never fit the unit ceiling: 413 OMNI_ERR_TOO_LARGE, even when idle', async () => {
+    const { url, g } = await start({ open: true, admission: { requests: 4, units: 4 } });
+    const a = await postFloats(url, rows(5));
+    expect(a.status).toBe(413);
+    expect(errorOf(a).code).toBe('OMNI_ERR_TOO_LARGE');
+    expect(a.headers.get('retry-after')).toBeNull();
+    // Exactly the ceiling fits.
+    expect((await postFloats(url, rows(4))).status).toBe(200);
+    expect(g.entered()).toBe(1);
+  });
+
+  it('an unsupported Content-Type: 415; an unknown route: 404', async () => {
+    const { url, g } = await shared();
+    const reached = await invocations(g, async () => {
+      const text = await postBytes(url, Buffer.from('1 2 3 4'), { type: 'text/plain' });
+      expect(text.status).toBe(415);
+      expect(errorOf(text).code).toBe('OMNI_ERR_UNSUPPORTED_MEDIA_TYPE');
+      const missing = await get(url, '/v2/nothing');
+      expect(missing.status).toBe(404);
+      expect(errorOf(missing).code).toBe('OMNI_ERR_NOT_FOUND');
+    });
+    expect(reached).toBe(0);
+  });
+});
+
+describe('503: admission refusals, answered at once, never reaching a worker', () => {
+  it('a burst beyond capacity: exactly the excess is refused, with Retry-After', async () => {
+    const capacity = 2;
+    const excess = 5;
+    const { url, g } = await start({ threads: capacity, admission: { requests: capacity } });
+    const held = Array.from({ length: capacity }, (_, i) => postFloats(url, rows(1, i)));
+    await g.reach(ENTERED, capacity);
+    const burst = await Promise.all(Array.from({ length: excess }, () => postFloats(url, rows(1))));
+    expect(burst.map((a) => a.status)).toEqual(Array(excess).fill(503));
+    for (const a of burst) {
+      expect(a.headers.get('retry-after')).toBe('1');
+      expect(errorOf(a)).toMatchObject({ code: 'OMNI_ERR_REJECTED', reason: 'requests' });
+    }
+    expect(g.entered()).toBe(capacity);
+    const health = await get(url, '/health');
+    expect(health.status).toBe(200);
+    expect(health.json).toMatchObject({ state: 'ready', depth: capacity, capacity, rejected: excess });
+    g.open();
+    expect((await Promise.all(held)).map((a) => a.status)).toEqual([200, 200]);
+    // Only the admitted calls ever ran.
+    expect(g.entered()).toBe(capacity);
+  });
+
+  it('the unit bound refuses with reason "units"', async () => {
+    const { url, g } = await start({ admission: { requests: 4, units: 4 } });
+    const held = postFloats(url, rows(3));
+    await g.reach(ENTERED, 1);
+    const a = await postFloats(url, rows(2));
+    expect(a.status).toBe(503);
+    expect(a.headers.get('retry-after')).toBe('1');
+    expect(errorOf(a)).toMatchObject({ code: 'OMNI_ERR_REJECTED', reason: 'units' });
+    g.open();
+    expect((await held).status).toBe(200);
+    expect(g.entered()).toBe(1);
+  });
+
+  it('a stopped runtime: 503 OMNI_ERR_UNAVAILABLE, and /health says so', async () => {
+    const { url, g } = await start({ open: true, admission: { requests: 4 } });
+    await g.lr.close();
+    const a = await postFloats(url, rows(1));
+    expect(a.status).toBe(503);
+    expect(errorOf(a)).toMatchObject({ code: 'OMNI_ERR_UNAVAILABLE', state: 'stopped' });
+    expect(a.headers.get('retry-after')).toBeNull();
+    const health = await get(url, '/health');
+    expect(health.status).toBe(503);
+    expect(health.json).toMatchObject({ state: 'stopped' });
+    expect(g.entered()).toBe(0);
+  });
+});
+
+describe('504: admitted but past its deadline; the capacity stays held until the work ends', () => {
+  it('a call queued behind a slow gated one', async () => {
+    const { url, g } = await start({ threads: 1, admission: { requests: 2 } });
+    const slow = postFloats(url, rows(1));
+    await g.reach(ENTERED, 1);
+    const late = await postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': '1' } });
+    expect(late.status).toBe(504);
+    expect(errorOf(late).code).toBe('OMNI_ERR_DEADLINE');
+    // Both calls still hold their capacity: the late one is queued behind the gate.
+    expect((await get(url, '/health')).json).toMatchObject({ depth: 2 });
+    g.open();
+    expect((await slow).status).toBe(200);
+    await untilDepth(url, 0);
+    // The late call was skipped by the worker, not run.
+    expect(g.entered()).toBe(1);
+  });
+
+  it('the gated call itself: 504, depth 1 until the gate opens and the work ends', async () => {
+    const { url, g } = await start({ threads: 1, admission: { requests: 2 } }, { deadlineMs: 1000 });
+    const pending = postFloats(url, rows(1));
+    // The call is in the worker, parked at the gate, before its deadline passes.
+    await g.reach(ENTERED, 1);
+    const a = await pending;
+    expect(a.status).toBe(504);
+    expect(errorOf(a).code).toBe('OMNI_ERR_DEADLINE');
+    expect((await get(url, '/health')).json).toMatchObject({ state: 'ready', depth: 1 });
+    expect(Atomics.load(g.words, FINISHED)).toBe(0);
+    g.open();
+    await g.reach(FINISHED, 1);
+    await untilDepth(url, 0);
+  });
+});
+
+describe('500: the worker failed', () => {
+  it('a native error carries its nativeCode', async () => {
+    const { url } = await shared();
+    const a = await postFloats(url, [FAIL_NATIVE, 0, 0, 0]);
+    expect(a.status).toBe(500);
+    expect(errorOf(a)).toMatchObject({ code: 'OMNI_ERR_NATIVE', nativeCode: FAIL_NATIVE_CODE });
+    // Not sticky: the next call succeeds.
+    expect((await postFloats(url, rows(1))).status).toBe(200);
+  });
+
+  it('an uncoded worker error: 500 OMNI_ERR_TASK_FAILED', async () => {
+    const { url } = await shared();
+    const a = await postFloats(url, [FAIL_PLAIN, 0, 0, 0]);
+    expect(a.status).toBe(500);
+    expect(errorOf(a).code).toBe('OMNI_ERR_TASK_FAILED');
+  });
+
+  it('a sticky native error fails the runtime: later calls and /health answer 503', async () => {
+    const { url } = await start({ open: true, admission: { requests: 4 } });
+    const a = await postFloats(url, [FAIL_FATAL, 0, 0, 0]);
+    expect(a.status).toBe(500);
+    expect(errorOf(a)).toMatchObject({ code: 'OMNI_ERR_NATIVE', nativeCode: FAIL_NATIVE_CODE });
+    const after = await postFloats(url, rows(1));
+    expect(after.status).toBe(503);
+    expect(errorOf(after)).toMatchObject({ code: 'OMNI_ERR_UNAVAILABLE', state: 'failed' });
+    const health = await get(url, '/health');
+    expect(health.status).toBe(503);
+    expect(health.json).toMatchObject({ state: 'failed' });
+  });
+});
+
+function f32(n: number): Uint8Array {
+  return new Uint8Array(new Float32Array(n).fill(1).buffer);
+}
+
+/** Polls /health (bounded) until depth reaches `depth`: the work, not the caller, ends it. */
+async function untilDepth(url: string, depth: number): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const seen = (await get(url, '/health')).json?.depth;
+    if (seen === depth) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`/health depth never reached ${depth}`);
+}

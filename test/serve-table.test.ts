@@ -1,0 +1,96 @@
+/** The status table (src/serve/status.ts) and how HTTP-stack errors are rewritten into it. */
+import { describe, expect, it } from 'vitest';
+import {
+  DeadlineError,
+  InvalidArgumentError,
+  InvalidCostError,
+  NativeError,
+  RejectedError,
+  TaskFailedError,
+  TooLargeError,
+  UnavailableError,
+  WorkerExitedError,
+} from '../src/index.js';
+import { answerFor, BadBodyError, statusFor } from '../src/serve/index.js';
+import { fromHttpStack } from '../src/serve/status.js';
+
+const snapshot = { depth: 2, capacity: 2, rejected: 1 };
+
+describe('answerFor', () => {
+  it.each([
+    ['refused: requests', new RejectedError('requests', snapshot), 503, true],
+    ['refused: units', new RejectedError('units', snapshot), 503, true],
+    ['refused: queued', new RejectedError('queued', snapshot), 503, true],
+    ['unavailable', new UnavailableError('draining'), 503, false],
+    ['never fits', new TooLargeError(9, 4), 413, false],
+    ['bad body', new BadBodyError(), 400, false],
+    ['invalid argument', new InvalidArgumentError(), 400, false],
+    ['invalid cost', new InvalidCostError(), 400, false],
+    ['deadline', new DeadlineError(), 504, false],
+    ['native', new NativeError(7, 'boom'), 500, false],
+    ['worker exited', new WorkerExitedError(), 500, false],
+    ['task failed', new TaskFailedError(), 500, false],
+    ['uncoded', new Error('?'), 500, false],
+    ['not an error', 'a string', 500, false],
+  ])('%s: %i', (_name, error, status, retry) => {
+    const answer = answerFor(error);
+    expect(answer.status).toBe(status);
+    expect(answer.retry).toBe(retry);
+    expect(typeof answer.body.code).toBe('string');
+    expect(typeof answer.body.message).toBe('string');
+  });
+
+  it('carries the reason, native code and state in the body', () => {
+    expect(answerFor(new RejectedError('units', snapshot)).body).toMatchObject({
+      code: 'OMNI_ERR_REJECTED',
+      reason: 'units',
+    });
+    expect(answerFor(new NativeError(7, 'boom')).body).toMatchObject({
+      code: 'OMNI_ERR_NATIVE',
+      nativeCode: 7,
+    });
+    expect(answerFor(new UnavailableError('failed')).body).toMatchObject({ state: 'failed' });
+    expect(answerFor(new Error('?')).body.code).toBe('OMNI_ERR_INTERNAL');
+  });
+
+  it('labels refusals by reason, others by the code in words', () => {
+    expect(answerFor(new RejectedError('requests', snapshot)).label).toBe('requests');
+    expect(answerFor(new TooLargeError(9, 4)).label).toBe('too-large');
+    expect(answerFor(new UnavailableError('draining')).label).toBe('unavailable');
+  });
+
+  it('statusFor agrees with answerFor', () => {
+    expect(statusFor('OMNI_ERR_REJECTED', 'units')).toBe(503);
+    expect(statusFor('OMNI_ERR_TOO_LARGE')).toBe(413);
+    expect(statusFor('OMNI_ERR_DEADLINE')).toBe(504);
+    expect(statusFor('OMNI_ERR_SOMETHING_NEW')).toBe(500);
+  });
+});
+
+describe('fromHttpStack', () => {
+  const coded = (code: string, statusCode?: number): Error =>
+    Object.assign(new Error(code), { code, ...(statusCode === undefined ? {} : { statusCode }) });
+
+  it.each([
+    ['FST_ERR_CTP_BODY_TOO_LARGE', 413, 413, 'OMNI_ERR_BODY_TOO_LARGE'],
+    ['FST_ERR_CTP_INVALID_MEDIA_TYPE', 415, 415, 'OMNI_ERR_UNSUPPORTED_MEDIA_TYPE'],
+    ['FST_ERR_CTP_INVALID_JSON_BODY', 400, 400, 'OMNI_ERR_BAD_BODY'],
+    ['FST_ERR_CTP_EMPTY_JSON_BODY', 400, 400, 'OMNI_ERR_BAD_BODY'],
+    ['FST_ERR_CTP_INVALID_CONTENT_LENGTH', 400, 400, 'OMNI_ERR_BAD_BODY'],
+    // A body that stopped arriving is unreadable, never "too large".
+    ['ECONNRESET', undefined, 400, 'OMNI_ERR_BAD_BODY'],
+    ['FST_ERR_BAD_URL', 400, 400, 'OMNI_ERR_BAD_REQUEST'],
+  ])('%s -> %i', (code, statusCode, status, ours) => {
+    const rewritten = fromHttpStack(coded(code, statusCode as number | undefined), 1024);
+    const answer = answerFor(rewritten);
+    expect(answer.status).toBe(status);
+    expect(answer.body).toMatchObject({ code: ours, detail: code });
+  });
+
+  it('leaves omni-runtime errors and unknown errors alone', () => {
+    const ours = new DeadlineError();
+    expect(fromHttpStack(ours, 1)).toBe(ours);
+    const other = new Error('boom');
+    expect(fromHttpStack(other, 1)).toBe(other);
+  });
+});
