@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { COHORT_SIZE } from '../src/admission/leak-guard.js';
+import { COHORT_SIZE, ROTATE_MS } from '../src/admission/leak-guard.js';
 import { BoundedAdmission, type Claim, type Permit } from '../src/index.js';
 
 /**
@@ -117,5 +117,24 @@ describe('leak safety net', () => {
     permit.release();
     other.release();
     expect(admission.report()).toMatchObject({ depth: 0, units: 0, leaked: 1 });
+  });
+
+  it('finds leaks that fill the whole bound, although no further permit is issued', async () => {
+    // Without the periodic cohort rotation the leaked permits would sit in the current cohort,
+    // which the admission itself keeps alive: the admission would stay full forever.
+    const admission = new BoundedAdmission({ requests: 2 });
+    (() => {
+      admitted(admission, 1);
+      admitted(admission, 1);
+    })();
+    expect(admission.tryAdmit(1)).toMatchObject({ ok: false, reason: 'requests' });
+    if (!gc) throw new Error('global.gc is missing');
+    const deadline = Date.now() + 10 * ROTATE_MS; // bounded: rotation runs every ROTATE_MS
+    while (admission.report().leaked < 2 && Date.now() < deadline) {
+      gc();
+      await new Promise((resolve) => setTimeout(resolve, ROTATE_MS / 10));
+    }
+    expect(admission.report()).toMatchObject({ depth: 0, leaked: 2 });
+    admitted(admission, 1).release();
   });
 });

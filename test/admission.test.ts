@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MAX_CLAIM_SLOTS } from '../src/admission/layout.js';
 import {
   type AdmissionReport,
   BoundedAdmission,
@@ -461,7 +462,7 @@ describe('claims', () => {
       const admission = new BoundedAdmission({ requests: 3, units });
       const permit = admitted(admission, 40);
       const claim = permit.toClaim();
-      expect(Object.keys(claim).sort()).toEqual(['generation', 'slot', 'units']);
+      expect(Object.keys(claim).sort()).toEqual(['admission', 'generation', 'slot', 'units']);
       expect(Object.getPrototypeOf(claim)).toBe(Object.prototype);
       expect(claim.units).toBe(40);
       expect(Number.isInteger(claim.slot) && Number.isInteger(claim.generation)).toBe(true);
@@ -569,42 +570,80 @@ describe('claims', () => {
 
     it('treats a never-issued but well-formed claim as spent', () => {
       const admission = new BoundedAdmission({ requests: 2, units });
-      expect(thrown(() => admission.releaseClaim({ slot: 0, generation: 0, units: 1 })).code).toBe(
-        'OMNI_ERR_PERMIT_RELEASED',
-      );
-      expect(admission.reclaim({ slot: 1, generation: 5, units: 1 })).toBe(false);
-      expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
+      const id = admitted(admission, 1).toClaim().admission; // slot 0, generation 0, still held
+      expect(
+        thrown(() => admission.releaseClaim({ admission: id, slot: 1, generation: 0, units: 1 })).code,
+      ).toBe('OMNI_ERR_PERMIT_RELEASED');
+      expect(admission.reclaim({ admission: id, slot: 1, generation: 5, units: 1 })).toBe(false);
+      expect(admission.report()).toMatchObject({ depth: 1, units: expectUnits(1) });
     });
 
-    const malformed: unknown[] = [
-      null,
-      undefined,
-      5,
-      'claim',
-      {},
-      { generation: 0, units: 1 },
-      { slot: 0, units: 1 },
-      { slot: -1, generation: 0, units: 1 },
-      { slot: 0.5, generation: 0, units: 1 },
-      { slot: 2, generation: 0, units: 1 }, // only 2 slots
-      { slot: 1e9, generation: 0, units: 1 },
-      { slot: Number.NaN, generation: 0, units: 1 },
-      { slot: '0', generation: 0, units: 1 },
-      { slot: 0, generation: -1, units: 1 },
-      { slot: 0, generation: 1.5, units: 1 },
-      { slot: 0, generation: 2 ** 30, units: 1 },
-      { slot: 0, generation: Number.POSITIVE_INFINITY, units: 1 },
-      { slot: 0, generation: '0', units: 1 },
+    it("refuses another admission's claim even when its slot and generation match", () => {
+      const a = new BoundedAdmission({ requests: 2, units });
+      const b = new BoundedAdmission({ requests: 2, units });
+      const claimA = admitted(a, 1).toClaim();
+      const claimB = admitted(b, 1).toClaim();
+      expect(claimA.slot).toBe(claimB.slot);
+      expect(claimA.generation).toBe(claimB.generation);
+      expect(thrown(() => b.releaseClaim(claimA)).code).toBe('OMNI_ERR_INVALID_CLAIM');
+      expect(b.report()).toMatchObject({ depth: 1 });
+      b.releaseClaim(claimB);
+      a.releaseClaim(claimA);
+      expect(a.report().depth + b.report().depth).toBe(0);
+    });
+
+    // Shapes of claims that are not claims of this admission (the first ones lack the id).
+    const malformed: Array<(id: number) => unknown> = [
+      () => null,
+      () => undefined,
+      () => 5,
+      () => 'claim',
+      () => ({}),
+      () => ({ slot: 0, generation: 0, units: 1 }), // no admission id
+      (id) => ({ admission: id + 1, slot: 0, generation: 0, units: 1 }),
+      (id) => ({ admission: id, generation: 0, units: 1 }),
+      (id) => ({ admission: id, slot: 0, units: 1 }),
+      (id) => ({ admission: id, slot: -1, generation: 0, units: 1 }),
+      (id) => ({ admission: id, slot: 0.5, generation: 0, units: 1 }),
+      (id) => ({ admission: id, slot: 2, generation: 0, units: 1 }), // only 2 slots
+      (id) => ({ admission: id, slot: 1e9, generation: 0, units: 1 }),
+      (id) => ({ admission: id, slot: Number.NaN, generation: 0, units: 1 }),
+      (id) => ({ admission: id, slot: '0', generation: 0, units: 1 }),
+      (id) => ({ admission: id, slot: 0, generation: -1, units: 1 }),
+      (id) => ({ admission: id, slot: 0, generation: 1.5, units: 1 }),
+      (id) => ({ admission: id, slot: 0, generation: 2 ** 30, units: 1 }),
+      (id) => ({ admission: id, slot: 0, generation: Number.POSITIVE_INFINITY, units: 1 }),
+      (id) => ({ admission: id, slot: 0, generation: '0', units: 1 }),
     ];
 
-    it.each(malformed)('throws OMNI_ERR_INVALID_CLAIM for %o and changes nothing', (claim) => {
-      const admission = new BoundedAdmission({ requests: 2, units });
-      const held = admitted(admission, 3).toClaim();
-      const before = admission.report();
-      expect(thrown(() => admission.releaseClaim(claim as Claim)).code).toBe('OMNI_ERR_INVALID_CLAIM');
-      expect(thrown(() => admission.reclaim(claim as Claim)).code).toBe('OMNI_ERR_INVALID_CLAIM');
-      expect(admission.report()).toEqual(before);
-      admission.releaseClaim(held);
-    });
+    it.each(malformed.map((make, i) => [i, make] as const))(
+      'throws OMNI_ERR_INVALID_CLAIM for malformed claim #%i and changes nothing',
+      (_i, make) => {
+        const admission = new BoundedAdmission({ requests: 2, units });
+        const held = admitted(admission, 3).toClaim();
+        const claim = make(held.admission);
+        const before = admission.report();
+        expect(thrown(() => admission.releaseClaim(claim as Claim)).code).toBe('OMNI_ERR_INVALID_CLAIM');
+        expect(thrown(() => admission.reclaim(claim as Claim)).code).toBe('OMNI_ERR_INVALID_CLAIM');
+        expect(admission.report()).toEqual(before);
+        admission.releaseClaim(held);
+      },
+    );
+  });
+});
+
+describe('claim slots', () => {
+  it('throws OMNI_ERR_CLAIMS_EXHAUSTED when every slot is taken and leaves the permit held', () => {
+    const admission = new BoundedAdmission({ requests: MAX_CLAIM_SLOTS + 1 });
+    const claims: Claim[] = [];
+    for (let i = 0; i < MAX_CLAIM_SLOTS; i++) claims.push(admitted(admission, 1).toClaim());
+    const last = admitted(admission, 1);
+    expect(thrown(() => last.toClaim()).code).toBe('OMNI_ERR_CLAIMS_EXHAUSTED');
+    expect(last.moved).toBe(false);
+    expect(admission.reclaim(claims[0]!)).toBe(true);
+    const moved = last.toClaim(); // a slot came free: the same permit can move now
+    expect(moved.slot).toBe(claims[0]!.slot);
+    for (const claim of [moved, ...claims.slice(1)]) admission.releaseClaim(claim);
+    expect(admission.report().depth).toBe(0);
   });
 });

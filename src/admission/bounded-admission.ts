@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import {
   AbortError,
   ClosedError,
@@ -14,6 +15,7 @@ import {
   CLOSED_BIT_32,
   CLOSED_BIT_64,
   FLAGS_64,
+  ID_I32,
   LEAKED_I32,
   MAX_CLAIM_SLOTS,
   MAX_REQUESTS_32,
@@ -124,10 +126,17 @@ let attaching: SharedArrayBuffer | undefined;
  * Memory ordering: every Atomics operation is sequentially consistent. A release's
  * Atomics.sub happens-before the next admit's successful compare-exchange, so whatever the
  * releasing thread wrote before release() is visible to the next holder. Waking: a waiter
- * increments WAITERS, reads SEQ, then tries; a releaser subtracts, then reads WAITERS and, if
- * non-zero, bumps SEQ and notifies. In the total order either the release precedes the
- * waiter's try (it sees the room) or the bump follows its SEQ read (its wait returns), so no
- * wake-up is lost and no waiter spins.
+ * increments WAITERS and sets the WAITING flag in the state word, reads SEQ, then tries; a
+ * release's Atomics.sub on the same word returns the old word, and if it carried WAITING (or
+ * CLOSED) the releaser bumps SEQ and notifies. Both are read-modify-writes of one word, so
+ * either the release comes first (the waiter's try sees the room) or it sees the flag and its
+ * bump follows the waiter's SEQ read (the wait returns at once or is notified): no wake-up is
+ * lost and no waiter spins. Clearing the flag re-checks the count and wakes (see
+ * #clearWaitingFlag), since a release in that window saw no flag.
+ *
+ * Waiting needs a running event loop: an instance with queued waiters in a thread whose loop
+ * is blocked (a piscina worker with atomics 'sync' between tasks) keeps WAITING set and makes
+ * every tryAdmit refuse 'queued'. Use admit() only where the loop runs.
  *
  * Abort safety: an abort or timeout removes the waiter from the queue before rejecting; a
  * waiter that was already admitted has had its listeners removed, so nothing is taken late.
@@ -184,7 +193,9 @@ export class BoundedAdmission implements PermitOwner {
 
   static #createBuffer(bounds: CheckedBounds, slots: number): SharedArrayBuffer {
     const buffer = new SharedArrayBuffer(bufferBytes(slots));
-    const i32 = new Int32Array(buffer, 0, 8);
+    const i32 = new Int32Array(buffer, 0, 16);
+    // Non-zero and random: claims of another admission (even in another process) never match.
+    i32[ID_I32] = randomInt(1, 2 ** 31 - 1) | 0 || 1;
     i32[REQUESTS_I32] = bounds.requests;
     i32[SLOTS_I32] = slots;
     i32[SHIFT_I32] = bounds.unitShift;

@@ -1,6 +1,6 @@
 import { ClaimsExhaustedError, InvalidClaimError } from '../errors.js';
 import type { Claim } from './internal.js';
-import { costsByteOffset, GENERATION_MASK, SLOT_HELD, SLOTS_BYTE_OFFSET } from './layout.js';
+import { costsByteOffset, GENERATION_MASK, ID_I32, SLOT_HELD, SLOTS_BYTE_OFFSET } from './layout.js';
 
 /**
  * Per-permit shared slots, used only once a permit becomes a claim that another thread may
@@ -16,10 +16,12 @@ export class ClaimTable {
   readonly #words: Int32Array;
   readonly #costs: Float64Array;
   readonly #count: number;
+  readonly #id: number;
   #hint = 0;
 
   constructor(buffer: SharedArrayBuffer, count: number) {
     this.#count = count;
+    this.#id = new Int32Array(buffer, 0, 16)[ID_I32]!;
     this.#words = new Int32Array(buffer, SLOTS_BYTE_OFFSET, count);
     this.#costs = new Float64Array(buffer, costsByteOffset(count), count);
   }
@@ -36,7 +38,7 @@ export class ClaimTable {
       if ((word & SLOT_HELD) === 0 && Atomics.compareExchange(words, slot, word, word | SLOT_HELD) === word) {
         this.#costs[slot] = units;
         this.#hint = slot + 1 === n ? 0 : slot + 1;
-        return { slot, generation: word >>> 1, units };
+        return { admission: this.#id, slot, generation: word >>> 1, units };
       }
     }
     throw new ClaimsExhaustedError(`all ${n} claim slots are in use`);
@@ -50,6 +52,7 @@ export class ClaimTable {
     const slot = claim?.slot;
     const generation = claim?.generation;
     if (
+      claim?.admission !== this.#id ||
       !Number.isInteger(slot) ||
       slot < 0 ||
       slot >= this.#count ||

@@ -17,6 +17,8 @@ export interface PermitOwner {
  * `units` is informational; the release uses the cost recorded in the shared slot.
  */
 export interface Claim {
+  /** The id of the admission the claim belongs to. */
+  readonly admission: number;
   readonly slot: number;
   readonly generation: number;
   readonly units: number;

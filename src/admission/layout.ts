@@ -33,6 +33,11 @@ export const REQUESTS_I32 = 5;
 export const SLOTS_I32 = 6;
 /** Int32 index: bit shift of the request field in unit mode (0 in request-only mode). */
 export const SHIFT_I32 = 7;
+/**
+ * Int32 index: this admission's random id. Claims carry it, so a claim handed to the wrong
+ * admission is refused instead of releasing a reservation whose slot happens to match.
+ */
+export const ID_I32 = 12;
 /** BigUint64 index: refusals, 64-bit so the count stays exact far past 2^32. */
 export const REJECTED_U64 = 4;
 /** Float64 index: the unit ceiling, or -1 in request-only mode (units up to 2^53 - 1). */

@@ -3,15 +3,19 @@
  *
  * Registering every permit with a FinalizationRegistry costs far more than the whole admit/
  * release pair (measured ~0.5 us against ~35 ns here), so permits are grouped into cohorts of
- * COHORT_SIZE consecutive permits. Each permit references its cohort; the cohort is registered
- * once, with a record of what its permits still hold as the held value. When every permit of
- * a cohort is unreachable the cohort is collected and whatever its record still counts was
- * leaked: it is given back and counted in report().leaked. A leak is therefore reclaimed only
- * once its cohort-mates are gone too, and only when the GC runs: this is a safety net, not a
- * release mechanism.
+ * up to COHORT_SIZE consecutive permits. Each permit references its cohort; the cohort is
+ * registered once, with a record of what its permits still hold as the held value. When every
+ * permit of a cohort is unreachable the cohort is collected and whatever its record still
+ * counts was leaked: it is given back and counted in report().leaked.
+ *
+ * The current cohort is also closed every ROTATE_MS if it was used, so leaks are found even
+ * when no further permits are issued (an admission filled entirely by leaked permits). A leak
+ * is reclaimed only once its cohort-mates are gone too, and only when the GC runs: this is a
+ * safety net, not a release mechanism.
  */
 
 export const COHORT_SIZE = 1024;
+export const ROTATE_MS = 1000;
 
 /** What a cohort's permits still hold. Must not reference the cohort (it is the held value). */
 export interface CohortRecord {
@@ -26,13 +30,21 @@ export class Cohort {
 
 export class LeakGuard {
   readonly #registry: FinalizationRegistry<CohortRecord>;
-  #cohort = new Cohort();
+  #cohort: Cohort;
 
   constructor(onLeak: (count: number, units: number) => void) {
     this.#registry = new FinalizationRegistry((record) => {
       if (record.count > 0) onLeak(record.count, record.units);
     });
-    this.#registry.register(this.#cohort, this.#cohort.record);
+    this.#cohort = this.#open();
+    // Weak: the timer must not keep a dropped admission (and its guard) alive.
+    const self = new WeakRef(this);
+    const timer: ReturnType<typeof setInterval> = setInterval(() => {
+      const guard = self.deref();
+      if (guard === undefined) clearInterval(timer);
+      else if (guard.#cohort.issued !== 0) guard.#cohort = guard.#open();
+    }, ROTATE_MS);
+    timer.unref();
   }
 
   /** Counts a new permit into the current cohort and returns it. */
@@ -40,11 +52,13 @@ export class LeakGuard {
     const cohort = this.#cohort;
     cohort.record.count += 1;
     cohort.record.units += units;
-    if (++cohort.issued === COHORT_SIZE) {
-      const next = new Cohort();
-      this.#registry.register(next, next.record);
-      this.#cohort = next;
-    }
+    if (++cohort.issued === COHORT_SIZE) this.#cohort = this.#open();
+    return cohort;
+  }
+
+  #open(): Cohort {
+    const cohort = new Cohort();
+    this.#registry.register(cohort, cohort.record);
     return cohort;
   }
 }
