@@ -1,0 +1,285 @@
+/**
+ * The runtime against its baselines, in one process, interleaved (bench/lib/ratios.ts):
+ * tiny tasks at 1 and 64 in flight through the bounded Runtime, plain piscina running the
+ * same trivial worker, and a raw worker_threads postMessage echo; then a 1 MiB payload moved
+ * vs copied (Runtime with `transfer` vs without; piscina with `move()` vs without).
+ * Two tables say where the runtime's time goes: CPU per task across all threads (less
+ * sensitive than wall time to other processes on a shared machine), and the cost of cloning
+ * the runtime's task and reply messages compared with piscina's own.
+ * Run: npx tsc -p tsconfig.json && node dist/bench/runtime.bench.js [rounds] [msPerRound]
+ */
+import { availableParallelism, loadavg } from 'node:os';
+import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { move, Piscina } from 'piscina';
+import { Runtime } from '../src/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { type BenchCase, type BenchRow, measure, printRatios } from './lib/ratios.js';
+
+const THREADS = 2;
+const IN_FLIGHT = 64;
+const PAYLOAD = 1 << 20;
+const ROUNDS = Number(process.argv[2] ?? 9);
+const TIME_MS = Number(process.argv[3] ?? 200);
+const CPU_TASKS = 64 * 50;
+
+/** Raw postMessage echo over `threads` workers, round-robin: the floor under any pool. */
+class RawEcho {
+  readonly #workers: Worker[];
+  #pending = 0;
+  #done: (() => void) | undefined;
+
+  constructor(threads: number) {
+    const source = `const { parentPort } = require('node:worker_threads');
+      parentPort.on('message', (m) => parentPort.postMessage(m));`;
+    this.#workers = Array.from({ length: threads }, () => {
+      const worker = new Worker(source, { eval: true });
+      worker.on('message', () => {
+        if (--this.#pending === 0) this.#done?.();
+      });
+      return worker;
+    });
+  }
+
+  run(count: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.#done = resolve;
+      this.#pending = count;
+      for (let i = 0; i < count; i++) this.#workers[i % this.#workers.length]!.postMessage(i);
+    });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#workers.map((w) => w.terminate()));
+  }
+}
+
+function inFlight<T>(count: number, call: (i: number) => Promise<T>): Promise<T[]> {
+  const calls = new Array<Promise<T>>(count);
+  for (let i = 0; i < count; i++) calls[i] = call(i);
+  return Promise.all(calls);
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[sorted.length >> 1]!;
+}
+
+/**
+ * CPU time (user + system, every thread of this process) per task at IN_FLIGHT in flight,
+ * interleaved rounds, medians, printed as rows of the same table format.
+ */
+async function cpuPerTask(cases: ReadonlyArray<{ name: string; call: (i: number) => Promise<unknown> }>) {
+  const samples = new Map(cases.map((c) => [c.name, [] as number[]]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const c of cases) {
+      const before = process.cpuUsage();
+      for (let done = 0; done < CPU_TASKS; done += IN_FLIGHT) await inFlight(IN_FLIGHT, c.call);
+      const used = process.cpuUsage(before);
+      samples.get(c.name)!.push(((used.user + used.system) * 1000) / CPU_TASKS);
+    }
+  }
+  const base = median(samples.get(cases[0]!.name)!);
+  return cases.map((c, i): BenchRow => {
+    const ns = median(samples.get(c.name)!);
+    return {
+      name: c.name,
+      nsPerOp: ns,
+      baseline: i === 0 ? undefined : cases[0]!.name,
+      ratio: i === 0 ? undefined : base / ns,
+      target: undefined,
+      met: undefined,
+    };
+  });
+}
+
+/** Structured clone of one message through a MessageChannel on this thread, per message. */
+function cloneCases(): BenchCase[] {
+  const { port1, port2 } = new MessageChannel();
+  port1.unref();
+  const batch = 200;
+  const envelope = {
+    kind: 'task',
+    claim: { slot: 3, generation: 17, units: 1 },
+    input: 1,
+    cost: 1,
+    deadlineAt: 0,
+  };
+  // What piscina itself wraps around every task and every response.
+  const task = (value: unknown) => ({
+    task: value,
+    taskId: 5,
+    filename: 'file:///x/entry.js',
+    name: 'default',
+  });
+  const response = (value: unknown) => ({ taskId: 5, result: value, error: null, time: 12 });
+  const clone = (name: string, message: unknown, baseline?: string): BenchCase => ({
+    name,
+    batch,
+    fn: () => {
+      for (let i = 0; i < batch; i++) {
+        port1.postMessage(message);
+        receiveMessageOnPort(port2);
+      }
+    },
+    ...(baseline ? { baseline } : {}),
+  });
+  return [
+    clone('piscina task message, input 1', task(1)),
+    clone('runtime task message (TaskEnvelope value)', task(envelope), 'piscina task message, input 1'),
+    clone('piscina response message, result 1', response(1)),
+    clone(
+      'runtime response message ({ ok, value })',
+      response({ ok: true, value: 1 }),
+      'piscina response message, result 1',
+    ),
+  ];
+}
+
+function check(condition: boolean, what: string): void {
+  if (!condition) throw new Error(`bench sanity check failed: ${what}`);
+}
+
+const runtime = await Runtime.start({
+  worker: builtModuleUrl('test/fixtures/runtime-bench-worker.js'),
+  threads: THREADS,
+  admission: { requests: IN_FLIGHT },
+});
+const pool = new Piscina({
+  filename: builtModuleUrl('bench/plain-worker.js'),
+  minThreads: THREADS,
+  maxThreads: THREADS,
+});
+const raw = new RawEcho(THREADS);
+
+// Warm every path (piscina reports threads ready before their module has loaded) and check
+// that moves really move: the sender's buffer is detached and the whole payload comes back.
+await inFlight(IN_FLIGHT, (i) => pool.run(i));
+await inFlight(IN_FLIGHT, (i) => runtime.run(i));
+await raw.run(IN_FLIGHT);
+let runtimeBuffer = new ArrayBuffer(PAYLOAD);
+let pooledBuffer = new ArrayBuffer(PAYLOAD);
+const copied = new ArrayBuffer(PAYLOAD);
+{
+  const sent = runtimeBuffer;
+  runtimeBuffer = await runtime.run<ArrayBuffer>(sent, { transfer: [sent] });
+  check(sent.byteLength === 0 && runtimeBuffer.byteLength === PAYLOAD, 'runtime transfer round trip');
+  const moved = pooledBuffer;
+  pooledBuffer = (await pool.run(move(moved), { name: 'moveBack' })) as ArrayBuffer;
+  check(moved.byteLength === 0 && pooledBuffer.byteLength === PAYLOAD, 'piscina move() round trip');
+  const back = await runtime.run<{ copy: ArrayBuffer }>({ copy: copied });
+  check(copied.byteLength === PAYLOAD && back.copy.byteLength === PAYLOAD, 'runtime copy round trip');
+}
+
+const tinyOne: BenchCase[] = [
+  { name: 'piscina, 1 in flight', batch: 1, async: true, fn: () => pool.run(1) },
+  {
+    name: 'raw postMessage, 1 in flight',
+    batch: 1,
+    async: true,
+    fn: () => raw.run(1),
+    baseline: 'piscina, 1 in flight',
+  },
+  {
+    name: 'bounded runtime, 1 in flight',
+    batch: 1,
+    async: true,
+    fn: () => runtime.run(1),
+    baseline: 'piscina, 1 in flight',
+  },
+];
+
+const tinyMany: BenchCase[] = [
+  {
+    name: `piscina, ${IN_FLIGHT} in flight`,
+    batch: IN_FLIGHT,
+    async: true,
+    fn: () => inFlight(IN_FLIGHT, (i) => pool.run(i)),
+  },
+  {
+    name: `raw postMessage, ${IN_FLIGHT} in flight`,
+    batch: IN_FLIGHT,
+    async: true,
+    fn: () => raw.run(IN_FLIGHT),
+    baseline: `piscina, ${IN_FLIGHT} in flight`,
+  },
+  {
+    name: `bounded runtime, ${IN_FLIGHT} in flight`,
+    batch: IN_FLIGHT,
+    async: true,
+    fn: () => inFlight(IN_FLIGHT, (i) => runtime.run(i)),
+    baseline: `piscina, ${IN_FLIGHT} in flight`,
+    target: 0.95,
+  },
+];
+
+const payload: BenchCase[] = [
+  {
+    name: 'piscina move() 1 MiB',
+    batch: 1,
+    async: true,
+    fn: async () => {
+      pooledBuffer = (await pool.run(move(pooledBuffer), { name: 'moveBack' })) as ArrayBuffer;
+    },
+  },
+  {
+    name: 'piscina copy 1 MiB',
+    batch: 1,
+    async: true,
+    fn: () => pool.run({ copy: copied }),
+    baseline: 'piscina move() 1 MiB',
+  },
+  {
+    name: 'runtime copy 1 MiB',
+    batch: 1,
+    async: true,
+    fn: () => runtime.run({ copy: copied }),
+    baseline: 'piscina move() 1 MiB',
+  },
+  {
+    name: 'runtime transfer 1 MiB',
+    batch: 1,
+    async: true,
+    fn: async () => {
+      const sent = runtimeBuffer;
+      runtimeBuffer = await runtime.run<ArrayBuffer>(sent, { transfer: [sent] });
+    },
+    baseline: 'piscina move() 1 MiB',
+    target: 0.95,
+  },
+  {
+    name: 'runtime transfer 1 MiB (vs runtime copy)',
+    batch: 1,
+    async: true,
+    fn: async () => {
+      const sent = runtimeBuffer;
+      runtimeBuffer = await runtime.run<ArrayBuffer>(sent, { transfer: [sent] });
+    },
+    baseline: 'runtime copy 1 MiB',
+    target: 5,
+  },
+];
+
+process.stdout.write(
+  `Node ${process.version}, ${availableParallelism()} CPUs (load average ${loadavg()[0]!.toFixed(1)}), ` +
+    `${THREADS} threads per pool, ${ROUNDS} interleaved rounds of ${TIME_MS} ms; medians. ` +
+    'ratio = baseline ns / case ns.\n\n',
+);
+printRatios('Tiny tasks, 1 in flight', await measure(tinyOne, ROUNDS, TIME_MS));
+printRatios(`Tiny tasks, ${IN_FLIGHT} in flight`, await measure(tinyMany, ROUNDS, TIME_MS));
+printRatios('1 MiB payload, round trip', await measure(payload, ROUNDS, TIME_MS));
+printRatios(
+  `CPU per task, all threads, ${IN_FLIGHT} in flight (where the time goes)`,
+  await cpuPerTask([
+    { name: 'piscina', call: (i) => pool.run(i) },
+    { name: 'bounded runtime', call: (i) => runtime.run(i) },
+  ]),
+);
+printRatios(
+  'Message clone, post + receive on one thread (where the time goes)',
+  await measure(cloneCases(), 5, 100),
+);
+
+const report = runtime.report();
+check(report.depth === 0 && report.rejected === 0 && report.failed === 0, 'runtime ended clean');
+check(runtimeBuffer.byteLength === PAYLOAD && pooledBuffer.byteLength === PAYLOAD, 'payloads intact');
+await Promise.all([runtime.close(), pool.close(), raw.close()]);

@@ -1,0 +1,191 @@
+/**
+ * Caller abort and caller deadline settle the caller at once, but never the capacity: it is
+ * held while the work runs and comes back when the work ends (or, for work that never
+ * started, as soon as the worker skips it, without running its handler).
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  CANCELLED,
+  CANCELLED_TRUE,
+  INVOKED,
+  open,
+  SIGNALLED,
+  STARTED,
+  waitFor,
+} from './fixtures/runtime-control.js';
+import {
+  cleanup,
+  codeOf,
+  control,
+  gate,
+  rejection,
+  start,
+  turns,
+  until,
+} from './fixtures/runtime-harness.js';
+
+afterEach(async () => {
+  vi.useRealTimers();
+  await cleanup();
+});
+
+describe('a dispatched task whose caller left', () => {
+  it('abort: the caller rejects at once, capacity is held until the work ends, ctx sees it', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const c = control();
+    const ac = new AbortController();
+    const call = rt.run(gate(c, { awaitSignal: true, value: 'late' }), { signal: ac.signal });
+    await waitFor(c, STARTED);
+    expect(rt.report().depth).toBe(1);
+
+    ac.abort(new Error('caller gone'));
+    const err = await rejection(call);
+    expect(err.name).toBe('AbortError');
+    expect(err.code).toBe('OMNI_ERR_ABORTED');
+
+    // ctx.signal fired in the worker, and the work is still running: capacity held.
+    await waitFor(c, SIGNALLED);
+    expect(rt.report()).toMatchObject({ depth: 1, aborted: 1, completed: 0, running: 1 });
+    await turns();
+    expect(rt.report().depth).toBe(1);
+
+    open(c);
+    await waitFor(c, CANCELLED);
+    expect(Atomics.load(c, CANCELLED)).toBe(CANCELLED_TRUE);
+    await until(() => rt.report().depth === 0, 'depth 0');
+    expect(rt.report()).toMatchObject({ depth: 0, aborted: 1, completed: 0, failed: 0 });
+    // The capacity really came back: two more calls fit in the bound of 2.
+    await expect(
+      Promise.all([rt.run({ mode: 'echo', value: 1 }), rt.run({ mode: 'echo', value: 2 })]),
+    ).resolves.toEqual([1, 2]);
+  });
+
+  it('abort during a blocking (native-like) call: capacity held until the call returns', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1 } });
+    const c = control();
+    const ac = new AbortController();
+    const call = rt.run(gate(c, { sync: true, value: 'done' }), { signal: ac.signal });
+    await waitFor(c, STARTED);
+    ac.abort();
+    expect(await codeOf(call)).toBe('OMNI_ERR_ABORTED');
+    expect(rt.report().depth).toBe(1);
+    // The bound is full while the abandoned work runs: a new call is refused, not admitted.
+    const refused = await rejection(rt.run({ mode: 'echo' }));
+    expect(refused).toMatchObject({ code: 'OMNI_ERR_REJECTED', reason: 'requests', depth: 1, capacity: 1 });
+
+    open(c);
+    await waitFor(c, CANCELLED);
+    expect(Atomics.load(c, CANCELLED)).toBe(CANCELLED_TRUE);
+    await until(() => rt.report().depth === 0, 'depth 0');
+    await expect(rt.run({ mode: 'echo', value: 'next' })).resolves.toBe('next');
+  });
+
+  it('deadline: the caller rejects OMNI_ERR_DEADLINE, capacity is held until the work ends', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const c = control();
+    // Only the main thread's timers are faked: the deadline fires exactly when the test says,
+    // after the task has started (the worker's own clock is real and far from the deadline).
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const call = rt.run(gate(c, { awaitSignal: true, value: 'late' }), { deadlineMs: 60_000 });
+    await waitFor(c, STARTED);
+    vi.advanceTimersByTime(60_000);
+    vi.useRealTimers();
+    expect(await codeOf(call)).toBe('OMNI_ERR_DEADLINE');
+
+    await waitFor(c, SIGNALLED);
+    expect(rt.report()).toMatchObject({ depth: 1, deadline: 1, completed: 0 });
+    await turns();
+    expect(rt.report().depth).toBe(1);
+
+    open(c);
+    await waitFor(c, CANCELLED);
+    expect(Atomics.load(c, CANCELLED)).toBe(CANCELLED_TRUE);
+    await until(() => rt.report().depth === 0, 'depth 0');
+    expect(rt.report()).toMatchObject({ depth: 0, deadline: 1, completed: 0, failed: 0 });
+  });
+
+  it('the runtime default deadline applies to every call', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 }, deadlineMs: 60_000 });
+    const c = control();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const call = rt.run(gate(c, { sync: true }));
+    await waitFor(c, STARTED);
+    vi.advanceTimersByTime(60_000);
+    vi.useRealTimers();
+    expect(await codeOf(call)).toBe('OMNI_ERR_DEADLINE');
+    expect(rt.report().depth).toBe(1);
+    open(c);
+    await until(() => rt.report().depth === 0, 'depth 0');
+  });
+});
+
+describe('a task whose caller left before it started', () => {
+  it('abort: its handler never runs and its capacity returns as soon as it is skipped', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 3 } });
+    const first = control();
+    const skipped = control();
+    const last = control();
+    const ac = new AbortController();
+    const running = rt.run(gate(first, { value: 'first' }));
+    await waitFor(first, STARTED);
+    const call = rt.run(
+      { mode: 'echo', control: skipped.buffer as SharedArrayBuffer },
+      { signal: ac.signal },
+    );
+    const after = rt.run(gate(last, { value: 'last' }));
+    expect(rt.report()).toMatchObject({ depth: 3, queued: 2 });
+
+    ac.abort();
+    expect(await codeOf(call)).toBe('OMNI_ERR_ABORTED');
+    // Still queued behind the first task: its capacity stays held until it is skipped.
+    expect(rt.report().depth).toBe(3);
+
+    open(first);
+    await expect(running).resolves.toBe('first');
+    await waitFor(last, STARTED);
+    // The skipped task gave its capacity back before the last task ended (the last holds 1).
+    expect(rt.report().depth).toBe(1);
+    expect(Atomics.load(skipped, INVOKED)).toBe(0);
+    open(last);
+    await expect(after).resolves.toBe('last');
+    await until(() => rt.report().depth === 0, 'depth 0');
+    expect(Atomics.load(skipped, INVOKED)).toBe(0);
+    expect(rt.report()).toMatchObject({ completed: 2, aborted: 1, failed: 0, deadline: 0 });
+  });
+
+  it('deadline: its handler never runs and its capacity returns as soon as it is skipped', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 3 } });
+    const first = control();
+    const skipped = control();
+    const last = control();
+    const running = rt.run(gate(first, { value: 'first' }));
+    await waitFor(first, STARTED);
+    // The gate holds the only thread until this deadline has passed and its caller rejected.
+    const call = rt.run({ mode: 'echo', control: skipped.buffer as SharedArrayBuffer }, { deadlineMs: 5 });
+    const after = rt.run(gate(last, { value: 'last' }));
+    expect(await codeOf(call)).toBe('OMNI_ERR_DEADLINE');
+    expect(rt.report().depth).toBe(3);
+
+    open(first);
+    await expect(running).resolves.toBe('first');
+    await waitFor(last, STARTED);
+    expect(rt.report().depth).toBe(1);
+    open(last);
+    await expect(after).resolves.toBe('last');
+    await until(() => rt.report().depth === 0, 'depth 0');
+    expect(Atomics.load(skipped, INVOKED)).toBe(0);
+    expect(rt.report()).toMatchObject({ completed: 2, deadline: 1, aborted: 0, failed: 0 });
+  });
+
+  it('a signal aborted before run() is refused without admission or dispatch', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1 } });
+    const c = control();
+    const err = await rejection(
+      rt.run({ mode: 'echo', control: c.buffer as SharedArrayBuffer }, { signal: AbortSignal.abort() }),
+    );
+    expect(err).toMatchObject({ name: 'AbortError', code: 'OMNI_ERR_ABORTED' });
+    expect(rt.report()).toMatchObject({ depth: 0, rejected: 0, aborted: 1 });
+    await expect(rt.run({ mode: 'echo', value: 1 })).resolves.toBe(1);
+    expect(Atomics.load(c, INVOKED)).toBe(0);
+  });
+});

@@ -1,0 +1,145 @@
+/**
+ * A failing or dying worker: the caller sees a stable code, every unit of capacity comes back
+ * (the worker's finally, or the main thread's reclaim when the worker died), and the pool
+ * keeps serving. A fatal worker error moves the runtime to 'failed'.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, control, rejection, start, until } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+/** Two rounds of `threads` concurrent calls all succeed (a dead thread has been replaced). */
+async function keepsServing(rt: Awaited<ReturnType<typeof start>>, threads: number): Promise<void> {
+  for (let round = 0; round < 2; round++) {
+    const values = await Promise.all(
+      Array.from({ length: threads }, (_, i) => rt.run({ mode: 'echo', value: i })),
+    );
+    expect(values).toEqual(Array.from({ length: threads }, (_, i) => i));
+  }
+  expect(rt.report().depth).toBe(0);
+}
+
+describe('a crashing task', () => {
+  it('a thrown error with a code rejects with that code', async () => {
+    const rt = await start({ threads: 2, admission: { requests: 4, units: 8 } });
+    const err = await rejection(
+      rt.run({ mode: 'throw-coded', code: 'X_BAD_INPUT', message: 'no such tensor' }, { cost: 3 }),
+    );
+    expect(err).toMatchObject({ code: 'X_BAD_INPUT', message: 'no such tensor' });
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 1, state: 'ready' });
+    await keepsServing(rt, 2);
+  });
+
+  it('a thrown error without a code rejects OMNI_ERR_TASK_FAILED keeping the message', async () => {
+    const rt = await start({ threads: 2, admission: { requests: 4 } });
+    const err = await rejection(rt.run({ mode: 'throw-plain', message: 'the model said no' }));
+    expect(err).toMatchObject({ code: 'OMNI_ERR_TASK_FAILED', message: 'the model said no' });
+    expect(rt.report()).toMatchObject({ depth: 0, failed: 1, state: 'ready' });
+    await keepsServing(rt, 2);
+  });
+
+  it('process.exit mid-task rejects OMNI_ERR_WORKER_EXITED and the claim is reclaimed', async () => {
+    const rt = await start({ threads: 2, admission: { requests: 4, units: 8 } });
+    const c = control();
+    expect(await codeOf(rt.run({ mode: 'exit', control: c.buffer as SharedArrayBuffer }, { cost: 5 }))).toBe(
+      'OMNI_ERR_WORKER_EXITED',
+    );
+    expect(Atomics.load(c, INVOKED)).toBe(1);
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 1, state: 'ready', leaked: 0 });
+    await keepsServing(rt, 2);
+  });
+
+  it('an uncaught asynchronous error kills the worker: OMNI_ERR_WORKER_EXITED, capacity back', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    expect(await codeOf(rt.run({ mode: 'uncaught' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(rt.report()).toMatchObject({ depth: 0, failed: 1, state: 'ready' });
+    await keepsServing(rt, 1);
+  });
+
+  it('exit during a blocking native-like call, after the caller aborted: held until then, then returned', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2, units: 4 } });
+    const c = control();
+    const ac = new AbortController();
+    const call = rt.run(
+      { mode: 'block-exit', control: c.buffer as SharedArrayBuffer },
+      { signal: ac.signal, cost: 4 },
+    );
+    await waitFor(c, STARTED);
+    ac.abort();
+    expect(await codeOf(call)).toBe('OMNI_ERR_ABORTED');
+    expect(rt.report()).toMatchObject({ depth: 1, units: 4 });
+    // The thread cannot be interrupted inside its call; capacity waits for it to end.
+    expect(await codeOf(rt.run({ mode: 'echo' }, { cost: 1 }))).toBe('OMNI_ERR_REJECTED');
+
+    open(c); // the "native call" returns and the thread exits; its claim is reclaimed then
+    await until(() => rt.report().depth === 0, 'depth 0');
+    await expect(rt.run({ mode: 'echo', value: 'after' }, { cost: 4 })).resolves.toBe('after');
+    expect(rt.report()).toMatchObject({
+      depth: 0,
+      units: 0,
+      aborted: 1,
+      refused: 1,
+      completed: 1,
+      leaked: 0,
+    });
+  });
+
+  it('exit during a blocking native-like call rejects its waiting caller OMNI_ERR_WORKER_EXITED', async () => {
+    const rt = await start({ threads: 2, admission: { requests: 2 } });
+    const c = control();
+    const call = rt.run({ mode: 'block-exit', control: c.buffer as SharedArrayBuffer });
+    await waitFor(c, STARTED);
+    expect(rt.report().depth).toBe(1);
+    open(c);
+    expect(await codeOf(call)).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(rt.report()).toMatchObject({ depth: 0, failed: 1, state: 'ready' });
+    await keepsServing(rt, 2);
+  });
+
+  it('several deaths in a row: every one reclaimed, the pool respawns each time', async () => {
+    const rt = await start({ threads: 2, admission: { requests: 8, units: 80 } });
+    const codes = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        rt.run({ mode: i % 2 ? 'exit' : 'throw-coded', code: 'X_ODD' }, { cost: 10 }).then(
+          () => 'ok',
+          (err: { code?: string }) => err.code,
+        ),
+      ),
+    );
+    expect(codes).toEqual([
+      'X_ODD',
+      'OMNI_ERR_WORKER_EXITED',
+      'X_ODD',
+      'OMNI_ERR_WORKER_EXITED',
+      'X_ODD',
+      'OMNI_ERR_WORKER_EXITED',
+    ]);
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 6, leaked: 0 });
+    await keepsServing(rt, 2);
+  });
+});
+
+describe('a fatal worker error', () => {
+  it("moves the runtime to 'failed'; later runs reject OMNI_ERR_UNAVAILABLE", async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const err = await rejection(rt.run({ mode: 'fatal', code: 'X_CONTEXT_LOST' }));
+    expect(err).toMatchObject({ code: 'X_CONTEXT_LOST' });
+    expect(rt.state).toBe('failed');
+    expect(rt.failure).toBe(err);
+    const never = control();
+    const unavailable = await rejection(rt.run({ mode: 'echo', control: never.buffer as SharedArrayBuffer }));
+    expect(unavailable).toMatchObject({ code: 'OMNI_ERR_UNAVAILABLE', state: 'failed' });
+    expect(rt.report()).toMatchObject({ state: 'failed', depth: 0, failed: 1 });
+    expect(Atomics.load(never, INVOKED)).toBe(0);
+    await rt.close();
+    expect(rt.state).toBe('stopped');
+  });
+
+  it('a fatal error from a native-style error class (OMNI_ERR_NATIVE) is rebuilt as NativeError', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const err = await rejection(rt.run({ mode: 'fatal', code: 'OMNI_ERR_NATIVE', message: 'context lost' }));
+    expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', fatal: true, message: 'context lost' });
+    expect(rt.state).toBe('failed');
+  });
+});

@@ -1,0 +1,91 @@
+/**
+ * Zero-copy both ways: buffers named in `transfer` are detached on the caller and arrive
+ * intact in the worker; buffers a handler names with ctx.transfer are detached in the worker
+ * and arrive intact with the result. Without `transfer` the input is copied.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { TransferReply } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, start } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+function pattern(bytes: number): { buffer: ArrayBuffer; sum: number } {
+  const view = new Uint8Array(bytes);
+  let sum = 0;
+  for (let i = 0; i < bytes; i++) {
+    view[i] = (i * 7) & 0xff;
+    sum += view[i]!;
+  }
+  return { buffer: view.buffer, sum };
+}
+
+function expectPattern(buffer: ArrayBuffer, bytes: number): void {
+  expect(buffer.byteLength).toBe(bytes);
+  const view = new Uint8Array(buffer);
+  for (let i = 0; i < bytes; i++) if (view[i] !== (i & 0xff)) throw new Error(`byte ${i} is ${view[i]}`);
+}
+
+describe('transfer', () => {
+  it('moves the input to the worker (detached here, intact there) and the result back', async () => {
+    for (const admission of [undefined, { requests: 2, units: 1 << 20 }]) {
+      const rt = await start({ threads: 1, ...(admission ? { admission } : {}) });
+      const bytes = 1 << 20;
+      const sent = pattern(bytes);
+      const call = rt.run<TransferReply>(
+        { mode: 'transfer', buffer: sent.buffer, replyBytes: 4096 },
+        { transfer: [sent.buffer], cost: 1 },
+      );
+      const reply = await call;
+      expect(sent.buffer.byteLength).toBe(0);
+      expect(reply.receivedBytes).toBe(bytes);
+      expect(reply.receivedSum).toBe(sent.sum);
+      expectPattern(reply.reply, 4096);
+      // The worker kept a reference to what it sent: it was detached there by the move.
+      await expect(rt.run({ mode: 'last-sent-length' })).resolves.toBe(0);
+    }
+  });
+
+  it('without transfer, the input is copied and stays usable here', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const sent = pattern(1024);
+    const reply = await rt.run<TransferReply>({ mode: 'transfer', buffer: sent.buffer, replyBytes: 16 });
+    expect(sent.buffer.byteLength).toBe(1024);
+    expect(reply.receivedSum).toBe(sent.sum);
+    expectPattern(reply.reply, 16);
+  });
+
+  it('several buffers move in one call', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const a = pattern(64);
+    const b = pattern(128);
+    const reply = await rt.run<TransferReply>(
+      { mode: 'echo', value: { a: a.buffer, b: b.buffer } },
+      { transfer: [a.buffer, b.buffer] },
+    );
+    expect(a.buffer.byteLength).toBe(0);
+    expect(b.buffer.byteLength).toBe(0);
+    const value = reply as unknown as { a: ArrayBuffer; b: ArrayBuffer };
+    expect(value.a.byteLength).toBe(64);
+    expect(value.b.byteLength).toBe(128);
+  });
+
+  it('a refused call moves nothing: the buffer stays with the caller', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1, units: 10 } });
+    const sent = pattern(256);
+    expect(
+      await codeOf(rt.run({ mode: 'echo', value: sent.buffer }, { transfer: [sent.buffer], cost: 11 })),
+    ).toBe('OMNI_ERR_TOO_LARGE');
+    expect(sent.buffer.byteLength).toBe(256);
+  });
+
+  it('a transfer list that is not ArrayBuffers is refused before anything moves', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const view = new Uint8Array(8);
+    const code = await codeOf(
+      rt.run({ mode: 'echo', value: view }, { transfer: [view] as unknown as ArrayBuffer[] }),
+    );
+    expect(code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(view.byteLength).toBe(8);
+    expect(rt.report().depth).toBe(0);
+  });
+});

@@ -1,0 +1,222 @@
+/**
+ * Runtime lifecycle: start() proves every thread loaded its worker (or rejects with the
+ * worker's own error), invalid options fail where they are written, and close() drains
+ * in-flight work before stopping, or, with timeoutMs, terminates stuck work and still
+ * returns its capacity. The other concepts: runtime-{cancel,admission,failures,transfer}.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { Runtime, type RuntimeOptions } from '../src/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import {
+  cleanup,
+  codeOf,
+  control,
+  GATED_WORKER,
+  gate,
+  rejection,
+  start,
+  turns,
+} from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+const INIT_WORKER = builtModuleUrl('test/fixtures/runtime-init-worker.js');
+
+describe('Runtime.start', () => {
+  it('runs init once per thread with workerData, then serves', async () => {
+    const c = newControl();
+    const rt = await start({
+      worker: INIT_WORKER,
+      threads: 2,
+      workerData: { control: c.buffer, tag: 'from-init' },
+    });
+    expect(rt.state).toBe('ready');
+    expect(Atomics.load(c, INVOKED)).toBe(2);
+    await expect(rt.run(null)).resolves.toBe('from-init');
+    expect(rt.report()).toMatchObject({ state: 'ready', depth: 0, capacity: null, completed: 1 });
+  });
+
+  it('accepts a file: URL object and a plain path for the worker', async () => {
+    const url = new URL(GATED_WORKER);
+    const a = await start({ worker: url });
+    await expect(a.run({ mode: 'echo', value: 'url' })).resolves.toBe('url');
+    const b = await start({ worker: url.pathname });
+    await expect(b.run({ mode: 'echo', value: 'path' })).resolves.toBe('path');
+  });
+
+  it("rejects with the code of an error thrown by the worker's init", async () => {
+    for (const threads of [1, 2]) {
+      const err = await rejection(
+        Runtime.start({ worker: INIT_WORKER, threads, workerData: { fail: 'coded', code: 'X_NO_DEVICE' } }),
+      );
+      expect(err).toMatchObject({ code: 'X_NO_DEVICE', message: 'init failed' });
+    }
+  });
+
+  it('rejects OMNI_ERR_TASK_FAILED (message kept) when init throws an error without a code', async () => {
+    const err = await rejection(Runtime.start({ worker: INIT_WORKER, workerData: { fail: 'plain' } }));
+    expect(err).toMatchObject({ code: 'OMNI_ERR_TASK_FAILED', message: 'init failed without a code' });
+  });
+
+  it('rejects a module whose default export is not defineWorker(...)', async () => {
+    const err = await rejection(
+      Runtime.start({ worker: builtModuleUrl('test/fixtures/runtime-undefined-worker.js') }),
+    );
+    expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(err.message).toMatch(/defineWorker/);
+  });
+
+  it('rejects a module that does not exist, with a code', async () => {
+    const err = await rejection(
+      Runtime.start({ worker: builtModuleUrl('test/fixtures/runtime-missing-worker.js') }),
+    );
+    expect(typeof err.code).toBe('string');
+  });
+
+  it('rejects invalid options with OMNI_ERR_INVALID_ARGUMENT / OMNI_ERR_INVALID_BOUND', async () => {
+    const worker = GATED_WORKER;
+    const invalidArgument: unknown[] = [
+      null,
+      {},
+      { worker: '' },
+      { worker: 42 },
+      { worker, threads: 0 },
+      { worker, threads: 1.5 },
+      { worker, threads: 257 },
+      { worker, admission: null },
+      { worker, admission: 'x' },
+      { worker, admission: { requests: 1, wait: 'yes' } },
+      { worker, deadlineMs: 0 },
+      { worker, deadlineMs: Number.NaN },
+      { worker, idleTimeout: -1 },
+      { worker, startTimeoutMs: 0 },
+    ];
+    for (const options of invalidArgument) {
+      expect([options, await codeOf(Runtime.start(options as RuntimeOptions))]).toEqual([
+        options,
+        'OMNI_ERR_INVALID_ARGUMENT',
+      ]);
+    }
+    const invalidBound: unknown[] = [
+      { worker, admission: { requests: 0 } },
+      { worker, admission: { requests: 1.5 } },
+      { worker, admission: { requests: 2 ** 16 + 1 } },
+      { worker, admission: { requests: 2, units: 0 } },
+      { worker, admission: { requests: 2, units: -4 } },
+    ];
+    for (const options of invalidBound) {
+      expect([options, await codeOf(Runtime.start(options as RuntimeOptions))]).toEqual([
+        options,
+        'OMNI_ERR_INVALID_BOUND',
+      ]);
+    }
+  });
+});
+
+describe('Runtime.close', () => {
+  for (const admission of [undefined, { requests: 4 }]) {
+    it(`drains in-flight and queued work, then stops (${admission ? 'bounded' : 'serial'})`, async () => {
+      const rt = await start({ threads: 1, ...(admission ? { admission } : {}) });
+      const a = control();
+      const events: string[] = [];
+      const running = rt.run(gate(a, { value: 'a' })).then((v) => events.push(`done ${v}`));
+      await waitFor(a, STARTED);
+      const queued = rt.run({ mode: 'echo', value: 'b' }).then((v) => events.push(`done ${v}`));
+      expect(rt.report().depth).toBe(2);
+
+      const closing = rt.close().then(() => events.push('closed'));
+      expect(rt.state).toBe('draining');
+      const refused = await rejection(rt.run({ mode: 'echo' }));
+      expect(refused).toMatchObject({ code: 'OMNI_ERR_UNAVAILABLE', state: 'draining' });
+      await turns();
+      expect(events).toEqual([]); // the gate holds the work, so nothing may have finished
+
+      open(a);
+      await Promise.all([running, queued, closing]);
+      expect(events).toEqual(['done a', 'done b', 'closed']);
+      expect(rt.state).toBe('stopped');
+      expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 2, failed: 0 });
+      expect(await codeOf(rt.run({ mode: 'echo' }))).toBe('OMNI_ERR_UNAVAILABLE');
+      expect(rt.report().refused).toBe(0);
+    });
+  }
+
+  for (const admission of [undefined, { requests: 32, wait: true }]) {
+    it(`runs every call admitted before close() in the same tick (${admission ? 'wait mode' : 'serial'})`, async () => {
+      // Both modes admit through admit(), whose permit reaches dispatch a microtask later,
+      // after close() has already moved the state to 'draining'.
+      const rt = await start({ threads: 2, ...(admission ? { admission } : {}) });
+      const calls = Array.from({ length: 20 }, (_, i) => rt.run({ mode: 'echo', value: i }));
+      const closing = rt.close();
+      await expect(Promise.all(calls)).resolves.toEqual(Array.from({ length: 20 }, (_, i) => i));
+      await closing;
+      expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 20, failed: 0 });
+    });
+  }
+
+  it('wakes callers waiting for admission with OMNI_ERR_UNAVAILABLE', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1, wait: true } });
+    const a = control();
+    const never = control();
+    const running = rt.run(gate(a, { value: 'a' }));
+    await waitFor(a, STARTED);
+    const waiting = rt.run({ mode: 'echo', control: never.buffer as SharedArrayBuffer });
+    const closing = rt.close();
+    expect(await codeOf(waiting)).toBe('OMNI_ERR_UNAVAILABLE');
+    open(a);
+    await expect(running).resolves.toBe('a');
+    await closing;
+    expect(Atomics.load(never, INVOKED)).toBe(0);
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, waiting: 0 });
+  });
+
+  it('returns the same promise when called twice', async () => {
+    const rt = await start({ threads: 1 });
+    const first = rt.close();
+    expect(rt.close()).toBe(first);
+    await first;
+    expect(rt.state).toBe('stopped');
+  });
+
+  it('with timeoutMs, terminates stuck work and still returns its capacity', async () => {
+    const rt = await start({ threads: 2, admission: { requests: 4, units: 10 } });
+    const stuck = control();
+    const abandoned = control();
+    const ac = new AbortController();
+    // Two calls blocked in a synchronous (native-like) wait that nobody will open in time:
+    // one with its caller still waiting, one whose caller already left.
+    const waitingCall = rt.run(gate(stuck, { sync: true }), { cost: 3 });
+    const leftCall = rt.run(gate(abandoned, { sync: true }), { cost: 4, signal: ac.signal });
+    await Promise.all([waitFor(stuck, STARTED), waitFor(abandoned, STARTED)]);
+    ac.abort();
+    expect(await codeOf(leftCall)).toBe('OMNI_ERR_ABORTED');
+    expect(rt.report()).toMatchObject({ depth: 2, units: 7 });
+    const waitingCode = codeOf(waitingCall);
+
+    await rt.close({ timeoutMs: 20 });
+    expect(rt.state).toBe('stopped');
+    expect(await waitingCode).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(rt.report()).toMatchObject({
+      state: 'stopped',
+      depth: 0,
+      units: 0,
+      leaked: 0,
+      aborted: 1,
+      failed: 1,
+    });
+    expect(await codeOf(rt.run({ mode: 'echo' }))).toBe('OMNI_ERR_UNAVAILABLE');
+  });
+
+  it('with timeoutMs and nothing stuck, drains normally', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const a = control();
+    const running = rt.run(gate(a, { value: 'a' }));
+    await waitFor(a, STARTED);
+    const closing = rt.close({ timeoutMs: 60_000 });
+    open(a);
+    await expect(running).resolves.toBe('a');
+    await closing;
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 1, failed: 0 });
+  });
+});
