@@ -13,9 +13,11 @@ import {
   TimeoutError,
   TooLargeError,
   UnavailableError,
+  WorkerExitedError,
 } from './errors.js';
 import {
   type CheckedRuntimeOptions,
+  checkCloseTimeout,
   checkDeadline,
   checkRuntimeOptions,
   checkTransfer,
@@ -93,6 +95,8 @@ export class Runtime {
   #inflight = 0;
   #closing: Promise<void> | undefined;
   #failure: Error | undefined;
+  /** The pool was destroyed after losing every thread: close() must not send it more work. */
+  #abandoned = false;
 
   private constructor(options: CheckedRuntimeOptions) {
     this.#options = options;
@@ -127,6 +131,8 @@ export class Runtime {
       module: runtime.#options.moduleUrl,
       data: runtime.#options.workerData,
     });
+    // piscina removes a dead worker and starts its replacement in the same turn; look after it.
+    runtime.#pool.on('workerDestroy', () => queueMicrotask(() => runtime.#checkThreads()));
     runtime.#state = 'ready';
     return runtime;
   }
@@ -232,6 +238,19 @@ export class Runtime {
     return err;
   }
 
+  /**
+   * piscina replaces a dead worker, but stops for good once a replacement fails while starting.
+   * A pool left with no threads would queue calls forever: fail the runtime and abandon the
+   * pool, so queued calls reject and their capacity is reclaimed.
+   */
+  #checkThreads(): void {
+    const pool = this.#pool;
+    if (!pool || this.#closing !== undefined || this.#abandoned || pool.threads.length > 0) return;
+    this.#abandoned = true;
+    this.#fail(new WorkerExitedError('every worker thread has exited and none could be restarted'));
+    void pool.destroy();
+  }
+
   #fail(error: Error): void {
     this.#failure ??= error;
     if (this.#state === 'ready') this.#state = 'failed';
@@ -275,7 +294,13 @@ export class Runtime {
    * its threads are terminated and its capacity reclaimed.
    */
   close(options: CloseOptions = {}): Promise<void> {
-    this.#closing ??= this.#shutdown(checkDeadline('timeoutMs', options.timeoutMs));
+    let timeoutMs: number | undefined;
+    try {
+      timeoutMs = checkCloseTimeout(options.timeoutMs);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.#closing ??= this.#shutdown(timeoutMs);
     return this.#closing;
   }
 
@@ -289,10 +314,11 @@ export class Runtime {
     const clean = await Promise.race([drained, expired]);
     clearTimeout(timer);
     const pool = this.#pool!;
-    if (clean) {
+    // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
+    if (!this.#abandoned && clean) {
       await this.#teardown(pool);
       await pool.close();
-    } else {
+    } else if (!this.#abandoned) {
       await pool.destroy();
     }
     this.#state = 'stopped';

@@ -4,6 +4,7 @@
  * keeps serving. A fatal worker error moves the runtime to 'failed'.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { builtModuleUrl } from '../src/paths.js';
 import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, rejection, start, until } from './fixtures/runtime-harness.js';
 
@@ -141,5 +142,37 @@ describe('a fatal worker error', () => {
     const err = await rejection(rt.run({ mode: 'fatal', code: 'OMNI_ERR_NATIVE', message: 'context lost' }));
     expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', fatal: true, message: 'context lost' });
     expect(rt.state).toBe('failed');
+  });
+});
+
+describe('a pool that loses every thread', () => {
+  it('fails the runtime and rejects queued calls, returning their capacity, when no replacement can start', async () => {
+    const loads = new SharedArrayBuffer(4);
+    const rt = await start({
+      worker: builtModuleUrl('test/fixtures/runtime-restart-fails-worker.js'),
+      workerData: { loads },
+      threads: 1,
+      admission: { requests: 4 },
+    });
+    const dying = rt.run({ exit: true });
+    const queued = rt.run({}); // behind the dying call, on the only thread
+    expect(await codeOf(dying)).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await codeOf(queued)).toBe('OMNI_ERR_WORKER_EXITED');
+    await until(() => rt.report().state === 'failed', "state 'failed'");
+    expect(rt.report()).toMatchObject({ depth: 0, state: 'failed' });
+    expect(await codeOf(rt.run({}))).toBe('OMNI_ERR_UNAVAILABLE');
+    expect(rt.failure).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
+    await rt.close();
+    expect(rt.state).toBe('stopped');
+  });
+});
+
+describe('close() options', () => {
+  it('rejects an invalid timeoutMs with OMNI_ERR_INVALID_ARGUMENT and accepts 0', async () => {
+    const rt = await start({ threads: 1 });
+    expect(await codeOf(rt.close({ timeoutMs: -1 }))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(rt.state).toBe('ready');
+    await rt.close({ timeoutMs: 0 });
+    expect(rt.state).toBe('stopped');
   });
 });

@@ -99,6 +99,15 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   };
 }
 
+/** close()'s timeout: 0 abandons in-flight work at once. */
+export function checkCloseTimeout(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !(value >= 0) || !Number.isFinite(value)) {
+    bad(`timeoutMs must be a finite number >= 0, got ${String(value)}`);
+  }
+  return value;
+}
+
 export function checkTransfer(transfer: unknown): readonly ArrayBuffer[] {
   if (transfer === undefined) return [];
   if (!Array.isArray(transfer) || !transfer.every((b) => b instanceof ArrayBuffer)) {
