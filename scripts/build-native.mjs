@@ -77,7 +77,11 @@ export function fixtureArgs(output, defines = []) {
  */
 export function buildFixture({ outDir = nativeBuildDir, defines = [], force = false } = {}) {
   const output = join(outDir, 'libomni_fixture.so');
-  const inputs = [...listed(fixtureDir, ['.c', '.h']), ...listed(includeDir, ['.h']), fileURLToPath(import.meta.url)];
+  const inputs = [
+    ...listed(fixtureDir, ['.c', '.h']),
+    ...listed(includeDir, ['.h']),
+    fileURLToPath(import.meta.url),
+  ];
   if (!force && defines.length === 0 && upToDate(output, inputs)) return { path: output, built: false };
   compileTo(output, (tmp) => run(process.env.CC || 'cc', fixtureArgs(tmp, defines)));
   return { path: output, built: true };
@@ -128,8 +132,13 @@ export function cudaArgs(output, defines = []) {
 /** Builds the CUDA library; `{ skipped }` says why it did not (no nvcc). Throws if nvcc fails. */
 export function buildCuda({ outDir = nativeBuildDir, defines = [], force = false, nvcc = findNvcc() } = {}) {
   const output = join(outDir, 'libomni_cuda.so');
-  if (nvcc === null) return { path: output, built: false, skipped: 'nvcc not found on PATH or under CUDA_HOME/bin' };
-  const inputs = [...listed(cudaDir, ['.cu', '.cuh']), ...listed(includeDir, ['.h']), fileURLToPath(import.meta.url)];
+  if (nvcc === null)
+    return { path: output, built: false, skipped: 'nvcc not found on PATH or under CUDA_HOME/bin' };
+  const inputs = [
+    ...listed(cudaDir, ['.cu', '.cuh']),
+    ...listed(includeDir, ['.h']),
+    fileURLToPath(import.meta.url),
+  ];
   if (!force && defines.length === 0 && upToDate(output, inputs)) return { path: output, built: false };
   try {
     compileTo(output, (tmp) => run(nvcc, cudaArgs(tmp, defines)));
@@ -174,7 +183,9 @@ function main() {
       console.error(`native: cuda build FAILED (nvcc):\n${failureText(err)}`);
       process.exit(1);
     }
-    console.warn(`native: WARNING: cuda build failed; continuing with the fixture only:\n${failureText(err)}`);
+    console.warn(
+      `native: WARNING: cuda build failed; continuing with the fixture only:\n${failureText(err)}`,
+    );
   }
 }
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { LinearRuntime } from '../dist/src/index.js';
 // GPU acceptance check for the CUDA backend (run by scripts/gpu-check.sh after the build; uses dist/).
 //   1. parity: CUDA and the CPU fixture against the float64 TypeScript reference on several shapes,
 //      per-output tolerance 2(in+1)u(sum|x w| + |b|) + 8u|y| + 1e-7 with u = 2^-24 (the float32
@@ -19,7 +20,6 @@ import {
   resolveDevice,
   seededFloats,
 } from '../dist/src/native/index.js';
-import { LinearRuntime } from '../dist/src/index.js';
 
 const U = 2 ** -24;
 let failures = 0;
@@ -32,7 +32,9 @@ const dryRun = process.argv.includes('--dry-run');
 const fixtureLib = loadNativeLibrary('fixture');
 const cudaLib = dryRun ? fixtureLib : loadNativeLibrary('cuda');
 if (dryRun) console.log('gpu-check: DRY RUN, the fixture stands in for CUDA');
-console.log(`libraries: ${fixtureLib.path} (ABI ${fixtureLib.abiVersion}), ${cudaLib.path} (ABI ${cudaLib.abiVersion})`);
+console.log(
+  `libraries: ${fixtureLib.path} (ABI ${fixtureLib.abiVersion}), ${cudaLib.path} (ABI ${cudaLib.abiVersion})`,
+);
 const device = resolveDevice(undefined, process.env);
 let cuda;
 try {
@@ -126,7 +128,9 @@ for (const [i, shape] of PARITY.entries()) {
     if (!Buffer.from(again.buffer).equals(Buffer.from(first.buffer))) same = false;
   }
   const s = single.stats();
-  console.log(`\nno residue: ${same ? 'ok' : 'FAIL'} (evictions ${s.workspaceEvictions}, cached ${s.cachedWorkspaces})`);
+  console.log(
+    `\nno residue: ${same ? 'ok' : 'FAIL'} (evictions ${s.workspaceEvictions}, cached ${s.cachedWorkspaces})`,
+  );
   if (!same) fail('repeated calls differ');
   if (s.cachedWorkspaces > 1) fail('workspace count bound exceeded');
   if (s.workspaceEvictions < 20) fail(`expected at least 20 evictions, saw ${s.workspaceEvictions}`);
@@ -148,14 +152,18 @@ function timeCalls(ctx, x, rows, out, minMs) {
   }
   return (t - t0) / n;
 }
-console.log('\n| shape (rows x in -> out) | cuda ms/call | cuda GFLOP/s | fixture ms/call | fixture GFLOP/s | speedup |');
+console.log(
+  '\n| shape (rows x in -> out) | cuda ms/call | cuda GFLOP/s | fixture ms/call | fixture GFLOP/s | speedup |',
+);
 console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
 for (const shape of [
   [64, 1024, 1024],
-  ...(dryRun ? [] : [
-    [1024, 1024, 1024],
-    [4096, 4096, 4096],
-  ]),
+  ...(dryRun
+    ? []
+    : [
+        [1024, 1024, 1024],
+        [4096, 4096, 4096],
+      ]),
 ]) {
   const [rows, inF, outF] = shape;
   const { x, w, b } = data(shape, 5);
@@ -194,8 +202,12 @@ async function closedLoop(call, inFlight, ms) {
   const weights = { w, b, inFeatures: inF, outFeatures: outF };
   const ms = dryRun ? 300 : 2000;
   const threads = 2;
-  console.log(`\nrequests/s through LinearRuntime, ${rows} x ${inF} -> ${outF}, ${threads} threads (closed loop, ${ms} ms per cell)`);
-  console.log('| backend | direct req/s (main thread) | runtime req/s, 1 in flight | runtime req/s, 16 in flight | 16 in flight / direct |');
+  console.log(
+    `\nrequests/s through LinearRuntime, ${rows} x ${inF} -> ${outF}, ${threads} threads (closed loop, ${ms} ms per cell)`,
+  );
+  console.log(
+    '| backend | direct req/s (main thread) | runtime req/s, 1 in flight | runtime req/s, 16 in flight | 16 in flight / direct |',
+  );
   console.log('| --- | ---: | ---: | ---: | ---: |');
   for (const [label, backend, ctx] of [
     [dryRun ? 'cuda (fixture stand-in)' : 'cuda', dryRun ? 'fixture' : 'cuda', cuda],
@@ -212,7 +224,8 @@ async function closedLoop(call, inFlight, ms) {
       ctx.uploadWeights(w, b, outF, inF);
       const direct = ctx.linearGelu(x, rows);
       const viaRuntime = await lr.run(x);
-      if (!Buffer.from(viaRuntime.buffer).equals(Buffer.from(direct.buffer))) fail(`${label}: runtime output differs from the direct call`);
+      if (!Buffer.from(viaRuntime.buffer).equals(Buffer.from(direct.buffer)))
+        fail(`${label}: runtime output differs from the direct call`);
       if (lr.backend !== backend) fail(`${label}: the runtime chose ${lr.backend}`);
       const out = new Float32Array(rows * outF);
       const directPerSecond = 1000 / timeCalls(ctx, x, rows, out, ms);
@@ -224,7 +237,8 @@ async function closedLoop(call, inFlight, ms) {
         `| ${label} | ${directPerSecond.toFixed(0)} | ${one.toFixed(0)} | ${sixteen.toFixed(0)} | ${(sixteen / directPerSecond).toFixed(2)}x |`,
       );
       const report = lr.report();
-      if (report.state !== 'ready' || report.failed !== 0) fail(`${label}: runtime ${report.state}, ${report.failed} failed`);
+      if (report.state !== 'ready' || report.failed !== 0)
+        fail(`${label}: runtime ${report.state}, ${report.failed} failed`);
     } catch (err) {
       fail(`${label} through the runtime: ${err.code} ${err.message}`);
     } finally {
