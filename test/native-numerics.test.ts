@@ -6,37 +6,11 @@ import {
   FixtureFaults,
   loadNativeLibrary,
   NativeContext,
-  referenceLinearGelu,
   seededFloats,
 } from '../src/native/index.js';
+import { maxViolation } from './fixtures/native-tolerance.js';
 
-// Tolerance, per output: the float32 dot-product bound gamma_n = n*u with u = 2^-24 (n = inFeatures
-// products plus the bias), applied to sum|x_k w_k| + |b|; GELU's slope is at most 1.13 and erff adds
-// a few ulp of the result, hence the factor 2, the 8u|y| term and a 1e-7 floor.
-const U = 2 ** -24;
-
-function maxViolation(
-  got: ArrayLike<number>,
-  x: Float32Array,
-  w: Float32Array,
-  b: Float32Array,
-  rows: number,
-  outF: number,
-  inF: number,
-): number {
-  const want = referenceLinearGelu(x, rows, w, b, outF, inF);
-  let worst = 0;
-  for (let r = 0; r < rows; r++) {
-    for (let o = 0; o < outF; o++) {
-      let abs = Math.abs(b[o]!);
-      for (let k = 0; k < inF; k++) abs += Math.abs(x[r * inF + k]! * w[o * inF + k]!);
-      const ref = want[r * outF + o]!;
-      const tol = 2 * (inF + 1) * U * abs + 8 * U * Math.abs(ref) + 1e-7;
-      worst = Math.max(worst, Math.abs(got[r * outF + o]! - ref) / tol);
-    }
-  }
-  return worst; // <= 1 means every output is within tolerance
-}
+// Tolerance: see test/fixtures/native-tolerance.ts.
 
 // [rows, inFeatures, outFeatures]: tails of every block size (MR 4, NR 16, KC 256, MC 64) included.
 const SHAPES: Array<[number, number, number]> = [

@@ -17,30 +17,13 @@ import {
   MAX_ROWS,
   NativeContext,
   NativeStatus,
-  referenceLinearGelu,
   seededFloats,
 } from '../src/native/index.js';
+import { maxViolation as tolerance } from './fixtures/native-tolerance.js';
 
-// Tolerance per output, the same bound test/native-numerics.test.ts states: the float32 dot-product
-// bound gamma_n = n u (u = 2^-24, n = inFeatures products plus the bias) on sum|x_k w_k| + |b|, times
-// 2 for GELU's slope (<= 1.13) and erff's few ulp, plus 8u|y| and a 1e-7 floor.
-const U = 2 ** -24;
-
-/** Worst |got - reference| / tolerance over all outputs; <= 1 means all are within tolerance. */
+/** The stated tolerance (test/fixtures/native-tolerance.ts) for one runtime result. */
 function maxViolation(got: Float32Array, x: Float32Array, weights: LinearWeights, rows: number): number {
-  const { w, b, inFeatures: inF, outFeatures: outF } = weights;
-  const want = referenceLinearGelu(x, rows, w, b, outF, inF);
-  let worst = 0;
-  for (let r = 0; r < rows; r++) {
-    for (let o = 0; o < outF; o++) {
-      let abs = Math.abs(b[o]!);
-      for (let k = 0; k < inF; k++) abs += Math.abs(x[r * inF + k]! * w[o * inF + k]!);
-      const ref = want[r * outF + o]!;
-      const tol = 2 * (inF + 1) * U * abs + 8 * U * Math.abs(ref) + 1e-7;
-      worst = Math.max(worst, Math.abs(got[r * outF + o]! - ref) / tol);
-    }
-  }
-  return worst;
+  return tolerance(got, x, weights.w, weights.b, rows, weights.outFeatures, weights.inFeatures);
 }
 
 /** mulberry32 integers in [lo, hi]: "random" shapes that are the same on every run. */

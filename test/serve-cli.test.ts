@@ -187,7 +187,7 @@ describe('serve child processes', () => {
     buildFixture();
   });
 
-  it('the built CLI on the native fixture: prints address and backend, answers, drains on SIGTERM mid-load, exits 0', async () => {
+  it('the built CLI on the native fixture: prints address and backend, answers, drains on SIGTERM under load, exits 0', async () => {
     const IN = 512;
     const OUT = 512;
     const ROWS = 1024;
@@ -222,7 +222,9 @@ describe('serve child processes', () => {
     const got = (json.json as { rows: number[][] }).rows[0]!;
     for (let j = 0; j < OUT; j++) expect(got[j]).toBeCloseTo(want[j]!, 4);
 
-    // Three large calls, serialized on one thread: wait until all are admitted and one still runs.
+    // Three large calls, serialized on one thread: wait until all are admitted. Whether one is
+    // still running when SIGTERM lands depends on the machine's speed, so this test does not
+    // require it; the gated tests below hold calls in flight deterministically.
     const big = new Float32Array(ROWS * IN).fill(0.25);
     const load = [0, 1, 2].map(() => postFloats(url!, big));
     // Awaited below; marked handled now so a failure above does not also report three rejections.
@@ -231,9 +233,8 @@ describe('serve child processes', () => {
       url!,
       '/metrics',
       (t) =>
-        sample(t, 'omni_runtime_depth') >= 1 &&
         sample(t, 'omni_runtime_depth') + sample(t, 'omni_runtime_calls_total{outcome="completed"}') === 4,
-      'three admitted calls with one still running',
+      'three admitted calls',
     );
     child.process.kill('SIGTERM');
     await child.line(/SIGTERM: draining/);
