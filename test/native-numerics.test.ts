@@ -1,13 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import type { NativeLibrary } from '../src/native/index.js';
-import {
-  erf,
-  FixtureFaults,
-  loadNativeLibrary,
-  NativeContext,
-  seededFloats,
-} from '../src/native/index.js';
+import { erf, FixtureFaults, loadNativeLibrary, NativeContext, seededFloats } from '../src/native/index.js';
 import { maxViolation } from './fixtures/native-tolerance.js';
 
 // Tolerance: see test/fixtures/native-tolerance.ts.
