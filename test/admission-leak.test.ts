@@ -47,6 +47,7 @@ describe('leak safety net', () => {
   describe.each([
     ['request-only', undefined],
     ['with units', 1000],
+    ['with wide units (64-bit word)', 2 ** 40],
   ])('%s', (_mode, units) => {
     it('reclaims a permit dropped without release once its cohort is collected', async () => {
       const admission = new BoundedAdmission({ requests: 4, units });

@@ -160,6 +160,8 @@ describe('BoundedAdmission under real threads', () => {
     // ~1.1M operations with units; request-only is the cheaper path and gets a shorter run.
     { mode: 'with units', ceiling: 1000 as number | null, requests: 12, iterations: 360_000 },
     { mode: 'request-only', ceiling: null, requests: 12, iterations: 120_000 },
+    // A unit ceiling too large for the Int32 state word: the 64-bit (BigInt) path.
+    { mode: 'with wide units', ceiling: (2 ** 30) as number | null, requests: 12, iterations: 120_000 },
   ])('$mode', ({ ceiling, requests, iterations }) => {
     it('never exceeds either bound while threads admit, release and pass claims', async () => {
       const workers = 3;

@@ -45,6 +45,7 @@ function track<T>(promise: Promise<T>): { settled: boolean; value?: T; error?: u
 describe.each([
   ['request-only', undefined],
   ['with units', 10],
+  ['with wide units (64-bit word)', 2 ** 40],
 ])('admit (%s)', (_mode, units) => {
   it('resolves at once when there is room, without queueing', async () => {
     const admission = new BoundedAdmission({ requests: 2, units });

@@ -336,6 +336,7 @@ describe('tryAdmit', () => {
   describe.each([
     ['request-only', { requests: 2 }],
     ['with units', { requests: 2, units: 10 }],
+    ['with wide units', { requests: 2, units: 2 ** 40 }],
   ])('invalid cost (%s)', (_mode, bounds) => {
     it.each(invalidCosts)('throws OMNI_ERR_INVALID_COST for %s and changes nothing', (cost) => {
       const admission = new BoundedAdmission(bounds);
@@ -370,6 +371,7 @@ describe('release', () => {
   describe.each([
     ['request-only', undefined],
     ['with units', 10],
+    ['with wide units (64-bit word)', 2 ** 40],
   ])('%s', (_mode, units) => {
     const expectUnits = (n: number): number => (units === undefined ? 0 : n);
 
@@ -455,6 +457,7 @@ describe('claims', () => {
   describe.each([
     ['request-only', undefined],
     ['with units', 100],
+    ['with wide units (64-bit word)', 2 ** 40],
   ])('%s', (_mode, units) => {
     const expectUnits = (n: number): number => (units === undefined ? 0 : n);
 

@@ -18,7 +18,7 @@ import {
   ID_I32,
   LEAKED_I32,
   MAX_CLAIM_SLOTS,
-  MAX_REQUESTS_32,
+  NARROW_FIELD_MASK,
   REJECTED_U64,
   REQUESTS_I32,
   SEQ_I32,
@@ -153,6 +153,16 @@ export class BoundedAdmission implements PermitOwner {
   /** -1 in request-only mode. */
   readonly #ceiling: number;
   readonly #unitMode: boolean;
+  /** The state word is the 64-bit one (BigInt); otherwise the Int32 one (plain Numbers). */
+  readonly #wide: boolean;
+  // Narrow word: requests << shift | units. Without units, shift 0 and a zero unit mask, so the
+  // unit check never refuses and the same code serves request-only mode. Kept as small
+  // integers (<<, never ** or Infinity): V8 then keeps the fields and the arithmetic in int32.
+  readonly #one32: number;
+  readonly #unitMask32: number;
+  readonly #requestLimit32: number;
+  readonly #ceiling32: number;
+  // Wide word: the same layout in BigInt.
   readonly #shift: bigint;
   readonly #oneRequest: bigint;
   readonly #unitMask: bigint;
@@ -177,11 +187,17 @@ export class BoundedAdmission implements PermitOwner {
     this.#requests = checked.requests;
     this.#unitMode = checked.units !== undefined;
     this.#ceiling = checked.units ?? -1;
+    this.#wide = checked.wide;
+    const narrowShift = checked.wide ? 0 : checked.unitShift;
+    this.#one32 = 1 << narrowShift;
+    this.#unitMask32 = this.#one32 - 1;
+    this.#requestLimit32 = checked.wide ? 0 : checked.requests << narrowShift;
+    this.#ceiling32 = checked.wide ? 0 : (checked.units ?? 0);
     this.#shift = BigInt(checked.unitShift);
     this.#oneRequest = 1n << this.#shift;
     this.#unitMask = this.#oneRequest - 1n;
     this.#requestLimit = BigInt(checked.requests) << this.#shift;
-    if (this.#unitMode) {
+    if (this.#wide) {
       for (let cost = 0; cost < DELTA_CACHE; cost++) {
         this.#deltas.push(this.#oneRequest + BigInt(cost));
         this.#rooms.push(BigInt(Math.max(this.#ceiling - cost, -1)));
@@ -230,7 +246,7 @@ export class BoundedAdmission implements PermitOwner {
   }
 
   get closed(): boolean {
-    return this.#unitMode
+    return this.#wide
       ? Atomics.load(this.#u64, STATE_U64) >= CLOSED_BIT_64
       : Atomics.load(this.#i32, STATE_I32) >= CLOSED_BIT_32;
   }
@@ -242,9 +258,9 @@ export class BoundedAdmission implements PermitOwner {
   tryAdmit(cost = 1): Permit | Refusal {
     if (!isValidCost(cost)) throw invalidCost(cost);
     let result: Permit | Refusal;
-    if (!this.#unitMode) result = this.#reserveRequests(cost, false);
-    else if (cost > this.#ceiling) result = REFUSED_TOO_LARGE;
-    else result = this.#reservePacked(cost, false);
+    if (this.#unitMode && cost > this.#ceiling) result = REFUSED_TOO_LARGE;
+    else if (this.#wide) result = this.#reserveWide(cost, false);
+    else result = this.#reserveNarrow(cost, false);
     return result.ok ? result : this.#refuse(result);
   }
 
@@ -299,9 +315,9 @@ export class BoundedAdmission implements PermitOwner {
   reclaim(claim: Claim): boolean {
     const units = this.#claims.release(claim);
     if (units < 0) return false;
-    if (this.#unitMode)
-      this.#givePacked(units < DELTA_CACHE ? this.#deltas[units]! : this.#oneRequest + BigInt(units));
-    else this.#giveRequests(1);
+    if (this.#wide)
+      this.#giveWide(units < DELTA_CACHE ? this.#deltas[units]! : this.#oneRequest + BigInt(units));
+    else this.#giveNarrow(this.#one32 + (this.#unitMode ? units : 0));
     return true;
   }
 
@@ -310,7 +326,7 @@ export class BoundedAdmission implements PermitOwner {
    * every thread with that error, and resolves once outstanding reaches zero.
    */
   close(): Promise<void> {
-    if (this.#unitMode) Atomics.or(this.#u64, STATE_U64, CLOSED_BIT_64);
+    if (this.#wide) Atomics.or(this.#u64, STATE_U64, CLOSED_BIT_64);
     else Atomics.or(this.#i32, STATE_I32, CLOSED_BIT_32);
     this.#wake(); // other instances' waiters and drains must observe the flag
     return new Promise<void>((resolve) => {
@@ -323,12 +339,14 @@ export class BoundedAdmission implements PermitOwner {
   report(): AdmissionReport {
     let depth: number;
     let units = 0;
-    if (this.#unitMode) {
+    if (this.#wide) {
       const word = Atomics.load(this.#u64, STATE_U64) & ~FLAGS_64;
       depth = Number(word >> this.#shift);
       units = Number(word & this.#unitMask);
     } else {
-      depth = Atomics.load(this.#i32, STATE_I32) & MAX_REQUESTS_32;
+      const fields = Atomics.load(this.#i32, STATE_I32) & NARROW_FIELD_MASK;
+      depth = Math.floor(fields / this.#one32);
+      units = fields & this.#unitMask32;
     }
     return {
       depth,
@@ -342,9 +360,9 @@ export class BoundedAdmission implements PermitOwner {
   }
 
   /** @internal Permit.release. */
-  [kRelease](_units: number, delta: bigint | undefined): void {
-    if (delta === undefined) this.#giveRequests(1);
-    else this.#givePacked(delta);
+  [kRelease](_units: number, delta: number | bigint): void {
+    if (this.#wide) this.#giveWide(delta as bigint);
+    else this.#giveNarrow(delta as number);
   }
 
   /** @internal Permit.toClaim. */
@@ -357,23 +375,29 @@ export class BoundedAdmission implements PermitOwner {
    * queue head (`asHead`) reserves past the flag, keeping it in the word it writes back.
    */
   #reserve(cost: number, asHead: boolean): Permit | Refusal {
-    return this.#unitMode ? this.#reservePacked(cost, asHead) : this.#reserveRequests(cost, asHead);
+    return this.#wide ? this.#reserveWide(cost, asHead) : this.#reserveNarrow(cost, asHead);
   }
 
-  #reserveRequests(cost: number, asHead: boolean): Permit | Refusal {
+  #reserveNarrow(cost: number, asHead: boolean): Permit | Refusal {
     const i32 = this.#i32;
     const ignored = asHead ? WAITING_BIT_32 : 0;
+    const delta = this.#unitMode ? this.#one32 + cost : 1;
+    // Checked, not saturating: held <= ceiling - cost (exact: cost <= ceiling was checked).
+    // Without units the mask is 0 and room 0, so `0 > 0` never refuses.
+    const room = this.#unitMode ? this.#ceiling32 - cost : 0;
     for (;;) {
       const word = Atomics.load(i32, STATE_I32);
-      if ((word & ~ignored) >= this.#requests) return refusalFor32(word & ~ignored);
+      const fields = word & ~ignored;
+      if (fields >= this.#requestLimit32) return refusalFor32(fields);
+      if ((word & this.#unitMask32) > room) return REFUSED_UNITS;
       // The CAS is the reservation: it succeeds only on the exact word that passed the check.
-      if (Atomics.compareExchange(i32, STATE_I32, word, word + 1) === word) {
-        return new Permit(this, cost, undefined, this.#guard.enter(cost));
+      if (Atomics.compareExchange(i32, STATE_I32, word, word + delta) === word) {
+        return new Permit(this, cost, delta, this.#guard.enter(cost));
       }
     }
   }
 
-  #reservePacked(cost: number, asHead: boolean): Permit | Refusal {
+  #reserveWide(cost: number, asHead: boolean): Permit | Refusal {
     const u64 = this.#u64;
     const cached = cost < DELTA_CACHE;
     const delta = cached ? this.#deltas[cost]! : this.#oneRequest + BigInt(cost);
@@ -402,16 +426,16 @@ export class BoundedAdmission implements PermitOwner {
 
   // The word a release subtracts from says, through its flags, whether anyone waits on it:
   // waiters (WAITING) or drains (CLOSED). See "Memory ordering".
-  #giveRequests(count: number): void {
-    if (Atomics.sub(this.#i32, STATE_I32, count) >= WAITING_BIT_32) this.#wake();
+  #giveNarrow(delta: number): void {
+    if (Atomics.sub(this.#i32, STATE_I32, delta) >= WAITING_BIT_32) this.#wake();
   }
 
-  #givePacked(delta: bigint): void {
+  #giveWide(delta: bigint): void {
     if (Atomics.sub(this.#u64, STATE_U64, delta) >= WAITING_BIT_64) this.#wake();
   }
 
   #setWaitingFlag(): void {
-    if (this.#unitMode) Atomics.or(this.#u64, STATE_U64, WAITING_BIT_64);
+    if (this.#wide) Atomics.or(this.#u64, STATE_U64, WAITING_BIT_64);
     else Atomics.or(this.#i32, STATE_I32, WAITING_BIT_32);
   }
 
@@ -425,7 +449,7 @@ export class BoundedAdmission implements PermitOwner {
    */
   #clearWaitingFlag(): void {
     for (;;) {
-      if (this.#unitMode) Atomics.and(this.#u64, STATE_U64, ~WAITING_BIT_64);
+      if (this.#wide) Atomics.and(this.#u64, STATE_U64, ~WAITING_BIT_64);
       else Atomics.and(this.#i32, STATE_I32, ~WAITING_BIT_32);
       if (Atomics.load(this.#i32, WAITERS_I32) === 0) return;
       this.#setWaitingFlag();
@@ -437,8 +461,8 @@ export class BoundedAdmission implements PermitOwner {
 
   #reclaimLeaked(count: number, units: number): void {
     Atomics.add(this.#i32, LEAKED_I32, count);
-    if (this.#unitMode) this.#givePacked((BigInt(count) << this.#shift) + BigInt(units));
-    else this.#giveRequests(count);
+    if (this.#wide) this.#giveWide((BigInt(count) << this.#shift) + BigInt(units));
+    else this.#giveNarrow(count * this.#one32 + (this.#unitMode ? units : 0));
   }
 
   #wake(): void {

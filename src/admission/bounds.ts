@@ -1,5 +1,5 @@
 import { InvalidBoundError, InvalidCostError } from '../errors.js';
-import { MAX_REQUESTS_32, PACKED_FIELD_BITS } from './layout.js';
+import { MAX_REQUESTS_32, NARROW_FIELD_BITS, WIDE_FIELD_BITS } from './layout.js';
 
 export interface AdmissionBounds {
   /** Outstanding requests allowed at once (>= 1, at most 2^29 - 1). */
@@ -8,11 +8,13 @@ export interface AdmissionBounds {
   readonly units?: number | undefined;
 }
 
-/** Validated bounds; `unitShift` is the request field's position in the packed 64-bit word. */
+/** Validated bounds; `unitShift` is the request field's position in the packed state word. */
 export interface CheckedBounds {
   readonly requests: number;
   readonly units: number | undefined;
   readonly unitShift: number;
+  /** The fields need the 64-bit (BigInt) state word. */
+  readonly wide: boolean;
 }
 
 function bitLength(n: number): number {
@@ -32,18 +34,18 @@ export function checkBounds(bounds: AdmissionBounds): CheckedBounds {
     throw new InvalidBoundError('bounds must be an object { requests, units? }');
   }
   const requests = checkBound('requests', bounds.requests, MAX_REQUESTS_32);
-  if (bounds.units === undefined) return { requests, units: undefined, unitShift: 0 };
+  if (bounds.units === undefined) return { requests, units: undefined, unitShift: 0, wide: false };
   const units = checkBound('units', bounds.units, Number.MAX_SAFE_INTEGER);
-  // Both fields share one 64-bit word below the closed flag: a pair that cannot be packed
-  // is refused here rather than silently losing units later.
+  // Both fields share one word below the flags: a pair that cannot be packed is refused here
+  // rather than silently losing units later.
   const unitShift = bitLength(units);
-  if (unitShift + bitLength(requests) > PACKED_FIELD_BITS) {
+  const bits = unitShift + bitLength(requests);
+  if (bits > WIDE_FIELD_BITS) {
     throw new InvalidBoundError(
-      `requests ${requests} and units ${units} need ${unitShift + bitLength(requests)} bits; ` +
-        `together they must fit in ${PACKED_FIELD_BITS}`,
+      `requests ${requests} and units ${units} need ${bits} bits; together they must fit in ${WIDE_FIELD_BITS}`,
     );
   }
-  return { requests, units, unitShift };
+  return { requests, units, unitShift, wide: bits > NARROW_FIELD_BITS };
 }
 
 /** A cost is a non-negative safe integer; anything else is a caller bug, reported as such. */

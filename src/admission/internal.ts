@@ -7,7 +7,7 @@ export const kClaim = Symbol('omni.admission.claim');
 
 /** What a Permit needs from its admission: give units back, or move them into a claim. */
 export interface PermitOwner {
-  [kRelease](units: number, delta: bigint | undefined): void;
+  [kRelease](units: number, delta: number | bigint): void;
   [kClaim](units: number): Claim;
 }
 

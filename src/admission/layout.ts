@@ -2,15 +2,19 @@
  * The admission's SharedArrayBuffer, word by word. Every thread that attaches reads the same
  * layout; workers import only these constants, never the main-thread classes.
  *
- * Bytes 0..7 hold the state word. Request-only mode uses it as an Int32 (index 0); unit mode
- * packs outstanding requests and units into one 64-bit word so that both bounds are checked
- * and reserved by a single compare-exchange (two separate words would need an undo on the
- * second and let a reservation be visible on one counter but not the other).
+ * Bytes 0..7 hold the state word: outstanding requests and units packed into ONE word, so that
+ * both bounds are checked and reserved by a single compare-exchange (two separate words would
+ * need an undo on the second and let a reservation be visible on one counter but not the
+ * other). It is an Int32 when the fields fit (narrow) and a BigUint64 otherwise (wide).
  */
 
-/** Int32 index of the request-only state word: outstanding requests | CLOSED_BIT_32. */
+/**
+ * Int32 index of the narrow state word: CLOSED | WAITING | requests << shift | units. Used in
+ * request-only mode (shift 0, no unit field) and whenever both fields fit in its 29 bits (say
+ * 1,023 requests and 2^19 units): plain Numbers, no BigInt on the hot path.
+ */
 export const STATE_I32 = 0;
-/** BigUint64 index of the unit-mode state word: CLOSED_BIT_64 | requests << shift | units. */
+/** BigUint64 index of the wide state word, for unit bounds too large for the narrow one. */
 export const STATE_U64 = 0;
 
 /**
@@ -31,7 +35,7 @@ export const LEAKED_I32 = 4;
 export const REQUESTS_I32 = 5;
 /** Int32 index: number of claim slots. */
 export const SLOTS_I32 = 6;
-/** Int32 index: bit shift of the request field in unit mode (0 in request-only mode). */
+/** Int32 index: bit shift of the request field (the unit field's width; 0 without units). */
 export const SHIFT_I32 = 7;
 /**
  * Int32 index: this admission's random id. Claims carry it, so a claim handed to the wrong
@@ -57,12 +61,15 @@ export const SLOTS_BYTE_OFFSET = 64;
 export const CLOSED_BIT_32 = 1 << 30;
 export const WAITING_BIT_32 = 1 << 29;
 export const MAX_REQUESTS_32 = WAITING_BIT_32 - 1;
+/** The narrow word's counter fields, flags masked off. */
+export const NARROW_FIELD_MASK = WAITING_BIT_32 - 1;
 /** Unit-mode flags: the top two bits, above both packed fields, for the same reasons. */
 export const CLOSED_BIT_64 = 1n << 63n;
 export const WAITING_BIT_64 = 1n << 62n;
 export const FLAGS_64 = CLOSED_BIT_64 | WAITING_BIT_64;
-/** Bits available to the packed request and unit fields below the flags. */
-export const PACKED_FIELD_BITS = 62;
+/** Bits available to the packed request and unit fields below the flags, narrow and wide. */
+export const NARROW_FIELD_BITS = 29;
+export const WIDE_FIELD_BITS = 62;
 
 /**
  * Claim slot word: generation << 1 | held. The generation advances on every release, so a

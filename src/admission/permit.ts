@@ -18,12 +18,13 @@ const MOVED = 2;
 export class Permit implements Disposable {
   readonly units: number;
   readonly #owner: PermitOwner;
-  readonly #delta: bigint | undefined;
+  /** What release subtracts from the state word (its type follows the admission's word). */
+  readonly #delta: number | bigint;
   readonly #cohort: Cohort;
   #state = HELD;
 
   /** @internal Created by BoundedAdmission only. */
-  constructor(owner: PermitOwner, units: number, delta: bigint | undefined, cohort: Cohort) {
+  constructor(owner: PermitOwner, units: number, delta: number | bigint, cohort: Cohort) {
     this.#owner = owner;
     this.units = units;
     this.#delta = delta;
