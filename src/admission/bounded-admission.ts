@@ -68,7 +68,7 @@ export interface AdmissionReport {
 }
 
 /**
- * Unit mode works on BigInts; converting per admit (BigInt(cost), Number(word & mask)) costs
+ * The wide word works on BigInts; converting per admit (BigInt(cost), Number(word & mask)) costs
  * more than the compare-exchange itself, so the delta and the room for small costs are
  * precomputed and the check stays in BigInt.
  */
@@ -115,6 +115,8 @@ let attaching: SharedArrayBuffer | undefined;
  * Invariants:
  * - Reservation happens at the check: one compare-exchange on one word both checks and takes
  *   capacity, so at no instant does either counter exceed its bound, under any interleaving.
+ *   The word is an Int32 when requests and units fit in 29 bits together, else a BigUint64
+ *   (see layout.ts); the choice is made once, from the bounds.
  * - Arithmetic is checked: the unit test is `held <= ceiling - cost` (exact, as cost <=
  *   ceiling), never `held + cost`, which could round above 2^53; request-only mode keeps no
  *   unit accounting at all.
