@@ -26,8 +26,11 @@ export {
   type BackendName,
   type BackendPreference,
   loadNativeLibrary,
+  MAX_FEATURES,
+  MAX_ROWS,
   NativeContext,
   type NativeStats,
+  NativeStatus,
   resolveDevice,
   selectBackend,
 } from './native/index.js';

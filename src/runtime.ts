@@ -183,9 +183,12 @@ export class Runtime {
   ): Promise<unknown> {
     let permit: Permit;
     try {
+      // The serial scheduler waits only for a claim slot (past 65,536 outstanding calls): its
+      // deadline applies once dispatched, so a slow queue never counts as a refusal there.
+      const timed = this.#bounded && deadlineAt !== 0;
       permit = await this.#admission.admit(cost, {
         signal,
-        timeoutMs: deadlineAt === 0 ? undefined : Math.max(0, deadlineAt - Date.now()),
+        timeoutMs: timed ? Math.max(0, deadlineAt - Date.now()) : undefined,
       });
     } catch (err) {
       throw this.#waitFailed(err, cost);
