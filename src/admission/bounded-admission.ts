@@ -1,12 +1,5 @@
 import { randomInt } from 'node:crypto';
-import {
-  AbortError,
-  ClosedError,
-  InvalidArgumentError,
-  PermitReleasedError,
-  TimeoutError,
-  TooLargeError,
-} from '../errors.js';
+import { ClosedError, InvalidArgumentError, PermitReleasedError, TooLargeError } from '../errors.js';
 import { type AdmissionBounds, type CheckedBounds, checkBounds, invalidCost, isValidCost } from './bounds.js';
 import { ClaimTable } from './claims.js';
 import { type Claim, kClaim, kRelease, type PermitOwner } from './internal.js';
@@ -41,7 +34,7 @@ import {
   REFUSED_UNITS,
   type Refusal,
 } from './refusal.js';
-import { type QueueNode, WaitQueue } from './wait-queue.js';
+import { abortError, WaitingRoom } from './waiting-room.js';
 
 export interface AdmitOptions {
   /** The caller's signal: aborting removes the waiter at once (not counted as a refusal). */
@@ -73,21 +66,6 @@ export interface AdmissionReport {
  * precomputed and the check stays in BigInt.
  */
 const DELTA_CACHE = 512;
-const noop = (): void => {};
-
-class Waiter implements QueueNode {
-  prev: QueueNode | undefined;
-  next: QueueNode | undefined;
-  queued = false;
-  timer: ReturnType<typeof setTimeout> | undefined;
-  signal: AbortSignal | undefined;
-  onAbort: (() => void) | undefined;
-  constructor(
-    readonly cost: number,
-    readonly resolve: (permit: Permit) => void,
-    readonly reject: (err: Error) => void,
-  ) {}
-}
 
 /** Why a state word at or above the request limit refuses (flags are checked first). */
 function refusalFor32(word: number): Refusal {
@@ -98,10 +76,6 @@ function refusalFor32(word: number): Refusal {
 function refusalFor64(word: bigint): Refusal {
   if (word >= CLOSED_BIT_64) return REFUSED_CLOSED;
   return word >= WAITING_BIT_64 ? REFUSED_QUEUED : REFUSED_REQUESTS;
-}
-
-function abortError(signal: AbortSignal): AbortError {
-  return new AbortError('admission wait was aborted', { cause: signal.reason });
 }
 
 // attach() hands its buffer to the constructor through this, so the public constructor keeps
@@ -175,10 +149,7 @@ export class BoundedAdmission implements PermitOwner {
   readonly #rooms: bigint[] = [];
   readonly #claims: ClaimTable;
   readonly #guard: LeakGuard;
-  readonly #queue = new WaitQueue<Waiter>();
-  readonly #drains: Array<() => void> = [];
-  #watching = false;
-  #keepAlive: ReturnType<typeof setInterval> | undefined;
+  readonly #room: WaitingRoom;
 
   constructor(bounds: AdmissionBounds) {
     const checked = checkBounds(bounds);
@@ -207,6 +178,13 @@ export class BoundedAdmission implements PermitOwner {
     }
     this.#claims = new ClaimTable(this.#buffer, Atomics.load(this.#i32, SLOTS_I32));
     this.#guard = new LeakGuard((count, units) => this.#reclaimLeaked(count, units));
+    this.#room = new WaitingRoom(this.#i32, {
+      reserveAsHead: (cost) => this.#reserve(cost, true),
+      countRefusal: () => this.#countRefusal(),
+      setWaitingFlag: () => this.#setWaitingFlag(),
+      clearWaitingFlag: () => this.#clearWaitingFlag(),
+      depth: () => this.report().depth,
+    });
   }
 
   static #createBuffer(bounds: CheckedBounds, slots: number): SharedArrayBuffer {
@@ -278,7 +256,7 @@ export class BoundedAdmission implements PermitOwner {
       this.#countRefusal();
       return Promise.reject(new TooLargeError(cost, this.#ceiling));
     }
-    if (this.#queue.size === 0) {
+    if (!this.#room.waiting) {
       const result = this.#reserve(cost, false);
       if (result.ok) return Promise.resolve(result);
       if (result === REFUSED_CLOSED) {
@@ -289,23 +267,7 @@ export class BoundedAdmission implements PermitOwner {
       this.#countRefusal();
       return Promise.reject(new ClosedError());
     }
-    return new Promise<Permit>((resolve, reject) => {
-      const waiter = new Waiter(cost, resolve, reject);
-      this.#queue.push(waiter);
-      // Count, then flag, both before the head's try: see "Memory ordering".
-      Atomics.add(this.#i32, WAITERS_I32, 1);
-      this.#setWaitingFlag();
-      this.#hold();
-      if (timeoutMs !== undefined) {
-        waiter.timer = setTimeout(() => this.#giveUp(waiter, new TimeoutError(), true), timeoutMs);
-      }
-      if (signal) {
-        waiter.signal = signal;
-        waiter.onAbort = () => this.#giveUp(waiter, abortError(signal), false);
-        signal.addEventListener('abort', waiter.onAbort, { once: true });
-      }
-      this.#onChange();
-    });
+    return this.#room.wait(cost, signal, timeoutMs);
   }
 
   /** Releases a claim made by Permit.toClaim, from any attached thread. Exactly one copy wins. */
@@ -331,11 +293,7 @@ export class BoundedAdmission implements PermitOwner {
     if (this.#wide) Atomics.or(this.#u64, STATE_U64, CLOSED_BIT_64);
     else Atomics.or(this.#i32, STATE_I32, CLOSED_BIT_32);
     this.#wake(); // other instances' waiters and drains must observe the flag
-    return new Promise<void>((resolve) => {
-      this.#drains.push(resolve);
-      this.#hold();
-      this.#onChange();
-    });
+    return this.#room.drain();
   }
 
   report(): AdmissionReport {
@@ -470,79 +428,6 @@ export class BoundedAdmission implements PermitOwner {
   #wake(): void {
     Atomics.add(this.#i32, SEQ_I32, 1); // bump, then notify: a waiter between read and wait sees the change
     Atomics.notify(this.#i32, SEQ_I32);
-    if (this.#queue.size !== 0 || this.#drains.length !== 0) this.#onChange();
-  }
-
-  /** Admits queue heads that fit, settles drains, and re-arms the cross-thread watch. */
-  #onChange(): void {
-    for (let head = this.#queue.head; head; head = this.#queue.head) {
-      const seq = Atomics.load(this.#i32, SEQ_I32);
-      const result = this.#reserve(head.cost, true);
-      if (result.ok) {
-        this.#leave(head);
-        head.resolve(result);
-      } else if (result === REFUSED_CLOSED) {
-        this.#leave(head);
-        this.#countRefusal();
-        head.reject(new ClosedError());
-      } else {
-        this.#watch(seq);
-        break;
-      }
-    }
-    if (this.#drains.length !== 0) {
-      const seq = Atomics.load(this.#i32, SEQ_I32);
-      if (this.report().depth === 0) {
-        for (const resolve of this.#drains.splice(0)) resolve();
-        this.#unholdIfIdle();
-      } else {
-        this.#watch(seq);
-      }
-    }
-  }
-
-  /** One pending waitAsync per instance; any notify after `seq` was read resolves it. */
-  #watch(seq: number): void {
-    if (this.#watching) return;
-    const result = Atomics.waitAsync(this.#i32, SEQ_I32, seq);
-    if (!result.async) {
-      queueMicrotask(() => this.#onChange()); // seq moved since it was read: look again
-      return;
-    }
-    this.#watching = true;
-    void result.value.then(() => {
-      this.#watching = false;
-      this.#onChange();
-    });
-  }
-
-  #giveUp(waiter: Waiter, err: Error, isRefusal: boolean): void {
-    if (!this.#leave(waiter)) return;
-    if (isRefusal) this.#countRefusal();
-    waiter.reject(err);
-    this.#onChange(); // the next waiter may fit now that the head is gone
-  }
-
-  /** Removes a waiter and everything it registered; false if it had already left. */
-  #leave(waiter: Waiter): boolean {
-    if (!this.#queue.remove(waiter)) return false;
-    if (Atomics.sub(this.#i32, WAITERS_I32, 1) === 1) this.#clearWaitingFlag();
-    if (waiter.timer !== undefined) clearTimeout(waiter.timer);
-    if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
-    this.#unholdIfIdle();
-    return true;
-  }
-
-  // A pending Atomics.waitAsync does not keep Node 20 alive: hold a ref'd handle while this
-  // instance has waiters or drains, or the process could exit under them.
-  #hold(): void {
-    this.#keepAlive ??= setInterval(noop, 1 << 30);
-  }
-
-  #unholdIfIdle(): void {
-    if (this.#keepAlive !== undefined && this.#queue.size === 0 && this.#drains.length === 0) {
-      clearInterval(this.#keepAlive);
-      this.#keepAlive = undefined;
-    }
+    if (this.#room.interested) this.#room.onChange();
   }
 }

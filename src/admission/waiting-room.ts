@@ -1,0 +1,172 @@
+/**
+ * The waiting side of an admission instance: its FIFO of `admit` callers and its `close`
+ * drains, woken by releases on any thread through the shared SEQ word.
+ *
+ * Invariants: only the queue head tries to reserve, so a large head is never starved by
+ * smaller requests behind it; a waiter that gives up (abort, timeout) leaves at once and takes
+ * nothing, then or later. Waiting never spins: between tries it sleeps on one Atomics.waitAsync
+ * per instance, armed with the SEQ value read before the failed try (see BoundedAdmission,
+ * "Memory ordering").
+ */
+import { AbortError, ClosedError, TimeoutError } from '../errors.js';
+import { SEQ_I32, WAITERS_I32 } from './layout.js';
+import type { Permit } from './permit.js';
+import { REFUSED_CLOSED, type Refusal } from './refusal.js';
+import { type QueueNode, WaitQueue } from './wait-queue.js';
+
+/** What the room needs from its admission. */
+export interface WaitingHost {
+  /** Check and reserve for the queue head, past the WAITING flag. */
+  reserveAsHead(cost: number): Permit | Refusal;
+  countRefusal(): void;
+  setWaitingFlag(): void;
+  /** Called when this thread took WAITERS to zero. */
+  clearWaitingFlag(): void;
+  depth(): number;
+}
+
+class Waiter implements QueueNode {
+  prev: QueueNode | undefined;
+  next: QueueNode | undefined;
+  queued = false;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+  constructor(
+    readonly cost: number,
+    readonly resolve: (permit: Permit) => void,
+    readonly reject: (err: Error) => void,
+  ) {}
+}
+
+const noop = (): void => {};
+
+export function abortError(signal: AbortSignal): AbortError {
+  return new AbortError('admission wait was aborted', { cause: signal.reason });
+}
+
+export class WaitingRoom {
+  readonly #i32: Int32Array;
+  readonly #host: WaitingHost;
+  readonly #queue = new WaitQueue<Waiter>();
+  readonly #drains: Array<() => void> = [];
+  #watching = false;
+  #keepAlive: ReturnType<typeof setInterval> | undefined;
+
+  constructor(i32: Int32Array, host: WaitingHost) {
+    this.#i32 = i32;
+    this.#host = host;
+  }
+
+  get waiting(): boolean {
+    return this.#queue.size !== 0;
+  }
+
+  /** Anyone here to wake: waiters or drains. */
+  get interested(): boolean {
+    return this.#queue.size !== 0 || this.#drains.length !== 0;
+  }
+
+  /** Queues a caller FIFO; timeouts count as refusals, aborts do not. */
+  wait(cost: number, signal: AbortSignal | undefined, timeoutMs: number | undefined): Promise<Permit> {
+    return new Promise<Permit>((resolve, reject) => {
+      const waiter = new Waiter(cost, resolve, reject);
+      this.#queue.push(waiter);
+      // Count, then flag, both before the head's try: see BoundedAdmission, "Memory ordering".
+      Atomics.add(this.#i32, WAITERS_I32, 1);
+      this.#host.setWaitingFlag();
+      this.#hold();
+      if (timeoutMs !== undefined) {
+        waiter.timer = setTimeout(() => this.#giveUp(waiter, new TimeoutError(), true), timeoutMs);
+      }
+      if (signal) {
+        waiter.signal = signal;
+        waiter.onAbort = () => this.#giveUp(waiter, abortError(signal), false);
+        signal.addEventListener('abort', waiter.onAbort, { once: true });
+      }
+      this.onChange();
+    });
+  }
+
+  /** Resolves once the admission's depth reaches zero. */
+  drain(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.#drains.push(resolve);
+      this.#hold();
+      this.onChange();
+    });
+  }
+
+  /** Admits queue heads that fit, settles drains, and re-arms the cross-thread watch. */
+  onChange(): void {
+    for (let head = this.#queue.head; head; head = this.#queue.head) {
+      const seq = Atomics.load(this.#i32, SEQ_I32);
+      const result = this.#host.reserveAsHead(head.cost);
+      if (result.ok) {
+        this.#leave(head);
+        head.resolve(result);
+      } else if (result === REFUSED_CLOSED) {
+        this.#leave(head);
+        this.#host.countRefusal();
+        head.reject(new ClosedError());
+      } else {
+        this.#watch(seq);
+        break;
+      }
+    }
+    if (this.#drains.length !== 0) {
+      const seq = Atomics.load(this.#i32, SEQ_I32);
+      if (this.#host.depth() === 0) {
+        for (const resolve of this.#drains.splice(0)) resolve();
+        this.#unholdIfIdle();
+      } else {
+        this.#watch(seq);
+      }
+    }
+  }
+
+  /** One pending waitAsync per instance; any notify after `seq` was read resolves it. */
+  #watch(seq: number): void {
+    if (this.#watching) return;
+    const result = Atomics.waitAsync(this.#i32, SEQ_I32, seq);
+    if (!result.async) {
+      queueMicrotask(() => this.onChange()); // seq moved since it was read: look again
+      return;
+    }
+    this.#watching = true;
+    void result.value.then(() => {
+      this.#watching = false;
+      this.onChange();
+    });
+  }
+
+  #giveUp(waiter: Waiter, err: Error, isRefusal: boolean): void {
+    if (!this.#leave(waiter)) return;
+    if (isRefusal) this.#host.countRefusal();
+    waiter.reject(err);
+    this.onChange(); // the next waiter may fit now that the head is gone
+  }
+
+  /** Removes a waiter and everything it registered; false if it had already left. */
+  #leave(waiter: Waiter): boolean {
+    if (!this.#queue.remove(waiter)) return false;
+    if (Atomics.sub(this.#i32, WAITERS_I32, 1) === 1) this.#host.clearWaitingFlag();
+    if (waiter.timer !== undefined) clearTimeout(waiter.timer);
+    if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
+    this.#unholdIfIdle();
+    return true;
+  }
+
+  // A pending Atomics.waitAsync does not keep Node 20 alive: hold a ref'd handle while this
+  // instance has waiters or drains, or the process could exit under them.
+  #hold(): void {
+    this.#keepAlive ??= setInterval(noop, 1 << 30);
+  }
+
+  #unholdIfIdle(): void {
+    if (this.#keepAlive !== undefined && !this.interested) {
+      clearInterval(this.#keepAlive);
+      this.#keepAlive = undefined;
+    }
+  }
+}
