@@ -13,7 +13,7 @@
  * Throws: BadBodyError (400) for a truncated, empty or mis-shaped body; BadRequestError (400)
  * for a malformed rows hint.
  */
-import { BadBodyError, BadRequestError } from './http-errors.js';
+import { BadBodyError, BadRequestError } from '../errors.js';
 
 export type BodyEncoding = 'octet' | 'json';
 

@@ -5,8 +5,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { OmniError } from '../errors.js';
-import { BadBodyError, BadRequestError } from './http-errors.js';
+import { BadBodyError, BadRequestError, OmniError } from '../errors.js';
 import type { ServeMetrics } from './metrics.js';
 import { answerFor } from './status.js';
 

@@ -5,7 +5,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { TaskFailedError, UnavailableError } from '../errors.js';
+import { BadRequestError, TaskFailedError, UnavailableError } from '../errors.js';
 import {
   decodeLinearBody,
   encodeJson,
@@ -15,7 +15,6 @@ import {
   ROWS_HEADER,
 } from './body.js';
 import type { Drain } from './drain.js';
-import { BadRequestError } from './http-errors.js';
 import type { Served } from './server.js';
 
 export const LINEAR_PATH = '/v1/linear';

@@ -10,14 +10,13 @@
  */
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
 import type { RuntimeReport } from '../runtime.js';
 import { OCTET_STREAM } from './body.js';
 import { clientErrorHandler } from './client-error.js';
 import { Drain, type DrainResult, type ServerState } from './drain.js';
 import { healthRoute } from './health-route.js';
-import { NotFoundError } from './http-errors.js';
 import { linearRoute } from './linear-route.js';
 import { ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';

@@ -18,12 +18,7 @@
  * | OMNI_ERR_NATIVE                        |    500 | body carries `nativeCode`                 |
  * | OMNI_ERR_WORKER_EXITED / _TASK_FAILED / anything else | 500 |                          |
  */
-import {
-  BadBodyError,
-  BadRequestError,
-  BodyTooLargeError,
-  UnsupportedMediaTypeError,
-} from './http-errors.js';
+import { BadBodyError, BadRequestError, BodyTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
 
 interface Row {
   readonly status: number;
