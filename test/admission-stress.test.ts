@@ -5,31 +5,33 @@ import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type AdmissionReport, BoundedAdmission, type Claim, type Permit } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import {
+  ABORTS,
+  ADMITTED,
+  CLAIM_LOSSES,
+  CLAIM_WINS,
+  CLAIMS_SENT,
+  COPIES_RECEIVED,
+  COPIES_TO_ME,
+  DONE,
+  FAILED,
+  FINISHED,
+  GO,
+  OPS,
+  READY,
+  REFUSED_QUEUED,
+  REFUSED_REQUESTS,
+  REFUSED_TOO_LARGE,
+  REFUSED_UNITS,
+  ROUND,
+  STALE_WINS,
+  STATS,
+  STATS_WIDTH,
+  TIMEOUTS,
+  TOO_LARGE,
+} from './fixtures/admission-stress-layout.js';
 
 // Mirrors the control words of test/fixtures/admission-stress-worker.ts.
-const READY = 0;
-const GO = 1;
-const DONE = 2;
-const FAILED = 4;
-const ROUND = 5;
-const FINISHED = 7;
-const STATS = 16;
-const STATS_WIDTH = 16;
-const OPS = 0;
-const ADMITTED = 1;
-const REFUSED_REQUESTS = 2;
-const REFUSED_UNITS = 3;
-const REFUSED_TOO_LARGE = 4;
-const REFUSED_QUEUED = 5;
-const CLAIMS_SENT = 6;
-const COPIES_TO_ME = 7;
-const COPIES_RECEIVED = 8;
-const CLAIM_WINS = 9;
-const CLAIM_LOSSES = 10;
-const STALE_WINS = 11;
-const TIMEOUTS = 12;
-const ABORTS = 13;
-const TOO_LARGE = 14;
 
 const workerUrl = builtModuleUrl('test/fixtures/admission-stress-worker.js');
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
