@@ -85,24 +85,6 @@ export function numberFlag(
   return value;
 }
 
-/** A comma-separated list of numbers, e.g. --rates 100,200,400. */
-export function numberListFlag(
-  name: string,
-  raw: string | undefined,
-  fallback: readonly number[],
-  min = 0,
-): number[] {
-  if (raw === undefined) return [...fallback];
-  const parts = raw.split(',');
-  const values = parts.map((part) => Number(part));
-  if (parts.some((p) => p.trim() === '') || values.some((v) => !Number.isFinite(v) || v <= min)) {
-    throw new UsageError(
-      `--${name} must be a comma-separated list of numbers > ${min}, got ${JSON.stringify(raw)}`,
-    );
-  }
-  return values;
-}
-
 /** One of a fixed set of words. */
 export function choiceFlag<T extends string>(
   name: string,
