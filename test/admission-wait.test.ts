@@ -6,6 +6,17 @@ import { describe, expect, it } from 'vitest';
 import { WAITERS_I32 } from '../src/admission/layout.js';
 import { BoundedAdmission, type Permit } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import {
+  ADMITTED,
+  CLOSED,
+  GO,
+  HOLDING,
+  OUTCOME,
+  QUEUED,
+  SETTLED,
+  STEP,
+  UNITS,
+} from './fixtures/admission-wait-layout.js';
 
 /** Lets every pending microtask and one macrotask turn run. */
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -451,17 +462,6 @@ describe.each([
     (b as Permit).release();
   });
 });
-
-// Mirrors the control words of test/fixtures/admission-wait-worker.ts.
-const STEP = 0;
-const GO = 1;
-const OUTCOME = 2;
-const UNITS = 3;
-const QUEUED = 1;
-const HOLDING = 2;
-const SETTLED = 3;
-const ADMITTED = 1;
-const CLOSED = 2;
 
 const workerUrl = builtModuleUrl('test/fixtures/admission-wait-worker.js');
 
