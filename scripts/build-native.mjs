@@ -14,6 +14,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const includeDir = join(root, 'native', 'include');
+// Code both backends compile (cc and nvcc), private to them: not part of the ABI.
+const commonDir = join(root, 'native', 'common');
 const fixtureDir = join(root, 'native', 'fixture');
 const cudaDir = join(root, 'native', 'cuda');
 export const nativeBuildDir = join(root, 'native', 'build');
@@ -63,6 +65,7 @@ export function fixtureArgs(output, defines = []) {
     '-Wall',
     '-Wextra',
     `-I${includeDir}`,
+    `-I${commonDir}`,
     ...defines.map((d) => `-D${d}`),
     ...listed(fixtureDir, ['.c']),
     '-o',
@@ -80,6 +83,7 @@ export function buildFixture({ outDir = nativeBuildDir, defines = [], force = fa
   const inputs = [
     ...listed(fixtureDir, ['.c', '.h']),
     ...listed(includeDir, ['.h']),
+    ...listed(commonDir, ['.h']),
     fileURLToPath(import.meta.url),
   ];
   if (!force && defines.length === 0 && upToDate(output, inputs)) return { path: output, built: false };
@@ -122,6 +126,7 @@ export function cudaArgs(output, defines = []) {
     '-gencode',
     'arch=compute_90,code=[sm_90,compute_90]',
     `-I${includeDir}`,
+    `-I${commonDir}`,
     ...defines.map((d) => `-D${d}`),
     ...listed(cudaDir, ['.cu']),
     '-o',
@@ -137,6 +142,7 @@ export function buildCuda({ outDir = nativeBuildDir, defines = [], force = false
   const inputs = [
     ...listed(cudaDir, ['.cu', '.cuh']),
     ...listed(includeDir, ['.h']),
+    ...listed(commonDir, ['.h']),
     fileURLToPath(import.meta.url),
   ];
   if (!force && defines.length === 0 && upToDate(output, inputs)) return { path: output, built: false };

@@ -170,14 +170,14 @@ extern "C" int omni_open(int device, const omni_open_options *options, omni_ctx 
   rc = cu_error(nullptr, cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), OMNI_E_DEVICE,
                 "omni_open: cudaStreamCreateWithFlags");
   if (rc == OMNI_OK) {
-    rc = cu_alloc(ctx, CU_HOST, count * sizeof(cu_workspace), reinterpret_cast<void **>(&ctx->ws),
+    rc = cu_alloc(ctx, CU_HOST, count * sizeof(omni_workspace), reinterpret_cast<void **>(&ctx->ws),
                   "omni_open: workspace table");
   }
   if (rc != OMNI_OK) {
     cu_destroy(ctx);
     return rc;
   }
-  memset(ctx->ws, 0, count * sizeof(cu_workspace));
+  memset(ctx->ws, 0, count * sizeof(omni_workspace));
   ctx->magic = CU_CTX_MAGIC;
   *out = ctx;
   return OMNI_OK;

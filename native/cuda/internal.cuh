@@ -14,15 +14,8 @@
 
 // Scratch for up to row_capacity rows of one (in, out) shape: device x/y plus pinned host staging
 // for both, so the caller's pageable buffers are only touched by memcpy and every DMA runs from
-// page-locked memory.
-struct cu_workspace {
-  bool used;
-  uint32_t row_capacity; // rows it holds: a power of two, or exactly the rows that asked
-  uint32_t in_features, out_features;
-  uint64_t bytes;
-  uint64_t last_use;
-  float *d_x, *d_y, *h_x, *h_y;
-};
+// page-locked memory. The cache's code is shared with the CPU fixture (see workspace.cu).
+#include "workspace_cache.h"
 
 struct omni_ctx {
   uint32_t magic;
@@ -33,7 +26,7 @@ struct omni_ctx {
   float *d_w; // resident weights, out_features x in_features, row-major as uploaded
   float *d_b;
   uint32_t out_features, in_features;
-  cu_workspace *ws;
+  omni_workspace *ws;
   uint32_t ws_capacity;
   uint64_t ws_limit_bytes;
   uint64_t ws_clock;
@@ -54,7 +47,7 @@ int cu_sync(omni_ctx *ctx, const char *what);
 bool cu_mul_size(size_t a, size_t b, size_t *out);
 
 // workspace.cu
-int cu_workspace_acquire(omni_ctx *ctx, uint32_t rows, cu_workspace **out);
+int cu_workspace_acquire(omni_ctx *ctx, uint32_t rows, omni_workspace **out);
 void cu_workspace_release_all(omni_ctx *ctx);
 
 // kernel.cu

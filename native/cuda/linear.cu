@@ -84,7 +84,7 @@ extern "C" int omni_linear_gelu(omni_ctx *ctx, const float *x, size_t x_len, uin
                    "omni_linear_gelu: x_len %zu (want %zu) or y_len %zu (want %zu) does not match %u rows of %u -> %u",
                    x_len, x_need, y_len, y_need, rows, ctx->in_features, ctx->out_features);
   }
-  cu_workspace *ws = nullptr;
+  omni_workspace *ws = nullptr;
   rc = cu_workspace_acquire(ctx, rows, &ws);
   if (rc != OMNI_OK) return rc;
   const size_t xb = x_need * sizeof(float), yb = y_need * sizeof(float);
