@@ -2,9 +2,9 @@ import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { WAITERS_I32 } from '../src/admission/layout.js';
-import { BoundedAdmission, type Permit } from '../src/index.js';
+import { type AdmitOptions, BoundedAdmission, type Permit } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import {
   ADMITTED,
@@ -210,6 +210,78 @@ describe.each([
       expect(admission.report()).toMatchObject({ depth: 0, waiting: 0, rejected: 0 });
     },
   );
+
+  // Node fires a setTimeout above 2^31-1 ms after 1 ms; fake timers do the same, so these fail
+  // if a long timeout is handed to one setTimeout.
+  it.each([
+    ['2^31 ms', 2 ** 31],
+    ['3e9 ms', 3e9],
+  ])('honours a timeoutMs of %s, beyond what one setTimeout holds', async (_name, timeoutMs) => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const admission = new BoundedAdmission({ requests: 1, units });
+      const holder = admitted(admission, 1);
+      const state = track(admission.admit(1, { timeoutMs }));
+      vi.advanceTimersByTime(2 ** 31 - 1);
+      await turn();
+      expect(state.settled).toBe(false);
+      expect(admission.report()).toMatchObject({ waiting: 1, rejected: 0 });
+      vi.advanceTimersByTime(timeoutMs - (2 ** 31 - 1));
+      await turn();
+      expect((state.error as { code?: string } | undefined)?.code).toBe('OMNI_ERR_TIMEOUT');
+      expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 1 });
+      holder.release();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('treats timeoutMs: Infinity as no timeout', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const admission = new BoundedAdmission({ requests: 1, units });
+      const holder = admitted(admission, 1);
+      const pending = admission.admit(1, { timeoutMs: Number.POSITIVE_INFINITY });
+      const state = track(pending);
+      vi.advanceTimersByTime(2 ** 40);
+      await turn();
+      expect(state.settled).toBe(false);
+      holder.release();
+      (await pending).release();
+      expect(admission.report()).toMatchObject({ depth: 0, waiting: 0, rejected: 0 });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it.each([
+    ['a plain object signal', { signal: {} }],
+    ['an EventTarget that is not an AbortSignal', { signal: new EventTarget() }],
+    ['null options', null],
+  ])('rejects %s with OMNI_ERR_INVALID_ARGUMENT before queueing', async (_name, options) => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const err = await rejection(admission.admit(1, options as AdmitOptions));
+    expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 0 });
+    // The queue is intact: a proper waiter is admitted when room comes back.
+    const next = admission.admit(1);
+    holder.release();
+    (await next).release();
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 0 });
+  });
+
+  it('does not admit a waiter whose signal aborted, even when an earlier abort listener frees room', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const controller = new AbortController();
+    const sibling = admitted(admission, 1);
+    // Registered before admit(): it runs first and its release wakes the queue at once.
+    controller.signal.addEventListener('abort', () => sibling.release());
+    const pending = admission.admit(1, { signal: controller.signal });
+    controller.abort();
+    expect((await rejection(pending)).code).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0, rejected: 0 });
+  });
 
   it.each([-1, 1.5, Number.NaN, 2 ** 53])(
     'rejects cost %s with OMNI_ERR_INVALID_COST, changing nothing',
@@ -427,6 +499,41 @@ describe.each([
     expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
     permit.release();
     admitted(admission, 1).release();
+  });
+
+  it('tryAdmit does not barge past a waiter queued while the flag is briefly cleared', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const leaving = otherThread.admit(1, { signal: controller.signal });
+    let waiter: Promise<Permit> | undefined;
+    const attempts: string[] = [];
+    const restore = interleave(admission.buffer, {
+      // The other thread's last waiter leaves (count 1 -> 0); before its clear, one queues here.
+      beforeClear: () => {
+        waiter = admission.admit(1);
+      },
+      // The clear has taken the flag down with that waiter queued; room comes back.
+      afterClear: () => {
+        holder.release();
+        for (const instance of [admission, otherThread]) {
+          const result = instance.tryAdmit(1);
+          attempts.push(result.ok ? 'admitted' : result.reason);
+          if (result.ok) result.release();
+        }
+      },
+    });
+    try {
+      controller.abort();
+    } finally {
+      restore();
+    }
+    expect(attempts).toEqual(['queued', 'queued']);
+    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
+    const permit = await settles(waiter!);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 2 });
+    permit.release();
   });
 
   it('does not leave the flag set (tryAdmit refusing queued) once every waiter has gone', async () => {

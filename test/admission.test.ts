@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_CLAIM_SLOTS } from '../src/admission/layout.js';
+import { MAX_CLAIM_SLOTS, SLOTS_BYTE_OFFSET } from '../src/admission/layout.js';
 import {
   type AdmissionReport,
   BoundedAdmission,
@@ -589,6 +589,7 @@ describe('claims', () => {
       expect(claimA.slot).toBe(claimB.slot);
       expect(claimA.generation).toBe(claimB.generation);
       expect(thrown(() => b.releaseClaim(claimA)).code).toBe('OMNI_ERR_INVALID_CLAIM');
+      expect(b.reclaim(claimA)).toBe(false); // the owner's non-throwing recovery path
       expect(b.report()).toMatchObject({ depth: 1 });
       b.releaseClaim(claimB);
       a.releaseClaim(claimA);
@@ -614,20 +615,20 @@ describe('claims', () => {
       (id) => ({ admission: id, slot: '0', generation: 0, units: 1 }),
       (id) => ({ admission: id, slot: 0, generation: -1, units: 1 }),
       (id) => ({ admission: id, slot: 0, generation: 1.5, units: 1 }),
-      (id) => ({ admission: id, slot: 0, generation: 2 ** 30, units: 1 }),
+      (id) => ({ admission: id, slot: 0, generation: 2 ** 53, units: 1 }),
       (id) => ({ admission: id, slot: 0, generation: Number.POSITIVE_INFINITY, units: 1 }),
       (id) => ({ admission: id, slot: 0, generation: '0', units: 1 }),
     ];
 
     it.each(malformed.map((make, i) => [i, make] as const))(
-      'throws OMNI_ERR_INVALID_CLAIM for malformed claim #%i and changes nothing',
+      'releaseClaim throws OMNI_ERR_INVALID_CLAIM for malformed claim #%i, reclaim returns false, nothing changes',
       (_i, make) => {
         const admission = new BoundedAdmission({ requests: 2, units });
         const held = admitted(admission, 3).toClaim();
         const claim = make(held.admission);
         const before = admission.report();
         expect(thrown(() => admission.releaseClaim(claim as Claim)).code).toBe('OMNI_ERR_INVALID_CLAIM');
-        expect(thrown(() => admission.reclaim(claim as Claim)).code).toBe('OMNI_ERR_INVALID_CLAIM');
+        expect(admission.reclaim(claim as Claim)).toBe(false);
         expect(admission.report()).toEqual(before);
         admission.releaseClaim(held);
       },
@@ -648,5 +649,31 @@ describe('claim slots', () => {
     expect(moved.slot).toBe(claims[0]!.slot);
     for (const claim of [moved, ...claims.slice(1)]) admission.releaseClaim(claim);
     expect(admission.report().depth).toBe(0);
+  });
+
+  // 2^30 real reuses of one slot take minutes, so the slot word is set to a late generation
+  // directly (generation << 1, free), as if the slot had been reused that often.
+  const slotWord = (admission: BoundedAdmission) => new BigUint64Array(admission.buffer, SLOTS_BYTE_OFFSET, 1);
+
+  it.each([
+    ['past 30 bits', 2 ** 30 - 1],
+    ['past 32 bits', 2 ** 32 - 1],
+    ['at the 53-bit wrap', 2 ** 53 - 1],
+  ])('a stale claim never matches a reused slot %s', (_at, generation) => {
+    const admission = new BoundedAdmission({ requests: 1, units: 100 });
+    slotWord(admission)[0] = BigInt(generation) << 1n;
+    const first = admitted(admission, 20).toClaim();
+    expect(first.generation).toBe(generation);
+    const stale = structuredClone(first);
+    admission.releaseClaim(first);
+    const second = admitted(admission, 60).toClaim();
+    expect(second.slot).toBe(first.slot);
+    expect(second.generation).toBe(generation === 2 ** 53 - 1 ? 0 : generation + 1);
+    expect(admission.reclaim(stale)).toBe(false);
+    expect(thrown(() => admission.releaseClaim(stale)).code).toBe('OMNI_ERR_PERMIT_RELEASED');
+    expect(admission.report()).toMatchObject({ depth: 1, units: 60 });
+    expect(refusal(admission, 0).reason).toBe('requests'); // the bound still holds
+    expect(admission.reclaim(second)).toBe(true);
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
   });
 });

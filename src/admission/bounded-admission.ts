@@ -1,5 +1,11 @@
 import { randomInt } from 'node:crypto';
-import { ClosedError, InvalidArgumentError, PermitReleasedError, TooLargeError } from '../errors.js';
+import {
+  ClosedError,
+  InvalidArgumentError,
+  InvalidClaimError,
+  PermitReleasedError,
+  TooLargeError,
+} from '../errors.js';
 import { type AdmissionBounds, type CheckedBounds, checkBounds, invalidCost, isValidCost } from './bounds.js';
 import { ClaimTable } from './claims.js';
 import { type Claim, kClaim, kRelease, type PermitOwner } from './internal.js';
@@ -39,7 +45,10 @@ import { abortError, WaitingRoom } from './waiting-room.js';
 export interface AdmitOptions {
   /** The caller's signal: aborting removes the waiter at once (not counted as a refusal). */
   readonly signal?: AbortSignal | undefined;
-  /** Give up after this many milliseconds with OMNI_ERR_TIMEOUT (counted as a refusal). */
+  /**
+   * Give up after this many milliseconds with OMNI_ERR_TIMEOUT (counted as a refusal). Any
+   * value >= 0 is honoured, beyond setTimeout's 2^31-1 ms too; Infinity means no timeout.
+   */
   readonly timeoutMs?: number | undefined;
 }
 
@@ -247,9 +256,17 @@ export class BoundedAdmission implements PermitOwner {
   /** Waits in FIFO order for room. See AdmitOptions for abort and timeout. */
   admit(cost = 1, options: AdmitOptions = {}): Promise<Permit> {
     if (!isValidCost(cost)) return Promise.reject(invalidCost(cost));
+    if (typeof options !== 'object' || options === null) {
+      return Promise.reject(new InvalidArgumentError('admit options must be an object'));
+    }
     const { signal, timeoutMs } = options;
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      return Promise.reject(new InvalidArgumentError('signal must be an AbortSignal'));
+    }
     if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0)) {
-      return Promise.reject(new InvalidArgumentError(`timeoutMs must be a number >= 0, got ${timeoutMs}`));
+      return Promise.reject(
+        new InvalidArgumentError(`timeoutMs must be a number >= 0 (Infinity: no timeout), got ${timeoutMs}`),
+      );
     }
     if (signal?.aborted) return Promise.reject(abortError(signal));
     if (this.#unitMode && cost > this.#ceiling) {
@@ -270,12 +287,21 @@ export class BoundedAdmission implements PermitOwner {
     return this.#room.wait(cost, signal, timeoutMs);
   }
 
-  /** Releases a claim made by Permit.toClaim, from any attached thread. Exactly one copy wins. */
+  /**
+   * Releases a claim made by Permit.toClaim, from any attached thread. Exactly one copy wins.
+   * Throws OMNI_ERR_INVALID_CLAIM for anything that is not a claim of this admission, and
+   * OMNI_ERR_PERMIT_RELEASED for one already released (by any copy) or stale.
+   */
   releaseClaim(claim: Claim): void {
+    if (!this.#claims.owns(claim)) throw new InvalidClaimError();
     if (!this.reclaim(claim)) throw new PermitReleasedError('claim was already released or is stale');
   }
 
-  /** Non-throwing release for the owner recovering a claim whose holder died: true if it won. */
+  /**
+   * Non-throwing release, for the owner recovering a claim whose holder died: true if this call
+   * gave the capacity back; false for anything else (spent, stale, another admission's, or not
+   * a claim at all), which changes nothing.
+   */
   reclaim(claim: Claim): boolean {
     const units = this.#claims.release(claim);
     if (units < 0) return false;
@@ -350,6 +376,7 @@ export class BoundedAdmission implements PermitOwner {
       const fields = word & ~ignored;
       if (fields >= this.#requestLimit32) return refusalFor32(fields);
       if ((word & this.#unitMask32) > room) return REFUSED_UNITS;
+      if (!asHead && Atomics.load(i32, WAITERS_I32) !== 0) return REFUSED_QUEUED; // see #clearWaitingFlag
       // The CAS is the reservation: it succeeds only on the exact word that passed the check.
       if (Atomics.compareExchange(i32, STATE_I32, word, word + delta) === word) {
         return new Permit(this, cost, delta, this.#guard.enter(cost));
@@ -369,6 +396,7 @@ export class BoundedAdmission implements PermitOwner {
       const fields = asHead ? word & ~WAITING_BIT_64 : word;
       if (fields >= this.#requestLimit) return refusalFor64(fields);
       if ((word & this.#unitMask) > room) return REFUSED_UNITS;
+      if (!asHead && Atomics.load(this.#i32, WAITERS_I32) !== 0) return REFUSED_QUEUED;
       if (Atomics.compareExchange(u64, STATE_U64, word, word + delta) === word) {
         return new Permit(this, cost, delta, this.#guard.enter(cost));
       }
@@ -406,6 +434,8 @@ export class BoundedAdmission implements PermitOwner {
    * ran while the flag was down saw no flag and woke nobody, so setting it again also wakes.
    * That waiter may leave before the flag is set again: re-check, and clear again if the
    * count is back to zero, or the flag would stay set with nobody waiting ('queued' forever).
+   * While the flag is down a waiter may already be queued, so tryAdmit also reads WAITERS
+   * before its compare-exchange (one plain load): the flag alone would let it barge there.
    */
   #clearWaitingFlag(): void {
     for (;;) {

@@ -1,19 +1,24 @@
-import { ClaimsExhaustedError, InvalidClaimError } from '../errors.js';
+import { ClaimsExhaustedError } from '../errors.js';
 import type { Claim } from './internal.js';
-import { costsByteOffset, GENERATION_MASK, ID_I32, SLOT_HELD, SLOTS_BYTE_OFFSET } from './layout.js';
+import { costsByteOffset, GENERATION_LIMIT, ID_I32, SLOTS_BYTE_OFFSET } from './layout.js';
 
 /**
  * Per-permit shared slots, used only once a permit becomes a claim that another thread may
- * release. Slot word = generation << 1 | held.
+ * release. Slot word (BigUint64) = generation << 1 | held, generation in 0..2^53-1.
  *
  * Invariants: a claim's release succeeds at most once across all its copies (one CAS from
  * held-at-generation-g to free-at-generation-g+1); a stale claim (generation g while the slot
- * holds g+1 or later) never matches. Generations wrap after 2^30 reuses of one slot.
+ * holds a later one) never matches. The generation is 53 bits so that it never wraps in
+ * practice (2^53 reuses of one slot take decades at ten million a second): a 30-bit one wrapped
+ * after ~10^9 reuses, a minute or two of one slot reused nonstop, and a stale copy could then
+ * match the new holder.
+ * Claims are off the admit/release hot path (one per task that crosses threads), so the BigInt
+ * word costs nothing that matters here.
  * Memory ordering: the cost is written after the slot is taken and before the claim leaves
  * this thread; the claim reaches another thread by postMessage, which orders the two.
  */
 export class ClaimTable {
-  readonly #words: Int32Array;
+  readonly #words: BigUint64Array;
   readonly #costs: Float64Array;
   readonly #count: number;
   readonly #id: number;
@@ -22,7 +27,7 @@ export class ClaimTable {
   constructor(buffer: SharedArrayBuffer, count: number) {
     this.#count = count;
     this.#id = new Int32Array(buffer, 0, 16)[ID_I32]!;
-    this.#words = new Int32Array(buffer, SLOTS_BYTE_OFFSET, count);
+    this.#words = new BigUint64Array(buffer, SLOTS_BYTE_OFFSET, count);
     this.#costs = new Float64Array(buffer, costsByteOffset(count), count);
   }
 
@@ -35,38 +40,42 @@ export class ClaimTable {
       if (slot >= n) slot -= n;
       const word = Atomics.load(words, slot);
       // CAS, not store: another thread's instance may be taking the same free slot.
-      if ((word & SLOT_HELD) === 0 && Atomics.compareExchange(words, slot, word, word | SLOT_HELD) === word) {
+      if ((word & 1n) === 0n && Atomics.compareExchange(words, slot, word, word | 1n) === word) {
         this.#costs[slot] = units;
         this.#hint = slot + 1 === n ? 0 : slot + 1;
-        return { admission: this.#id, slot, generation: word >>> 1, units };
+        return { admission: this.#id, slot, generation: Number(word >> 1n), units };
       }
     }
     throw new ClaimsExhaustedError(`all ${n} claim slots are in use`);
   }
 
-  /**
-   * Frees the claim's slot if this copy wins; returns the units it held, or -1 when the claim
-   * was already released (by another copy) or is stale.
-   */
-  release(claim: Claim): number {
+  /** A well-formed claim made by this admission (whether or not it is still held). */
+  owns(claim: Claim): boolean {
     const slot = claim?.slot;
     const generation = claim?.generation;
-    if (
-      claim?.admission !== this.#id ||
-      !Number.isInteger(slot) ||
-      slot < 0 ||
-      slot >= this.#count ||
-      !Number.isInteger(generation) ||
-      generation < 0 ||
-      generation > GENERATION_MASK
-    ) {
-      throw new InvalidClaimError();
-    }
-    const held = (generation << 1) | SLOT_HELD;
+    return (
+      claim?.admission === this.#id &&
+      Number.isInteger(slot) &&
+      slot >= 0 &&
+      slot < this.#count &&
+      Number.isInteger(generation) &&
+      generation >= 0 &&
+      generation < GENERATION_LIMIT
+    );
+  }
+
+  /**
+   * Frees the claim's slot if this copy wins; returns the units it held, or -1 when it does
+   * not: already released (by another copy), stale, or not a claim of this admission.
+   */
+  release(claim: Claim): number {
+    if (!this.owns(claim)) return -1;
+    const { slot, generation } = claim;
+    const held = (BigInt(generation) << 1n) | 1n;
     // Read before the CAS: once the slot is freed it may be reused and its cost overwritten.
     // If the CAS wins, the slot was held at this generation throughout, so the cost is ours.
     const units = this.#costs[slot]!;
-    const free = ((generation + 1) & GENERATION_MASK) << 1;
-    return Atomics.compareExchange(this.#words, slot, held, free) === held ? units : -1;
+    const next = generation + 1 === GENERATION_LIMIT ? 0 : generation + 1;
+    return Atomics.compareExchange(this.#words, slot, held, BigInt(next) << 1n) === held ? units : -1;
   }
 }

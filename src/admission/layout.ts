@@ -46,7 +46,7 @@ export const ID_I32 = 12;
 export const REJECTED_U64 = 4;
 /** Float64 index: the unit ceiling, or -1 in request-only mode (units up to 2^53 - 1). */
 export const UNIT_CEILING_F64 = 5;
-/** Byte offset of the claim slot words (Int32 each). */
+/** Byte offset of the claim slot words (BigUint64 each, so 8-aligned). */
 export const SLOTS_BYTE_OFFSET = 64;
 
 /**
@@ -72,12 +72,12 @@ export const NARROW_FIELD_BITS = 29;
 export const WIDE_FIELD_BITS = 62;
 
 /**
- * Claim slot word: generation << 1 | held. The generation advances on every release, so a
- * stale copy of a claim (older generation) can never match a reused slot.
+ * Claim slot word (BigUint64): generation << 1 | held. The generation advances on every
+ * release, so a stale copy of a claim (older generation) can never match a reused slot; it
+ * wraps only after 2^53 reuses of one slot (it travels in claims as a plain Number).
  */
-export const SLOT_HELD = 1;
-export const GENERATION_MASK = 0x3fffffff;
-/** Claim slots are capped: each costs 12 bytes of shared memory (word + cost). */
+export const GENERATION_LIMIT = 2 ** 53;
+/** Claim slots are capped: each costs 16 bytes of shared memory (word + cost). */
 export const MAX_CLAIM_SLOTS = 1 << 16;
 
 /** Total SharedArrayBuffer size for `slots` claim slots (words, then Float64 costs). */
@@ -85,7 +85,7 @@ export function bufferBytes(slots: number): number {
   return costsByteOffset(slots) + slots * 8;
 }
 
-/** Byte offset of the per-slot cost table (Float64, 8-aligned after the slot words). */
+/** Byte offset of the per-slot cost table (Float64, after the BigUint64 slot words). */
 export function costsByteOffset(slots: number): number {
-  return SLOTS_BYTE_OFFSET + Math.ceil((slots * 4) / 8) * 8;
+  return SLOTS_BYTE_OFFSET + slots * 8;
 }

@@ -9,6 +9,7 @@
  * "Memory ordering").
  */
 import { AbortError, ClosedError, TimeoutError } from '../errors.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { SEQ_I32, WAITERS_I32 } from './layout.js';
 import type { Permit } from './permit.js';
 import { REFUSED_CLOSED, type Refusal } from './refusal.js';
@@ -29,7 +30,7 @@ class Waiter implements QueueNode {
   prev: QueueNode | undefined;
   next: QueueNode | undefined;
   queued = false;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  timer: LongTimer;
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
   constructor(
@@ -77,7 +78,7 @@ export class WaitingRoom {
       this.#host.setWaitingFlag();
       this.#hold();
       if (timeoutMs !== undefined) {
-        waiter.timer = setTimeout(() => this.#giveUp(waiter, new TimeoutError(), true), timeoutMs);
+        waiter.timer = setLongTimeout((w) => this.#giveUp(w, new TimeoutError(), true), timeoutMs, waiter);
       }
       if (signal) {
         waiter.signal = signal;
@@ -100,6 +101,13 @@ export class WaitingRoom {
   /** Admits queue heads that fit, settles drains, and re-arms the cross-thread watch. */
   onChange(): void {
     for (let head = this.#queue.head; head; head = this.#queue.head) {
+      // Aborted, but its own listener has not run yet (an earlier listener on the same signal
+      // released capacity and woke us): it must not be admitted after its caller gave up.
+      if (head.signal?.aborted) {
+        this.#leave(head);
+        head.reject(abortError(head.signal));
+        continue;
+      }
       const seq = Atomics.load(this.#i32, SEQ_I32);
       const result = this.#host.reserveAsHead(head.cost);
       if (result.ok) {
@@ -151,7 +159,7 @@ export class WaitingRoom {
   #leave(waiter: Waiter): boolean {
     if (!this.#queue.remove(waiter)) return false;
     if (Atomics.sub(this.#i32, WAITERS_I32, 1) === 1) this.#host.clearWaitingFlag();
-    if (waiter.timer !== undefined) clearTimeout(waiter.timer);
+    clearLongTimeout(waiter.timer);
     if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
     this.#unholdIfIdle();
     return true;
