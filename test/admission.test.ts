@@ -653,7 +653,8 @@ describe('claim slots', () => {
 
   // 2^30 real reuses of one slot take minutes, so the slot word is set to a late generation
   // directly (generation << 1, free), as if the slot had been reused that often.
-  const slotWord = (admission: BoundedAdmission) => new BigUint64Array(admission.buffer, SLOTS_BYTE_OFFSET, 1);
+  const slotWord = (admission: BoundedAdmission) =>
+    new BigUint64Array(admission.buffer, SLOTS_BYTE_OFFSET, 1);
 
   it.each([
     ['past 30 bits', 2 ** 30 - 1],
