@@ -26,7 +26,7 @@ import {
 } from './runtime/options.js';
 import { type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
 import type { TaskReply } from './runtime/protocol.js';
-import { broadcast, startPool } from './runtime/start-pool.js';
+import { startPool, teardown } from './runtime/start-pool.js';
 
 export type RuntimeState = 'starting' | 'ready' | 'draining' | 'stopped' | 'failed';
 
@@ -319,24 +319,12 @@ export class Runtime {
     const pool = this.#pool!;
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!this.#abandoned && clean) {
-      await this.#teardown(pool);
+      // Every thread runs its worker's close hook: terminated threads run no exit handlers.
+      await teardown(pool, this.#options.threads, this.#options.startTimeoutMs);
       await pool.close();
     } else if (!this.#abandoned) {
       await pool.destroy();
     }
     this.#state = 'stopped';
-  }
-
-  /** Every thread runs its worker's close hook: terminated threads run no exit handlers. */
-  async #teardown(pool: Piscina): Promise<void> {
-    const { threads, startTimeoutMs } = this.#options;
-    try {
-      for (const reply of await broadcast(pool, 'teardown', threads, startTimeoutMs)) {
-        if (!reply.ok)
-          process.emitWarning(`worker close hook failed: ${reply.error.message}`, 'OmniRuntimeWarning');
-      }
-    } catch (err) {
-      process.emitWarning(`worker teardown failed: ${(err as Error).message}`, 'OmniRuntimeWarning');
-    }
   }
 }

@@ -267,6 +267,25 @@ describe('native backend through the runtime (fixture)', () => {
     expect(s.workspaceEvictions).toBeLessThanOrEqual(1);
   });
 
+  it('weights of the wrong shape fail start() with OMNI_ERR_INVALID_ARGUMENT, before any thread opens a context', async () => {
+    const faults = new FixtureFaults(loadNativeLibrary('fixture'));
+    const before = faults.liveBytes();
+    const good = seededWeights(16, 8);
+    for (const weights of [
+      { ...good, w: good.w.subarray(1) },
+      { ...good, b: good.b.subarray(1) },
+      { ...good, w: new Int32Array(16 * 8) as unknown as Float32Array },
+      { ...good, inFeatures: 0 },
+    ]) {
+      const err = await LinearRuntime.start({ backend: 'fixture', threads: 2, weights }).then(
+        () => ({ code: 'started' }),
+        (e: { code?: string }) => e,
+      );
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    }
+    expect(faults.liveBytes()).toBe(before);
+  });
+
   it("a clean close frees every worker thread's native context (close hook before termination)", async () => {
     // Process-wide fixture counter: worker threads share the library with this thread.
     const faults = new FixtureFaults(loadNativeLibrary('fixture'));

@@ -1,3 +1,4 @@
+import { runInNewContext } from 'node:vm';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import type { NativeLibrary, NativeStats, RawNativeApi } from '../src/native/index.js';
@@ -86,6 +87,47 @@ describe('native validation (fixture)', () => {
       ['OMNI_CUDA_DEVICE=abc', () => NativeContext.open(lib, { env: { OMNI_CUDA_DEVICE: 'abc' } })],
     ])('%s: OMNI_ERR_INVALID_ARGUMENT', (_name, call) => {
       expect(codeOf(call).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    });
+  });
+
+  describe('views that misreport their length', () => {
+    // A 1-element view into a larger buffer, so an overrun would land in guarded memory.
+    function guarded(): { buffer: Float32Array; view: Float32Array } {
+      const buffer = new Float32Array(ROWS * OUT + 8).fill(7);
+      return { buffer, view: buffer.subarray(0, 1) };
+    }
+    class Liar extends Float32Array {
+      override get length(): number {
+        return ROWS * OUT;
+      }
+    }
+
+    it('a shadowed length property never reaches C: OMNI_ERR_INVALID_ARGUMENT, nothing written', () => {
+      const { buffer, view } = guarded();
+      Object.defineProperty(view, 'length', { value: ROWS * OUT });
+      expect(codeOf(() => ctx.linearGelu(x, ROWS, view)).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(Array.from(buffer).every((v) => v === 7)).toBe(true);
+      const xs = x.subarray(0, 1);
+      Object.defineProperty(xs, 'length', { value: ROWS * IN });
+      expect(codeOf(() => ctx.linearGelu(xs, ROWS)).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      const ws = w.subarray(0, 1);
+      Object.defineProperty(ws, 'length', { value: OUT * IN });
+      expect(codeOf(() => ctx.uploadWeights(ws, b, OUT, IN)).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    });
+
+    it('a subclass whose length getter lies is measured by its real length', () => {
+      const { buffer } = guarded();
+      const liar = new Liar(buffer.buffer as ArrayBuffer, 0, 1);
+      expect(liar.length).toBe(ROWS * OUT);
+      expect(codeOf(() => ctx.linearGelu(x, ROWS, liar)).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(Array.from(buffer).every((v) => v === 7)).toBe(true);
+    });
+
+    it('accepts a Float32Array made in another realm', () => {
+      const foreign = runInNewContext(`new Float32Array(${ROWS * IN})`) as Float32Array;
+      foreign.set(x);
+      expect(foreign instanceof Float32Array).toBe(false);
+      expect(ctx.linearGelu(foreign, ROWS)).toEqual(expected);
     });
   });
 

@@ -59,6 +59,22 @@ describe('Runtime.start', () => {
     expect(err).toMatchObject({ code: 'OMNI_ERR_TASK_FAILED', message: 'init failed without a code' });
   });
 
+  it('runs the close hook of every thread whose init succeeded when another thread fails start', async () => {
+    const control = newControl();
+    const closed = newControl();
+    const err = await rejection(
+      Runtime.start({
+        worker: INIT_WORKER,
+        threads: 3,
+        workerData: { control: control.buffer, closed: closed.buffer, failAt: 2, code: 'X_NO_DEVICE' },
+      }),
+    );
+    expect(err.code).toBe('X_NO_DEVICE');
+    expect(Atomics.load(control, INVOKED)).toBe(3);
+    // Every thread answered, so each ran its close hook (the failed one frees what it got too).
+    expect(Atomics.load(closed, INVOKED)).toBe(3);
+  });
+
   it('rejects a module whose default export is not defineWorker(...)', async () => {
     const err = await rejection(
       Runtime.start({ worker: builtModuleUrl('test/fixtures/runtime-undefined-worker.js') }),

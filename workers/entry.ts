@@ -34,7 +34,7 @@ try {
 
 function ping(message: PingMessage): PingReply {
   arriveAndWait(message);
-  return initError ? { ok: false, error: initError } : { ok: true, threadId };
+  return initError ? { ok: false, threadId, error: initError } : { ok: true, threadId };
 }
 
 /** A clean close: free what init took, then meet the other threads at the barrier. */
@@ -46,7 +46,7 @@ async function teardown(message: PingMessage): Promise<PingReply> {
     error = toWire(err);
   }
   arriveAndWait(message);
-  return error ? { ok: false, error } : { ok: true, threadId };
+  return error ? { ok: false, threadId, error } : { ok: true, threadId };
 }
 
 function arriveAndWait(message: PingMessage): void {

@@ -20,7 +20,14 @@ function init(data: unknown): void {
     ...(config.workspaceBytes !== undefined ? { workspaceBytes: config.workspaceBytes } : {}),
   });
   const { w, b, outFeatures, inFeatures } = config.weights;
-  context.uploadWeights(w, b, outFeatures, inFeatures);
+  try {
+    context.uploadWeights(w, b, outFeatures, inFeatures);
+  } catch (err) {
+    // A failed start never runs the close hook on this thread: free the context here.
+    context.close();
+    context = undefined;
+    throw err;
+  }
   if (config.faultInjection === true && config.backend === 'fixture') faults = new FixtureFaults(library);
 }
 

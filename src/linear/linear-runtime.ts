@@ -8,6 +8,7 @@ import {
   seededFloats,
   selectBackend,
 } from '../native/index.js';
+import { requireFloat32Array, requireLength } from '../native/validate.js';
 import { builtModuleUrl } from '../paths.js';
 import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
 import { type CloseOptions, Runtime, type RuntimeReport } from '../runtime.js';
@@ -82,7 +83,7 @@ export class LinearRuntime {
       ...rest
     } = options;
     const weights =
-      given ??
+      (given === undefined ? undefined : checkWeights(given)) ??
       seededWeights(
         checkFeatures('inFeatures', options.inFeatures ?? 256),
         checkFeatures('outFeatures', options.outFeatures ?? 256),
@@ -134,6 +135,18 @@ export class LinearRuntime {
   close(options?: CloseOptions): Promise<void> {
     return this.runtime.close(options);
   }
+}
+
+/** Checked once here: a wrong shape is one coded error from start(), not a failure in every thread. */
+function checkWeights(weights: LinearWeights): LinearWeights {
+  if (typeof weights !== 'object' || weights === null) {
+    throw new InvalidArgumentError('weights must be { w, b, inFeatures, outFeatures }');
+  }
+  const inFeatures = checkFeatures('weights.inFeatures', weights.inFeatures);
+  const outFeatures = checkFeatures('weights.outFeatures', weights.outFeatures);
+  requireLength('weights.w', requireFloat32Array('weights.w', weights.w), inFeatures * outFeatures);
+  requireLength('weights.b', requireFloat32Array('weights.b', weights.b), outFeatures);
+  return weights;
 }
 
 function checkFeatures(name: string, value: number): number {

@@ -21,7 +21,7 @@ import type { RawHandle } from './bindings.js';
 import { resolveDevice } from './device.js';
 import type { NativeLibrary } from './library.js';
 import { check } from './status.js';
-import { requireFloat32Array, requireInteger, requireLength } from './validate.js';
+import { lengthOf, requireFloat32Array, requireInteger, requireLength } from './validate.js';
 
 /** Reaches the raw handle of an open context (null once closed): for the fault hooks and tests. */
 export const kRawHandle: unique symbol = Symbol('omni.native.rawHandle');
@@ -103,9 +103,9 @@ export class NativeContext {
     const status = this.library.raw.omni_upload_weights(
       handle,
       w,
-      w.length,
+      lengthOf(w),
       b,
-      b.length,
+      lengthOf(b),
       outFeatures,
       inFeatures,
     );
@@ -125,7 +125,7 @@ export class NativeContext {
     if (ready) requireLength('x', x, rows * this.#inFeatures);
     const y = out ?? (ready ? new Float32Array(rows * this.#outFeatures) : EMPTY);
     if (ready) requireLength('out', y, rows * this.#outFeatures);
-    const status = this.library.raw.omni_linear_gelu(handle, x, x.length, rows, y, y.length);
+    const status = this.library.raw.omni_linear_gelu(handle, x, lengthOf(x), rows, y, lengthOf(y));
     check(this.library, status, handle, 'omni_linear_gelu');
     return y;
   }

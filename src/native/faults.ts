@@ -12,7 +12,7 @@ import type { NativeContext } from './context.js';
 import { kRawHandle } from './context.js';
 import type { NativeLibrary } from './library.js';
 import { check } from './status.js';
-import { requireFloat32Array, requireInteger } from './validate.js';
+import { lengthOf, requireFloat32Array, requireInteger } from './validate.js';
 
 export class FixtureFaults {
   readonly library: NativeLibrary;
@@ -67,16 +67,16 @@ export class FixtureFaults {
     const y = out === undefined ? new Float32Array(rows * outFeatures) : requireFloat32Array('out', out);
     const status = this.#raw.omni_fixture_reference_linear_gelu(
       x,
-      x.length,
+      lengthOf(x),
       rows,
       w,
-      w.length,
+      lengthOf(w),
       b,
-      b.length,
+      lengthOf(b),
       outFeatures,
       inFeatures,
       y,
-      y.length,
+      lengthOf(y),
     );
     check(this.library, status, null, 'omni_fixture_reference_linear_gelu');
     return y;

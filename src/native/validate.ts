@@ -3,10 +3,27 @@
  * Int32Array would be read as floats) and truncates numbers into integer parameters, so both are
  * caught here; the C side still checks every shape itself.
  */
+import { types } from 'node:util';
 import { InvalidArgumentError } from '../errors.js';
 
+/**
+ * The built-in TypedArray length getter, which reads the view's own internal slot. A view's
+ * `length` property can be shadowed (defineProperty, a subclass getter) and the C side trusts
+ * the count it is given: a larger one would read and write past the view.
+ */
+const typedArrayLength = Object.getOwnPropertyDescriptor(
+  Object.getPrototypeOf(Int8Array.prototype),
+  'length',
+)!.get as (this: ArrayBufferView) => number;
+
+/** The element count C is told: always the view's real one. */
+export function lengthOf(array: Float32Array): number {
+  return typedArrayLength.call(array);
+}
+
+/** isFloat32Array (not instanceof): it also accepts arrays from another realm, and cannot be spoofed. */
 export function requireFloat32Array(name: string, value: unknown): Float32Array {
-  if (!(value instanceof Float32Array)) {
+  if (!types.isFloat32Array(value)) {
     const got = value === null ? 'null' : ArrayBuffer.isView(value) ? value.constructor.name : typeof value;
     throw new InvalidArgumentError(`${name} must be a Float32Array, got ${got}`);
   }
@@ -22,7 +39,8 @@ export function requireInteger(name: string, value: unknown, min: number, max: n
 }
 
 export function requireLength(name: string, array: Float32Array, expected: number): void {
-  if (array.length !== expected) {
-    throw new InvalidArgumentError(`${name} has ${array.length} elements, expected ${expected}`);
+  const length = lengthOf(array);
+  if (length !== expected) {
+    throw new InvalidArgumentError(`${name} has ${length} elements, expected ${expected}`);
   }
 }

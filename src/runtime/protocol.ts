@@ -15,7 +15,7 @@ export interface PingMessage {
 
 export type PingReply =
   | { readonly ok: true; readonly threadId: number }
-  | { readonly ok: false; readonly error: WireError };
+  | { readonly ok: false; readonly threadId: number; readonly error: WireError };
 
 export type SkipReason = 'aborted' | 'deadline';
 

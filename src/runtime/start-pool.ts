@@ -40,17 +40,35 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
   // A worker that fails outside a task (while loading, or between tasks) makes piscina emit
   // 'error'; without a listener that would throw in the main thread. Tasks report their own.
   pool.on('error', () => {});
+  let everyThreadAnswered = false;
   try {
     const replies = await broadcast(pool, 'ping', options.threads, options.startTimeoutMs);
+    everyThreadAnswered = new Set(replies.map((r) => r.threadId)).size === options.threads;
     for (const reply of replies) if (!reply.ok) throw fromWire(reply.error);
-    if (new Set(replies.map((r) => (r.ok ? r.threadId : -1))).size !== options.threads) {
+    if (!everyThreadAnswered) {
       throw new WorkerExitedError('worker threads did not all start within startTimeoutMs');
     }
     return pool;
   } catch (err) {
+    // The threads whose init succeeded hold what it took (a native context, device memory), and
+    // destroy() terminates threads without running their close hooks. Only when every thread
+    // answered can they all meet at the teardown barrier; otherwise one may still be stuck in init.
+    if (everyThreadAnswered) await teardown(pool, options.threads, options.startTimeoutMs);
     await pool.destroy();
     throw err instanceof Error && 'code' in err
       ? err
       : new WorkerExitedError(String((err as Error)?.message ?? err));
+  }
+}
+
+/** Every thread runs its worker's close hook. Failures are warnings: the pool is going anyway. */
+export async function teardown(pool: Piscina, threads: number, timeoutMs: number): Promise<void> {
+  try {
+    for (const reply of await broadcast(pool, 'teardown', threads, timeoutMs)) {
+      if (!reply.ok)
+        process.emitWarning(`worker close hook failed: ${reply.error.message}`, 'OmniRuntimeWarning');
+    }
+  } catch (err) {
+    process.emitWarning(`worker teardown failed: ${(err as Error).message}`, 'OmniRuntimeWarning');
   }
 }
