@@ -79,6 +79,10 @@ cudaError_t cu_launch_linear_gelu(const float *x, const float *w, const float *b
                                   uint32_t out_features, uint32_t in_features, cudaStream_t stream) {
   // Limits (rows <= 65536, features <= 16384) keep the grid within gridDim.y's 65535.
   dim3 grid((out_features + BN - 1) / BN, (rows + BM - 1) / BM);
+  // cudaGetLastError reports the last error of any runtime call: clear one left by a call whose
+  // status was ignored (a cudaFree on a cleanup path), or it would read as this launch's. A
+  // sticky error is not cleared by this; the launch below then fails on its own.
+  (void)cudaGetLastError();
   linear_gelu_kernel<<<grid, THREADS, 0, stream>>>(x, w, b, y, (int)rows, (int)out_features, (int)in_features);
   return cudaGetLastError();
 }
