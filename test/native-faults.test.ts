@@ -112,7 +112,7 @@ describe('native fault injection (fixture)', () => {
     ctx.uploadWeights(w, b, OUT, IN);
     const expected = ctx.linearGelu(x(3), 3);
     const before = ctx.stats();
-    faults.failNextCopy(ctx);
+    faults.failCopyAfter(ctx);
     const err = thrown(() => ctx.linearGelu(x(3), 3));
     expect(err).toMatchObject({
       code: 'OMNI_ERR_NATIVE',
@@ -124,9 +124,27 @@ describe('native fault injection (fixture)', () => {
     expect(after.liveBytes).toBe(before.liveBytes);
     expect(ctx.linearGelu(x(3), 3)).toEqual(expected);
 
+    // The output copy (the second of a call), after the kernel ran: the same.
+    const out = new Float32Array(3 * OUT).fill(7);
+    const beforeOutput = ctx.stats();
+    faults.failCopyAfter(ctx, 2);
+    expect(thrown(() => ctx.linearGelu(x(3), 3, out)).nativeCode).toBe(NativeStatus.COPY_FAILED);
+    expect(ctx.stats()).toMatchObject({
+      streamSyncs: beforeOutput.streamSyncs + 1,
+      liveBytes: beforeOutput.liveBytes,
+      calls: beforeOutput.calls,
+    });
+    expect(Array.from(out).every((v) => v === 7)).toBe(true); // nothing half-written to the caller
+    expect(ctx.linearGelu(x(3), 3)).toEqual(expected);
+
+    // Disarmed (0), nothing fails.
+    faults.failCopyAfter(ctx, 1);
+    faults.failCopyAfter(ctx, 0);
+    expect(ctx.linearGelu(x(3), 3)).toEqual(expected);
+
     // During an upload: synchronized too, new buffers freed, old weights kept.
     const mid = ctx.stats();
-    faults.failNextCopy(ctx);
+    faults.failCopyAfter(ctx);
     expect(thrown(() => ctx.uploadWeights(w, b, OUT, IN)).nativeCode).toBe(NativeStatus.COPY_FAILED);
     expect(ctx.stats()).toMatchObject({ streamSyncs: mid.streamSyncs + 1, liveBytes: mid.liveBytes });
     expect(ctx.linearGelu(x(3), 3)).toEqual(expected);
@@ -144,7 +162,7 @@ describe('native fault injection (fixture)', () => {
       () => ctx.linearGelu(x(1), 1),
       () => ctx.uploadWeights(w, b, OUT, IN),
       () => ctx.stats(),
-      () => faults.failNextCopy(ctx),
+      () => faults.failCopyAfter(ctx),
       () => faults.injectFatal(ctx),
     ];
     for (const call of calls) {

@@ -38,7 +38,7 @@ export default defineWorker(
     if ('inject' in input) {
       if (!faults) throw new InvalidArgumentError('fault injection is not enabled for this runtime');
       if (input.inject === 'fatal') faults.injectFatal(native);
-      else if (input.inject === 'copy') faults.failNextCopy(native);
+      else if (input.inject === 'copy') faults.failCopyAfter(native, input.after ?? 1);
       else faults.failAllocAfter(input.after ?? 0);
       return null;
     }

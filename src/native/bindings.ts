@@ -49,7 +49,7 @@ export interface RawNativeApi {
 /** Fixture-only exports (native/fixture/omni_fixture.h). */
 export interface RawFixtureApi {
   omni_fixture_fail_alloc_after(n: number): void;
-  omni_fixture_fail_next_copy(ctx: RawHandle | null): number;
+  omni_fixture_fail_copy_after(ctx: RawHandle | null, n: number): number;
   omni_fixture_inject_fatal(ctx: RawHandle | null): number;
   omni_fixture_live_bytes(): number | bigint;
   omni_fixture_reference_linear_gelu(
@@ -127,7 +127,7 @@ export function bindCore(lib: LibraryHandle): RawNativeApi {
 export function bindFixture(lib: LibraryHandle): RawFixtureApi {
   return {
     omni_fixture_fail_alloc_after: lib.func('omni_fixture_fail_alloc_after', 'void', ['uint32']),
-    omni_fixture_fail_next_copy: lib.func('omni_fixture_fail_next_copy', 'int', [ctxPtr]),
+    omni_fixture_fail_copy_after: lib.func('omni_fixture_fail_copy_after', 'int', [ctxPtr, 'uint32_t']),
     omni_fixture_inject_fatal: lib.func('omni_fixture_inject_fatal', 'int', [ctxPtr]),
     omni_fixture_live_bytes: lib.func('omni_fixture_live_bytes', 'uint64', []),
     omni_fixture_reference_linear_gelu: lib.func('omni_fixture_reference_linear_gelu', 'int', [

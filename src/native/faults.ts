@@ -2,7 +2,7 @@
  * The fixture's fault-injection hooks and naive reference, typed. Only the CPU fixture exports
  * them; asking for them on another backend is an InvalidArgumentError.
  *
- * Scope: failAllocAfter is per calling thread; failNextCopy and injectFatal are per context, so
+ * Scope: failAllocAfter is per calling thread; failCopyAfter and injectFatal are per context, so
  * tests in parallel threads cannot trip each other's faults.
  */
 import { InvalidArgumentError } from '../errors.js';
@@ -31,10 +31,19 @@ export class FixtureFaults {
     this.#raw.omni_fixture_fail_alloc_after(requireInteger('n', n, 0, 0xffff_ffff));
   }
 
-  /** The next copy on ctx fails with COPY_FAILED, after synchronizing its stream. */
-  failNextCopy(ctx: NativeContext): void {
+  /**
+   * The nth copy on ctx from now on (1 = the next; a call copies its input, then its output)
+   * fails with COPY_FAILED, after synchronizing its stream; 0 disarms.
+   */
+  failCopyAfter(ctx: NativeContext, n = 1): void {
     const handle = this.#handleOf(ctx);
-    check(this.library, this.#raw.omni_fixture_fail_next_copy(handle), handle, 'omni_fixture_fail_next_copy');
+    const nth = requireInteger('n', n, 0, 0xffff_ffff);
+    check(
+      this.library,
+      this.#raw.omni_fixture_fail_copy_after(handle, nth),
+      handle,
+      'omni_fixture_fail_copy_after',
+    );
   }
 
   /** Poisons ctx the way a sticky CUDA error does: every later call fails with fatal: true. */
