@@ -1,5 +1,5 @@
 import type { Piscina } from 'piscina';
-import { BoundedAdmission, type Permit } from './admission/index.js';
+import { BoundedAdmission, type Claim, type Permit } from './admission/index.js';
 import { MAX_CLAIM_SLOTS } from './admission/layout.js';
 import { moveEnvelope, TaskEnvelope } from './envelope.js';
 import {
@@ -16,11 +16,11 @@ import {
   WorkerExitedError,
 } from './errors.js';
 import {
+  type CheckedRunOptions,
   type CheckedRuntimeOptions,
   checkCloseTimeout,
-  checkDeadline,
+  checkRunOptions,
   checkRuntimeOptions,
-  checkTransfer,
   type RunOptions,
   type RuntimeOptions,
 } from './runtime/options.js';
@@ -79,8 +79,9 @@ const SERIAL_WINDOW = MAX_CLAIM_SLOTS;
  * `admission` nothing is ever refused (report().rejected stays 0) and calls start in order.
  * Throws: OMNI_ERR_INVALID_ARGUMENT / OMNI_ERR_INVALID_BOUND from start(); run() rejects with
  * OMNI_ERR_UNAVAILABLE, OMNI_ERR_REJECTED, OMNI_ERR_TOO_LARGE, OMNI_ERR_INVALID_COST,
- * AbortError, OMNI_ERR_DEADLINE, OMNI_ERR_WORKER_EXITED, OMNI_ERR_TASK_FAILED or the
- * worker's own coded error.
+ * OMNI_ERR_INVALID_ARGUMENT (malformed options, checked before admission), AbortError,
+ * OMNI_ERR_DEADLINE, OMNI_ERR_WORKER_EXITED, OMNI_ERR_TASK_FAILED or the worker's own coded
+ * error.
  */
 export class Runtime {
   #state: RuntimeState = 'starting';
@@ -146,24 +147,18 @@ export class Runtime {
     return this.#failure;
   }
 
-  run<O = unknown>(input: unknown, options: RunOptions = {}): Promise<O> {
+  run<O = unknown>(input: unknown, options?: RunOptions): Promise<O> {
     if (this.#state !== 'ready') return Promise.reject(new UnavailableError(this.#state));
-    let deadlineMs: number | undefined;
-    let transfer: readonly ArrayBuffer[];
+    let call: CheckedRunOptions;
     try {
-      deadlineMs = checkDeadline('deadlineMs', options.deadlineMs) ?? this.#options.deadlineMs;
-      transfer = checkTransfer(options.transfer);
+      call = checkRunOptions(options, this.#options.deadlineMs);
     } catch (err) {
       return Promise.reject(err);
     }
-    const cost = options.cost ?? 1;
-    const { signal } = options;
-    if (signal?.aborted) {
-      this.#outcomes.aborted++;
-      return Promise.reject(new AbortError('the caller aborted before the call', { cause: signal.reason }));
-    }
+    const { cost, signal, deadlineMs } = call;
+    if (signal?.aborted) return Promise.reject(this.#abortedBeforeDispatch(signal));
     const deadlineAt = deadlineMs === undefined ? 0 : Date.now() + deadlineMs;
-    if (this.#waits) return this.#admitThenDispatch(input, cost, signal, deadlineAt, transfer) as Promise<O>;
+    if (this.#waits) return this.#admitThenDispatch(input, call, deadlineAt) as Promise<O>;
     let admitted: ReturnType<BoundedAdmission['tryAdmit']>;
     try {
       admitted = this.#admission.tryAdmit(cost);
@@ -171,16 +166,11 @@ export class Runtime {
       return Promise.reject(err);
     }
     if (!admitted.ok) return Promise.reject(this.#refused(admitted.reason, cost));
-    return this.#dispatch(admitted, input, cost, signal, deadlineAt, deadlineMs, transfer) as Promise<O>;
+    return this.#dispatch(admitted, input, call, deadlineAt, deadlineMs) as Promise<O>;
   }
 
-  async #admitThenDispatch(
-    input: unknown,
-    cost: number,
-    signal: AbortSignal | undefined,
-    deadlineAt: number,
-    transfer: readonly ArrayBuffer[],
-  ): Promise<unknown> {
+  async #admitThenDispatch(input: unknown, call: CheckedRunOptions, deadlineAt: number): Promise<unknown> {
+    const { cost, signal } = call;
     let permit: Permit;
     try {
       // The serial scheduler waits only for a claim slot (past 65,536 outstanding calls): its
@@ -193,32 +183,61 @@ export class Runtime {
     } catch (err) {
       throw this.#waitFailed(err, cost);
     }
+    // The admission stops watching the signal once it grants the permit, and the task starts
+    // watching it only at dispatch: an abort in between (even in the same tick as run()) is
+    // caught here, before anything reaches a worker.
+    if (signal?.aborted) {
+      permit.release();
+      throw this.#abortedBeforeDispatch(signal);
+    }
     // A permit granted before close() still runs (close drains it); 'failed' or 'stopped' do not.
     if (this.#state !== 'ready' && this.#state !== 'draining') {
       permit.release();
       throw new UnavailableError(this.#state);
     }
     const left = deadlineAt === 0 ? undefined : Math.max(1, deadlineAt - Date.now());
-    return this.#dispatch(permit, input, cost, signal, deadlineAt, left, transfer);
+    return this.#dispatch(permit, input, call, deadlineAt, left);
+  }
+
+  #abortedBeforeDispatch(signal: AbortSignal): AbortError {
+    this.#outcomes.aborted++;
+    return new AbortError('the caller aborted before the call', { cause: signal.reason });
   }
 
   #dispatch(
     permit: Permit,
     input: unknown,
-    cost: number,
-    signal: AbortSignal | undefined,
+    call: CheckedRunOptions,
     deadlineAt: number,
     deadlineMs: number | undefined,
-    transfer: readonly ArrayBuffer[],
   ): Promise<unknown> {
-    const claim = permit.toClaim();
-    const envelope = new TaskEnvelope(claim, input, cost, deadlineAt, transfer);
+    let claim: Claim;
+    try {
+      claim = permit.toClaim();
+    } catch (err) {
+      permit.release(); // toClaim leaves the permit held when it throws
+      return Promise.reject(err);
+    }
     this.#inflight++;
     return new Promise((resolve, reject) => {
-      const task = new PendingTask(this.#owner, claim, resolve, reject, signal, deadlineMs);
-      // The caller's signal is never given to piscina: its abort would terminate the thread
-      // (mid native call) and free the slot before the work stops.
-      task.follow(this.#pool!.run(moveEnvelope(envelope)) as Promise<TaskReply>);
+      let task: PendingTask | undefined;
+      try {
+        task = new PendingTask(this.#owner, claim, resolve, reject, call.signal, deadlineMs);
+        const envelope = new TaskEnvelope(claim, input, call.cost, deadlineAt, call.transfer);
+        // The caller's signal is never given to piscina: its abort would terminate the thread
+        // (mid native call) and free the slot before the work stops.
+        task.follow(this.#pool!.run(moveEnvelope(envelope)) as Promise<TaskReply>);
+      } catch (err) {
+        // Nothing reached a worker. The task's failure path gives the claim back and ends the
+        // call; before there is a task, that is done here.
+        if (task) {
+          task.follow(Promise.reject(err));
+        } else {
+          this.#admission.reclaim(claim);
+          this.#inflight--;
+          reject(err);
+        }
+      }
     });
   }
 

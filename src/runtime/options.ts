@@ -62,6 +62,33 @@ export function checkDeadline(name: string, value: unknown): number | undefined 
   return value;
 }
 
+export interface CheckedRunOptions {
+  readonly cost: number;
+  readonly signal: AbortSignal | undefined;
+  /** The call's deadline, or the runtime's default; undefined for none. */
+  readonly deadlineMs: number | undefined;
+  readonly transfer: readonly ArrayBuffer[];
+}
+
+/**
+ * run()'s options, checked before anything is admitted: a malformed option must fail while
+ * no capacity is held (a throw after admission would strand the claim).
+ * `cost` is left to the admission, which refuses it with OMNI_ERR_INVALID_COST.
+ */
+export function checkRunOptions(options: unknown, defaultDeadlineMs: number | undefined): CheckedRunOptions {
+  if (options === undefined)
+    return { cost: 1, signal: undefined, deadlineMs: defaultDeadlineMs, transfer: [] };
+  if (typeof options !== 'object' || options === null) bad('run options must be an object');
+  const { cost, signal, deadlineMs, transfer } = options as RunOptions;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) bad('signal must be an AbortSignal');
+  return {
+    cost: cost ?? 1,
+    signal,
+    deadlineMs: deadlineMs === undefined ? defaultDeadlineMs : checkDeadline('deadlineMs', deadlineMs),
+    transfer: checkTransfer(transfer),
+  };
+}
+
 function moduleUrlOf(worker: unknown): string {
   if (worker instanceof URL) return worker.href;
   if (typeof worker !== 'string' || worker === '') bad('worker must be a module path or file: URL');
