@@ -15,6 +15,7 @@ import {
   UnavailableError,
   WorkerExitedError,
 } from './errors.js';
+import { CancelWords } from './runtime/cancel-words.js';
 import {
   type CheckedRunOptions,
   type CheckedRuntimeOptions,
@@ -89,7 +90,7 @@ export class Runtime {
   readonly #admission: BoundedAdmission;
   readonly #bounded: boolean;
   readonly #waits: boolean;
-  readonly #cancelWords: Int32Array;
+  readonly #cancel: CancelWords;
   readonly #outcomes: Outcomes = { completed: 0, failed: 0, aborted: 0, deadline: 0, refused: 0 };
   readonly #owner: TaskOwner;
   #pool: Piscina | undefined;
@@ -108,13 +109,11 @@ export class Runtime {
     this.#bounded = bounds !== undefined;
     this.#waits = !bounds || bounds.wait === true;
     this.#admission = new BoundedAdmission(bounds ?? { requests: SERIAL_WINDOW });
-    this.#cancelWords = new Int32Array(
-      new SharedArrayBuffer(4 * Math.min(this.#admission.report().capacity, SERIAL_WINDOW)),
-    );
+    this.#cancel = new CancelWords(Math.min(this.#admission.report().capacity, SERIAL_WINDOW));
     // Built once: PendingTask reaches the runtime through this, not through per-call closures.
     this.#owner = {
       admission: this.#admission,
-      cancelWords: this.#cancelWords,
+      cancel: this.#cancel,
       outcomes: this.#outcomes,
       fail: (error) => this.#fail(error),
       ended: () => {
@@ -128,7 +127,7 @@ export class Runtime {
     const runtime = new Runtime(checkRuntimeOptions(options));
     runtime.#pool = await startPool(runtime.#options, {
       admission: runtime.#admission.buffer,
-      cancel: runtime.#cancelWords.buffer as SharedArrayBuffer,
+      cancel: runtime.#cancel.words.buffer as SharedArrayBuffer,
       module: runtime.#options.moduleUrl,
       data: runtime.#options.workerData,
     });
@@ -219,6 +218,7 @@ export class Runtime {
       return Promise.reject(err);
     }
     this.#inflight++;
+    this.#cancel.dispatched(claim);
     return new Promise((resolve, reject) => {
       let task: PendingTask | undefined;
       try {
