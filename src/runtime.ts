@@ -15,6 +15,7 @@ import {
   UnavailableError,
   WorkerExitedError,
 } from './errors.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timeout.js';
 import { CancelWords } from './runtime/cancel-words.js';
 import {
   type CheckedRunOptions,
@@ -329,12 +330,13 @@ export class Runtime {
   async #shutdown(timeoutMs: number | undefined): Promise<void> {
     this.#state = 'draining';
     const drained = this.#admission.close().then(() => true);
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: LongTimer;
     const expired = new Promise<boolean>((resolve) => {
-      if (timeoutMs !== undefined) timer = setTimeout(resolve, timeoutMs, false);
+      // A timeout beyond ~24.8 days would otherwise expire after 1 ms.
+      if (timeoutMs !== undefined) timer = setLongTimeout(resolve, timeoutMs, false);
     });
     const clean = await Promise.race([drained, expired]);
-    clearTimeout(timer);
+    clearLongTimeout(timer);
     const pool = this.#pool!;
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!this.#abandoned && clean) {

@@ -21,7 +21,7 @@ export interface RuntimeOptions {
    * a time, an unbounded queue in submission order, never a refusal.
    */
   readonly admission?: RuntimeAdmissionOptions;
-  /** Default deadline for run() in milliseconds (none by default). */
+  /** Default deadline for run() in milliseconds (none by default; Infinity: none). */
   readonly deadlineMs?: number;
   /** piscina pass-throughs. */
   readonly idleTimeout?: number;
@@ -35,7 +35,7 @@ export interface RunOptions {
   readonly cost?: number;
   /** The caller's signal: rejects the caller at once; the work is asked to stop, not killed. */
   readonly signal?: AbortSignal;
-  /** Overrides the runtime's default deadline for this call. */
+  /** Overrides the runtime's default deadline for this call (Infinity: none). */
   readonly deadlineMs?: number;
   /** ArrayBuffers in `input` to move zero-copy (detached on the caller's side). */
   readonly transfer?: readonly ArrayBuffer[];
@@ -56,10 +56,15 @@ function bad(message: string): never {
   throw new InvalidArgumentError(message);
 }
 
+/**
+ * A deadline in milliseconds: any number > 0. Infinity means none (undefined here), so that a
+ * call may lift the runtime's default; delays beyond one setTimeout are honoured by
+ * long-timeout.ts, never cut to the 1 ms Node gives them.
+ */
 export function checkDeadline(name: string, value: unknown): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !(value > 0)) bad(`${name} must be a number > 0, got ${String(value)}`);
-  return value;
+  return value === Number.POSITIVE_INFINITY ? undefined : value;
 }
 
 export interface CheckedRunOptions {
@@ -126,7 +131,7 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   };
 }
 
-/** close()'s timeout: 0 abandons in-flight work at once. */
+/** close()'s timeout: 0 abandons in-flight work at once; any finite length is honoured. */
 export function checkCloseTimeout(value: unknown): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !(value >= 0) || !Number.isFinite(value)) {

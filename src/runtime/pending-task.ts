@@ -1,5 +1,6 @@
 import type { BoundedAdmission, Claim } from '../admission/index.js';
 import { AbortError, DeadlineError, fromWire, TaskFailedError, WorkerExitedError } from '../errors.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import type { CancelWords } from './cancel-words.js';
 import type { TaskReply } from './protocol.js';
 
@@ -37,7 +38,7 @@ export class PendingTask {
   readonly #resolve: (value: unknown) => void;
   readonly #reject: (err: Error) => void;
   readonly #signal: AbortSignal | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timer: LongTimer;
   #callerSettled = false;
   #workEnded = false;
 
@@ -55,7 +56,8 @@ export class PendingTask {
     this.#reject = reject;
     this.#signal = signal;
     signal?.addEventListener('abort', this, { once: true });
-    if (deadlineMs !== undefined) this.#timer = setTimeout(fireDeadline, deadlineMs, this);
+    // One plain setTimeout for any deadline up to ~24.8 days; longer ones re-arm in steps.
+    if (deadlineMs !== undefined) this.#timer = setLongTimeout(fireDeadline, deadlineMs, this);
   }
 
   /** Follows the piscina promise of the dispatched envelope. */
@@ -141,7 +143,7 @@ export class PendingTask {
   }
 
   #detach(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#timer !== undefined) clearLongTimeout(this.#timer);
     this.#timer = undefined;
     this.#signal?.removeEventListener('abort', this);
   }
