@@ -97,6 +97,8 @@ export class Runtime {
   #pool: Piscina | undefined;
   #inflight = 0;
   #closing: Promise<void> | undefined;
+  /** close() is stopping the threads itself: their exits are no longer a lost pool. */
+  #tearingDown = false;
   #failure: Error | undefined;
   /** The pool was destroyed after losing every thread: close() must not send it more work. */
   #abandoned = false;
@@ -190,8 +192,9 @@ export class Runtime {
       permit.release();
       throw this.#abortedBeforeDispatch(signal);
     }
-    // A permit granted before close() still runs (close drains it); 'failed' or 'stopped' do not.
-    if (this.#state !== 'ready' && this.#state !== 'draining') {
+    // A permit granted before close() still runs (close drains it); 'failed' or 'stopped' do
+    // not, nor does anything once the pool has been abandoned.
+    if (this.#abandoned || (this.#state !== 'ready' && this.#state !== 'draining')) {
       permit.release();
       throw new UnavailableError(this.#state);
     }
@@ -268,7 +271,9 @@ export class Runtime {
    */
   #checkThreads(): void {
     const pool = this.#pool;
-    if (!pool || this.#closing !== undefined || this.#abandoned || pool.threads.length > 0) return;
+    // During close()'s drain a lost pool must still be abandoned: its queued calls would
+    // otherwise never end and the drain never finish. Only teardown's own exits are expected.
+    if (!pool || this.#tearingDown || this.#abandoned || pool.threads.length > 0) return;
     this.#abandoned = true;
     this.#fail(new WorkerExitedError('every worker thread has exited and none could be restarted'));
     void pool.destroy();
@@ -337,6 +342,7 @@ export class Runtime {
     });
     const clean = await Promise.race([drained, expired]);
     clearLongTimeout(timer);
+    this.#tearingDown = true;
     const pool = this.#pool!;
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!this.#abandoned && clean) {
