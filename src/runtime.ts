@@ -81,9 +81,10 @@ const SERIAL_WINDOW = MAX_CLAIM_SLOTS;
  * `admission` nothing is ever refused (report().rejected stays 0) and calls start in order.
  * Throws: OMNI_ERR_INVALID_ARGUMENT / OMNI_ERR_INVALID_BOUND from start(); run() rejects with
  * OMNI_ERR_UNAVAILABLE, OMNI_ERR_REJECTED, OMNI_ERR_TOO_LARGE, OMNI_ERR_INVALID_COST,
- * OMNI_ERR_INVALID_ARGUMENT (malformed options, checked before admission), AbortError,
- * OMNI_ERR_DEADLINE, OMNI_ERR_WORKER_EXITED, OMNI_ERR_TASK_FAILED or the worker's own coded
- * error.
+ * OMNI_ERR_INVALID_ARGUMENT (malformed options, checked before admission; or an input that
+ * structured clone cannot post to a worker), AbortError, OMNI_ERR_DEADLINE,
+ * OMNI_ERR_WORKER_EXITED, OMNI_ERR_TASK_FAILED (also for a result that cannot be posted
+ * back) or the worker's own coded error.
  */
 export class Runtime {
   #state: RuntimeState = 'starting';

@@ -1,8 +1,9 @@
 import type { BoundedAdmission, Claim } from '../admission/index.js';
-import { AbortError, DeadlineError, fromWire, TaskFailedError, WorkerExitedError } from '../errors.js';
+import { AbortError, DeadlineError, fromWire } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import type { CancelWords } from './cancel-words.js';
 import type { TaskReply } from './protocol.js';
+import { taskFailure } from './task-failure.js';
 
 /** How each call ended, as its caller saw it. */
 export interface Outcomes {
@@ -112,11 +113,10 @@ export class PendingTask {
   }
 
   #onFailure(err: unknown): void {
-    // Nobody released the claim: the worker died (exit, uncaught error, termination) before
-    // its finally. Reclaim is a no-op if the worker did release (e.g. the reply was unsendable).
-    const died = this.#ended();
-    const message = err instanceof Error ? err.message : String(err);
-    this.#failedWith(died ? new WorkerExitedError(message) : new TaskFailedError(message));
+    // No reply. The reclaim wins when no worker released the claim: it died (exit, uncaught
+    // error, termination) before its finally, or the input could not even be posted. It is a
+    // no-op when the worker did release (e.g. its reply could not be posted back).
+    this.#failedWith(taskFailure(err, this.#ended()));
   }
 
   #failedWith(error: Error): void {
