@@ -20,7 +20,7 @@ import { CancelWords } from './runtime/cancel-words.js';
 import {
   type CheckedRunOptions,
   type CheckedRuntimeOptions,
-  checkCloseTimeout,
+  checkCloseOptions,
   checkRunOptions,
   checkRuntimeOptions,
   type RunOptions,
@@ -98,6 +98,10 @@ export class Runtime {
   #pool: Piscina | undefined;
   #inflight = 0;
   #closing: Promise<void> | undefined;
+  /** Ends close()'s wait for in-flight work early (armed by a close timeout); unset once it is over. */
+  #force: (() => void) | undefined;
+  #forceTimer: LongTimer;
+  #forceAt = Number.POSITIVE_INFINITY;
   /** close() is stopping the threads itself: their exits are no longer a lost pool. */
   #tearingDown = false;
   #failure: Error | undefined;
@@ -320,29 +324,40 @@ export class Runtime {
   /**
    * Stops admitting (run() rejects OMNI_ERR_UNAVAILABLE), lets in-flight and queued work
    * finish, then stops the threads. With `timeoutMs`, work still running then is abandoned:
-   * its threads are terminated and its capacity reclaimed.
+   * its threads are terminated and its capacity reclaimed. Every call returns the same
+   * promise; a later call's timeout still applies when it ends the wait sooner (e.g. a
+   * server's drain timeout after a plain close()).
    */
-  close(options: CloseOptions = {}): Promise<void> {
+  close(options?: CloseOptions): Promise<void> {
     let timeoutMs: number | undefined;
     try {
-      timeoutMs = checkCloseTimeout(options.timeoutMs);
+      timeoutMs = checkCloseOptions(options);
     } catch (err) {
       return Promise.reject(err);
     }
-    this.#closing ??= this.#shutdown(timeoutMs);
+    this.#closing ??= this.#shutdown();
+    if (timeoutMs !== undefined) this.#forceAfter(timeoutMs);
     return this.#closing;
   }
 
-  async #shutdown(timeoutMs: number | undefined): Promise<void> {
+  /** Arms close()'s timeout, or brings it forward; a later one never postpones it. */
+  #forceAfter(timeoutMs: number): void {
+    const at = Date.now() + timeoutMs;
+    if (this.#force === undefined || at >= this.#forceAt) return;
+    this.#forceAt = at;
+    clearLongTimeout(this.#forceTimer);
+    this.#forceTimer = setLongTimeout((force) => force(), timeoutMs, this.#force);
+  }
+
+  async #shutdown(): Promise<void> {
     this.#state = 'draining';
     const drained = this.#admission.close().then(() => true);
-    let timer: LongTimer;
     const expired = new Promise<boolean>((resolve) => {
-      // A timeout beyond ~24.8 days would otherwise expire after 1 ms.
-      if (timeoutMs !== undefined) timer = setLongTimeout(resolve, timeoutMs, false);
+      this.#force = () => resolve(false);
     });
     const clean = await Promise.race([drained, expired]);
-    clearLongTimeout(timer);
+    this.#force = undefined;
+    clearLongTimeout(this.#forceTimer);
     this.#tearingDown = true;
     const pool = this.#pool!;
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.

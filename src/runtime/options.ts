@@ -132,7 +132,10 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
 }
 
 /** close()'s timeout: 0 abandons in-flight work at once; any finite length is honoured. */
-export function checkCloseTimeout(value: unknown): number | undefined {
+export function checkCloseOptions(options: unknown): number | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null) bad('close options must be an object');
+  const value = (options as { timeoutMs?: unknown }).timeoutMs;
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !(value >= 0) || !Number.isFinite(value)) {
     bad(`timeoutMs must be a finite number >= 0, got ${String(value)}`);
