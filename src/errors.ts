@@ -4,6 +4,7 @@
  * Errors cross threads as `{ name, message, code, ... }` (see `toWire` / `fromWire`) and are
  * rebuilt into these classes on the receiving side.
  */
+import { inspect } from 'node:util';
 
 export type RefusalReason = 'requests' | 'units' | 'too-large' | 'queued' | 'closed';
 
@@ -246,7 +247,16 @@ export function toWire(err: unknown): WireError {
     if (typeof e.fatal === 'boolean') wire.fatal = e.fatal;
     return wire;
   }
-  return { name: 'Error', message: String(err) };
+  return { name: 'Error', message: describeThrown(err) };
+}
+
+/** A thrown non-Error as text; String() itself throws for some (an object without a prototype). */
+function describeThrown(err: unknown): string {
+  try {
+    return String(err);
+  } catch {
+    return inspect(err, { depth: 2 });
+  }
 }
 
 /** Rebuilds a wire error: known codes become their class, others keep name and code. */

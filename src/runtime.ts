@@ -1,5 +1,5 @@
 import type { Piscina } from 'piscina';
-import { BoundedAdmission, type Permit } from './admission/index.js';
+import { BoundedAdmission, type Claim, type Permit } from './admission/index.js';
 import { MAX_CLAIM_SLOTS } from './admission/layout.js';
 import { moveEnvelope, TaskEnvelope } from './envelope.js';
 import {
@@ -15,12 +15,14 @@ import {
   UnavailableError,
   WorkerExitedError,
 } from './errors.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timeout.js';
+import { CancelWords } from './runtime/cancel-words.js';
 import {
+  type CheckedRunOptions,
   type CheckedRuntimeOptions,
-  checkCloseTimeout,
-  checkDeadline,
+  checkCloseOptions,
+  checkRunOptions,
   checkRuntimeOptions,
-  checkTransfer,
   type RunOptions,
   type RuntimeOptions,
 } from './runtime/options.js';
@@ -79,8 +81,10 @@ const SERIAL_WINDOW = MAX_CLAIM_SLOTS;
  * `admission` nothing is ever refused (report().rejected stays 0) and calls start in order.
  * Throws: OMNI_ERR_INVALID_ARGUMENT / OMNI_ERR_INVALID_BOUND from start(); run() rejects with
  * OMNI_ERR_UNAVAILABLE, OMNI_ERR_REJECTED, OMNI_ERR_TOO_LARGE, OMNI_ERR_INVALID_COST,
- * AbortError, OMNI_ERR_DEADLINE, OMNI_ERR_WORKER_EXITED, OMNI_ERR_TASK_FAILED or the
- * worker's own coded error.
+ * OMNI_ERR_INVALID_ARGUMENT (malformed options, checked before admission; or an input that
+ * structured clone cannot post to a worker), AbortError, OMNI_ERR_DEADLINE,
+ * OMNI_ERR_WORKER_EXITED, OMNI_ERR_TASK_FAILED (also for a result that cannot be posted
+ * back) or the worker's own coded error.
  */
 export class Runtime {
   #state: RuntimeState = 'starting';
@@ -88,12 +92,18 @@ export class Runtime {
   readonly #admission: BoundedAdmission;
   readonly #bounded: boolean;
   readonly #waits: boolean;
-  readonly #cancelWords: Int32Array;
+  readonly #cancel: CancelWords;
   readonly #outcomes: Outcomes = { completed: 0, failed: 0, aborted: 0, deadline: 0, refused: 0 };
   readonly #owner: TaskOwner;
   #pool: Piscina | undefined;
   #inflight = 0;
   #closing: Promise<void> | undefined;
+  /** Ends close()'s wait for in-flight work early (armed by a close timeout); unset once it is over. */
+  #force: (() => void) | undefined;
+  #forceTimer: LongTimer;
+  #forceAt = Number.POSITIVE_INFINITY;
+  /** close() is stopping the threads itself: their exits are no longer a lost pool. */
+  #tearingDown = false;
   #failure: Error | undefined;
   /** The pool was destroyed after losing every thread: close() must not send it more work. */
   #abandoned = false;
@@ -107,13 +117,11 @@ export class Runtime {
     this.#bounded = bounds !== undefined;
     this.#waits = !bounds || bounds.wait === true;
     this.#admission = new BoundedAdmission(bounds ?? { requests: SERIAL_WINDOW });
-    this.#cancelWords = new Int32Array(
-      new SharedArrayBuffer(4 * Math.min(this.#admission.report().capacity, SERIAL_WINDOW)),
-    );
+    this.#cancel = new CancelWords(Math.min(this.#admission.report().capacity, SERIAL_WINDOW));
     // Built once: PendingTask reaches the runtime through this, not through per-call closures.
     this.#owner = {
       admission: this.#admission,
-      cancelWords: this.#cancelWords,
+      cancel: this.#cancel,
       outcomes: this.#outcomes,
       fail: (error) => this.#fail(error),
       ended: () => {
@@ -127,7 +135,7 @@ export class Runtime {
     const runtime = new Runtime(checkRuntimeOptions(options));
     runtime.#pool = await startPool(runtime.#options, {
       admission: runtime.#admission.buffer,
-      cancel: runtime.#cancelWords.buffer as SharedArrayBuffer,
+      cancel: runtime.#cancel.words.buffer as SharedArrayBuffer,
       module: runtime.#options.moduleUrl,
       data: runtime.#options.workerData,
     });
@@ -146,24 +154,18 @@ export class Runtime {
     return this.#failure;
   }
 
-  run<O = unknown>(input: unknown, options: RunOptions = {}): Promise<O> {
+  run<O = unknown>(input: unknown, options?: RunOptions): Promise<O> {
     if (this.#state !== 'ready') return Promise.reject(new UnavailableError(this.#state));
-    let deadlineMs: number | undefined;
-    let transfer: readonly ArrayBuffer[];
+    let call: CheckedRunOptions;
     try {
-      deadlineMs = checkDeadline('deadlineMs', options.deadlineMs) ?? this.#options.deadlineMs;
-      transfer = checkTransfer(options.transfer);
+      call = checkRunOptions(options, this.#options.deadlineMs);
     } catch (err) {
       return Promise.reject(err);
     }
-    const cost = options.cost ?? 1;
-    const { signal } = options;
-    if (signal?.aborted) {
-      this.#outcomes.aborted++;
-      return Promise.reject(new AbortError('the caller aborted before the call', { cause: signal.reason }));
-    }
+    const { cost, signal, deadlineMs } = call;
+    if (signal?.aborted) return Promise.reject(this.#abortedBeforeDispatch(signal));
     const deadlineAt = deadlineMs === undefined ? 0 : Date.now() + deadlineMs;
-    if (this.#waits) return this.#admitThenDispatch(input, cost, signal, deadlineAt, transfer) as Promise<O>;
+    if (this.#waits) return this.#admitThenDispatch(input, call, deadlineAt) as Promise<O>;
     let admitted: ReturnType<BoundedAdmission['tryAdmit']>;
     try {
       admitted = this.#admission.tryAdmit(cost);
@@ -171,16 +173,11 @@ export class Runtime {
       return Promise.reject(err);
     }
     if (!admitted.ok) return Promise.reject(this.#refused(admitted.reason, cost));
-    return this.#dispatch(admitted, input, cost, signal, deadlineAt, deadlineMs, transfer) as Promise<O>;
+    return this.#dispatch(admitted, input, call, deadlineAt, deadlineMs) as Promise<O>;
   }
 
-  async #admitThenDispatch(
-    input: unknown,
-    cost: number,
-    signal: AbortSignal | undefined,
-    deadlineAt: number,
-    transfer: readonly ArrayBuffer[],
-  ): Promise<unknown> {
+  async #admitThenDispatch(input: unknown, call: CheckedRunOptions, deadlineAt: number): Promise<unknown> {
+    const { cost, signal } = call;
     let permit: Permit;
     try {
       // The serial scheduler waits only for a claim slot (past 65,536 outstanding calls): its
@@ -193,32 +190,63 @@ export class Runtime {
     } catch (err) {
       throw this.#waitFailed(err, cost);
     }
-    // A permit granted before close() still runs (close drains it); 'failed' or 'stopped' do not.
-    if (this.#state !== 'ready' && this.#state !== 'draining') {
+    // The admission stops watching the signal once it grants the permit, and the task starts
+    // watching it only at dispatch: an abort in between (even in the same tick as run()) is
+    // caught here, before anything reaches a worker.
+    if (signal?.aborted) {
+      permit.release();
+      throw this.#abortedBeforeDispatch(signal);
+    }
+    // A permit granted before close() still runs (close drains it); 'failed' or 'stopped' do
+    // not, nor does anything once the pool has been abandoned.
+    if (this.#abandoned || (this.#state !== 'ready' && this.#state !== 'draining')) {
       permit.release();
       throw new UnavailableError(this.#state);
     }
     const left = deadlineAt === 0 ? undefined : Math.max(1, deadlineAt - Date.now());
-    return this.#dispatch(permit, input, cost, signal, deadlineAt, left, transfer);
+    return this.#dispatch(permit, input, call, deadlineAt, left);
+  }
+
+  #abortedBeforeDispatch(signal: AbortSignal): AbortError {
+    this.#outcomes.aborted++;
+    return new AbortError('the caller aborted before the call', { cause: signal.reason });
   }
 
   #dispatch(
     permit: Permit,
     input: unknown,
-    cost: number,
-    signal: AbortSignal | undefined,
+    call: CheckedRunOptions,
     deadlineAt: number,
     deadlineMs: number | undefined,
-    transfer: readonly ArrayBuffer[],
   ): Promise<unknown> {
-    const claim = permit.toClaim();
-    const envelope = new TaskEnvelope(claim, input, cost, deadlineAt, transfer);
+    let claim: Claim;
+    try {
+      claim = permit.toClaim();
+    } catch (err) {
+      permit.release(); // toClaim leaves the permit held when it throws
+      return Promise.reject(err);
+    }
     this.#inflight++;
+    this.#cancel.dispatched(claim);
     return new Promise((resolve, reject) => {
-      const task = new PendingTask(this.#owner, claim, resolve, reject, signal, deadlineMs);
-      // The caller's signal is never given to piscina: its abort would terminate the thread
-      // (mid native call) and free the slot before the work stops.
-      task.follow(this.#pool!.run(moveEnvelope(envelope)) as Promise<TaskReply>);
+      let task: PendingTask | undefined;
+      try {
+        task = new PendingTask(this.#owner, claim, resolve, reject, call.signal, deadlineMs);
+        const envelope = new TaskEnvelope(claim, input, call.cost, deadlineAt, call.transfer);
+        // The caller's signal is never given to piscina: its abort would terminate the thread
+        // (mid native call) and free the slot before the work stops.
+        task.follow(this.#pool!.run(moveEnvelope(envelope)) as Promise<TaskReply>);
+      } catch (err) {
+        // Nothing reached a worker. The task's failure path gives the claim back and ends the
+        // call; before there is a task, that is done here.
+        if (task) {
+          task.follow(Promise.reject(err));
+        } else {
+          this.#admission.reclaim(claim);
+          this.#inflight--;
+          reject(err);
+        }
+      }
     });
   }
 
@@ -248,7 +276,9 @@ export class Runtime {
    */
   #checkThreads(): void {
     const pool = this.#pool;
-    if (!pool || this.#closing !== undefined || this.#abandoned || pool.threads.length > 0) return;
+    // During close()'s drain a lost pool must still be abandoned: its queued calls would
+    // otherwise never end and the drain never finish. Only teardown's own exits are expected.
+    if (!pool || this.#tearingDown || this.#abandoned || pool.threads.length > 0) return;
     this.#abandoned = true;
     this.#fail(new WorkerExitedError('every worker thread has exited and none could be restarted'));
     void pool.destroy();
@@ -294,28 +324,41 @@ export class Runtime {
   /**
    * Stops admitting (run() rejects OMNI_ERR_UNAVAILABLE), lets in-flight and queued work
    * finish, then stops the threads. With `timeoutMs`, work still running then is abandoned:
-   * its threads are terminated and its capacity reclaimed.
+   * its threads are terminated and its capacity reclaimed. Every call returns the same
+   * promise; a later call's timeout still applies when it ends the wait sooner (e.g. a
+   * server's drain timeout after a plain close()).
    */
-  close(options: CloseOptions = {}): Promise<void> {
+  close(options?: CloseOptions): Promise<void> {
     let timeoutMs: number | undefined;
     try {
-      timeoutMs = checkCloseTimeout(options.timeoutMs);
+      timeoutMs = checkCloseOptions(options);
     } catch (err) {
       return Promise.reject(err);
     }
-    this.#closing ??= this.#shutdown(timeoutMs);
+    this.#closing ??= this.#shutdown();
+    if (timeoutMs !== undefined) this.#forceAfter(timeoutMs);
     return this.#closing;
   }
 
-  async #shutdown(timeoutMs: number | undefined): Promise<void> {
+  /** Arms close()'s timeout, or brings it forward; a later one never postpones it. */
+  #forceAfter(timeoutMs: number): void {
+    const at = Date.now() + timeoutMs;
+    if (this.#force === undefined || at >= this.#forceAt) return;
+    this.#forceAt = at;
+    clearLongTimeout(this.#forceTimer);
+    this.#forceTimer = setLongTimeout((force) => force(), timeoutMs, this.#force);
+  }
+
+  async #shutdown(): Promise<void> {
     this.#state = 'draining';
     const drained = this.#admission.close().then(() => true);
-    let timer: ReturnType<typeof setTimeout> | undefined;
     const expired = new Promise<boolean>((resolve) => {
-      if (timeoutMs !== undefined) timer = setTimeout(resolve, timeoutMs, false);
+      this.#force = () => resolve(false);
     });
     const clean = await Promise.race([drained, expired]);
-    clearTimeout(timer);
+    this.#force = undefined;
+    clearLongTimeout(this.#forceTimer);
+    this.#tearingDown = true;
     const pool = this.#pool!;
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!this.#abandoned && clean) {

@@ -24,6 +24,12 @@ import {
   until,
 } from './fixtures/runtime-harness.js';
 
+const MODES = [
+  ['bounded', { requests: 2 }],
+  ['wait mode', { requests: 2, wait: true }],
+  ['serial', undefined],
+] as const;
+
 afterEach(async () => {
   vi.useRealTimers();
   await cleanup();
@@ -177,15 +183,37 @@ describe('a task whose caller left before it started', () => {
     expect(rt.report()).toMatchObject({ completed: 2, deadline: 1, aborted: 0, failed: 0 });
   });
 
-  it('a signal aborted before run() is refused without admission or dispatch', async () => {
-    const rt = await start({ threads: 1, admission: { requests: 1 } });
-    const c = control();
-    const err = await rejection(
-      rt.run({ mode: 'echo', control: c.buffer as SharedArrayBuffer }, { signal: AbortSignal.abort() }),
-    );
-    expect(err).toMatchObject({ name: 'AbortError', code: 'OMNI_ERR_ABORTED' });
-    expect(rt.report()).toMatchObject({ depth: 0, rejected: 0, aborted: 1 });
-    await expect(rt.run({ mode: 'echo', value: 1 })).resolves.toBe(1);
-    expect(Atomics.load(c, INVOKED)).toBe(0);
-  });
+  for (const [mode, admission] of MODES) {
+    it(`a signal aborted before run() is refused without admission or dispatch (${mode})`, async () => {
+      const rt = await start({ threads: 1, ...(admission ? { admission } : {}) });
+      const c = control();
+      const err = await rejection(
+        rt.run({ mode: 'echo', control: c.buffer as SharedArrayBuffer }, { signal: AbortSignal.abort() }),
+      );
+      expect(err).toMatchObject({ name: 'AbortError', code: 'OMNI_ERR_ABORTED' });
+      expect(rt.report()).toMatchObject({ depth: 0, rejected: 0, aborted: 1 });
+      await expect(rt.run({ mode: 'echo', value: 1 })).resolves.toBe(1);
+      expect(Atomics.load(c, INVOKED)).toBe(0);
+    });
+  }
+
+  for (const [mode, admission] of MODES.filter(([, a]) => a === undefined || 'wait' in a)) {
+    it(`an abort in the same tick as run() is not lost while the permit is granted (${mode})`, async () => {
+      // Wait mode and the serial scheduler admit through admit(), whose permit reaches
+      // dispatch a microtask after run() returns: the caller aborts in that gap.
+      const rt = await start({ threads: 1, ...(admission ? { admission } : {}) });
+      const c = control();
+      open(c); // the handler would not block: only the abort can keep it from completing
+      const ac = new AbortController();
+      const call = rt.run(gate(c, { value: 'ran' }), { signal: ac.signal });
+      ac.abort(new Error('caller gone'));
+      const err = await rejection(call);
+      expect(err).toMatchObject({ name: 'AbortError', code: 'OMNI_ERR_ABORTED' });
+      expect(rt.report()).toMatchObject({ depth: 0, aborted: 1, completed: 0, rejected: 0 });
+      // Never dispatched: the next call runs, and the aborted one never reached its handler.
+      await expect(rt.run({ mode: 'echo', value: 'next' })).resolves.toBe('next');
+      expect(Atomics.load(c, INVOKED)).toBe(0);
+      expect(rt.report()).toMatchObject({ depth: 0, aborted: 1, completed: 1 });
+    });
+  }
 });

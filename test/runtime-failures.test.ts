@@ -165,6 +165,24 @@ describe('a pool that loses every thread', () => {
     await rt.close();
     expect(rt.state).toBe('stopped');
   });
+
+  it('while close() drains: queued calls reject, their capacity returns, and close() resolves', async () => {
+    const loads = new SharedArrayBuffer(4);
+    const rt = await start({
+      worker: builtModuleUrl('test/fixtures/runtime-restart-fails-worker.js'),
+      workerData: { loads },
+      threads: 1,
+      admission: { requests: 4 },
+    });
+    const dying = codeOf(rt.run({ exit: true }));
+    const queued = codeOf(rt.run({})); // behind the dying call, on the only thread
+    const closing = rt.close(); // no timeout: only abandoning the lost pool can end the drain
+    expect(await dying).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await queued).toBe('OMNI_ERR_WORKER_EXITED');
+    await closing;
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, leaked: 0 });
+    expect(rt.failure).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
+  });
 });
 
 describe('close() options', () => {

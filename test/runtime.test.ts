@@ -194,6 +194,20 @@ describe('Runtime.close', () => {
     expect(rt.state).toBe('stopped');
   });
 
+  it('a later close({ timeoutMs }) still forces a plain close() that is waiting, same promise', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const stuck = control();
+    const call = codeOf(rt.run(gate(stuck, { sync: true })));
+    await waitFor(stuck, STARTED);
+    const first = rt.close();
+    // A longer timeout never postpones a shorter one; the shortest given so far applies.
+    expect(rt.close({ timeoutMs: 60_000 })).toBe(first);
+    expect(rt.close({ timeoutMs: 0 })).toBe(first);
+    await first;
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, leaked: 0, failed: 1 });
+  });
+
   it('with timeoutMs, terminates stuck work and still returns its capacity', async () => {
     const rt = await start({ threads: 2, admission: { requests: 4, units: 10 } });
     const stuck = control();

@@ -6,6 +6,7 @@
 import { Agent, request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serve } from '../src/serve/index.js';
+import { codeOf } from './fixtures/runtime-harness.js';
 import { postFloats, tryConnect } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
@@ -116,6 +117,24 @@ describe('drain', () => {
     expect(settled).toBe(false);
     expect(g.lr.report()).toMatchObject({ state: 'draining', depth: 1 });
     g.open();
+    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+  });
+
+  it('a drain timeout of 2^31 ms or more waits, instead of abandoning the work after 1 ms', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0 });
+    const inflight = postFloats(s.address, [1, 2, 3, 4]);
+    await g.reach(ENTERED, 1);
+    const drained = s.drain({ timeoutMs: 2 ** 31 });
+    // A 1 ms deadline set after the drain's timer: a timeout cut to 1 ms would have fired
+    // first (same duration, earlier) and closed the runtime before this call was refused.
+    expect(await codeOf(g.lr.run(new Float32Array(4), { deadlineMs: 1 }))).toBe('OMNI_ERR_DEADLINE');
+    expect(g.lr.report().state).toBe('ready');
+    expect(s.state).toBe('draining');
+    g.open();
+    expect((await inflight).status).toBe(200);
     expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
     expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
   });

@@ -358,6 +358,21 @@ describe('504: admitted but past its deadline; the capacity stays held until the
     await g.reach(FINISHED, 1);
     await untilDepth(url, 0);
   });
+
+  it('a deadline header of 2^31 ms or more is honoured, not answered 504 after 1 ms', async () => {
+    const { url, g } = await start({ threads: 1, admission: { requests: 2 } });
+    const long = postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': String(2 ** 31) } });
+    await g.reach(ENTERED, 1);
+    // A 1 ms deadline set after the long one's timer: a long deadline cut to 1 ms would have
+    // fired first (same duration, earlier), so by this 504 it would have been counted.
+    const clock = await postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': '1' } });
+    expect(clock.status).toBe(504);
+    expect(g.lr.report()).toMatchObject({ deadline: 1, depth: 2 });
+    g.open();
+    const answer = await long;
+    expect(answer.status).toBe(200);
+    expect(floatsOf(answer)).toEqual(expected(rows(1)));
+  });
 });
 
 describe('500: the worker failed', () => {

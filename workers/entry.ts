@@ -13,7 +13,9 @@ import { InvalidArgumentError, toWire, type WireError } from '../src/errors.js';
 import { isCancelled } from '../src/runtime/cancel-words.js';
 import type { EntryData, PingMessage, PingReply, TaskReply } from '../src/runtime/protocol.js';
 import { WorkerTaskContext } from './task-context.js';
+import { reportUncaughtErrors } from './uncaught.js';
 
+reportUncaughtErrors();
 const data = workerData as EntryData;
 const admission = BoundedAdmission.attach(data.admission);
 const cancelWords = new Int32Array(data.cancel);

@@ -27,20 +27,28 @@ export class WorkerTaskContext implements TaskContext {
     if (this.#controller) return this.#controller.signal;
     const controller = new AbortController();
     this.#controller = controller;
-    const current = Atomics.load(this.#words, this.#claim.slot);
-    if (current === cancelledWord(this.#claim)) {
-      controller.abort();
-    } else {
-      // Woken by the main thread's notify on cancel, or by finish() below so no waiter outlives
-      // the task (the slot is unique to this task while it runs).
-      const wait = Atomics.waitAsync(this.#words, this.#claim.slot, current);
-      const onWake = (): void => {
-        if (!this.#done && this.cancelled) controller.abort();
-      };
-      if (wait.async) void wait.value.then(onWake);
-      else onWake();
-    }
+    this.#watch(controller);
     return controller.signal;
+  }
+
+  /**
+   * Aborts `controller` once the main thread cancels this task. Woken by its notify on cancel,
+   * or by finish() below so no waiter outlives the task. Any other wake (the word changed to
+   * something that is not this task's cancel) waits again: returning then would leave a
+   * later, real cancel unseen.
+   */
+  #watch(controller: AbortController): void {
+    const seen = Atomics.load(this.#words, this.#claim.slot);
+    if (seen === cancelledWord(this.#claim)) {
+      controller.abort();
+      return;
+    }
+    const wait = Atomics.waitAsync(this.#words, this.#claim.slot, seen);
+    const onWake = (): void => {
+      if (!this.#done) this.#watch(controller);
+    };
+    if (wait.async) void wait.value.then(onWake);
+    else onWake();
   }
 
   transfer(...buffers: ArrayBuffer[]): void {

@@ -21,7 +21,7 @@ export interface RuntimeOptions {
    * a time, an unbounded queue in submission order, never a refusal.
    */
   readonly admission?: RuntimeAdmissionOptions;
-  /** Default deadline for run() in milliseconds (none by default). */
+  /** Default deadline for run() in milliseconds (none by default; Infinity: none). */
   readonly deadlineMs?: number;
   /** piscina pass-throughs. */
   readonly idleTimeout?: number;
@@ -35,7 +35,7 @@ export interface RunOptions {
   readonly cost?: number;
   /** The caller's signal: rejects the caller at once; the work is asked to stop, not killed. */
   readonly signal?: AbortSignal;
-  /** Overrides the runtime's default deadline for this call. */
+  /** Overrides the runtime's default deadline for this call (Infinity: none). */
   readonly deadlineMs?: number;
   /** ArrayBuffers in `input` to move zero-copy (detached on the caller's side). */
   readonly transfer?: readonly ArrayBuffer[];
@@ -56,10 +56,42 @@ function bad(message: string): never {
   throw new InvalidArgumentError(message);
 }
 
+/**
+ * A deadline in milliseconds: any number > 0. Infinity means none (undefined here), so that a
+ * call may lift the runtime's default; delays beyond one setTimeout are honoured by
+ * long-timeout.ts, never cut to the 1 ms Node gives them.
+ */
 export function checkDeadline(name: string, value: unknown): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !(value > 0)) bad(`${name} must be a number > 0, got ${String(value)}`);
-  return value;
+  return value === Number.POSITIVE_INFINITY ? undefined : value;
+}
+
+export interface CheckedRunOptions {
+  readonly cost: number;
+  readonly signal: AbortSignal | undefined;
+  /** The call's deadline, or the runtime's default; undefined for none. */
+  readonly deadlineMs: number | undefined;
+  readonly transfer: readonly ArrayBuffer[];
+}
+
+/**
+ * run()'s options, checked before anything is admitted: a malformed option must fail while
+ * no capacity is held (a throw after admission would strand the claim).
+ * `cost` is left to the admission, which refuses it with OMNI_ERR_INVALID_COST.
+ */
+export function checkRunOptions(options: unknown, defaultDeadlineMs: number | undefined): CheckedRunOptions {
+  if (options === undefined)
+    return { cost: 1, signal: undefined, deadlineMs: defaultDeadlineMs, transfer: [] };
+  if (typeof options !== 'object' || options === null) bad('run options must be an object');
+  const { cost, signal, deadlineMs, transfer } = options as RunOptions;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) bad('signal must be an AbortSignal');
+  return {
+    cost: cost ?? 1,
+    signal,
+    deadlineMs: deadlineMs === undefined ? defaultDeadlineMs : checkDeadline('deadlineMs', deadlineMs),
+    transfer: checkTransfer(transfer),
+  };
 }
 
 function moduleUrlOf(worker: unknown): string {
@@ -99,8 +131,11 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   };
 }
 
-/** close()'s timeout: 0 abandons in-flight work at once. */
-export function checkCloseTimeout(value: unknown): number | undefined {
+/** close()'s timeout: 0 abandons in-flight work at once; any finite length is honoured. */
+export function checkCloseOptions(options: unknown): number | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null) bad('close options must be an object');
+  const value = (options as { timeoutMs?: unknown }).timeoutMs;
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !(value >= 0) || !Number.isFinite(value)) {
     bad(`timeoutMs must be a finite number >= 0, got ${String(value)}`);

@@ -1,7 +1,9 @@
 import type { BoundedAdmission, Claim } from '../admission/index.js';
-import { AbortError, DeadlineError, fromWire, TaskFailedError, WorkerExitedError } from '../errors.js';
-import { requestCancel } from './cancel-words.js';
+import { AbortError, DeadlineError, fromWire } from '../errors.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
+import type { CancelWords } from './cancel-words.js';
 import type { TaskReply } from './protocol.js';
+import { taskFailure } from './task-failure.js';
 
 /** How each call ended, as its caller saw it. */
 export interface Outcomes {
@@ -14,7 +16,7 @@ export interface Outcomes {
 
 export interface TaskOwner {
   readonly admission: BoundedAdmission;
-  readonly cancelWords: Int32Array;
+  readonly cancel: CancelWords;
   readonly outcomes: Outcomes;
   /** A worker reported a sticky error (e.g. a CUDA context that is gone). */
   fail(error: Error): void;
@@ -37,8 +39,9 @@ export class PendingTask {
   readonly #resolve: (value: unknown) => void;
   readonly #reject: (err: Error) => void;
   readonly #signal: AbortSignal | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timer: LongTimer;
   #callerSettled = false;
+  #workEnded = false;
 
   constructor(
     owner: TaskOwner,
@@ -54,7 +57,8 @@ export class PendingTask {
     this.#reject = reject;
     this.#signal = signal;
     signal?.addEventListener('abort', this, { once: true });
-    if (deadlineMs !== undefined) this.#timer = setTimeout(fireDeadline, deadlineMs, this);
+    // One plain setTimeout for any deadline up to ~24.8 days; longer ones re-arm in steps.
+    if (deadlineMs !== undefined) this.#timer = setLongTimeout(fireDeadline, deadlineMs, this);
   }
 
   /** Follows the piscina promise of the dispatched envelope. */
@@ -68,7 +72,7 @@ export class PendingTask {
   /** The caller's signal aborted: reject it now, ask the worker to stop, keep the capacity. */
   handleEvent(): void {
     if (!this.#settle()) return;
-    requestCancel(this.#owner.cancelWords, this.#claim);
+    this.#askToStop();
     this.#owner.outcomes.aborted++;
     this.#reject(
       new AbortError('the caller aborted; the work may still be running', { cause: this.#signal?.reason }),
@@ -78,20 +82,29 @@ export class PendingTask {
   deadline(): void {
     this.#timer = undefined;
     if (!this.#settle()) return;
-    requestCancel(this.#owner.cancelWords, this.#claim);
+    this.#askToStop();
+    this.#missedDeadline();
+  }
+
+  #missedDeadline(): void {
     this.#owner.outcomes.deadline++;
     this.#reject(new DeadlineError());
   }
 
+  /** Only while the work may still run: once it has ended, its slot may be another task's. */
+  #askToStop(): void {
+    if (!this.#workEnded) this.#owner.cancel.request(this.#claim);
+  }
+
   #onReply(reply: TaskReply): void {
-    this.#workEnded();
+    this.#ended();
     if (reply.ok) {
       if (!this.#settle()) return;
       this.#owner.outcomes.completed++;
       this.#resolve(reply.value);
     } else if ('skipped' in reply) {
       // Skipped because the caller left; if the worker's clock saw the deadline first, say so.
-      this.deadline();
+      if (this.#settle()) this.#missedDeadline();
     } else {
       const error = fromWire(reply.error);
       if (reply.error.fatal === true) this.#owner.fail(error);
@@ -100,11 +113,10 @@ export class PendingTask {
   }
 
   #onFailure(err: unknown): void {
-    // Nobody released the claim: the worker died (exit, uncaught error, termination) before
-    // its finally. Reclaim is a no-op if the worker did release (e.g. the reply was unsendable).
-    const died = this.#workEnded();
-    const message = err instanceof Error ? err.message : String(err);
-    this.#failedWith(died ? new WorkerExitedError(message) : new TaskFailedError(message));
+    // No reply. The reclaim wins when no worker released the claim: it died (exit, uncaught
+    // error, termination) before its finally, or the input could not even be posted. It is a
+    // no-op when the worker did release (e.g. its reply could not be posted back).
+    this.#failedWith(taskFailure(err, this.#ended()));
   }
 
   #failedWith(error: Error): void {
@@ -114,7 +126,8 @@ export class PendingTask {
   }
 
   /** The work has ended. Returns true when this call, not the worker, gave the capacity back. */
-  #workEnded(): boolean {
+  #ended(): boolean {
+    this.#workEnded = true;
     const reclaimed = this.#owner.admission.reclaim(this.#claim);
     this.#detach();
     this.#owner.ended();
@@ -130,7 +143,7 @@ export class PendingTask {
   }
 
   #detach(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#timer !== undefined) clearLongTimeout(this.#timer);
     this.#timer = undefined;
     this.#signal?.removeEventListener('abort', this);
   }

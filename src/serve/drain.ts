@@ -17,6 +17,7 @@
 import type { ServerResponse } from 'node:http';
 import { Server as NetServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 
 export type ServerState = 'serving' | 'draining' | 'closed';
 
@@ -86,10 +87,11 @@ export class Drain {
     // keep-alive connections, whose next request should hear 503 rather than a reset.
     NetServer.prototype.close.call(app.server);
 
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: LongTimer;
     const expired = new Promise<false>((resolve) => {
       this.#expire = () => resolve(false);
-      timer = setTimeout(resolve, timeoutMs, false);
+      // A long timeout (beyond ~24.8 days) would otherwise expire after 1 ms.
+      timer = setLongTimeout(resolve, timeoutMs, false);
     });
     const requestsDone =
       this.#inflight === 0
@@ -101,7 +103,7 @@ export class Drain {
             expired,
           ]);
     const abandonedRequests = requestsDone ? 0 : this.#inflight;
-    clearTimeout(timer);
+    clearLongTimeout(timer);
     let runtimeDone = true;
     if (this.#runtime) {
       // What is left of the timeout; the runtime abandons (terminates) work still running then.

@@ -3,7 +3,6 @@
  * Cost is the row count. Every failure is thrown to the server's error handler, which answers
  * through the status table (status.ts); nothing here picks a status.
  */
-import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { BadRequestError, TaskFailedError, UnavailableError } from '../errors.js';
 import {
@@ -14,6 +13,7 @@ import {
   parseRowsHint,
   ROWS_HEADER,
 } from './body.js';
+import { clientGone } from './client-gone.js';
 import type { Drain } from './drain.js';
 import type { Served } from './server.js';
 
@@ -37,15 +37,6 @@ function parseDeadline(raw: unknown, serverMs: number | undefined): number | und
     );
   }
   return serverMs === undefined ? value : Math.min(value, serverMs);
-}
-
-/** Aborts when the client goes away before its answer is written (the work is asked to stop). */
-function clientGone(res: ServerResponse): AbortSignal {
-  const controller = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort(new Error('the client closed the connection'));
-  });
-  return controller.signal;
 }
 
 export function linearRoute(app: FastifyInstance, { runtime, drain, deadlineMs }: LinearRouteOptions): void {

@@ -1,0 +1,76 @@
+/**
+ * Values that structured clone refuses, on the way in or out. An input that cannot be posted
+ * never reaches a worker: the caller hears OMNI_ERR_INVALID_ARGUMENT (not a dead worker). A
+ * result that cannot be posted back ends its task with OMNI_ERR_TASK_FAILED and the clone's
+ * own message. Either way the capacity comes back exactly once and the pool keeps serving.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, control, gate, rejection, start } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+type Started = Awaited<ReturnType<typeof start>>;
+
+/** The whole bound is free again and still serves (nothing leaked, nothing given back twice). */
+async function boundIntact(rt: Started, requests: number): Promise<void> {
+  const values = Array.from({ length: requests }, (_, i) => i);
+  await expect(Promise.all(values.map((value) => rt.run({ mode: 'echo', value })))).resolves.toEqual(values);
+  expect(rt.report()).toMatchObject({ depth: 0, units: 0, leaked: 0, state: 'ready' });
+}
+
+describe('an input that cannot be posted to a worker', () => {
+  it('a function in the input, a buffer named twice in transfer: OMNI_ERR_INVALID_ARGUMENT', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2, units: 4 } });
+    const c = control();
+    const counted = { mode: 'echo', control: c.buffer as SharedArrayBuffer };
+    const buffer = new ArrayBuffer(8);
+    // One at a time: each holds 3 of the 4 units until its failure gives them back.
+    const refusedInputs = [
+      () => rt.run({ ...counted, value: { callback: () => 1 } }, { cost: 3 }),
+      () => rt.run({ ...counted, value: buffer }, { transfer: [buffer, buffer], cost: 3 }),
+    ];
+    for (const call of refusedInputs) {
+      const err = await rejection(call());
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    }
+    expect(Atomics.load(c, INVOKED)).toBe(0);
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 2 });
+    await boundIntact(rt, 2);
+  });
+
+  it('queued behind a running task: refused when its turn comes, the queue keeps moving', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 3 } });
+    const a = control();
+    const running = rt.run(gate(a, { value: 'a' }));
+    await waitFor(a, STARTED);
+    const refused = rejection(rt.run({ mode: 'echo', value: () => 1 }));
+    const after = rt.run({ mode: 'echo', value: 'after' });
+    open(a);
+    expect((await refused).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    await expect(Promise.all([running, after])).resolves.toEqual(['a', 'after']);
+    await boundIntact(rt, 3);
+  });
+});
+
+describe('a result that cannot be posted back', () => {
+  it('OMNI_ERR_TASK_FAILED with the clone error’s own message; capacity back once', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2, units: 4 } });
+    const unsendable = await rejection(rt.run({ mode: 'unsendable', value: 1 }, { cost: 3 }));
+    expect(unsendable.code).toBe('OMNI_ERR_TASK_FAILED');
+    expect(unsendable.message).toContain('could not be cloned');
+    const twice = await rejection(rt.run({ mode: 'transfer-twice' }, { cost: 3 }));
+    expect(twice.code).toBe('OMNI_ERR_TASK_FAILED');
+    expect(twice.message).toContain('duplicate');
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 2 });
+    await boundIntact(rt, 2);
+  });
+
+  it('a thrown object without a prototype still rejects with a readable message', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const err = await rejection(rt.run({ mode: 'throw-bare' }));
+    expect(err.code).toBe('OMNI_ERR_TASK_FAILED');
+    expect(err.message).toContain('null prototype');
+    await boundIntact(rt, 2);
+  });
+});

@@ -1,0 +1,118 @@
+/**
+ * Deadlines and close timeouts of 2^31 ms or more are honoured: Node fires a setTimeout above
+ * 2^31-1 ms after 1 ms, which would turn "a very long deadline" into an instant one. The main
+ * thread's timers are faked (the fakes keep that 1 ms behaviour), so the test says exactly
+ * when time passes; the worker's clock stays real and far from any of these deadlines.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, control, gate, start, turns } from './fixtures/runtime-harness.js';
+
+afterEach(async () => {
+  vi.useRealTimers();
+  await cleanup();
+});
+
+const LONG = 2 ** 31;
+
+function fakeTimers(): void {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+}
+
+/** Whether `promise` has settled, without waiting for it. */
+function watch(promise: Promise<unknown>): () => boolean {
+  let settled = false;
+  promise.then(
+    () => {
+      settled = true;
+    },
+    () => {
+      settled = true;
+    },
+  );
+  return () => settled;
+}
+
+describe('a deadline of 2^31 ms or more', () => {
+  for (const [mode, admission] of [
+    ['bounded', { requests: 2 }],
+    ['wait mode', { requests: 2, wait: true }],
+    ['serial', undefined],
+  ] as const) {
+    it(`fires when it is due, not after 1 ms (${mode})`, async () => {
+      // Wait mode and the serial scheduler dispatch a microtask later, with what the real clock
+      // leaves of the deadline: the 1000 ms margin keeps that from reaching the 2^31 ms check.
+      const rt = await start({ threads: 1, ...(admission ? { admission } : {}) });
+      const c = control();
+      fakeTimers();
+      const call = rt.run(gate(c, { value: 'late' }), { deadlineMs: LONG + 1000 });
+      const code = codeOf(call);
+      const settled = watch(call);
+      await waitFor(c, STARTED);
+      vi.advanceTimersByTime(10);
+      await turns();
+      expect(settled()).toBe(false);
+      vi.advanceTimersByTime(LONG - 10);
+      await turns();
+      expect(settled()).toBe(false);
+      vi.advanceTimersByTime(1000);
+      expect(await code).toBe('OMNI_ERR_DEADLINE');
+      vi.useRealTimers();
+      expect(rt.report()).toMatchObject({ deadline: 1, depth: 1 });
+    });
+  }
+
+  it('Infinity means none: it never fires and lifts the runtime default', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 }, deadlineMs: 60_000 });
+    const c = control();
+    fakeTimers();
+    const call = rt.run(gate(c, { value: 'done' }), { deadlineMs: Number.POSITIVE_INFINITY });
+    const settled = watch(call);
+    await waitFor(c, STARTED);
+    vi.advanceTimersByTime(2 ** 40);
+    await turns();
+    expect(settled()).toBe(false);
+    vi.useRealTimers();
+    open(c);
+    await expect(call).resolves.toBe('done');
+    expect(rt.report()).toMatchObject({ deadline: 0, completed: 1 });
+  });
+
+  it('a waiter for admission keeps waiting', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1, wait: true } });
+    const held = control();
+    const first = rt.run(gate(held, { value: 'first' }));
+    await waitFor(held, STARTED);
+    fakeTimers();
+    const waiting = rt.run({ mode: 'echo', value: 'second' }, { deadlineMs: LONG });
+    const settled = watch(waiting);
+    vi.advanceTimersByTime(10);
+    await turns();
+    expect(settled()).toBe(false);
+    expect(rt.report()).toMatchObject({ waiting: 1, deadline: 0 });
+    vi.useRealTimers();
+    open(held);
+    await expect(Promise.all([first, waiting])).resolves.toEqual(['first', 'second']);
+  });
+});
+
+describe('close({ timeoutMs }) of 2^31 ms or more', () => {
+  it('waits for the work instead of terminating it after 1 ms', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const c = control();
+    const call = rt.run(gate(c, { value: 'done', sync: true }));
+    await waitFor(c, STARTED);
+    fakeTimers();
+    const closing = rt.close({ timeoutMs: LONG });
+    const closed = watch(closing);
+    vi.advanceTimersByTime(10);
+    await turns();
+    expect(closed()).toBe(false);
+    expect(rt.report()).toMatchObject({ state: 'draining', depth: 1 });
+    vi.useRealTimers();
+    open(c);
+    await expect(call).resolves.toBe('done');
+    await closing;
+    expect(rt.report()).toMatchObject({ state: 'stopped', completed: 1, failed: 0 });
+  });
+});

@@ -1,0 +1,55 @@
+/**
+ * run()'s options are checked before anything is admitted: a malformed option rejects
+ * OMNI_ERR_INVALID_ARGUMENT with no capacity taken, in every admission mode, so nothing is
+ * stranded and close() still drains.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RunOptions } from '../src/index.js';
+import { INVOKED } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, control, start } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+const MODES = [
+  ['bounded', { admission: { requests: 2 } }],
+  ['wait mode', { admission: { requests: 2, wait: true } }],
+  ['serial', {}],
+] as const;
+
+describe('malformed run options take no capacity', () => {
+  for (const [mode, options] of MODES) {
+    it(`a signal that is not an AbortSignal, options that are not an object (${mode})`, async () => {
+      const rt = await start({ threads: 1, ...options });
+      const never = control();
+      const input = { mode: 'echo', control: never.buffer as SharedArrayBuffer };
+      const malformed: unknown[] = [
+        { signal: {} },
+        { signal: 'abort' },
+        { signal: new AbortController() },
+        null,
+        'fast',
+        42,
+      ];
+      for (const bad of malformed) {
+        expect([bad, await codeOf(rt.run(input, bad as RunOptions))]).toEqual([
+          bad,
+          'OMNI_ERR_INVALID_ARGUMENT',
+        ]);
+      }
+      expect(rt.report()).toMatchObject({ depth: 0, units: 0, rejected: 0, refused: 0, running: 0 });
+      expect(Atomics.load(never, INVOKED)).toBe(0);
+      // Nothing is held: the full bound still fits, and close() drains at once.
+      await expect(
+        Promise.all([rt.run({ mode: 'echo', value: 1 }), rt.run({ mode: 'echo', value: 2 })]),
+      ).resolves.toEqual([1, 2]);
+      await rt.close();
+      expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0 });
+    });
+  }
+
+  it('run() without options, or with undefined, uses the defaults', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1 } });
+    await expect(rt.run({ mode: 'echo', value: 'a' })).resolves.toBe('a');
+    await expect(rt.run({ mode: 'echo', value: 'b' }, undefined)).resolves.toBe('b');
+  });
+});
