@@ -2,6 +2,7 @@
  * What a user's worker module exports: `export default defineWorker(async (input, ctx) => ...)`.
  * The module runs inside a worker thread, loaded by the runtime's entry.
  */
+import { InvalidArgumentError } from './errors.js';
 
 // Symbol.for, not Symbol(): the user's module may load its own copy of this package.
 const kDefinition = Symbol.for('omni-runtime.worker-definition');
@@ -44,7 +45,7 @@ export function defineWorker<I, O>(
   handler: WorkerHandler<I, O>,
   options: WorkerOptions = {},
 ): WorkerDefinition<I, O> {
-  if (typeof handler !== 'function') throw new TypeError('defineWorker needs a handler function');
+  if (typeof handler !== 'function') throw new InvalidArgumentError('defineWorker needs a handler function');
   return { [kDefinition]: true, handler, init: options.init, close: options.close };
 }
 

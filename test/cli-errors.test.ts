@@ -33,6 +33,22 @@ const cases: Array<[string, string[], string]> = [
   ['an unknown admission bench flag', ['bench', 'admission', '--frobnicate'], '--frobnicate'],
   ['zero admission bench threads', ['bench', 'admission', '--threads', '0'], '--threads'],
   ['a negative admission bench cost', ['bench', 'admission', '--cost', '-3'], '--cost'],
+  [
+    'bounds that cannot share one word',
+    ['bench', '--requests', '1024', '--units', `${2 ** 53 - 1}`],
+    '--units',
+  ],
+  [
+    'serve bounds that cannot share one word',
+    ['serve', '--requests', '1024', '--units', `${2 ** 53 - 1}`],
+    '--units',
+  ],
+  ['a rate that would flood the heap', ['bench', '--rates', '1e8', '--duration', '0.2'], '--rates'],
+  [
+    'a multiple of capacity that would flood the heap (known after calibration)',
+    ['bench', '--rates', '1e9x', '--duration', '1', '--calibrate', '0.2', '--out', join(scratch, 'flood')],
+    '--rates',
+  ],
 ];
 
 describe.concurrent('command line errors', () => {

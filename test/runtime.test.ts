@@ -5,7 +5,7 @@
  * returns its capacity. The other concepts: runtime-{cancel,admission,failures,transfer}.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Runtime, type RuntimeOptions } from '../src/index.js';
+import { defineWorker, Runtime, type RuntimeOptions } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
@@ -73,6 +73,14 @@ describe('Runtime.start', () => {
     expect(Atomics.load(control, INVOKED)).toBe(3);
     // Every thread answered, so each ran its close hook (the failed one frees what it got too).
     expect(Atomics.load(closed, INVOKED)).toBe(3);
+  });
+
+  it('defineWorker without a handler function throws OMNI_ERR_INVALID_ARGUMENT', () => {
+    for (const handler of [42, undefined, 'run']) {
+      expect(() => defineWorker(handler as never)).toThrow(
+        expect.objectContaining({ code: 'OMNI_ERR_INVALID_ARGUMENT' }),
+      );
+    }
   });
 
   it('rejects a module whose default export is not defineWorker(...)', async () => {

@@ -3,6 +3,7 @@
  * a UsageError that the command line prints as one line and exits 2 (never a stack trace).
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { checkBounds } from '../admission/bounds.js';
 
 export class UsageError extends Error {
   readonly code = 'OMNI_ERR_USAGE';
@@ -97,4 +98,16 @@ export function choiceFlag<T extends string>(
     throw new UsageError(`--${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(raw)}`);
   }
   return raw as T;
+}
+
+/**
+ * --requests and --units together: each may be in range alone and still not fit the one word
+ * the admission packs them into (README, Limits). A usage mistake, so it is said like one.
+ */
+export function checkBoundFlags(requests: number, units: number | undefined): void {
+  try {
+    checkBounds({ requests, units });
+  } catch (err) {
+    throw new UsageError(`--requests and --units: ${(err as Error).message}`);
+  }
 }

@@ -4,7 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { choiceFlag, numberFlag, parseFlags, UsageError } from './args.js';
+import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, UsageError } from './args.js';
 
 export type BackendFlag = 'fixture' | 'cuda' | 'auto';
 
@@ -88,6 +88,24 @@ Flags:
   -h, --help         this help
 `;
 
+/**
+ * The most arrivals one phase may offer. The generator is open loop: every arrival is a call
+ * held in memory until it ends, and the unbounded mode queues them all. A million is far above
+ * any overload worth measuring here (4x a 1,000/s capacity for 2.5 s is 10,000) and well below
+ * what exhausts the heap.
+ */
+export const MAX_PHASE_ARRIVALS = 1_000_000;
+
+/** A rate whose phase would offer more than MAX_PHASE_ARRIVALS is a usage mistake. */
+export function checkPhaseArrivals(rate: number, phaseS: number, label: string): void {
+  const arrivals = rate * phaseS;
+  if (arrivals > MAX_PHASE_ARRIVALS) {
+    throw new UsageError(
+      `--rates ${label} would offer ${Math.round(arrivals).toLocaleString('en-US')} requests in one ${phaseS.toFixed(2)} s phase (at most ${MAX_PHASE_ARRIVALS.toLocaleString('en-US')}): lower --rates or --duration`,
+    );
+  }
+}
+
 /** Parses "0.5x,1x,250": each a number > 0, optionally suffixed x (a multiple of capacity). */
 export function rateListFlag(raw: string | undefined): RateSpec[] {
   if (raw === undefined) return [...DEFAULT_RATES];
@@ -123,17 +141,25 @@ export function parseBenchArgs(
     max: MAX_REQUESTS,
     integer: true,
   });
+  const units = numberFlag('units', values.units, 8 * requests, {
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    integer: true,
+  });
+  checkBoundFlags(requests, units);
+  const phaseS = durationS / (rates.length * 2);
+  for (const rate of rates) if (!rate.relative) checkPhaseArrivals(rate.value, phaseS, `${rate.value}/s`);
   const backendFlag =
     values.backend === undefined
       ? undefined
       : choiceFlag('backend', values.backend, ['fixture', 'cuda', 'auto'] as const, 'fixture');
   return {
     durationS,
-    phaseS: durationS / (rates.length * 2),
+    phaseS,
     calibrateS: numberFlag('calibrate', values.calibrate, 1, { greater: 0, max: 3600 }),
     threads,
     requests,
-    units: numberFlag('units', values.units, 8 * requests, { min: 1, max: 2 ** 32, integer: true }),
+    units,
     rates,
     backend: backendFlag ?? (env.OMNI_BACKEND ? undefined : 'fixture'),
     outDir: resolve(values.out ?? 'bench-results'),

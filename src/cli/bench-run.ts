@@ -4,7 +4,7 @@
  */
 import { availableParallelism, cpus } from 'node:os';
 import { LinearRuntime } from '../linear/linear-runtime.js';
-import type { BenchConfig, RateSpec } from './bench-options.js';
+import { type BenchConfig, checkPhaseArrivals, type RateSpec } from './bench-options.js';
 import { type Calibration, calibrate, makeInputs, openLoop, type Workload } from './load-generator.js';
 import { type Mode, PhaseRecorder, type PhaseResult } from './phase-recorder.js';
 import { phaseSeed } from './prng.js';
@@ -100,6 +100,8 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
       throw new Error('calibration completed no requests; pass absolute --rates');
     }
     const rates = resolveRates(config.rates, calibration.capacity);
+    // Multiples of capacity are known only now; absolute rates were checked with the flags.
+    for (const { rate, label } of rates) checkPhaseArrivals(rate, config.phaseS, label);
     const phases: PhaseResult[] = [];
     const windowMs = config.phaseS * 1000;
     const sampleMs = Math.max(10, Math.min(100, windowMs / 100));

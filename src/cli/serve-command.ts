@@ -11,7 +11,7 @@ import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
 import { LinearRuntime, type LinearRuntimeOptions } from '../linear/linear-runtime.js';
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
-import { choiceFlag, numberFlag, parseFlags, UsageError } from './args.js';
+import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, UsageError } from './args.js';
 
 export const SERVE_HELP = `Usage: omni-runtime serve [flags]
 
@@ -91,16 +91,19 @@ export function parseServeArgs(argv: readonly string[]): ServeConfig | 'help' {
   const host = values.host ?? '127.0.0.1';
   if (host.trim() === '') throw new UsageError('--host must not be empty');
   const threads = numberFlag('threads', values.threads, 1, { min: 1, max: 256, integer: true });
+  const requests = numberFlag('requests', values.requests, Math.min(4 * threads, MAX_CLAIM_SLOTS), {
+    min: 1,
+    max: MAX_CLAIM_SLOTS,
+    integer: true,
+  });
+  const units = optional('units', values.units, { min: 1, max: Number.MAX_SAFE_INTEGER, integer: true });
+  checkBoundFlags(requests, units);
   return {
     host,
     port: numberFlag('port', values.port, 8080, { min: 0, max: 65535, integer: true }),
     threads,
-    requests: numberFlag('requests', values.requests, Math.min(4 * threads, MAX_CLAIM_SLOTS), {
-      min: 1,
-      max: MAX_CLAIM_SLOTS,
-      integer: true,
-    }),
-    units: optional('units', values.units, { min: 1, max: Number.MAX_SAFE_INTEGER, integer: true }),
+    requests,
+    units,
     backend:
       values.backend === undefined
         ? undefined
