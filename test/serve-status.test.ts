@@ -4,6 +4,7 @@
  * invocations in shared memory). Capacity is held by parking calls at the gate, never by sleeps.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { MAX_ROWS } from '../src/native/index.js';
 import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
 import {
   type Answer,
@@ -261,6 +262,16 @@ describe('413, 415, 404', () => {
     // Exactly the ceiling fits.
     expect((await postFloats(url, rows(4))).status).toBe(200);
     expect(g.entered()).toBe(1);
+  });
+
+  it('more rows than one native call takes: 413 OMNI_ERR_TOO_LARGE without a unit ceiling too', async () => {
+    const { url, g } = await start({ open: true, admission: { requests: 4 } }, { bodyLimit: 64 * 2 ** 20 });
+    const reached = await invocations(g, async () => {
+      const a = await postBytes(url, f32((MAX_ROWS + 1) * IN));
+      expect(a.status).toBe(413);
+      expect(errorOf(a).code).toBe('OMNI_ERR_TOO_LARGE');
+    });
+    expect(reached).toBe(0);
   });
 
   it('an unsupported Content-Type: 415; an unknown route: 404', async () => {
