@@ -33,6 +33,18 @@ const cases: Array<[string, string[], string]> = [
   ['an unknown admission bench flag', ['bench', 'admission', '--frobnicate'], '--frobnicate'],
   ['zero admission bench threads', ['bench', 'admission', '--threads', '0'], '--threads'],
   ['a negative admission bench cost', ['bench', 'admission', '--cost', '-3'], '--cost'],
+  ['a hexadecimal number', ['bench', '--duration', '0x10'], '--duration'],
+  ['a hexadecimal rate', ['bench', '--rates', '0x10'], '--rates'],
+  [
+    'a flag whose value is missing before the next flag',
+    ['bench', '--duration', '--rates', '1x'],
+    '--duration',
+  ],
+  [
+    'more rows per request than the unit ceiling',
+    ['bench', '--max-rows', '100', '--units', '50'],
+    '--max-rows',
+  ],
   [
     'bounds that cannot share one word',
     ['bench', '--requests', '1024', '--units', `${2 ** 53 - 1}`],

@@ -31,7 +31,9 @@ export function parseFlags<const O extends FlagSpec>(
   } catch (err) {
     // node:util's messages run to several sentences over several lines; the first says it all.
     const first = (err as Error).message.split('\n')[0]!.split('. To specify')[0]!;
-    throw new UsageError(`${command}: ${first}`);
+    // "argument is ambiguous": the value is missing and the next flag would be taken for it.
+    const ambiguous = /^Option '(--[\w-]+)[^']*' argument is ambiguous/.exec(first);
+    throw new UsageError(`${command}: ${ambiguous ? `${ambiguous[1]} needs a value` : first}`);
   }
 }
 
@@ -55,6 +57,13 @@ function joinNegativeValues(argv: readonly string[], options: FlagSpec): string[
   return args;
 }
 
+/** Decimal notation only: Number() would also take '0x10', '0b11' and '' (as 16, 3 and 0). */
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+
+export function isDecimal(text: string): boolean {
+  return DECIMAL.test(text.trim());
+}
+
 /** A number flag: finite, within [min, max] (and above `greater` when given), integer when asked. */
 export function numberFlag(
   name: string,
@@ -70,7 +79,7 @@ export function numberFlag(
   if (raw === undefined) return fallback;
   const value = Number(raw);
   if (
-    raw.trim() === '' ||
+    !isDecimal(raw) ||
     !Number.isFinite(value) ||
     value < min ||
     value > max ||

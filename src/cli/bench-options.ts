@@ -4,7 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, UsageError } from './args.js';
+import { checkBoundFlags, choiceFlag, isDecimal, numberFlag, parseFlags, UsageError } from './args.js';
 
 export type BackendFlag = 'fixture' | 'cuda' | 'auto';
 
@@ -114,7 +114,7 @@ export function rateListFlag(raw: string | undefined): RateSpec[] {
     const relative = /x$/i.test(text);
     const number = relative ? text.slice(0, -1) : text;
     const value = Number(number);
-    if (number.trim() === '' || !Number.isFinite(value) || value <= 0) {
+    if (!isDecimal(number) || !Number.isFinite(value) || value <= 0) {
       throw new UsageError(
         `--rates must be a comma-separated list of numbers > 0 (requests/s) or multiples like 2x, got ${JSON.stringify(raw)}`,
       );
@@ -147,6 +147,9 @@ export function parseBenchArgs(
     integer: true,
   });
   checkBoundFlags(requests, units);
+  const maxRows = numberFlag('max-rows', values['max-rows'], 16, { min: 1, max: 4096, integer: true });
+  // A request's rows are its cost in units: rows above the ceiling could never be admitted.
+  if (maxRows > units) throw new UsageError(`--max-rows ${maxRows} is above --units ${units}`);
   const phaseS = durationS / (rates.length * 2);
   for (const rate of rates) if (!rate.relative) checkPhaseArrivals(rate.value, phaseS, `${rate.value}/s`);
   const backendFlag =
@@ -176,6 +179,6 @@ export function parseBenchArgs(
       max: 16_384,
       integer: true,
     }),
-    maxRows: numberFlag('max-rows', values['max-rows'], 16, { min: 1, max: 4096, integer: true }),
+    maxRows,
   };
 }
