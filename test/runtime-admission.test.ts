@@ -74,9 +74,11 @@ describe('refusing admission', () => {
     for (const cost of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) {
       expect(await codeOf(rt.run(counted(never), { cost }))).toBe('OMNI_ERR_INVALID_COST');
     }
-    expect(await codeOf(rt.run(counted(never), { cost: '1' as unknown as number }))).toBe(
-      'OMNI_ERR_INVALID_COST',
-    );
+    for (const cost of ['1', null]) {
+      expect(await codeOf(rt.run(counted(never), { cost: cost as unknown as number }))).toBe(
+        'OMNI_ERR_INVALID_COST',
+      );
+    }
     expect(rt.report()).toMatchObject({ depth: 0, units: 0, rejected: 0 });
     expect(Atomics.load(never, INVOKED)).toBe(0);
   });

@@ -87,7 +87,7 @@ export function checkRunOptions(options: unknown, defaultDeadlineMs: number | un
   const { cost, signal, deadlineMs, transfer } = options as RunOptions;
   if (signal !== undefined && !(signal instanceof AbortSignal)) bad('signal must be an AbortSignal');
   return {
-    cost: cost ?? 1,
+    cost: cost === undefined ? 1 : cost, // null is a mistake like any other non-number (OMNI_ERR_INVALID_COST)
     signal,
     deadlineMs: deadlineMs === undefined ? defaultDeadlineMs : checkDeadline('deadlineMs', deadlineMs),
     transfer: checkTransfer(transfer),
