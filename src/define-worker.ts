@@ -26,10 +26,12 @@ export interface WorkerOptions {
   /** Runs once per thread before its first task, with the runtime's `workerData`. */
   readonly init?: (data: unknown) => void | Promise<void>;
   /**
-   * Runs once per thread when the runtime closes cleanly, after the last task: free what init
-   * took (native contexts, device memory). Threads are terminated afterwards, and a terminated
+   * Runs once per thread whose init succeeded, when the runtime closes cleanly (after the last
+   * task) or when start() fails because another thread's init threw: free what init took
+   * (native contexts, device memory). Threads are terminated afterwards, and a terminated
    * thread runs no exit handlers, so this is the only place to do it. Not called when close()
-   * has to force termination.
+   * has to force termination, nor on a thread whose own init threw: init frees what it took
+   * before throwing.
    */
   readonly close?: () => void | Promise<void>;
 }

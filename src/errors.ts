@@ -250,13 +250,12 @@ export function toWire(err: unknown): WireError {
   return { name: 'Error', message: describeThrown(err) };
 }
 
-/** A thrown non-Error as text; String() itself throws for some (an object without a prototype). */
-function describeThrown(err: unknown): string {
-  try {
-    return String(err);
-  } catch {
-    return inspect(err, { depth: 2 });
-  }
+/**
+ * A thrown value that is not an Error, as text: a primitive as itself, an object inspected
+ * ("[object Object]" says nothing, and String() even throws for one without a prototype).
+ */
+export function describeThrown(value: unknown): string {
+  return typeof value === 'object' && value !== null ? inspect(value, { depth: 2 }) : String(value);
 }
 
 /** Rebuilds a wire error: known codes become their class, others keep name and code. */

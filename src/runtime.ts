@@ -27,8 +27,8 @@ import {
   type RuntimeOptions,
 } from './runtime/options.js';
 import { type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
+import { startPool, teardown } from './runtime/pool.js';
 import type { TaskReply } from './runtime/protocol.js';
-import { startPool, teardown } from './runtime/start-pool.js';
 
 export type RuntimeState = 'starting' | 'ready' | 'draining' | 'stopped' | 'failed';
 
@@ -362,9 +362,10 @@ export class Runtime {
     const pool = this.#pool!;
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!this.#abandoned && clean) {
-      // Every thread runs its worker's close hook: terminated threads run no exit handlers.
-      await teardown(pool, this.#options.threads, this.#options.startTimeoutMs);
-      await pool.close();
+      // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
+      // hook that never returns would hold pool.close() forever: destroy the pool then.
+      if (await teardown(pool, this.#options.threads, this.#options.startTimeoutMs)) await pool.close();
+      else await pool.destroy();
     } else if (!this.#abandoned) {
       await pool.destroy();
     }

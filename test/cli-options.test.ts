@@ -27,6 +27,13 @@ describe('bench flags', () => {
     expect(c.deadlineMs).toBe(1000);
   });
 
+  it('keeps the default --max-rows within a small --units (and --requests 1 runs as is)', () => {
+    expect(config(['--requests', '1'])).toMatchObject({ requests: 1, units: 8, maxRows: 8 });
+    expect(config(['--units', '4'])).toMatchObject({ units: 4, maxRows: 4 });
+    expect(config([])).toMatchObject({ maxRows: 16 });
+    expect(() => config(['--units', '4', '--max-rows', '5'])).toThrow(UsageError);
+  });
+
   it('leaves the backend to OMNI_BACKEND when it is set and --backend is not', () => {
     expect(config([], { OMNI_BACKEND: 'cuda' }).backend).toBeUndefined();
     expect(config(['--backend', 'auto'], { OMNI_BACKEND: 'cuda' }).backend).toBe('auto');

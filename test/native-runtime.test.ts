@@ -7,9 +7,16 @@
  * Worker threads load built JavaScript (dist/, from `npm run build`, which `npm test` runs first).
  * Where a test injects a fault and needs the following call on the same thread, it uses threads: 1.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
-import { LinearRuntime, type LinearRuntimeOptions, type LinearWeights, seededWeights } from '../src/index.js';
+import {
+  LinearRuntime,
+  type LinearRuntimeOptions,
+  type LinearWeights,
+  Runtime,
+  seededWeights,
+} from '../src/index.js';
+import type { NativeWorkerData } from '../src/linear/protocol.js';
 import type { NativeLibrary } from '../src/native/index.js';
 import {
   FixtureFaults,
@@ -19,6 +26,7 @@ import {
   NativeStatus,
   seededFloats,
 } from '../src/native/index.js';
+import { builtModuleUrl } from '../src/paths.js';
 import { maxViolation as tolerance } from './fixtures/native-tolerance.js';
 
 /** The stated tolerance (test/fixtures/native-tolerance.ts) for one runtime result. */
@@ -134,13 +142,15 @@ describe('native backend through the runtime (fixture)', () => {
         ['a plain array', () => lr.run([1, 2, 3] as unknown as Float32Array), 'OMNI_ERR_INVALID_ARGUMENT'],
         // Checked inside the worker: x's length does not match the rows asked for.
         ['rows disagreeing with x', () => lr.run(good, { rows: 2 }), 'OMNI_ERR_INVALID_ARGUMENT'],
-        // Checked inside the worker against the native limit (koffi would truncate a uint32).
+        // More rows than one native call takes can never be served: refused before admission.
         [
           'more than MAX_ROWS rows',
           () => lr.run(new Float32Array((MAX_ROWS + 1) * IN)),
-          'OMNI_ERR_INVALID_ARGUMENT',
+          'OMNI_ERR_TOO_LARGE',
         ],
         ['a negative cost', () => lr.run(good, { cost: -1 }), 'OMNI_ERR_INVALID_COST'],
+        ['a null cost', () => lr.run(good, { cost: null as unknown as number }), 'OMNI_ERR_INVALID_COST'],
+        ['null options', () => lr.run(good, null as unknown as undefined), 'OMNI_ERR_INVALID_ARGUMENT'],
       ];
       for (const [what, call, code] of cases) {
         const err = await rejection(call());
@@ -267,22 +277,38 @@ describe('native backend through the runtime (fixture)', () => {
     expect(s.workspaceEvictions).toBeLessThanOrEqual(1);
   });
 
-  it('weights of the wrong shape fail start() with OMNI_ERR_INVALID_ARGUMENT, before any thread opens a context', async () => {
+  const good = seededWeights(16, 8);
+  const badWeights: LinearWeights[] = [
+    { ...good, w: good.w.subarray(1) },
+    { ...good, b: good.b.subarray(1) },
+    { ...good, w: new Int32Array(16 * 8) as unknown as Float32Array },
+    { ...good, inFeatures: 0 },
+  ];
+
+  it('weights of the wrong shape fail start() with OMNI_ERR_INVALID_ARGUMENT before any thread starts', async () => {
+    const spawn = vi.spyOn(Runtime, 'start');
+    try {
+      for (const weights of badWeights) {
+        const err = await rejection(LinearRuntime.start({ backend: 'fixture', threads: 2, weights }));
+        expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      }
+      expect(spawn).not.toHaveBeenCalled();
+    } finally {
+      spawn.mockRestore();
+    }
+  });
+
+  it('a native worker whose weight upload fails frees its context (its close hook never runs)', async () => {
+    // Past LinearRuntime's own check, straight to the worker: its init opens a context, then
+    // the upload throws. Every thread fails the same way, so no close hook runs anywhere.
     const faults = new FixtureFaults(loadNativeLibrary('fixture'));
     const before = faults.liveBytes();
-    const good = seededWeights(16, 8);
-    for (const weights of [
-      { ...good, w: good.w.subarray(1) },
-      { ...good, b: good.b.subarray(1) },
-      { ...good, w: new Int32Array(16 * 8) as unknown as Float32Array },
-      { ...good, inFeatures: 0 },
-    ]) {
-      const err = await LinearRuntime.start({ backend: 'fixture', threads: 2, weights }).then(
-        () => ({ code: 'started' }),
-        (e: { code?: string }) => e,
-      );
-      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
-    }
+    const weights = badWeights[0]!;
+    const data: NativeWorkerData = { backend: 'fixture', device: undefined, weights };
+    const err = await rejection(
+      Runtime.start({ worker: builtModuleUrl('workers/native.js'), threads: 2, workerData: data }),
+    );
+    expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
     expect(faults.liveBytes()).toBe(before);
   });
 

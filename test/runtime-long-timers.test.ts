@@ -96,14 +96,17 @@ describe('a deadline of 2^31 ms or more', () => {
   });
 });
 
-describe('close({ timeoutMs }) of 2^31 ms or more', () => {
-  it('waits for the work instead of terminating it after 1 ms', async () => {
+describe('close({ timeoutMs }) of 2^31 ms or more, or Infinity (none)', () => {
+  it.each([
+    ['2^31 ms', LONG],
+    ['Infinity', Number.POSITIVE_INFINITY],
+  ])('%s: waits for the work instead of terminating it after 1 ms', async (_name, timeoutMs) => {
     const rt = await start({ threads: 1, admission: { requests: 2 } });
     const c = control();
     const call = rt.run(gate(c, { value: 'done', sync: true }));
     await waitFor(c, STARTED);
     fakeTimers();
-    const closing = rt.close({ timeoutMs: LONG });
+    const closing = rt.close({ timeoutMs });
     const closed = watch(closing);
     vi.advanceTimersByTime(10);
     await turns();

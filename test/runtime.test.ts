@@ -71,8 +71,22 @@ describe('Runtime.start', () => {
     );
     expect(err.code).toBe('X_NO_DEVICE');
     expect(Atomics.load(control, INVOKED)).toBe(3);
-    // Every thread answered, so each ran its close hook (the failed one frees what it got too).
-    expect(Atomics.load(closed, INVOKED)).toBe(3);
+    // Every thread answered, so the two whose init succeeded ran their close hook; the one whose
+    // init threw did not (its init must clean up after itself).
+    expect(Atomics.load(closed, INVOKED)).toBe(2);
+  });
+
+  it('close() still stops the threads when a close hook never returns (after startTimeoutMs)', async () => {
+    const closed = newControl();
+    const rt = await Runtime.start({
+      worker: INIT_WORKER,
+      threads: 2,
+      startTimeoutMs: 200,
+      workerData: { closed: closed.buffer, closeHangs: true },
+    });
+    await rt.close();
+    expect(Atomics.load(closed, INVOKED)).toBe(2); // both hooks ran, and neither returned
+    expect(rt.report().state).toBe('stopped');
   });
 
   it('defineWorker without a handler function throws OMNI_ERR_INVALID_ARGUMENT', () => {

@@ -121,6 +121,22 @@ describe('drain', () => {
     expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
   });
 
+  it('expireDrain while the drain waits on the runtime alone abandons that work at once', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0 });
+    const late = postFloats(s.address, [1, 2, 3, 4], { headers: { 'x-omni-deadline-ms': '1000' } });
+    await g.reach(ENTERED, 1);
+    expect((await late).status).toBe(504);
+    // No request is in flight; the work still runs: the drain waits on the runtime alone.
+    const drained = s.drain({ timeoutMs: 600_000 });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(g.lr.report()).toMatchObject({ state: 'draining', depth: 1 });
+    s.expireDrain(); // the gate stays shut: only the forced close can end this drain
+    expect(await drained).toEqual({ clean: false, abandonedRequests: 0 });
+    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+  });
+
   it('a drain timeout of 2^31 ms or more waits, instead of abandoning the work after 1 ms', async () => {
     const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
     gates.push(g);

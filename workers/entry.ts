@@ -39,11 +39,15 @@ function ping(message: PingMessage): PingReply {
   return initError ? { ok: false, threadId, error: initError } : { ok: true, threadId };
 }
 
-/** A clean close: free what init took, then meet the other threads at the barrier. */
+/**
+ * A clean close, or a start that failed on another thread: free what init took, then meet the
+ * other threads at the barrier. A thread whose own init threw never runs close (init must free
+ * what it took before throwing): close may rely on everything init sets up.
+ */
 async function teardown(message: PingMessage): Promise<PingReply> {
   let error: WireError | undefined;
   try {
-    await definition?.close?.();
+    if (initError === undefined) await definition?.close?.();
   } catch (err) {
     error = toWire(err);
   }

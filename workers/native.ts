@@ -23,7 +23,7 @@ function init(data: unknown): void {
   try {
     context.uploadWeights(w, b, outFeatures, inFeatures);
   } catch (err) {
-    // A failed start never runs the close hook on this thread: free the context here.
+    // A thread whose init threw never runs its close hook: free the context here.
     context.close();
     context = undefined;
     throw err;

@@ -1,6 +1,6 @@
 import { ClaimsExhaustedError } from '../errors.js';
 import type { Claim } from './internal.js';
-import { costsByteOffset, GENERATION_LIMIT, ID_I32, SLOTS_BYTE_OFFSET } from './layout.js';
+import { costsByteOffset, GENERATION_LIMIT, ID_I32, SLOT_HELD, SLOTS_BYTE_OFFSET } from './layout.js';
 
 /**
  * Per-permit shared slots, used only once a permit becomes a claim that another thread may
@@ -40,7 +40,10 @@ export class ClaimTable {
       if (slot >= n) slot -= n;
       const word = Atomics.load(words, slot);
       // CAS, not store: another thread's instance may be taking the same free slot.
-      if ((word & 1n) === 0n && Atomics.compareExchange(words, slot, word, word | 1n) === word) {
+      if (
+        (word & SLOT_HELD) === 0n &&
+        Atomics.compareExchange(words, slot, word, word | SLOT_HELD) === word
+      ) {
         this.#costs[slot] = units;
         this.#hint = slot + 1 === n ? 0 : slot + 1;
         return { admission: this.#id, slot, generation: Number(word >> 1n), units };
@@ -71,7 +74,7 @@ export class ClaimTable {
   release(claim: Claim): number {
     if (!this.owns(claim)) return -1;
     const { slot, generation } = claim;
-    const held = (BigInt(generation) << 1n) | 1n;
+    const held = (BigInt(generation) << 1n) | SLOT_HELD;
     // Read before the CAS: once the slot is freed it may be reused and its cost overwritten.
     // If the CAS wins, the slot was held at this generation throughout, so the cost is ours.
     const units = this.#costs[slot]!;

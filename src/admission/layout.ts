@@ -77,6 +77,8 @@ export const WIDE_FIELD_BITS = 62;
  * wraps only after 2^53 reuses of one slot (it travels in claims as a plain Number).
  */
 export const GENERATION_LIMIT = 2 ** 53;
+/** The held bit of a claim slot word; the generation sits above it. */
+export const SLOT_HELD = 1n;
 /** Claim slots are capped: each costs 16 bytes of shared memory (word + cost). */
 export const MAX_CLAIM_SLOTS = 1 << 16;
 

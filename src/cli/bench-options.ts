@@ -78,7 +78,8 @@ Flags:
   --requests N       bounded mode: outstanding request bound (default 8 x threads)
   --units N          bounded mode: outstanding unit (row) ceiling (default 8 x requests)
   --deadline-ms MS   every request's deadline (default 1000)
-  --max-rows N       each request's rows (its cost in units) are uniform in 1..N (default 16)
+  --max-rows N       each request's rows (its cost in units) are uniform in 1..N (default 16,
+                     or --units when that is smaller)
   --in-features N    layer input width (default 1024)
   --out-features N   layer output width (default 1024)
   --backend B        fixture | cuda | auto (default: OMNI_BACKEND if set, else fixture)
@@ -147,8 +148,13 @@ export function parseBenchArgs(
     integer: true,
   });
   checkBoundFlags(requests, units);
-  const maxRows = numberFlag('max-rows', values['max-rows'], 16, { min: 1, max: 4096, integer: true });
-  // A request's rows are its cost in units: rows above the ceiling could never be admitted.
+  // A request's rows are its cost in units: rows above the ceiling could never be admitted. The
+  // default stays within a small ceiling; an explicit --max-rows above it is a mistake.
+  const maxRows = numberFlag('max-rows', values['max-rows'], Math.min(16, units), {
+    min: 1,
+    max: 4096,
+    integer: true,
+  });
   if (maxRows > units) throw new UsageError(`--max-rows ${maxRows} is above --units ${units}`);
   const phaseS = durationS / (rates.length * 2);
   for (const rate of rates) if (!rate.relative) checkPhaseArrivals(rate.value, phaseS, `${rate.value}/s`);

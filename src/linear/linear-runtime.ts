@@ -1,14 +1,16 @@
-import { InvalidArgumentError } from '../errors.js';
+import { types } from 'node:util';
+import { InvalidArgumentError, TooLargeError } from '../errors.js';
 import {
   type BackendName,
   type BackendPreference,
   MAX_FEATURES,
+  MAX_ROWS,
   type NativeStats,
   resolveDevice,
   seededFloats,
   selectBackend,
 } from '../native/index.js';
-import { requireFloat32Array, requireLength } from '../native/validate.js';
+import { lengthOf, requireFloat32Array, requireLength } from '../native/validate.js';
 import { builtModuleUrl } from '../paths.js';
 import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
 import { type CloseOptions, Runtime, type RuntimeReport } from '../runtime.js';
@@ -107,20 +109,34 @@ export class LinearRuntime {
     return new LinearRuntime(runtime, { ...weights, backend: choice.backend, reason: choice.reason });
   }
 
-  /** Runs `rows` rows of x (row-major, inFeatures wide) and resolves with rows x outFeatures. */
-  run(x: Float32Array, options: LinearRunOptions = {}): Promise<Float32Array> {
-    if (!(x instanceof Float32Array))
-      return Promise.reject(new InvalidArgumentError('x must be a Float32Array'));
-    const rows = options.rows ?? x.length / this.inFeatures;
+  /**
+   * Runs `rows` rows of x (row-major, inFeatures wide) and resolves with rows x outFeatures.
+   * The cost defaults to rows. Checked before admission, so a mistake holds no capacity: more
+   * rows than one native call takes is OMNI_ERR_TOO_LARGE (it can never be served), any other
+   * malformed argument OMNI_ERR_INVALID_ARGUMENT.
+   */
+  run(x: Float32Array, options?: LinearRunOptions): Promise<Float32Array> {
+    if (options !== undefined && (typeof options !== 'object' || options === null)) {
+      return Promise.reject(new InvalidArgumentError('run options must be an object'));
+    }
+    if (!types.isFloat32Array(x)) return Promise.reject(new InvalidArgumentError('x must be a Float32Array'));
+    const length = lengthOf(x);
+    const rows = options?.rows ?? length / this.inFeatures;
     if (!Number.isInteger(rows) || rows < 1) {
       return Promise.reject(
         new InvalidArgumentError(
-          `x holds ${x.length} floats: not a whole number (>= 1) of ${this.inFeatures}-wide rows`,
+          `x holds ${length} floats: not a whole number (>= 1) of ${this.inFeatures}-wide rows`,
         ),
       );
     }
+    if (rows > MAX_ROWS) {
+      return Promise.reject(
+        new TooLargeError(rows, MAX_ROWS, `${rows} rows exceed the ${MAX_ROWS} one call takes`),
+      );
+    }
     const input: NativeWorkerInput = { x, rows };
-    return this.runtime.run<Float32Array>(input, { ...options, cost: options.cost ?? rows });
+    const cost = options?.cost === undefined ? rows : options.cost;
+    return this.runtime.run<Float32Array>(input, { ...options, cost });
   }
 
   /** The native context's counters from one worker thread. */

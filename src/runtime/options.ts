@@ -131,16 +131,15 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   };
 }
 
-/** close()'s timeout: 0 abandons in-flight work at once; any finite length is honoured. */
+/** close()'s timeout: 0 abandons in-flight work at once; any length is honoured (Infinity: none). */
 export function checkCloseOptions(options: unknown): number | undefined {
   if (options === undefined) return undefined;
   if (typeof options !== 'object' || options === null) bad('close options must be an object');
   const value = (options as { timeoutMs?: unknown }).timeoutMs;
   if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !(value >= 0) || !Number.isFinite(value)) {
-    bad(`timeoutMs must be a finite number >= 0, got ${String(value)}`);
-  }
-  return value;
+  if (typeof value !== 'number' || !(value >= 0))
+    bad(`timeoutMs must be a number >= 0, got ${String(value)}`);
+  return value === Number.POSITIVE_INFINITY ? undefined : value;
 }
 
 export function checkTransfer(transfer: unknown): readonly ArrayBuffer[] {

@@ -38,6 +38,9 @@ export class Drain {
   #inflight = 0;
   #wake: (() => void) | undefined;
   #expire: (() => void) | undefined;
+  #closingRuntime = false;
+  /** expire() forced the runtime's close: work it abandoned did not end on its own. */
+  #forced = false;
   #result: Promise<DrainResult> | undefined;
 
   /** `runtime` is closed by the drain when given (the server owns it). */
@@ -72,12 +75,16 @@ export class Drain {
   }
 
   /**
-   * Ends the drain's wait for in-flight requests now, as if its timeout had passed (e.g. a
-   * second SIGINT): work still running is then abandoned. Once the drain is already waiting on
-   * the runtime alone, that wait keeps its timeout.
+   * Ends the drain's wait now, as if its timeout had passed (e.g. a second SIGINT): work still
+   * running is abandoned, whether the drain still waits for requests or for the runtime alone
+   * (work whose caller already left), which a later close timeout forces.
    */
   expire(): void {
     this.#expire?.();
+    if (this.#closingRuntime && !this.#forced) {
+      this.#forced = true;
+      void this.#runtime?.close({ timeoutMs: 0 });
+    }
   }
 
   async #run(app: FastifyInstance, timeoutMs: number): Promise<DrainResult> {
@@ -109,9 +116,10 @@ export class Drain {
       // What is left of the timeout; the runtime abandons (terminates) work still running then.
       const left = requestsDone ? Math.max(1, deadlineAt - Date.now()) : 1;
       const closing = Date.now();
+      this.#closingRuntime = true;
       runtimeDone = await this.#runtime.close({ timeoutMs: left }).then(
-        // Closed before its own timeout fired: all work ended on its own.
-        () => Date.now() - closing < left,
+        // Closed before its own timeout fired, and not forced: all work ended on its own.
+        () => !this.#forced && Date.now() - closing < left,
         () => false,
       );
     }

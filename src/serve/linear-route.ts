@@ -4,8 +4,7 @@
  * through the status table (status.ts); nothing here picks a status.
  */
 import type { FastifyInstance } from 'fastify';
-import { BadRequestError, TaskFailedError, TooLargeError, UnavailableError } from '../errors.js';
-import { MAX_ROWS } from '../native/index.js';
+import { BadRequestError, TaskFailedError, UnavailableError } from '../errors.js';
 import {
   decodeLinearBody,
   encodeJson,
@@ -54,15 +53,6 @@ export function linearRoute(app: FastifyInstance, { runtime, drain, deadlineMs }
       const rowsHint = parseRowsHint(query?.rows, request.headers[ROWS_HEADER]);
       const callDeadline = parseDeadline(request.headers[DEADLINE_HEADER], deadlineMs);
       const input = decodeLinearBody(request.body, rowsHint, runtime.inFeatures);
-      // More rows than one native call takes can never be served, with or without --units: 413
-      // like any cost that can never fit, not 400.
-      if (input.rows > MAX_ROWS) {
-        throw new TooLargeError(
-          input.rows,
-          MAX_ROWS,
-          `${input.rows} rows exceed the ${MAX_ROWS} one call takes`,
-        );
-      }
       const y = await runtime.run(input.x, {
         rows: input.rows,
         // The fresh copy is this request's alone: move it to the worker instead of cloning it.

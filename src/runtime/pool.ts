@@ -1,5 +1,6 @@
 import { Piscina } from 'piscina';
 import { fromWire, WorkerExitedError } from '../errors.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { builtModuleUrl } from '../paths.js';
 import type { CheckedRuntimeOptions } from './options.js';
 import type { EntryData, PingMessage, PingReply } from './protocol.js';
@@ -61,14 +62,31 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
   }
 }
 
-/** Every thread runs its worker's close hook. Failures are warnings: the pool is going anyway. */
-export async function teardown(pool: Piscina, threads: number, timeoutMs: number): Promise<void> {
+/**
+ * Every thread runs its worker's close hook. Failures are warnings: the pool is going anyway.
+ * Resolves false when the hooks did not all finish within `timeoutMs` (one hangs, say): the
+ * caller must then destroy the pool, as a graceful close would wait on that thread forever.
+ */
+export async function teardown(pool: Piscina, threads: number, timeoutMs: number): Promise<boolean> {
+  let timer: LongTimer;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setLongTimeout(resolve, timeoutMs, undefined);
+  });
   try {
-    for (const reply of await broadcast(pool, 'teardown', threads, timeoutMs)) {
+    const replies = await Promise.race([broadcast(pool, 'teardown', threads, timeoutMs), late]);
+    if (replies === undefined) {
+      process.emitWarning(`worker close hooks did not finish within ${timeoutMs} ms`, 'OmniRuntimeWarning');
+      return false;
+    }
+    for (const reply of replies) {
       if (!reply.ok)
         process.emitWarning(`worker close hook failed: ${reply.error.message}`, 'OmniRuntimeWarning');
     }
+    return true;
   } catch (err) {
     process.emitWarning(`worker teardown failed: ${(err as Error).message}`, 'OmniRuntimeWarning');
+    return true;
+  } finally {
+    clearLongTimeout(timer);
   }
 }
