@@ -146,14 +146,17 @@ describe('a fatal worker error', () => {
 });
 
 describe('a pool that loses every thread', () => {
-  it('fails the runtime and rejects queued calls, returning their capacity, when no replacement can start', async () => {
-    const loads = new SharedArrayBuffer(4);
-    const rt = await start({
+  /** One thread whose replacement cannot start: the first exit loses the whole pool. */
+  const startFragile = () =>
+    start({
       worker: builtModuleUrl('test/fixtures/runtime-restart-fails-worker.js'),
-      workerData: { loads },
+      workerData: { loads: new SharedArrayBuffer(4) },
       threads: 1,
       admission: { requests: 4 },
     });
+
+  it('fails the runtime and rejects queued calls, returning their capacity, when no replacement can start', async () => {
+    const rt = await startFragile();
     const dying = rt.run({ exit: true });
     const queued = rt.run({}); // behind the dying call, on the only thread
     expect(await codeOf(dying)).toBe('OMNI_ERR_WORKER_EXITED');
@@ -167,13 +170,7 @@ describe('a pool that loses every thread', () => {
   });
 
   it('while close() drains: queued calls reject, their capacity returns, and close() resolves', async () => {
-    const loads = new SharedArrayBuffer(4);
-    const rt = await start({
-      worker: builtModuleUrl('test/fixtures/runtime-restart-fails-worker.js'),
-      workerData: { loads },
-      threads: 1,
-      admission: { requests: 4 },
-    });
+    const rt = await startFragile();
     const dying = codeOf(rt.run({ exit: true }));
     const queued = codeOf(rt.run({})); // behind the dying call, on the only thread
     const closing = rt.close(); // no timeout: only abandoning the lost pool can end the drain

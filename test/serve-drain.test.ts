@@ -100,14 +100,19 @@ describe('drain', () => {
     expect(g.entered()).toBe(1);
   });
 
-  it('waits for work whose caller already heard 504 before closing the runtime', async () => {
+  /** A drain with no request in flight but work still running (its caller heard 504). */
+  async function drainWaitingOnRuntime(timeoutMs?: number) {
     const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
     gates.push(g);
     const s = await serve(g.lr, { port: 0 });
     const late = postFloats(s.address, [1, 2, 3, 4], { headers: { 'x-omni-deadline-ms': '1000' } });
     await g.reach(ENTERED, 1);
     expect((await late).status).toBe(504);
-    const drained = s.drain();
+    return { g, s, drained: s.drain(timeoutMs === undefined ? {} : { timeoutMs }) };
+  }
+
+  it('waits for work whose caller already heard 504 before closing the runtime', async () => {
+    const { g, drained } = await drainWaitingOnRuntime();
     let settled = false;
     void drained.then(() => {
       settled = true;
@@ -122,14 +127,7 @@ describe('drain', () => {
   });
 
   it('expireDrain while the drain waits on the runtime alone abandons that work at once', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
-    gates.push(g);
-    const s = await serve(g.lr, { port: 0 });
-    const late = postFloats(s.address, [1, 2, 3, 4], { headers: { 'x-omni-deadline-ms': '1000' } });
-    await g.reach(ENTERED, 1);
-    expect((await late).status).toBe(504);
-    // No request is in flight; the work still runs: the drain waits on the runtime alone.
-    const drained = s.drain({ timeoutMs: 600_000 });
+    const { g, s, drained } = await drainWaitingOnRuntime(600_000);
     await new Promise((resolve) => setImmediate(resolve));
     expect(g.lr.report()).toMatchObject({ state: 'draining', depth: 1 });
     s.expireDrain(); // the gate stays shut: only the forced close can end this drain
