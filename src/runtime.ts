@@ -23,6 +23,7 @@ import {
   checkCloseOptions,
   checkRunOptions,
   checkRuntimeOptions,
+  defaultRunOptions,
   type RunOptions,
   type RuntimeOptions,
 } from './runtime/options.js';
@@ -95,6 +96,8 @@ export class Runtime {
   readonly #cancel: CancelWords;
   readonly #outcomes: Outcomes = { completed: 0, failed: 0, aborted: 0, deadline: 0, refused: 0 };
   readonly #owner: TaskOwner;
+  /** run() without options: checked once, not per call. */
+  readonly #defaultCall: CheckedRunOptions;
   #pool: Piscina | undefined;
   #inflight = 0;
   #closing: Promise<void> | undefined;
@@ -118,6 +121,7 @@ export class Runtime {
     this.#waits = !bounds || bounds.wait === true;
     this.#admission = new BoundedAdmission(bounds ?? { requests: SERIAL_WINDOW });
     this.#cancel = new CancelWords(Math.min(this.#admission.report().capacity, SERIAL_WINDOW));
+    this.#defaultCall = defaultRunOptions(options.deadlineMs);
     // Built once: PendingTask reaches the runtime through this, not through per-call closures.
     this.#owner = {
       admission: this.#admission,
@@ -158,7 +162,7 @@ export class Runtime {
     if (this.#state !== 'ready') return Promise.reject(new UnavailableError(this.#state));
     let call: CheckedRunOptions;
     try {
-      call = checkRunOptions(options, this.#options.deadlineMs);
+      call = options === undefined ? this.#defaultCall : checkRunOptions(options, this.#options.deadlineMs);
     } catch (err) {
       return Promise.reject(err);
     }

@@ -75,14 +75,18 @@ export interface CheckedRunOptions {
   readonly transfer: readonly ArrayBuffer[];
 }
 
+/** What a run() without options means; a runtime builds it once (dispatch allocates enough). */
+export function defaultRunOptions(defaultDeadlineMs: number | undefined): CheckedRunOptions {
+  return Object.freeze({ cost: 1, signal: undefined, deadlineMs: defaultDeadlineMs, transfer: NO_TRANSFER });
+}
+
 /**
  * run()'s options, checked before anything is admitted: a malformed option must fail while
  * no capacity is held (a throw after admission would strand the claim).
  * `cost` is left to the admission, which refuses it with OMNI_ERR_INVALID_COST.
  */
 export function checkRunOptions(options: unknown, defaultDeadlineMs: number | undefined): CheckedRunOptions {
-  if (options === undefined)
-    return { cost: 1, signal: undefined, deadlineMs: defaultDeadlineMs, transfer: [] };
+  if (options === undefined) return defaultRunOptions(defaultDeadlineMs);
   if (typeof options !== 'object' || options === null) bad('run options must be an object');
   const { cost, signal, deadlineMs, transfer } = options as RunOptions;
   if (signal !== undefined && !(signal instanceof AbortSignal)) bad('signal must be an AbortSignal');
@@ -142,8 +146,10 @@ export function checkCloseOptions(options: unknown): number | undefined {
   return value === Number.POSITIVE_INFINITY ? undefined : value;
 }
 
+const NO_TRANSFER: readonly ArrayBuffer[] = Object.freeze([]);
+
 export function checkTransfer(transfer: unknown): readonly ArrayBuffer[] {
-  if (transfer === undefined) return [];
+  if (transfer === undefined) return NO_TRANSFER;
   if (!Array.isArray(transfer) || !transfer.every((b) => b instanceof ArrayBuffer)) {
     bad('transfer must be an array of ArrayBuffers');
   }
