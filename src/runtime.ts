@@ -73,6 +73,9 @@ export interface CloseOptions {
  */
 const SERIAL_WINDOW = MAX_CLAIM_SLOTS;
 
+/** @internal Not exported from the package: LinearRuntime's way to count its own early ends. */
+export const kEndedEarly = Symbol('omni.runtime.endedEarly');
+
 /**
  * A piscina pool whose calls carry an admission permit into the worker that does the work.
  *
@@ -94,7 +97,16 @@ export class Runtime {
   readonly #bounded: boolean;
   readonly #waits: boolean;
   readonly #cancel: CancelWords;
-  readonly #outcomes: Outcomes = { completed: 0, failed: 0, aborted: 0, deadline: 0, refused: 0 };
+  /** Every call made ends in exactly one of these: they add up to the calls made. */
+  readonly #outcomes: Outcomes = {
+    completed: 0,
+    failed: 0,
+    aborted: 0,
+    deadline: 0,
+    refused: 0,
+    invalid: 0,
+    unavailable: 0,
+  };
   readonly #owner: TaskOwner;
   /** run() without options: checked once, not per call. */
   readonly #defaultCall: CheckedRunOptions;
@@ -159,12 +171,12 @@ export class Runtime {
   }
 
   run<O = unknown>(input: unknown, options?: RunOptions): Promise<O> {
-    if (this.#state !== 'ready') return Promise.reject(new UnavailableError(this.#state));
+    if (this.#state !== 'ready') return this[kEndedEarly]('unavailable', new UnavailableError(this.#state));
     let call: CheckedRunOptions;
     try {
       call = options === undefined ? this.#defaultCall : checkRunOptions(options, this.#options.deadlineMs);
     } catch (err) {
-      return Promise.reject(err);
+      return this[kEndedEarly]('invalid', err);
     }
     const { cost, signal, deadlineMs } = call;
     if (signal?.aborted) return Promise.reject(this.#abortedBeforeDispatch(signal));
@@ -174,7 +186,7 @@ export class Runtime {
     try {
       admitted = this.#admission.tryAdmit(cost);
     } catch (err) {
-      return Promise.reject(err);
+      return this[kEndedEarly]('invalid', err); // OMNI_ERR_INVALID_COST
     }
     if (!admitted.ok) return Promise.reject(this.#refused(admitted.reason, cost));
     return this.#dispatch(admitted, input, call, deadlineAt, deadlineMs) as Promise<O>;
@@ -205,6 +217,7 @@ export class Runtime {
     // not, nor does anything once the pool has been abandoned.
     if (this.#abandoned || (this.#state !== 'ready' && this.#state !== 'draining')) {
       permit.release();
+      this.#outcomes.unavailable++;
       throw new UnavailableError(this.#state);
     }
     const left = deadlineAt === 0 ? undefined : Math.max(1, deadlineAt - Date.now());
@@ -228,6 +241,7 @@ export class Runtime {
       claim = permit.toClaim();
     } catch (err) {
       permit.release(); // toClaim leaves the permit held when it throws
+      this.#outcomes.failed++;
       return Promise.reject(err);
     }
     this.#inflight++;
@@ -248,10 +262,20 @@ export class Runtime {
         } else {
           this.#admission.reclaim(claim);
           this.#inflight--;
+          this.#outcomes.failed++;
           reject(err);
         }
       }
     });
+  }
+
+  /**
+   * @internal A call that ends before anything is admitted (here, or in LinearRuntime's own
+   * checks): rejected, and counted, so the outcomes still add up to the calls made.
+   */
+  [kEndedEarly](outcome: 'invalid' | 'unavailable' | 'refused', err: unknown): Promise<never> {
+    this.#outcomes[outcome]++;
+    return Promise.reject(err);
   }
 
   #refused(reason: RefusalReason, cost: number): Error {
@@ -267,9 +291,13 @@ export class Runtime {
       this.#outcomes.deadline++;
       return new DeadlineError('deadline passed while waiting for admission');
     }
-    if (err instanceof ClosedError) return new UnavailableError(this.#state);
+    if (err instanceof ClosedError) {
+      this.#outcomes.unavailable++;
+      return new UnavailableError(this.#state);
+    }
     if (err instanceof TooLargeError) return this.#refused('too-large', cost);
     if (hasCode(err, 'OMNI_ERR_ABORTED')) this.#outcomes.aborted++;
+    else if (hasCode(err, 'OMNI_ERR_INVALID_COST')) this.#outcomes.invalid++;
     return err;
   }
 

@@ -160,6 +160,10 @@ describe('native backend through the runtime (fixture)', () => {
         expect((await lr.stats()).liveBytes, what).toBe(baseline.liveBytes);
       }
       expect(lr.report()).toMatchObject({ state: 'ready', depth: 0, units: 0 });
+      // Checked here before admission, and counted: 8 malformed inputs, null options and two
+      // bad costs are invalid; too many rows is refused (it can never fit); only the rows
+      // that disagree with x reached a worker and failed there.
+      expect(lr.report()).toMatchObject({ invalid: 11, refused: 1, failed: 1 });
     });
 
     it('weights that do not match their stated shape: start rejects with a coded error', async () => {

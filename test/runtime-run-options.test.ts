@@ -53,3 +53,41 @@ describe('malformed run options take no capacity', () => {
     await expect(rt.run({ mode: 'echo', value: 'b' }, undefined)).resolves.toBe('b');
   });
 });
+
+describe('every call ends in exactly one outcome: they add up to the calls made', () => {
+  for (const [mode, options] of MODES) {
+    it(mode, async () => {
+      const rt = await start({ threads: 1, ...options });
+      let calls = 0;
+      const call = (made: Promise<unknown>): Promise<unknown> => {
+        calls++;
+        return made.then(
+          () => 'ok',
+          (err: { code?: string }) => err.code,
+        );
+      };
+      const codes = await Promise.all([
+        call(rt.run({ mode: 'echo', value: 1 })),
+        call(rt.run({ mode: 'echo' }, { cost: -1 })),
+        call(rt.run({ mode: 'echo' }, null as unknown as RunOptions)),
+        call(rt.run({ mode: 'echo' }, { signal: AbortSignal.abort() })),
+        call(rt.run({ mode: 'throw-plain' })),
+      ]);
+      await rt.close();
+      codes.push(await call(rt.run({ mode: 'echo' })));
+      expect(codes).toEqual([
+        'ok',
+        'OMNI_ERR_INVALID_COST',
+        'OMNI_ERR_INVALID_ARGUMENT',
+        'OMNI_ERR_ABORTED',
+        'OMNI_ERR_TASK_FAILED',
+        'OMNI_ERR_UNAVAILABLE',
+      ]);
+      const r = rt.report();
+      expect(r).toMatchObject({ completed: 1, invalid: 2, aborted: 1, failed: 1, unavailable: 1 });
+      expect(r.completed + r.failed + r.aborted + r.deadline + r.refused + r.invalid + r.unavailable).toBe(
+        calls,
+      );
+    });
+  }
+});

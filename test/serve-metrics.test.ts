@@ -1,6 +1,8 @@
 /** GET /health and GET /metrics of a real server: readiness, never admission-gated, per-server registry. */
+import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
+import { until } from './fixtures/runtime-harness.js';
 import { get, postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
@@ -105,6 +107,30 @@ describe('GET /metrics', () => {
         'omni_http_request_duration_seconds_bucket{le="+Inf",route="/v1/linear",method="POST",status="200"}',
       ),
     ).toBe(1);
+  });
+
+  it('a client that leaves mid-call is a 499 in the latency histogram, and aborted in calls_total', async () => {
+    const { g, url } = await start({ threads: 1, admission: { requests: 2 } });
+    const body = Buffer.from(new Float32Array([1, 2]).buffer);
+    const client = request(`${url}/v1/linear`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+    });
+    client.on('error', () => {}); // destroyed on purpose below
+    client.end(body);
+    await g.reach(ENTERED, 1);
+    client.destroy();
+    await until(() => g.lr.report().aborted === 1, 'the abort to reach the runtime');
+    g.open();
+    await until(() => g.lr.report().depth === 0, 'the work to end');
+    const text = Buffer.from((await get(url, '/metrics')).bytes).toString('utf8');
+    expect(
+      sample(text, 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="499"}'),
+    ).toBe(1);
+    expect(sample(text, 'omni_runtime_calls_total{outcome="aborted"}')).toBe(1);
+    // The help text names the summary it describes.
+    expect(text).toMatch(/# HELP omni_runtime_wait_time_ms piscina's queue wait time/);
+    expect(text).toMatch(/# HELP omni_runtime_run_time_ms piscina's run time/);
   });
 
   it('each server has its own registry', async () => {

@@ -7,6 +7,7 @@
  * generator catches up instead of silently lowering the rate, and each latency is measured
  * from the arrival's scheduled time, not from when it was sent (no coordinated omission).
  */
+import { DeadlineError } from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
 import type { PhaseRecorder } from './phase-recorder.js';
 import { ArrivalProcess, Prng } from './prng.js';
@@ -115,7 +116,14 @@ export function openLoop(
 
     const send = (dueAt: number, rows: number): void => {
       rec.sentOne(rows);
-      lr.run(work.inputs[rows - 1]!, { rows, deadlineMs: plan.deadlineMs }).then(
+      // The deadline runs from the request's due time, like its latency: a request sent late
+      // (the loop was busy) has that much less time, and none at all once it is past.
+      const left = plan.deadlineMs - (performance.now() - dueAt);
+      if (!(left > 0)) {
+        rec.failed(new DeadlineError('the deadline passed before the request could be sent'));
+        return;
+      }
+      lr.run(work.inputs[rows - 1]!, { rows, deadlineMs: left }).then(
         () => {
           const now = performance.now();
           rec.completed(now, now - dueAt);

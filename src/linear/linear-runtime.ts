@@ -13,7 +13,7 @@ import {
 import { lengthOf, requireFloat32Array, requireLength } from '../native/validate.js';
 import { builtModuleUrl } from '../paths.js';
 import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
-import { type CloseOptions, Runtime, type RuntimeReport } from '../runtime.js';
+import { type CloseOptions, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
 import type { LinearWeights, NativeWorkerData, NativeWorkerInput } from './protocol.js';
 
 export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'workerData'> {
@@ -117,20 +117,24 @@ export class LinearRuntime {
    */
   run(x: Float32Array, options?: LinearRunOptions): Promise<Float32Array> {
     if (options !== undefined && (typeof options !== 'object' || options === null)) {
-      return Promise.reject(new InvalidArgumentError('run options must be an object'));
+      return this.runtime[kEndedEarly]('invalid', new InvalidArgumentError('run options must be an object'));
     }
-    if (!types.isFloat32Array(x)) return Promise.reject(new InvalidArgumentError('x must be a Float32Array'));
+    if (!types.isFloat32Array(x))
+      return this.runtime[kEndedEarly]('invalid', new InvalidArgumentError('x must be a Float32Array'));
     const length = lengthOf(x);
     const rows = options?.rows ?? length / this.inFeatures;
     if (!Number.isInteger(rows) || rows < 1) {
-      return Promise.reject(
+      return this.runtime[kEndedEarly](
+        'invalid',
         new InvalidArgumentError(
           `x holds ${length} floats: not a whole number (>= 1) of ${this.inFeatures}-wide rows`,
         ),
       );
     }
     if (rows > MAX_ROWS) {
-      return Promise.reject(
+      // Like a cost above the unit ceiling: it can never fit, so it counts as a refusal.
+      return this.runtime[kEndedEarly](
+        'refused',
         new TooLargeError(rows, MAX_ROWS, `${rows} rows exceed the ${MAX_ROWS} one call takes`),
       );
     }

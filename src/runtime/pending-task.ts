@@ -12,6 +12,10 @@ export interface Outcomes {
   aborted: number;
   deadline: number;
   refused: number;
+  /** Malformed calls (options, cost, input), rejected before anything was admitted. */
+  invalid: number;
+  /** Calls made while the runtime was not ready (starting, draining, stopped, failed). */
+  unavailable: number;
 }
 
 export interface TaskOwner {

@@ -10,7 +10,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RuntimeReport } from '../runtime.js';
 
 const STATES = ['starting', 'ready', 'draining', 'stopped', 'failed'] as const;
-const OUTCOMES = ['completed', 'failed', 'aborted', 'deadline', 'refused'] as const;
+const OUTCOMES = ['completed', 'failed', 'aborted', 'deadline', 'refused', 'invalid', 'unavailable'] as const;
 
 /** Seconds; from well under a millisecond (a refusal) to a long native batch. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -108,7 +108,7 @@ export class ServeMetrics {
     ] as const) {
       new Gauge({
         name,
-        help: `piscina's ${name.includes('run') ? 'run' : 'queue wait'} time summary in milliseconds (quantile 1 = max).`,
+        help: `piscina's ${name.includes('run_time') ? 'run' : 'queue wait'} time over the runtime's life, in milliseconds (quantile 1 = max; includes its start-up and teardown tasks).`,
         labelNames: ['quantile'],
         registers: [registry],
         collect() {

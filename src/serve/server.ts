@@ -114,8 +114,20 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser(OCTET_STREAM, { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
-  app.addHook('onRequest', async (_request, reply) => {
+  app.addHook('onRequest', async (request, reply) => {
     drain.track(reply.raw);
+    // fastify's onResponse runs on 'finish', which an answer to a client that already left
+    // never reaches: record those as 499 here, or they would be missing from the histogram.
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) {
+        metrics.observe(
+          request.routeOptions.url ?? 'unmatched',
+          request.method,
+          499,
+          reply.elapsedTime / 1000,
+        );
+      }
+    });
     // While draining, every answer closes its connection: keep-alive clients go elsewhere.
     if (drain.state !== 'serving') reply.header('connection', 'close');
   });
