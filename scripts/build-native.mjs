@@ -8,7 +8,7 @@
 // stays fast. Outputs are written to a temporary name and renamed, so a process that has the old
 // library mapped never sees a half-written file.
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -178,7 +178,10 @@ function main() {
   }
   try {
     const cuda = buildCuda({ force });
-    if (cuda.skipped) {
+    if (cuda.skipped && requireCuda && existsSync(cuda.path)) {
+      // A GPU machine without a toolkit can still run a library built elsewhere (carried over).
+      console.warn(`native: WARNING: ${cuda.skipped}; using the prebuilt ${cuda.path} as it is`);
+    } else if (cuda.skipped) {
       console.log(`native: cuda skipped: ${cuda.skipped}`);
       if (requireCuda) process.exit(1);
     } else {

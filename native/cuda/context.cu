@@ -195,7 +195,8 @@ extern "C" int omni_close(omni_ctx *ctx) {
 }
 
 extern "C" int omni_stats(omni_ctx *ctx, omni_stats_t *out) {
-  if (ctx == nullptr || ctx->magic != CU_CTX_MAGIC) {
+  if (ctx == nullptr) return cu_fail(nullptr, OMNI_E_INVALID_ARGUMENT, "omni_stats: ctx is NULL");
+  if (ctx->magic != CU_CTX_MAGIC) {
     return cu_fail(nullptr, OMNI_E_INVALID_ARGUMENT, "omni_stats: ctx is not an open context");
   }
   if (ctx->fatal) return OMNI_E_FATAL;

@@ -14,14 +14,22 @@ static int cu_enter(omni_ctx *ctx, const char *fn) {
   return cu_error(ctx, cudaSetDevice(ctx->device), OMNI_E_DEVICE, fn);
 }
 
-// A failed copy still drains the stream before reporting, so no queued work outlives the call
-// and a later free cannot race it. The copy's own error wins over the sync's unless that is fatal.
+// After a failed copy or launch the stream is still drained before reporting, so no queued work
+// outlives the call and a later free cannot race it. The first error (code and message) wins over
+// the drain's, unless the drain found the context poisoned: then fatal, with its message.
+static int cu_drain_after(omni_ctx *ctx, int rc, const char *what) {
+  char first[CU_MESSAGE_LEN];
+  memcpy(first, ctx->message, sizeof first);
+  int sync_rc = cu_sync(ctx, what);
+  if (sync_rc == OMNI_E_FATAL) return sync_rc;
+  if (sync_rc != OMNI_OK) cu_fail(ctx, rc, "%s", first);
+  return rc;
+}
+
 static int cu_copy(omni_ctx *ctx, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, const char *what) {
   cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, ctx->stream);
   if (err == cudaSuccess) return OMNI_OK;
-  int rc = cu_error(ctx, err, OMNI_E_COPY_FAILED, what);
-  int sync_rc = cu_sync(ctx, what);
-  return sync_rc == OMNI_E_FATAL ? sync_rc : rc;
+  return cu_drain_after(ctx, cu_error(ctx, err, OMNI_E_COPY_FAILED, what), what);
 }
 
 extern "C" int omni_upload_weights(omni_ctx *ctx, const float *w, size_t w_len, const float *b, size_t b_len,
@@ -94,9 +102,8 @@ extern "C" int omni_linear_gelu(omni_ctx *ctx, const float *x, size_t x_len, uin
   cudaError_t err = cu_launch_linear_gelu(ws->d_x, ctx->d_w, ctx->d_b, ws->d_y, rows, ctx->out_features,
                                           ctx->in_features, ctx->stream);
   if (err != cudaSuccess) {
-    rc = cu_error(ctx, err, OMNI_E_DEVICE, "omni_linear_gelu: kernel launch");
-    int sync_rc = cu_sync(ctx, "omni_linear_gelu: kernel launch");
-    return sync_rc == OMNI_E_FATAL ? sync_rc : rc;
+    return cu_drain_after(ctx, cu_error(ctx, err, OMNI_E_DEVICE, "omni_linear_gelu: kernel launch"),
+                          "omni_linear_gelu: kernel launch");
   }
   rc = cu_copy(ctx, ws->h_y, ws->d_y, yb, cudaMemcpyDeviceToHost, "omni_linear_gelu: output copy");
   if (rc != OMNI_OK) return rc;

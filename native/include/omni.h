@@ -96,7 +96,8 @@ typedef struct omni_open_options {
 
 /* Every byte a context holds goes through one allocator, so these are exact for the context. */
 typedef struct omni_stats_s {
-  uint64_t live_bytes;          /* bytes held now: context, stream, weights, workspaces, staging */
+  uint64_t live_bytes;          /* bytes held now: context, weights, workspaces, staging (and the
+                                   fixture's simulated stream; a CUDA stream is the driver's memory) */
   uint64_t peak_bytes;          /* highest live_bytes since open */
   uint64_t allocations;         /* successful allocations since open (cumulative) */
   uint64_t stream_syncs;        /* stream synchronizations since open */
