@@ -8,7 +8,16 @@
 // stays fast. Outputs are written to a temporary name and renamed, so a process that has the old
 // library mapped never sees a half-written file.
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
