@@ -174,34 +174,43 @@ function failureText(err, maxLines = 40) {
 }
 
 // --force rebuilds regardless of timestamps; --require-cuda (gpu-check) makes a skipped or failed
-// CUDA build an error instead of a warning.
+// CUDA build an error instead of a warning; --optional (the package's install step) makes a failed
+// fixture build a warning too: BoundedAdmission and Runtime need no native library, and a missing
+// C compiler must not fail a dependent project's install. Progress goes to stderr, so it never
+// mixes into a caller's stdout (`npm pack --json`).
 function main() {
   const force = process.argv.includes('--force');
   const requireCuda = process.argv.includes('--require-cuda');
+  const optional = process.argv.includes('--optional');
   try {
     const fixture = buildFixture({ force });
-    console.log(`native: fixture ${fixture.built ? 'built' : 'up to date'}: ${fixture.path}`);
+    console.error(`native: fixture ${fixture.built ? 'built' : 'up to date'}: ${fixture.path}`);
   } catch (err) {
     console.error(`native: fixture build FAILED (cc):\n${failureText(err)}`);
-    process.exit(1);
+    if (!optional) process.exit(1);
+    console.error(
+      'native: WARNING: LinearRuntime and `omni-runtime bench|serve` need this library; install a C ' +
+        `compiler (cc) and run: node ${fileURLToPath(import.meta.url)}`,
+    );
+    return;
   }
   try {
     const cuda = buildCuda({ force });
     if (cuda.skipped && requireCuda && existsSync(cuda.path)) {
       // A GPU machine without a toolkit can still run a library built elsewhere (carried over).
-      console.warn(`native: WARNING: ${cuda.skipped}; using the prebuilt ${cuda.path} as it is`);
+      console.error(`native: WARNING: ${cuda.skipped}; using the prebuilt ${cuda.path} as it is`);
     } else if (cuda.skipped) {
-      console.log(`native: cuda skipped: ${cuda.skipped}`);
+      console.error(`native: cuda skipped: ${cuda.skipped}`);
       if (requireCuda) process.exit(1);
     } else {
-      console.log(`native: cuda ${cuda.built ? 'built' : 'up to date'}: ${cuda.path}`);
+      console.error(`native: cuda ${cuda.built ? 'built' : 'up to date'}: ${cuda.path}`);
     }
   } catch (err) {
     if (requireCuda) {
       console.error(`native: cuda build FAILED (nvcc):\n${failureText(err)}`);
       process.exit(1);
     }
-    console.warn(
+    console.error(
       `native: WARNING: cuda build failed; continuing with the fixture only:\n${failureText(err)}`,
     );
   }

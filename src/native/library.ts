@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import koffi from 'koffi';
 import { AbiMismatchError, InvalidArgumentError, LibraryNotFoundError } from '../errors.js';
-import { nativeBuildDir } from '../paths.js';
+import { nativeBuildDir, packageRoot } from '../paths.js';
 import { ABI_VERSION } from './abi.js';
 import type { RawFixtureApi, RawNativeApi } from './bindings.js';
 import { bindAbiVersion, bindCore, bindFixture } from './bindings.js';
@@ -51,7 +51,15 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   const path = resolve(options.path ?? defaultLibraryPath(backend));
   const cached = loaded.get(path);
   if (cached !== undefined) return cached;
-  if (!existsSync(path)) throw new LibraryNotFoundError(path);
+  if (!existsSync(path)) {
+    // The default library is built by the package's install step, which npm may not have run
+    // (npm 11 asks before running a dependency's scripts): say how to build it.
+    const hint =
+      options.path === undefined
+        ? `; build it with: node ${join(packageRoot, 'scripts', 'build-native.mjs')} (needs cc; nvcc for cuda)`
+        : '';
+    throw new LibraryNotFoundError(path, `native library not found at ${path}${hint}`);
+  }
 
   let handle: ReturnType<typeof koffi.load>;
   try {
