@@ -328,3 +328,19 @@ describe('native backend through the runtime (fixture)', () => {
     expect(faults.liveBytes()).toBe(before);
   });
 });
+
+describe('the row limit', () => {
+  afterEach(async () => {
+    await Promise.all(runtimes.splice(0).map((lr) => lr.close({ timeoutMs: 10_000 })));
+  });
+
+  it('exactly MAX_ROWS rows is served; one more is OMNI_ERR_TOO_LARGE, not an admission refusal', async () => {
+    const lr = await start({ threads: 1, inFeatures: 1, outFeatures: 1 });
+    const y = await lr.run(new Float32Array(MAX_ROWS));
+    expect(y.length).toBe(MAX_ROWS);
+    await expect(lr.run(new Float32Array(MAX_ROWS + 1))).rejects.toMatchObject({
+      code: 'OMNI_ERR_TOO_LARGE',
+    });
+    expect(lr.report()).toMatchObject({ completed: 1, refused: 1, rejected: 0 });
+  });
+});

@@ -191,3 +191,15 @@ describe('close() options', () => {
     expect(rt.state).toBe('stopped');
   });
 });
+
+describe("a worker's own uncaughtException handler", () => {
+  it('takes over such errors: the thread lives on and the calls complete', async () => {
+    const rt = await start({
+      worker: builtModuleUrl('test/fixtures/runtime-user-uncaught-worker.js'),
+      threads: 1,
+    });
+    await expect(rt.run({})).resolves.toEqual(['handled by the user']);
+    await expect(rt.run({})).resolves.toEqual(['handled by the user', 'handled by the user']);
+    expect(rt.report()).toMatchObject({ state: 'ready', depth: 0, completed: 2, failed: 0 });
+  });
+});

@@ -81,7 +81,7 @@ describe('Runtime.start', () => {
     const rt = await Runtime.start({
       worker: INIT_WORKER,
       threads: 2,
-      startTimeoutMs: 200,
+      startTimeoutMs: 2_000, // also bounds the close hooks; start must fit in it too
       workerData: { closed: closed.buffer, closeHangs: true },
     });
     await rt.close();
@@ -270,4 +270,19 @@ describe('Runtime.close', () => {
     await closing;
     expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 1, failed: 0 });
   });
+});
+
+describe('Runtime.close timeouts', () => {
+  it('a later, longer close timeout never postpones an earlier, shorter one', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const stuck = control();
+    const call = codeOf(rt.run(gate(stuck, { sync: true })));
+    await waitFor(stuck, STARTED);
+    const first = rt.close({ timeoutMs: 100 });
+    expect(rt.close({ timeoutMs: 600_000 })).toBe(first);
+    // Postponed, this would wait 10 minutes: the test's own timeout fails it.
+    await first;
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, failed: 1 });
+  }, 20_000);
 });

@@ -430,3 +430,34 @@ async function untilDepth(url: string, depth: number): Promise<void> {
   }
   throw new Error(`/health depth never reached ${depth}`);
 }
+
+describe('headers', () => {
+  it('a client deadline longer than the server one does not lengthen it: 504 at the server deadline', async () => {
+    const { g, url } = await start({ threads: 1, admission: { requests: 2 } }, { deadlineMs: 300 });
+    const pending = postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': '600000' } });
+    await g.reach(ENTERED, 1);
+    // Lengthened, this would wait 10 minutes: the test's own timeout fails it.
+    const a = await pending;
+    expect(a.status).toBe(504);
+    expect((await get(url, '/health')).json).toMatchObject({ depth: 1 });
+  }, 20_000);
+
+  it('a deadline header of 0 is a bad request (the header), not a runtime argument error', async () => {
+    const { g, url } = await start({ open: true, admission: { requests: 4 } });
+    const a = await postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': '0' } });
+    expect(a.status).toBe(400);
+    expect(errorOf(a)).toMatchObject({ code: 'OMNI_ERR_BAD_REQUEST' });
+    expect(g.lr.report()).toMatchObject({ invalid: 0 });
+    expect(g.entered()).toBe(0);
+  });
+
+  it('oversized request headers: 431 OMNI_ERR_HEADERS_TOO_LARGE, nothing reaches a worker', async () => {
+    const { g, url } = await start({ open: true, admission: { requests: 4 } });
+    const a = await rawExchange(Number(new URL(url).port), [
+      `POST /v1/linear HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\nContent-Length: 0\r\n\r\n`,
+    ]);
+    expect(a.status).toBe(431);
+    expect(JSON.parse(a.body)).toMatchObject({ code: 'OMNI_ERR_HEADERS_TOO_LARGE' });
+    expect(g.entered()).toBe(0);
+  });
+});

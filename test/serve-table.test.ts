@@ -1,10 +1,12 @@
 /** The status table (src/serve/status.ts) and how HTTP-stack errors are rewritten into it. */
 import { describe, expect, it } from 'vitest';
 import {
+  AbortError,
   DeadlineError,
   InvalidArgumentError,
   InvalidCostError,
   NativeError,
+  OmniError,
   RejectedError,
   TaskFailedError,
   TooLargeError,
@@ -57,6 +59,13 @@ describe('answerFor', () => {
     expect(answerFor(new RejectedError('requests', snapshot)).label).toBe('requests');
     expect(answerFor(new TooLargeError(9, 4)).label).toBe('too-large');
     expect(answerFor(new UnavailableError('draining')).label).toBe('unavailable');
+  });
+
+  it("node:http's own limits: 408 and 431, never retried; a client that left: 499", () => {
+    expect(statusFor('OMNI_ERR_REQUEST_TIMEOUT')).toBe(408);
+    expect(statusFor('OMNI_ERR_HEADERS_TOO_LARGE')).toBe(431);
+    expect(answerFor(new OmniError('OMNI_ERR_HEADERS_TOO_LARGE', 'big')).retry).toBe(false);
+    expect(answerFor(new AbortError())).toMatchObject({ status: 499, retry: false });
   });
 
   it('statusFor agrees with answerFor', () => {

@@ -42,8 +42,22 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
   // 'error'; without a listener that would throw in the main thread. Tasks report their own.
   pool.on('error', () => {});
   let everyThreadAnswered = false;
+  // A thread whose module or init never settles never takes its ping: the barrier inside the
+  // threads cannot bound that, so the whole start is raced against startTimeoutMs here.
+  let timer: LongTimer;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setLongTimeout(resolve, options.startTimeoutMs, undefined);
+  });
   try {
-    const replies = await broadcast(pool, 'ping', options.threads, options.startTimeoutMs);
+    const replies = await Promise.race([
+      broadcast(pool, 'ping', options.threads, options.startTimeoutMs),
+      late,
+    ]);
+    if (replies === undefined) {
+      throw new WorkerExitedError(
+        `worker threads did not all load and run init within startTimeoutMs (${options.startTimeoutMs} ms)`,
+      );
+    }
     everyThreadAnswered = new Set(replies.map((r) => r.threadId)).size === options.threads;
     for (const reply of replies) if (!reply.ok) throw fromWire(reply.error);
     if (!everyThreadAnswered) {
@@ -59,6 +73,8 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
     throw err instanceof Error && 'code' in err
       ? err
       : new WorkerExitedError(String((err as Error)?.message ?? err));
+  } finally {
+    clearLongTimeout(timer);
   }
 }
 

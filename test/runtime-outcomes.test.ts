@@ -1,0 +1,69 @@
+/**
+ * report() outcomes: every call is counted once, by how it ended, on the paths where a waiter is
+ * granted or refused late (after a fatal failure, or by close()); `running` counts only calls a
+ * worker has started, not those queued in piscina.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RuntimeReport } from '../src/index.js';
+import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, control, gate, rejection, start } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+function total(r: RuntimeReport): number {
+  return r.completed + r.failed + r.aborted + r.deadline + r.refused + r.invalid + r.unavailable;
+}
+
+describe('outcomes of waiters ended late', () => {
+  it('a waiter granted its permit after the runtime failed: UNAVAILABLE, counted, permit released', async () => {
+    const rt = await start({ threads: 2, admission: { requests: 3, units: 3, wait: true } });
+    const a = control();
+    const never = control();
+    const running = rt.run(gate(a, { value: 'a' }), { cost: 2 });
+    await waitFor(a, STARTED);
+    // The fatal call fits (1 unit); the waiter needs 2 units, which only A's end frees.
+    const fatal = rejection(rt.run({ mode: 'fatal', code: 'X_CONTEXT_LOST' }, { cost: 1 }));
+    const waiter = rejection(
+      rt.run({ mode: 'echo', control: never.buffer as SharedArrayBuffer }, { cost: 2 }),
+    );
+    expect(await fatal).toMatchObject({ code: 'X_CONTEXT_LOST' });
+    expect(rt.state).toBe('failed');
+    open(a);
+    await expect(running).resolves.toBe('a');
+    expect(await waiter).toMatchObject({ code: 'OMNI_ERR_UNAVAILABLE', state: 'failed' });
+    expect(Atomics.load(never, INVOKED)).toBe(0);
+    const r = rt.report();
+    expect(r).toMatchObject({ state: 'failed', depth: 0, units: 0, completed: 1, failed: 1, unavailable: 1 });
+    expect(total(r)).toBe(3);
+  });
+
+  it('a waiter woken by close() counts as unavailable; outcomes add up', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1, wait: true } });
+    const a = control();
+    const running = rt.run(gate(a, { value: 'a' }));
+    await waitFor(a, STARTED);
+    const waiting = rt.run({ mode: 'echo' });
+    const closing = rt.close();
+    expect(await codeOf(waiting)).toBe('OMNI_ERR_UNAVAILABLE');
+    open(a);
+    await expect(running).resolves.toBe('a');
+    await closing;
+    const r = rt.report();
+    expect(r).toMatchObject({ completed: 1, unavailable: 1 });
+    expect(total(r)).toBe(2);
+  });
+});
+
+describe('running and queued', () => {
+  it('running counts only calls a worker has started, not queued ones; both return to 0', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 3 } });
+    const a = control();
+    const running = rt.run(gate(a, { value: 'a' }));
+    await waitFor(a, STARTED);
+    const queued = [rt.run({ mode: 'echo', value: 1 }), rt.run({ mode: 'echo', value: 2 })];
+    expect(rt.report()).toMatchObject({ depth: 3, queued: 2, running: 1 });
+    open(a);
+    await Promise.all([running, ...queued]);
+    expect(rt.report()).toMatchObject({ depth: 0, queued: 0, running: 0 });
+  });
+});

@@ -1,0 +1,29 @@
+/**
+ * The serial scheduler never refuses, even past its 65,536-call claim window: a call beyond it
+ * waits in order for a slot, and its deadline applies only once dispatched.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, control, gate, start, until } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+describe('serial scheduler beyond its claim window', () => {
+  it('a call waiting for a claim slot is not timed out by its deadline there (rejected stays 0)', async () => {
+    const rt = await start({ threads: 1 });
+    const a = control();
+    const first = rt.run(gate(a, { value: 'a' }));
+    await waitFor(a, STARTED);
+    const fill = Array.from({ length: 65_535 }, () => rt.run({ mode: 'echo', value: 0 }));
+    expect(rt.report().depth).toBe(65_536);
+    const late = codeOf(rt.run({ mode: 'echo', value: 1 }, { deadlineMs: 50 }));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Its deadline applies once dispatched: nothing was refused while it waited for a slot.
+    expect(rt.report()).toMatchObject({ rejected: 0, deadline: 0, waiting: 1 });
+    open(a);
+    await Promise.all([first, ...fill]);
+    expect(await late).toBe('OMNI_ERR_DEADLINE');
+    await until(() => rt.report().depth === 0, 'the late call to be skipped');
+    expect(rt.report()).toMatchObject({ rejected: 0, refused: 0, deadline: 1, completed: 65_536, depth: 0 });
+  }, 120_000);
+});
