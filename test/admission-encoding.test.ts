@@ -1,0 +1,58 @@
+/**
+ * The state word's encoding at its edges: the wide word's precomputed deltas (costs below 512)
+ * and the costs past them, the narrow/wide choice at exactly 29 bits, and the claim slot cap the
+ * README documents (65,536, written out here rather than taken from the constant).
+ */
+import { describe, expect, it } from 'vitest';
+import { BoundedAdmission } from '../src/index.js';
+import { admitted } from './fixtures/admission-interleave.js';
+
+describe('wide word around the precomputed delta cache (512 costs)', () => {
+  it.each([0, 1, 510, 511, 512, 513])('admits, releases and reclaims cost %i exactly', (cost) => {
+    const admission = new BoundedAdmission({ requests: 4, units: 2 ** 40 });
+    const permit = admitted(admission, cost);
+    expect(admission.report()).toMatchObject({ depth: 1, units: cost });
+    permit.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
+    const claim = admitted(admission, cost).toClaim();
+    admission.releaseClaim(claim);
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, rejected: 0 });
+  });
+});
+
+describe('bounds at the narrow/wide word boundary', () => {
+  it.each([
+    [2 ** 10 - 1, 2 ** 19 - 1], // 29 bits: narrow, every field bit used
+    [2 ** 10, 2 ** 19 - 1], // 30 bits: must be wide
+    [1, 2 ** 28 - 1], // 29 bits
+    [1, 2 ** 29 - 1], // 30 bits
+  ])('fills and empties exactly: requests %i, units %i', (requests, units) => {
+    const admission = new BoundedAdmission({ requests, units });
+    const permits = [admitted(admission, units)];
+    for (let i = 1; i < requests; i++) permits.push(admitted(admission, 0));
+    expect(admission.report()).toMatchObject({ depth: requests, units, waiting: 0 });
+    expect(admission.tryAdmit(0)).toEqual({ ok: false, reason: 'requests' });
+    for (const permit of permits) permit.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, rejected: 1 });
+    admitted(admission, units).release();
+  });
+});
+
+describe('claim slot cap', () => {
+  it('allows the documented 65,536 outstanding claims, and no more', () => {
+    const admission = new BoundedAdmission({ requests: 70_000 });
+    const claims = [];
+    for (let i = 0; i < 65_536; i++) claims.push(admitted(admission, 1).toClaim());
+    const extra = admitted(admission, 1);
+    let code: string | undefined;
+    try {
+      extra.toClaim();
+    } catch (err) {
+      code = (err as { code?: string }).code;
+    }
+    expect(code).toBe('OMNI_ERR_CLAIMS_EXHAUSTED');
+    extra.release();
+    for (const claim of claims) admission.releaseClaim(claim);
+    expect(admission.report()).toMatchObject({ depth: 0 });
+  });
+});

@@ -1,0 +1,165 @@
+/**
+ * Wake-ups between instances (threads) that must never be lost, and queue order that must hold,
+ * in the narrow windows of the protocol ("Memory ordering" in bounded-admission.ts). Another
+ * thread is an attached instance in this thread; its timing is forced by wrapping one Atomics
+ * call, so each test depends on the protocol's current call order. A lost wake-up shows as a
+ * waiter still pending after 1,000 event-loop turns.
+ */
+import { describe, expect, it } from 'vitest';
+import { BoundedAdmission, type Permit } from '../src/index.js';
+import {
+  admitted,
+  deferFirstWaitAsync,
+  rejection,
+  settles,
+  track,
+  turn,
+} from './fixtures/admission-interleave.js';
+
+describe.each([
+  ['request-only', undefined],
+  ['with units', 10],
+  ['with wide units (64-bit word)', 2 ** 40],
+])('wake-ups across instances (%s)', (_mode, units) => {
+  it('does not lose a release that lands between a waiter reading SEQ and going to sleep', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const claim = admitted(admission, 1).toClaim();
+    const deferred = deferFirstWaitAsync(admission.buffer);
+    let waiter: Promise<Permit>;
+    try {
+      waiter = admission.admit(1); // reads SEQ, tries, fails; its sleep is held back
+      otherThread.releaseClaim(claim); // sees WAITING: bumps SEQ and notifies, nobody asleep yet
+    } finally {
+      deferred.restore();
+    }
+    deferred.resume(); // sleeps with the stale SEQ value: must return at once
+    const permit = await settles(waiter);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
+    permit.release();
+  });
+
+  it('wakes a waiter counted while the flag was down even if it was not yet asleep at the re-set', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const leaving = admission.admit(1, { signal: controller.signal });
+    const deferred = deferFirstWaitAsync(admission.buffer);
+    const realAnd = Atomics.and;
+    let armed = true;
+    let pending: Promise<Permit> | undefined;
+    Atomics.and = ((array: Int32Array, index: number, value: number) => {
+      if (!armed || array.buffer !== admission.buffer) return realAnd(array, index, value);
+      armed = false;
+      pending = otherThread.admit(1); // counted before the clear; reads SEQ, fails, sleep held back
+      const old = realAnd(array, index, value);
+      holder.release(); // flag down: this release wakes nobody itself
+      return old;
+    }) as typeof Atomics.and;
+    try {
+      controller.abort(); // last local waiter leaves: clear, re-check the count, re-set + wake
+    } finally {
+      Atomics.and = realAnd;
+      deferred.restore();
+    }
+    expect(armed).toBe(false);
+    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
+    deferred.resume();
+    const permit = await settles(pending!);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
+    permit.release();
+  });
+
+  it("does not lose a release that lands during the queue head's failed try", async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const claim = admitted(admission, 1).toClaim();
+    const realLoad = Atomics.load;
+    let stateLoads = 0;
+    let fired = false;
+    Atomics.load = ((array: Int32Array, index: number) => {
+      const value = realLoad(array, index);
+      // Load 1: admit's own try; load 2: the queue head's try. Another thread releases right after it.
+      if (
+        !fired &&
+        array.buffer === admission.buffer &&
+        array.byteOffset === 0 &&
+        index === 0 &&
+        ++stateLoads === 2
+      ) {
+        fired = true;
+        otherThread.releaseClaim(claim);
+      }
+      return value;
+    }) as typeof Atomics.load;
+    let waiter: Promise<Permit>;
+    try {
+      waiter = admission.admit(1);
+    } finally {
+      Atomics.load = realLoad;
+    }
+    expect(fired).toBe(true);
+    const permit = await settles(waiter);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
+    permit.release();
+  });
+});
+
+describe.each([
+  ['request-only', undefined],
+  ['with units', 10],
+  ['with wide units (64-bit word)', 2 ** 40],
+])('queue order and refusals across instances (%s)', (_mode, units) => {
+  it("tryAdmit refuses 'closed', not 'queued', on an instance with waiters once another instance closed", async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const waiter = otherThread.admit(1);
+    const drained = admission.close();
+    expect(otherThread.tryAdmit(1)).toEqual({ ok: false, reason: 'closed' });
+    expect((await rejection(waiter)).code).toBe('OMNI_ERR_CLOSED');
+    holder.release();
+    await drained;
+  });
+
+  it("admit() does not barge past its own instance's waiter queued while the flag is briefly cleared", async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const leaving = otherThread.admit(1, { signal: controller.signal });
+    let first: Promise<Permit> | undefined;
+    let late: ReturnType<typeof track<Permit>> | undefined;
+    const realAnd = Atomics.and;
+    let armed = true;
+    Atomics.and = ((array: Int32Array, index: number, value: number) => {
+      if (!armed || array.buffer !== admission.buffer) return realAnd(array, index, value);
+      armed = false;
+      first = admission.admit(1); // queued here before the other thread's clear
+      const old = realAnd(array, index, value);
+      holder.release(); // room comes back while the flag is down
+      late = track(admission.admit(1)); // must queue behind `first`
+      return old;
+    }) as typeof Atomics.and;
+    try {
+      controller.abort();
+    } finally {
+      Atomics.and = realAnd;
+    }
+    expect(armed).toBe(false);
+    await rejection(leaving);
+    const permit = await settles(first!);
+    await turn();
+    expect(late!.settled).toBe(false);
+    permit.release();
+    const second = await settles(
+      Promise.resolve().then(async () => {
+        for (let i = 0; i < 1000 && !late!.settled; i++) await turn();
+        return late!.value as Permit;
+      }),
+    );
+    expect(second.ok).toBe(true);
+    second.release();
+  });
+});
