@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { errorLine } from '../src/cli/main.js';
 import { packageRoot } from '../src/paths.js';
 import { runCli } from './fixtures/cli-process.js';
 
@@ -30,6 +31,7 @@ const cases: Array<[string, string[], string]> = [
   ['an unknown backend', ['bench', '--backend', 'tpu'], '--backend'],
   ['a deadline that is not a number', ['bench', '--deadline-ms', 'soon'], '--deadline-ms'],
   ['an output folder under a regular file', ['bench', '--out', join(aFile, 'results')], '--out'],
+  ['an empty output folder', ['bench', '--out', ''], '--out'],
   ['an unknown admission bench flag', ['bench', 'admission', '--frobnicate'], '--frobnicate'],
   ['zero admission bench threads', ['bench', 'admission', '--threads', '0'], '--threads'],
   ['a negative admission bench cost', ['bench', 'admission', '--cost', '-3'], '--cost'],
@@ -94,4 +96,15 @@ describe.concurrent('command line errors', () => {
       expect(stdout).toMatch(/usage/i);
     },
   );
+});
+
+describe('errorLine', () => {
+  it('names the code once: before the message, unless the message already names it', () => {
+    const system = Object.assign(new Error('listen EADDRINUSE: address already in use 127.0.0.1:80'), {
+      code: 'EADDRINUSE',
+    });
+    expect(errorLine(system)).toBe('omni-runtime: listen EADDRINUSE: address already in use 127.0.0.1:80');
+    const ours = Object.assign(new Error('native library not found'), { code: 'OMNI_ERR_LIBRARY_NOT_FOUND' });
+    expect(errorLine(ours)).toBe('omni-runtime: OMNI_ERR_LIBRARY_NOT_FOUND: native library not found');
+  });
 });

@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
 import { until } from './fixtures/runtime-harness.js';
-import { get, postFloats } from './fixtures/serve-client.js';
+import { get, postFloats, rawExchange } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
 
@@ -131,6 +131,29 @@ describe('GET /metrics', () => {
     // The help text names the summary it describes.
     expect(text).toMatch(/# HELP omni_runtime_wait_time_ms piscina's queue wait time/);
     expect(text).toMatch(/# HELP omni_runtime_run_time_ms piscina's run time/);
+  });
+
+  it('a routed request whose chunked body cannot be parsed is a 400 in the histogram, not a 499', async () => {
+    const { url } = await start({ open: true, threads: 1, admission: { requests: 2 } });
+    const head =
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+      'Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n';
+    const chunk = Buffer.from(new Float32Array([1, 2]).buffer);
+    const answer = await rawExchange(Number(new URL(url).port), [
+      `${head}${chunk.length.toString(16)}\r\n`,
+      chunk,
+      '\r\nQQ\r\n', // not a chunk size: the parser fails after the route has the request
+    ]);
+    expect(answer.status).toBe(400);
+    const series = (status: number): string =>
+      `omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="${status}"}`;
+    // The server records it when the response closes, which may follow the client's close.
+    let text = '';
+    for (let i = 0; i < 200 && sample(text, series(400)) !== 1; i++) {
+      text = Buffer.from((await get(url, '/metrics')).bytes).toString('utf8');
+    }
+    expect(sample(text, series(400))).toBe(1);
+    expect(sample(text, series(499))).toBeUndefined();
   });
 
   it('each server has its own registry', async () => {

@@ -152,6 +152,11 @@ describe('400: malformed, truncated, unreadable bodies and wrong shapes never re
       () => ({ body: f32(4), headers: { 'x-omni-deadline-ms': 'soon' } }),
       'OMNI_ERR_BAD_REQUEST',
     ],
+    [
+      'a hexadecimal deadline header',
+      () => ({ body: f32(4), headers: { 'x-omni-deadline-ms': '0x10' } }),
+      'OMNI_ERR_BAD_REQUEST',
+    ],
   ])('octet-stream: %s', async (_name, make, code) => {
     const { url, g } = await shared();
     const { body, query, headers } = make() as {
@@ -176,6 +181,8 @@ describe('400: malformed, truncated, unreadable bodies and wrong shapes never re
     ['a row of the wrong width', { rows: [[1, 2, 3]] }],
     ['a non-number', { rows: [[1, 2, '3', 4]] }],
     ['a top-level array', [[1, 2, 3, 4]]],
+    ['a number float32 cannot hold', '{"rows": [[1, 2, 1e39, 4]]}'],
+    ['a number no double can hold', '{"rows": [[1, 2, -1e999, 4]]}'],
   ])('JSON: %s', async (_name, value) => {
     const { url, g } = await shared();
     const reached = await invocations(g, async () => {

@@ -4,6 +4,7 @@
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { checkBounds } from '../admission/bounds.js';
+import { isDecimal } from '../decimal.js';
 
 export class UsageError extends Error {
   readonly code = 'OMNI_ERR_USAGE';
@@ -55,13 +56,6 @@ function joinNegativeValues(argv: readonly string[], options: FlagSpec): string[
     }
   }
   return args;
-}
-
-/** Decimal notation only: Number() would also take '0x10', '0b11' and '' (as 16, 3 and 0). */
-const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
-
-export function isDecimal(text: string): boolean {
-  return DECIMAL.test(text.trim());
 }
 
 /** A number flag: finite, within [min, max] (and above `greater` when given), integer when asked. */

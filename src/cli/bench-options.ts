@@ -4,7 +4,8 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { checkBoundFlags, choiceFlag, isDecimal, numberFlag, parseFlags, UsageError } from './args.js';
+import { isDecimal } from '../decimal.js';
+import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, UsageError } from './args.js';
 
 export type BackendFlag = 'fixture' | 'cuda' | 'auto';
 
@@ -126,6 +127,12 @@ export function rateListFlag(raw: string | undefined): RateSpec[] {
 }
 
 /** Returns the checked configuration, or 'help' when --help was asked for. */
+/** --out: a folder path; an empty one would silently mean the current folder. */
+function outDirFlag(raw: string | undefined): string {
+  if (raw !== undefined && raw.trim() === '') throw new UsageError('--out must not be empty');
+  return resolve(raw ?? 'bench-results');
+}
+
 export function parseBenchArgs(
   argv: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
@@ -171,7 +178,7 @@ export function parseBenchArgs(
     units,
     rates,
     backend: backendFlag ?? (env.OMNI_BACKEND ? undefined : 'fixture'),
-    outDir: resolve(values.out ?? 'bench-results'),
+    outDir: outDirFlag(values.out),
     json: values.json === true,
     seed: numberFlag('seed', values.seed, 1, { min: 0, max: 2 ** 32 - 1, integer: true }),
     deadlineMs: numberFlag('deadline-ms', values['deadline-ms'], 1000, { greater: 0, max: 2 ** 31 - 1 }),

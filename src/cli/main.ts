@@ -67,7 +67,9 @@ export async function main(argv: readonly string[]): Promise<number> {
 export function errorLine(err: unknown): string {
   const e = err as { code?: unknown; message?: unknown };
   const message = typeof e?.message === 'string' && e.message !== '' ? e.message : String(err);
-  const code = typeof e?.code === 'string' && !(err instanceof UsageError) ? `${e.code}: ` : '';
+  // Node's system errors already name their code in the message (`listen EADDRINUSE: ...`).
+  const coded = typeof e?.code === 'string' && !(err instanceof UsageError) && !message.includes(e.code);
+  const code = coded ? `${e.code}: ` : '';
   const hint = err instanceof UsageError ? ' (see --help)' : '';
   return `omni-runtime: ${code}${message}${hint}`.replace(/\s+/g, ' ').trim();
 }

@@ -100,6 +100,11 @@ function decodeJson(body: unknown, rowsHint: number | undefined, inFeatures: num
     for (let c = 0; c < inFeatures; c++) {
       const v: unknown = row[c];
       if (typeof v !== 'number') throw new BadBodyError(`row ${r}, column ${c} is not a number`);
+      // JSON can write numbers float32 cannot hold (1e39, 1e999): they would become Infinity and
+      // come back as null. Rounding a finite value to the nearest float32 is the format's own.
+      if (!Number.isFinite(Math.fround(v))) {
+        throw new BadBodyError(`row ${r}, column ${c} (${v}) is outside the float32 range`);
+      }
       x[r * inFeatures + c] = v;
     }
   }

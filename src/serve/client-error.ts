@@ -33,6 +33,15 @@ function errorFor(code: string, message: string): Error & { detail?: string } {
   return error;
 }
 
+/**
+ * Set on a socket this handler answered, to the status it sent: a request already routed (its
+ * chunked body failed mid-way) then ends without its response finishing, and must be recorded
+ * with that status, not as a client that left (499).
+ */
+export const ANSWERED_STATUS = Symbol('omni.serve.answeredStatus');
+
+export type AnsweredSocket = Socket & { [ANSWERED_STATUS]?: number };
+
 /** A server 'clientError' listener: one JSON answer if nothing was sent yet, then close. */
 export function clientErrorHandler(
   metrics: ServeMetrics,
@@ -48,6 +57,7 @@ export function clientErrorHandler(
     // response has not started, as node:http's own default handler does.
     const pending = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (socket.writable && pending?.headersSent !== true) {
+      (socket as AnsweredSocket)[ANSWERED_STATUS] = answer.status;
       socket.write(
         `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n` +
           'Content-Type: application/json; charset=utf-8\r\n' +

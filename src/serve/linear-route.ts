@@ -4,6 +4,7 @@
  * through the status table (status.ts); nothing here picks a status.
  */
 import type { FastifyInstance } from 'fastify';
+import { isDecimal } from '../decimal.js';
 import { BadRequestError, TaskFailedError, UnavailableError } from '../errors.js';
 import {
   decodeLinearBody,
@@ -30,7 +31,7 @@ export interface LinearRouteOptions {
 
 function parseDeadline(raw: unknown, serverMs: number | undefined): number | undefined {
   if (raw === undefined) return serverMs;
-  const value = typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : Number.NaN;
+  const value = typeof raw === 'string' && isDecimal(raw) ? Number(raw) : Number.NaN;
   if (!(value > 0) || !Number.isFinite(value)) {
     throw new BadRequestError(
       `${DEADLINE_HEADER} must be a number of milliseconds > 0, got ${JSON.stringify(raw)}`,

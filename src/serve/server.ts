@@ -14,7 +14,7 @@ import { InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
 import type { RuntimeReport } from '../runtime.js';
 import { OCTET_STREAM } from './body.js';
-import { clientErrorHandler } from './client-error.js';
+import { ANSWERED_STATUS, type AnsweredSocket, clientErrorHandler } from './client-error.js';
 import { Drain, type DrainResult, type ServerState } from './drain.js';
 import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
@@ -118,12 +118,14 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     drain.track(reply.raw);
     // fastify's onResponse runs on 'finish', which an answer to a client that already left
     // never reaches: record those as 499 here, or they would be missing from the histogram.
+    // A request whose body node:http could not parse was answered by the client-error handler.
+    const socket = reply.raw.socket as AnsweredSocket | null;
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) {
         metrics.observe(
           request.routeOptions.url ?? 'unmatched',
           request.method,
-          499,
+          socket?.[ANSWERED_STATUS] ?? 499,
           reply.elapsedTime / 1000,
         );
       }
