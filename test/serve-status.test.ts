@@ -287,6 +287,14 @@ describe('413, 415, 404', () => {
       const text = await postBytes(url, Buffer.from('1 2 3 4'), { type: 'text/plain' });
       expect(text.status).toBe(415);
       expect(errorOf(text).code).toBe('OMNI_ERR_UNSUPPORTED_MEDIA_TYPE');
+      // Bodies this route would misread are refused, not decoded as if plain.
+      const gzip = await postBytes(url, f32(4), { headers: { 'content-encoding': 'gzip' } });
+      expect(gzip.status).toBe(415);
+      expect(errorOf(gzip).code).toBe('OMNI_ERR_UNSUPPORTED_MEDIA_TYPE');
+      const utf16 = await postBytes(url, Buffer.from('{"rows":[[1,2,3,4]]}'), {
+        type: 'application/json; charset=utf-16',
+      });
+      expect(utf16.status).toBe(415);
       const missing = await get(url, '/v2/nothing');
       expect(missing.status).toBe(404);
       expect(errorOf(missing).code).toBe('OMNI_ERR_NOT_FOUND');
@@ -448,6 +456,16 @@ describe('headers', () => {
     expect(a.status).toBe(504);
     expect((await get(url, '/health')).json).toMatchObject({ depth: 1 });
   }, 20_000);
+
+  it('JSON with charset=UTF-8 (any case) and Content-Encoding identity are served', async () => {
+    const { url } = await start({ open: true, admission: { requests: 4 } });
+    const a = await postBytes(url, Buffer.from(JSON.stringify({ rows: [rows(1)] })), {
+      type: 'application/json; Charset="UTF-8"',
+      headers: { 'content-encoding': 'identity' },
+    });
+    expect(a.status).toBe(200);
+    expect(a.json).toEqual({ rows: [expected(rows(1))] });
+  });
 
   it('a deadline header of 0 is a bad request (the header), not a runtime argument error', async () => {
     const { g, url } = await start({ open: true, admission: { requests: 4 } });

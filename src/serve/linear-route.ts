@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { isDecimal } from '../decimal.js';
-import { BadRequestError, TaskFailedError, UnavailableError } from '../errors.js';
+import { BadRequestError, TaskFailedError, UnavailableError, UnsupportedMediaTypeError } from '../errors.js';
 import {
   decodeLinearBody,
   encodeJson,
@@ -40,13 +40,28 @@ function parseDeadline(raw: unknown, serverMs: number | undefined): number | und
   return serverMs === undefined ? value : Math.min(value, serverMs);
 }
 
+function checkEncoding(encoding: string | undefined, type: string | undefined): void {
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+    throw new UnsupportedMediaTypeError(
+      `Content-Encoding ${JSON.stringify(encoding)} is not supported; send it uncompressed`,
+    );
+  }
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(type ?? '')?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new UnsupportedMediaTypeError(`charset ${charset} is not supported; send UTF-8`);
+  }
+}
+
 export function linearRoute(app: FastifyInstance, { runtime, drain, deadlineMs }: LinearRouteOptions): void {
   app.post(
     LINEAR_PATH,
     {
-      // Refused before the body is read: a draining server takes no new work.
-      onRequest: async () => {
+      // Refused before the body is read: a draining server takes no new work, and a body this
+      // route would misread (compressed, or JSON in a charset other than UTF-8) is refused
+      // rather than decoded as if it were plain.
+      onRequest: async (request) => {
         if (drain.state !== 'serving') throw new UnavailableError('draining', 'the server is draining');
+        checkEncoding(request.headers['content-encoding'], request.headers['content-type']);
       },
     },
     async (request, reply) => {
