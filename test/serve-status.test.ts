@@ -457,7 +457,7 @@ describe('headers', () => {
     expect((await get(url, '/health')).json).toMatchObject({ depth: 1 });
   }, 20_000);
 
-  it('JSON with charset=UTF-8 (any case) and Content-Encoding identity are served', async () => {
+  it('JSON with charset=UTF-8 (any case), Content-Encoding identity, octets with any charset are served', async () => {
     const { url } = await start({ open: true, admission: { requests: 4 } });
     const a = await postBytes(url, Buffer.from(JSON.stringify({ rows: [rows(1)] })), {
       type: 'application/json; Charset="UTF-8"',
@@ -465,6 +465,11 @@ describe('headers', () => {
     });
     expect(a.status).toBe(200);
     expect(a.json).toEqual({ rows: [expected(rows(1))] });
+    // A charset means nothing to a binary body: ignored there.
+    const octets = await postBytes(url, Buffer.from(new Float32Array(rows(1)).buffer), {
+      type: 'application/octet-stream; charset=utf-16',
+    });
+    expect(octets.status).toBe(200);
   });
 
   it('a deadline header of 0 is a bad request (the header), not a runtime argument error', async () => {

@@ -126,13 +126,13 @@ export function rateListFlag(raw: string | undefined): RateSpec[] {
   return rates;
 }
 
-/** Returns the checked configuration, or 'help' when --help was asked for. */
 /** --out: a folder path; an empty one would silently mean the current folder. */
 function outDirFlag(raw: string | undefined): string {
   if (raw !== undefined && raw.trim() === '') throw new UsageError('--out must not be empty');
   return resolve(raw ?? 'bench-results');
 }
 
+/** Returns the checked configuration, or 'help' when --help was asked for. */
 export function parseBenchArgs(
   argv: readonly string[],
   env: NodeJS.ProcessEnv = process.env,

@@ -42,17 +42,13 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
   // 'error'; without a listener that would throw in the main thread. Tasks report their own.
   pool.on('error', () => {});
   let everyThreadAnswered = false;
-  // A thread whose module or init never settles never takes its ping: the barrier inside the
-  // threads cannot bound that, so the whole start is raced against startTimeoutMs here.
-  let timer: LongTimer;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setLongTimeout(resolve, options.startTimeoutMs, undefined);
-  });
   try {
-    const replies = await Promise.race([
+    // A thread whose module or init never settles never takes its ping: the barrier inside the
+    // threads cannot bound that, so the whole start is bounded here.
+    const replies = await within(
       broadcast(pool, 'ping', options.threads, options.startTimeoutMs),
-      late,
-    ]);
+      options.startTimeoutMs,
+    );
     if (replies === undefined) {
       throw new WorkerExitedError(
         `worker threads did not all load and run init within startTimeoutMs (${options.startTimeoutMs} ms)`,
@@ -73,8 +69,6 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
     throw err instanceof Error && 'code' in err
       ? err
       : new WorkerExitedError(String((err as Error)?.message ?? err));
-  } finally {
-    clearLongTimeout(timer);
   }
 }
 
@@ -84,12 +78,8 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
  * caller must then destroy the pool, as a graceful close would wait on that thread forever.
  */
 export async function teardown(pool: Piscina, threads: number, timeoutMs: number): Promise<boolean> {
-  let timer: LongTimer;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setLongTimeout(resolve, timeoutMs, undefined);
-  });
   try {
-    const replies = await Promise.race([broadcast(pool, 'teardown', threads, timeoutMs), late]);
+    const replies = await within(broadcast(pool, 'teardown', threads, timeoutMs), timeoutMs);
     if (replies === undefined) {
       process.emitWarning(`worker close hooks did not finish within ${timeoutMs} ms`, 'OmniRuntimeWarning');
       return false;
@@ -102,7 +92,21 @@ export async function teardown(pool: Piscina, threads: number, timeoutMs: number
   } catch (err) {
     process.emitWarning(`worker teardown failed: ${(err as Error).message}`, 'OmniRuntimeWarning');
     return true;
+  }
+}
+
+/**
+ * `promise`'s value, or undefined once `ms` has passed first; the timer goes either way. A
+ * promise left behind may still reject later: the race has handled it.
+ */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: LongTimer | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setLongTimeout(resolve, ms, undefined);
+  });
+  try {
+    return await Promise.race([promise, late]);
   } finally {
-    clearLongTimeout(timer);
+    if (timer !== undefined) clearLongTimeout(timer);
   }
 }

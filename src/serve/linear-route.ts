@@ -46,8 +46,10 @@ function checkEncoding(encoding: string | undefined, type: string | undefined): 
       `Content-Encoding ${JSON.stringify(encoding)} is not supported; send it uncompressed`,
     );
   }
+  // A charset means something only for JSON (the octet-stream body is binary).
+  const json = /^\s*application\/json\s*(;|$)/i.test(type ?? '');
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(type ?? '')?.[1]?.toLowerCase();
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+  if (json && charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     throw new UnsupportedMediaTypeError(`charset ${charset} is not supported; send UTF-8`);
   }
 }
