@@ -3,6 +3,8 @@
  * are themselves valid, checks C makes on its own (not only behind TypeScript's), exact counters
  * (allocations, peak, stream syncs per call and per evicting miss), who owns which error message
  * (each context its own, the no-context slot per thread), and what a failed upload keeps.
+ * Ownership is about which message a slot holds, so those tests compare message identity; every
+ * failure itself is still asserted by its status code.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
