@@ -2,7 +2,7 @@
  * The command line's failure contract: a mistake on the command line is ONE line on stderr
  * that names it, exit code 2, nothing on stdout and never a stack trace; --help exits 0.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,9 @@ import { runCli } from './fixtures/cli-process.js';
 const scratch = mkdtempSync(join(tmpdir(), 'omni-cli-errors-'));
 const aFile = join(scratch, 'a-regular-file');
 writeFileSync(aFile, 'not a folder\n');
+// A usable folder in which an output name is taken by a folder: refused before the run.
+const blockedOut = join(scratch, 'blocked-out');
+mkdirSync(join(blockedOut, 'latency.svg'), { recursive: true });
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const cases: Array<[string, string[], string]> = [
@@ -32,6 +35,7 @@ const cases: Array<[string, string[], string]> = [
   ['a deadline that is not a number', ['bench', '--deadline-ms', 'soon'], '--deadline-ms'],
   ['an output folder under a regular file', ['bench', '--out', join(aFile, 'results')], '--out'],
   ['an empty output folder', ['bench', '--out', ''], '--out'],
+  ['an output file name taken by a folder', ['bench', '--out', blockedOut], 'latency.svg'],
   ['an unknown admission bench flag', ['bench', 'admission', '--frobnicate'], '--frobnicate'],
   ['zero admission bench threads', ['bench', 'admission', '--threads', '0'], '--threads'],
   ['a negative admission bench cost', ['bench', 'admission', '--cost', '-3'], '--cost'],

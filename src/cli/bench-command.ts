@@ -5,9 +5,11 @@
 import { BENCH_HELP, parseBenchArgs } from './bench-options.js';
 import { formatReport, summarize } from './bench-report.js';
 import { runBench } from './bench-run.js';
-import { charts, renderSvg } from './charts.js';
+import { CHART_FILES, charts, renderSvg } from './charts.js';
 import { prepareOutDir, writeOutputs } from './output-dir.js';
 import { Progress } from './progress.js';
+
+const RESULTS_FILE = 'results.json';
 
 /** Runs the command; resolves with the exit code. Usage mistakes throw UsageError. */
 export async function runBenchCommand(argv: readonly string[]): Promise<number> {
@@ -16,7 +18,7 @@ export async function runBenchCommand(argv: readonly string[]): Promise<number> 
     process.stdout.write(BENCH_HELP);
     return 0;
   }
-  const outDir = prepareOutDir(config.outDir);
+  const outDir = prepareOutDir(config.outDir, [RESULTS_FILE, ...CHART_FILES]);
   const plannedS = config.calibrateS + config.durationS;
   const progress = new Progress(plannedS);
   let result: Awaited<ReturnType<typeof runBench>>;
@@ -26,7 +28,7 @@ export async function runBenchCommand(argv: readonly string[]): Promise<number> 
     progress.stop();
   }
   const svgs = await Promise.all(charts(result).map(async (c) => [c.file, await renderSvg(c.spec)] as const));
-  const files = writeOutputs(outDir, [['results.json', `${JSON.stringify(result, null, 2)}\n`], ...svgs]);
+  const files = writeOutputs(outDir, [[RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`], ...svgs]);
   if (config.json) {
     process.stdout.write(`${JSON.stringify(summarize(result, files), null, 2)}\n`);
   } else {

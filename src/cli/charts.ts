@@ -172,11 +172,15 @@ export function timelineSpec(r: BenchResult): TopLevelSpec {
   } as TopLevelSpec;
 }
 
+/** The chart files `charts()` makes, known before the run so the output folder can be checked. */
+export const CHART_FILES = ['latency.svg', 'throughput.svg', 'timeline.svg'] as const;
+
 export function charts(r: BenchResult): Chart[] {
+  const [latency, throughput, timeline] = CHART_FILES;
   return [
-    { file: 'latency.svg', spec: latencySpec(r) },
-    { file: 'throughput.svg', spec: throughputSpec(r) },
-    { file: 'timeline.svg', spec: timelineSpec(r) },
+    { file: latency, spec: latencySpec(r) },
+    { file: throughput, spec: throughputSpec(r) },
+    { file: timeline, spec: timelineSpec(r) },
   ];
 }
 

@@ -2,17 +2,32 @@
  * The --out folder: created and checked for writing before any load runs, so a bad path is a
  * one-line usage error at once rather than a failure after the benchmark.
  */
-import { accessSync, constants, mkdirSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from './args.js';
 
-export function prepareOutDir(dir: string): string {
+/** Creates `dir` and checks it, and each of `names` already in it, can be written. */
+export function prepareOutDir(dir: string, names: readonly string[] = []): string {
   try {
     mkdirSync(dir, { recursive: true });
     accessSync(dir, constants.W_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new UsageError(`--out ${JSON.stringify(dir)} cannot be used as an output folder (${code})`);
+  }
+  for (const name of names) {
+    const path = join(dir, name);
+    let problem: string | undefined;
+    try {
+      if (!statSync(path).isFile()) problem = 'not a regular file';
+      else accessSync(path, constants.W_OK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') problem = code ?? 'error';
+    }
+    if (problem !== undefined) {
+      throw new UsageError(`--out ${JSON.stringify(dir)}: ${name} there cannot be written (${problem})`);
+    }
   }
   return dir;
 }
