@@ -481,6 +481,18 @@ describe('headers', () => {
     expect(g.entered()).toBe(0);
   });
 
+  it('an Expect header other than 100-continue: 417 in JSON, nothing reaches a worker', async () => {
+    const { g, url } = await start({ open: true, admission: { requests: 4 } });
+    const a = await rawExchange(Number(new URL(url).port), [
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\nContent-Type: application/octet-stream\r\n' +
+        'Content-Length: 0\r\n\r\n',
+    ]);
+    expect(a.status).toBe(417);
+    expect(a.head).toMatch(/content-type: application\/json/i);
+    expect(JSON.parse(a.body)).toMatchObject({ code: 'OMNI_ERR_EXPECTATION_FAILED' });
+    expect(g.entered()).toBe(0);
+  });
+
   it('oversized request headers: 431 OMNI_ERR_HEADERS_TOO_LARGE, nothing reaches a worker', async () => {
     const { g, url } = await start({ open: true, admission: { requests: 4 } });
     const a = await rawExchange(Number(new URL(url).port), [

@@ -61,9 +61,10 @@ describe('answerFor', () => {
     expect(answerFor(new UnavailableError('draining')).label).toBe('unavailable');
   });
 
-  it("node:http's own limits: 408 and 431, never retried; a client that left: 499", () => {
+  it("node:http's own limits: 408, 417 and 431, never retried; a client that left: 499", () => {
     expect(statusFor('OMNI_ERR_REQUEST_TIMEOUT')).toBe(408);
     expect(statusFor('OMNI_ERR_HEADERS_TOO_LARGE')).toBe(431);
+    expect(statusFor('OMNI_ERR_EXPECTATION_FAILED')).toBe(417);
     expect(answerFor(new OmniError('OMNI_ERR_HEADERS_TOO_LARGE', 'big')).retry).toBe(false);
     expect(answerFor(new AbortError())).toMatchObject({ status: 499, retry: false });
   });

@@ -3,7 +3,7 @@
  * body, oversized headers). These never reach a route, so they never reach a worker: the parser
  * fails, the socket is answered from here and closed.
  */
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { BadBodyError, BadRequestError, OmniError } from '../errors.js';
 import type { ServeMetrics } from './metrics.js';
@@ -65,5 +65,28 @@ export function clientErrorHandler(
       );
     }
     socket.destroy(err);
+  };
+}
+
+/**
+ * A server 'checkExpectation' listener: an `Expect` header other than 100-continue is answered
+ * 417 in JSON like every other error (node:http's own answer has no body), then closed. Such a
+ * request never reaches a route.
+ */
+export function expectationHandler(
+  metrics: ServeMetrics,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (_req, res) => {
+    metrics.clientError('EXPECTATION_FAILED');
+    const answer = answerFor(
+      new OmniError('OMNI_ERR_EXPECTATION_FAILED', 'only "Expect: 100-continue" is supported'),
+    );
+    const body = JSON.stringify(answer.body);
+    res.shouldKeepAlive = false;
+    res.writeHead(answer.status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+    });
+    res.end(body);
   };
 }

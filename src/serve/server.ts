@@ -14,7 +14,12 @@ import { InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
 import type { RuntimeReport } from '../runtime.js';
 import { OCTET_STREAM } from './body.js';
-import { ANSWERED_STATUS, type AnsweredSocket, clientErrorHandler } from './client-error.js';
+import {
+  ANSWERED_STATUS,
+  type AnsweredSocket,
+  clientErrorHandler,
+  expectationHandler,
+} from './client-error.js';
 import { Drain, type DrainResult, type ServerState } from './drain.js';
 import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
@@ -110,6 +115,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const metrics = new ServeMetrics({ report, inflight: () => drain.inflight });
   const app = Fastify({ logger: false, bodyLimit, clientErrorHandler: clientErrorHandler(metrics) });
 
+  app.server.on('checkExpectation', expectationHandler(metrics));
   // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser(OCTET_STREAM, { parseAs: 'buffer' }, (_request, body, done) => done(null, body));

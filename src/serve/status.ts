@@ -12,6 +12,7 @@
  * | OMNI_ERR_BAD_REQUEST                   |    400 | HTTP framing, URL, header values          |
  * | OMNI_ERR_REQUEST_TIMEOUT / _HEADERS_TOO_LARGE | 408 / 431 | node:http's own limits         |
  * | OMNI_ERR_UNSUPPORTED_MEDIA_TYPE        |    415 |                                           |
+ * | OMNI_ERR_EXPECTATION_FAILED            |    417 | an Expect header other than 100-continue  |
  * | OMNI_ERR_NOT_FOUND                     |    404 |                                           |
  * | OMNI_ERR_DEADLINE                      |    504 | capacity stays held until the work ends   |
  * | OMNI_ERR_ABORTED                       |    499 | the client left; nobody reads the answer  |
@@ -41,6 +42,7 @@ const STATUS_TABLE: Readonly<Record<string, Row>> = {
   OMNI_ERR_REQUEST_TIMEOUT: { status: 408 },
   OMNI_ERR_HEADERS_TOO_LARGE: { status: 431 },
   OMNI_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415 },
+  OMNI_ERR_EXPECTATION_FAILED: { status: 417 },
   OMNI_ERR_NOT_FOUND: { status: 404 },
   OMNI_ERR_DEADLINE: { status: 504 },
   OMNI_ERR_ABORTED: { status: 499 },
