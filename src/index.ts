@@ -37,6 +37,7 @@ export {
 export type { RunOptions, RuntimeAdmissionOptions, RuntimeOptions } from './runtime/options.js';
 export {
   type CloseOptions,
+  type CloseResult,
   type LatencySummary,
   Runtime,
   type RuntimeReport,

@@ -66,6 +66,14 @@ export interface CloseOptions {
   timeoutMs?: number;
 }
 
+/** How close() ended: told by the runtime, since its teardown takes time of its own. */
+export interface CloseResult {
+  /** True when every call ended on its own; false when a close timeout abandoned work. */
+  readonly clean: boolean;
+  /** Calls still outstanding (running or queued) when the timeout cut the wait short. */
+  readonly abandoned: number;
+}
+
 /**
  * The serial scheduler still gives every call a claim (so exactly-once release and cooperative
  * cancellation work the same way); its admission never refuses, it only makes calls beyond
@@ -112,7 +120,7 @@ export class Runtime {
   readonly #defaultCall: CheckedRunOptions;
   #pool: Piscina | undefined;
   #inflight = 0;
-  #closing: Promise<void> | undefined;
+  #closing: Promise<CloseResult> | undefined;
   /** Ends close()'s wait for in-flight work early (armed by a close timeout); unset once it is over. */
   #force: (() => void) | undefined;
   #forceTimer: LongTimer;
@@ -358,9 +366,10 @@ export class Runtime {
    * finish, then stops the threads. With `timeoutMs`, work still running then is abandoned:
    * its threads are terminated and its capacity reclaimed. Every call returns the same
    * promise; a later call's timeout still applies when it ends the wait sooner (e.g. a
-   * server's drain timeout after a plain close()).
+   * server's drain timeout after a plain close()). Resolves with whether anything was
+   * abandoned; rejects only for malformed options.
    */
-  close(options?: CloseOptions): Promise<void> {
+  close(options?: CloseOptions): Promise<CloseResult> {
     let timeoutMs: number | undefined;
     try {
       timeoutMs = checkCloseOptions(options);
@@ -381,13 +390,14 @@ export class Runtime {
     this.#forceTimer = setLongTimeout((force) => force(), timeoutMs, this.#force);
   }
 
-  async #shutdown(): Promise<void> {
+  async #shutdown(): Promise<CloseResult> {
     this.#state = 'draining';
     const drained = this.#admission.close().then(() => true);
     const expired = new Promise<boolean>((resolve) => {
       this.#force = () => resolve(false);
     });
     const clean = await Promise.race([drained, expired]);
+    const abandoned = clean ? 0 : this.#admission.report().depth;
     this.#force = undefined;
     clearLongTimeout(this.#forceTimer);
     this.#tearingDown = true;
@@ -402,5 +412,6 @@ export class Runtime {
       await pool.destroy();
     }
     this.#state = 'stopped';
+    return { clean, abandoned };
   }
 }

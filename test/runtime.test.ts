@@ -212,7 +212,7 @@ describe('Runtime.close', () => {
     const rt = await start({ threads: 1 });
     const first = rt.close();
     expect(rt.close()).toBe(first);
-    await first;
+    expect(await first).toEqual({ clean: true, abandoned: 0 });
     expect(rt.state).toBe('stopped');
   });
 
@@ -225,7 +225,7 @@ describe('Runtime.close', () => {
     // A longer timeout never postpones a shorter one; the shortest given so far applies.
     expect(rt.close({ timeoutMs: 60_000 })).toBe(first);
     expect(rt.close({ timeoutMs: 0 })).toBe(first);
-    await first;
+    expect(await first).toEqual({ clean: false, abandoned: 1 });
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, leaked: 0, failed: 1 });
   });
@@ -245,7 +245,8 @@ describe('Runtime.close', () => {
     expect(rt.report()).toMatchObject({ depth: 2, units: 7 });
     const waitingCode = codeOf(waitingCall);
 
-    await rt.close({ timeoutMs: 20 });
+    // Both calls are abandoned: the one whose caller left still held its capacity.
+    expect(await rt.close({ timeoutMs: 20 })).toEqual({ clean: false, abandoned: 2 });
     expect(rt.state).toBe('stopped');
     expect(await waitingCode).toBe('OMNI_ERR_WORKER_EXITED');
     expect(rt.report()).toMatchObject({
@@ -267,7 +268,7 @@ describe('Runtime.close', () => {
     const closing = rt.close({ timeoutMs: 60_000 });
     open(a);
     await expect(running).resolves.toBe('a');
-    await closing;
+    expect(await closing).toEqual({ clean: true, abandoned: 0 });
     expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 1, failed: 0 });
   });
 });

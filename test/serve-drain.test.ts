@@ -153,6 +153,17 @@ describe('drain', () => {
     expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
   });
 
+  it('an idle server drained with a 1 ms timeout is clean: the runtime teardown is not abandoned work', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
+    gates.push(g);
+    g.open();
+    const s = await serve(g.lr, { port: 0 });
+    expect((await postFloats(s.address, [1, 2, 3, 4])).status).toBe(200);
+    // Closing the threads takes longer than 1 ms, but nothing was running to abandon.
+    expect(await s.drain({ timeoutMs: 1 })).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 1 });
+  });
+
   it('a drain timeout abandons work still held: the result says so and the runtime still stops', async () => {
     const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
     gates.push(g);

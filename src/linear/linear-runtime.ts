@@ -13,7 +13,7 @@ import {
 import { lengthOf, requireFloat32Array, requireLength } from '../native/validate.js';
 import { builtModuleUrl } from '../paths.js';
 import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
-import { type CloseOptions, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
+import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
 import type { LinearWeights, NativeWorkerData, NativeWorkerInput } from './protocol.js';
 
 export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'workerData'> {
@@ -152,7 +152,7 @@ export class LinearRuntime {
     return this.runtime.report();
   }
 
-  close(options?: CloseOptions): Promise<void> {
+  close(options?: CloseOptions): Promise<CloseResult> {
     return this.runtime.close(options);
   }
 }

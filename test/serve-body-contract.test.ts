@@ -1,0 +1,133 @@
+/**
+ * POST /v1/linear bodies and headers beyond serve-status.test.ts: JSON rows that are too wide,
+ * a rows hint that contradicts a JSON body, `null` for a body, the charset and Content-Encoding
+ * spellings that mean UTF-8 and identity, a client deadline that shortens the server's, and a
+ * worker answer of the wrong shape. Nothing malformed reaches a worker.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
+import { get, postBytes, postJson } from './fixtures/serve-client.js';
+import { expectedRow } from './fixtures/serve-gate-layout.js';
+import { type Gated, startGated } from './fixtures/serve-harness.js';
+
+const IN = 4;
+const OUT = 3;
+const ROW = [1, 2, 3, 4];
+
+const servers: ServeHandle[] = [];
+const gates: Gated[] = [];
+
+afterEach(async () => {
+  for (const g of gates.splice(0)) g.open();
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+// One open server for the tests that hold no capacity; each counts worker calls as a difference.
+let openServer: Promise<{ g: Gated; url: string; close: () => Promise<unknown> }> | undefined;
+function shared(): NonNullable<typeof openServer> {
+  openServer ??= (async () => {
+    const g = await startGated({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 4 } });
+    const s = await serve(g.lr, { port: 0 });
+    return { g, url: s.address, close: () => s.close() };
+  })();
+  return openServer;
+}
+
+afterAll(async () => {
+  await (await openServer)?.close();
+});
+
+async function reached(g: Gated, fn: () => Promise<void>): Promise<number> {
+  const before = g.entered();
+  await fn();
+  return g.entered() - before;
+}
+
+describe('JSON bodies', () => {
+  it.each([
+    ['a row wider than inFeatures', { rows: [[1, 2, 3, 4, 5]] }, {}],
+    ['a second row wider than inFeatures', { rows: [ROW, [...ROW, 5]] }, {}],
+    ['x-omni-rows disagreeing with the rows', { rows: [ROW] }, { 'x-omni-rows': '2' }],
+    ['null', 'null', {}],
+  ])('%s: 400 OMNI_ERR_BAD_BODY, no worker call', async (_name, value, headers) => {
+    const { g, url } = await shared();
+    const calls = await reached(g, async () => {
+      const a = await postJson(url, value, headers);
+      expect(a.status).toBe(400);
+      expect(a.json?.code).toBe('OMNI_ERR_BAD_BODY');
+    });
+    expect(calls).toBe(0);
+  });
+
+  it('?rows= disagreeing with a JSON body: 400; agreeing with it: 200', async () => {
+    const { g, url } = await shared();
+    const calls = await reached(g, async () => {
+      for (const [query, status] of [
+        ['?rows=2', 400],
+        ['?rows=1', 200],
+      ] as const) {
+        const a = await postBytes(url, Buffer.from(JSON.stringify({ rows: [ROW] })), {
+          query,
+          type: 'application/json',
+        });
+        expect(a.status).toBe(status);
+        if (status === 400) expect(a.json?.code).toBe('OMNI_ERR_BAD_BODY');
+        else expect(a.json).toEqual({ rows: [expectedRow(ROW, OUT)] });
+      }
+    });
+    expect(calls).toBe(1);
+  });
+});
+
+describe('headers', () => {
+  it('charset=utf8 and a Content-Encoding of Identity (any case, padded) are served', async () => {
+    const { url } = await shared();
+    const json = Buffer.from(JSON.stringify({ rows: [ROW] }));
+    const utf8 = await postBytes(url, json, { type: 'application/json; charset=utf8' });
+    expect(utf8.status).toBe(200);
+    expect(utf8.json).toEqual({ rows: [expectedRow(ROW, OUT)] });
+    const identity = await postBytes(url, json, {
+      type: 'application/json',
+      headers: { 'content-encoding': ' Identity ' },
+    });
+    expect(identity.status).toBe(200);
+  });
+
+  it('a client deadline shorter than the server one shortens it: 504', async () => {
+    const g = await startGated({ inFeatures: IN, outFeatures: OUT, threads: 1, admission: { requests: 2 } });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0, deadlineMs: 600_000 });
+    servers.push(s);
+    // The gate stays shut: with the server's 10-minute deadline this would outlast the test.
+    const a = await postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '50' });
+    expect(a.status).toBe(504);
+    expect(a.json?.code).toBe('OMNI_ERR_DEADLINE');
+  }, 20_000);
+});
+
+describe('the worker answer', () => {
+  it('a result of the wrong length: 500 OMNI_ERR_TASK_FAILED, not a short answer', async () => {
+    let closed = false;
+    const wrong: Served = {
+      inFeatures: IN,
+      outFeatures: OUT,
+      backend: 'fixture',
+      // One row in, one float short of a row out.
+      run: async () => new Float32Array(OUT - 1),
+      report: () => {
+        throw new Error('not used by this test');
+      },
+      close: async () => {
+        closed = true;
+        return { clean: true, abandoned: 0 };
+      },
+    };
+    const s = await serve(wrong, { port: 0 });
+    const a = await postJson(s.address, { rows: [ROW] });
+    expect(a.status).toBe(500);
+    expect(a.json?.code).toBe('OMNI_ERR_TASK_FAILED');
+    expect((await get(s.address, '/v2/none')).status).toBe(404);
+    await s.close();
+    expect(closed).toBe(true);
+  });
+});
