@@ -153,7 +153,7 @@ export async function runAdmissionBenchCommand(argv: readonly string[]): Promise
     rounds,
     roundSeconds: roundMs / 1000,
     raw: {
-      name: cost === 0 ? 'raw Int32 CAS + sub' : 'raw 64-bit CAS + sub',
+      name: rawMode === 'raw32' ? 'raw Int32 CAS + sub' : 'raw 64-bit CAS + sub',
       opsPerSec: rawOps,
       rounds: rawRates,
     },

@@ -34,5 +34,9 @@ export const BATCH = 1000;
 /** A bound far above any thread count: the measured path admits, it never refuses. */
 export const BENCH_REQUESTS = 1 << 20;
 export const BENCH_UNITS = 2 ** 30;
-/** The raw baselines refuse at the same bounds, so both sides do the same comparison. */
+/**
+ * The raw 64-bit baseline's refusal limit. Like the bounds above it is never reached (the
+ * measured path only admits); it is there so the raw loop does the same load, compare and
+ * compare-exchange as an admission, not to refuse where the admission would.
+ */
 export const RAW64_LIMIT = 1n << 50n;

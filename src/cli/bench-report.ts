@@ -35,7 +35,7 @@ function fixed(x: number, digits: number): string {
   return x.toFixed(digits);
 }
 
-/** Latency: three significant figures, never exponent notation. */
+/** Latency: at most two decimals (three significant figures from 1 ms up), never exponent notation. */
 function ms(x: number, count: number): string {
   if (count === 0) return '-';
   if (x >= 100) return fixed(x, 0);

@@ -1,0 +1,96 @@
+/**
+ * `omni-runtime bench` flags at their edges, in-process: the documented defaults, every range's
+ * last accepted value and first refused one. Mistakes are UsageErrors (code OMNI_ERR_USAGE).
+ */
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { UsageError } from '../src/cli/args.js';
+import {
+  type BenchConfig,
+  checkPhaseArrivals,
+  MAX_PHASE_ARRIVALS,
+  parseBenchArgs,
+} from '../src/cli/bench-options.js';
+
+function config(argv: string[]): BenchConfig {
+  const parsed = parseBenchArgs(argv, {});
+  if (parsed === 'help') throw new Error('unexpected help');
+  return parsed;
+}
+
+function usageCode(argv: string[]): string | undefined {
+  try {
+    config(argv);
+  } catch (err) {
+    expect(err).toBeInstanceOf(UsageError);
+    return (err as UsageError).code;
+  }
+  return undefined;
+}
+
+describe('bench flag defaults (as --help and the README give them)', () => {
+  it('seed 1, a 1024 -> 1024 layer, 1 s of calibration, ./bench-results, the table', () => {
+    expect(config([])).toMatchObject({
+      seed: 1,
+      inFeatures: 1024,
+      outFeatures: 1024,
+      calibrateS: 1,
+      deadlineMs: 1000,
+      outDir: resolve('bench-results'),
+      json: false,
+    });
+    expect(config(['--json']).json).toBe(true);
+  });
+
+  it('--units defaults to 8 x --requests, --requests to 8 x --threads', () => {
+    expect(config(['--threads', '3'])).toMatchObject({ threads: 3, requests: 24, units: 192 });
+    expect(config(['--threads', '3', '--requests', '5'])).toMatchObject({ requests: 5, units: 40 });
+  });
+});
+
+describe('bench flag ranges', () => {
+  it.each([
+    ['--seed', '4294967295', '4294967296'],
+    ['--threads', '256', '257'],
+    ['--requests', '65536', '65537'],
+    ['--max-rows', '4096', '4097'],
+    ['--in-features', '16384', '16385'],
+    ['--duration', '86400', '86401'],
+  ])('%s takes %s, refuses %s', (flag, last, first) => {
+    const units = ['--units', '100000'];
+    expect(() => config([flag, last, ...units])).not.toThrow();
+    expect(usageCode([flag, first, ...units])).toBe('OMNI_ERR_USAGE');
+  });
+
+  it.each([['--deadline-ms'], ['--calibrate'], ['--duration']])('%s must be above 0', (flag) => {
+    expect(config([flag, '0.001'])).toBeDefined();
+    expect(usageCode([flag, '0'])).toBe('OMNI_ERR_USAGE');
+  });
+
+  it.each([['--threads'], ['--requests'], ['--units'], ['--max-rows']])('%s must be at least 1', (flag) => {
+    // Every other flag given and valid, so only this one can be the mistake.
+    const others = ['--threads', '2', '--requests', '4', '--units', '32', '--max-rows', '4'];
+    const i = others.indexOf(flag);
+    const argv = [...others.slice(0, i), flag, '0', ...others.slice(i + 2)];
+    expect(usageCode(argv)).toBe('OMNI_ERR_USAGE');
+    expect(config(others)).toMatchObject({ threads: 2, requests: 4, units: 32, maxRows: 4 });
+  });
+
+  it('--max-rows may equal --units, not exceed it', () => {
+    expect(config(['--units', '8', '--max-rows', '8']).maxRows).toBe(8);
+    expect(usageCode(['--units', '8', '--max-rows', '9'])).toBe('OMNI_ERR_USAGE');
+  });
+
+  it('a phase may offer up to a million arrivals, not one more', () => {
+    expect(MAX_PHASE_ARRIVALS).toBe(1_000_000);
+    expect(() => checkPhaseArrivals(1_000_000, 1, '1000000/s')).not.toThrow();
+    expect(() => checkPhaseArrivals(1_000_001, 1, '1000001/s')).toThrow(UsageError);
+    // One absolute rate over 20 s: two 10 s phases; 100,000/s offers exactly a million in each.
+    expect(config(['--rates', '100000']).phaseS).toBe(10);
+    expect(usageCode(['--rates', '100001'])).toBe('OMNI_ERR_USAGE');
+  });
+
+  it('takes no positional argument', () => {
+    expect(usageCode(['sideways'])).toBe('OMNI_ERR_USAGE');
+  });
+});

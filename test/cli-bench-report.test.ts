@@ -1,0 +1,176 @@
+/**
+ * The benchmark's report, in-process on a made-up result: the --json summary (every phase but
+ * its timeline, with refusal and deadline shares of the requests sent) and the table's columns.
+ */
+import { describe, expect, it } from 'vitest';
+import { describe as describeRun, formatReport, formatTable, summarize } from '../src/cli/bench-report.js';
+import type { BenchResult } from '../src/cli/bench-run.js';
+import type { PhaseResult } from '../src/cli/phase-recorder.js';
+
+function phase(overrides: Partial<PhaseResult>): PhaseResult {
+  return {
+    mode: 'unbounded',
+    offeredRate: 500,
+    rateLabel: '0.5x',
+    windowS: 2.5,
+    totalS: 2.6,
+    sent: 1000,
+    sentUnits: 8500,
+    completed: 1000,
+    refused: 0,
+    refusedBy: {},
+    deadline: 0,
+    failed: 0,
+    failedBy: {},
+    achievedRate: 400,
+    latencyMs: { count: 1000, p50: 2.567, p99: 8.214, p999: 14.31, max: 20, mean: 3 },
+    depth: { mean: 0.94, max: 6 },
+    timeline: [{ t: 0, depth: 0, queued: 0, sent: 0, completed: 0, refused: 0, deadline: 0 }],
+    ...overrides,
+  };
+}
+
+function result(phases: PhaseResult[]): BenchResult {
+  return {
+    tool: 'omni-runtime bench',
+    startedAt: '2024-01-01T00:00:00.000Z',
+    node: 'v20.20.0',
+    cpu: 'test cpu',
+    cpus: 2,
+    backend: 'fixture',
+    backendReason: 'requested',
+    threads: 2,
+    layer: { inFeatures: 1024, outFeatures: 1024, op: 'y = GELU(x W^T + b)' },
+    cost: { unit: 'rows', distribution: 'uniform', min: 1, max: 16 },
+    arrivals: 'open loop',
+    seed: 1,
+    deadlineMs: 1000,
+    durationS: 20,
+    phaseS: 2.5,
+    bounds: { requests: 16, units: 128 },
+    calibration: { seconds: 1, concurrency: 8, completed: 865, capacity: 1153.4 },
+    rates: [500, 2000],
+    phases,
+  };
+}
+
+const low = phase({});
+const high = phase({
+  mode: 'bounded',
+  offeredRate: 2000,
+  rateLabel: '2x',
+  sent: 3000,
+  completed: 1000,
+  refused: 1000,
+  refusedBy: { requests: 600, units: 400 },
+  deadline: 600,
+  failed: 1,
+  failedBy: { OMNI_ERR_TASK_FAILED: 1 },
+  achievedRate: 1441.2,
+  latencyMs: { count: 1000, p50: 9.97, p99: 22.71, p999: 123.4, max: 130, mean: 11 },
+  depth: { mean: 13.06, max: 16 },
+});
+const idle = phase({
+  mode: 'bounded',
+  completed: 0,
+  refused: 1000,
+  latencyMs: { count: 0, p50: 0, p99: 0, p999: 0, max: 0, mean: 0 },
+});
+
+/** The table's cells, row by row (cells are separated by two or more spaces). */
+function cells(table: string): string[][] {
+  return table.split('\n').map((line) => line.trim().split(/\s{2,}/));
+}
+
+describe('summarize (the --json summary)', () => {
+  it('keeps every phase field but the timeline, adds refused and deadline % of sent, lists the files', () => {
+    const r = result([low, high]);
+    const s = summarize(r, ['/out/results.json']);
+    expect(s.files).toEqual(['/out/results.json']);
+    expect(s.rates).toEqual([500, 2000]);
+    for (const p of s.phases) expect(p).not.toHaveProperty('timeline');
+    const { timeline: _t, ...rest } = high;
+    expect(s.phases[1]).toEqual({ ...rest, refusedPct: 33.33, deadlinePct: 20 });
+    expect(s.phases[0]).toMatchObject({ refusedPct: 0, deadlinePct: 0 });
+    // The result itself still has its timelines (results.json is written from it).
+    expect(r.phases[0]!.timeline).toHaveLength(1);
+  });
+
+  it('gives 0 %, not NaN, for a phase that sent nothing', () => {
+    const s = summarize(result([phase({ sent: 0, completed: 0 })]), []);
+    expect(s.phases[0]).toMatchObject({ refusedPct: 0, deadlinePct: 0 });
+  });
+});
+
+describe('formatTable', () => {
+  it('one row per phase, each number in its column', () => {
+    const rows = cells(formatTable(result([low, high, idle])));
+    expect(rows[0]).toEqual([
+      'mode',
+      'offered/s',
+      'load',
+      'achieved/s',
+      'p50 ms',
+      'p99 ms',
+      'p99.9 ms',
+      'refused %',
+      'deadline %',
+      'failed',
+      'depth mean',
+      'depth max',
+    ]);
+    expect(rows[1]).toEqual([
+      'unbounded',
+      '500',
+      '0.5x',
+      '400',
+      '2.57',
+      '8.21',
+      '14.3',
+      '0.0',
+      '0.0',
+      '0',
+      '0.9',
+      '6',
+    ]);
+    expect(rows[2]).toEqual([
+      'bounded',
+      '2000',
+      '2x',
+      '1441',
+      '9.97',
+      '22.7',
+      '123',
+      '33.3',
+      '20.0',
+      '1',
+      '13.1',
+      '16',
+    ]);
+    // No completions: no latency to show.
+    expect(rows[3]!.slice(4, 7)).toEqual(['-', '-', '-']);
+  });
+
+  it('aligns numbers right and the mode and load columns left', () => {
+    const lines = formatTable(result([low, high])).split('\n');
+    // "2x" sits under the left edge of "load", "0.5x" fills it.
+    const loadAt = lines[0]!.indexOf('load');
+    expect(lines[2]!.slice(loadAt, loadAt + 4)).toBe('2x  ');
+    expect(lines[1]!.slice(loadAt, loadAt + 4)).toBe('0.5x');
+    // The right edges of the numeric columns line up with their headers'.
+    const p99End = lines[0]!.indexOf('p99 ms') + 'p99 ms'.length;
+    expect(lines[1]!.slice(p99End - 4, p99End)).toBe('8.21');
+    expect(lines[2]!.slice(p99End - 4, p99End)).toBe('22.7');
+  });
+});
+
+describe('formatReport', () => {
+  it('says what was measured, then the table, then where the files went', () => {
+    const r = result([low, high]);
+    const text = formatReport(r, ['/out/results.json', '/out/latency.svg']);
+    expect(text.startsWith(describeRun(r))).toBe(true);
+    expect(text).toContain(formatTable(r));
+    expect(describeRun(r)).toContain('capacity: 1153 req/s');
+    expect(text.trimEnd().split('\n').at(-1)).toBe('written: /out/results.json, /out/latency.svg');
+  });
+});

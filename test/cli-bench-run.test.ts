@@ -1,0 +1,74 @@
+/**
+ * One `omni-runtime bench` run in-process, on a tiny layer over the CPU fixture: what the result
+ * says about the run (rates resolved and ascending, one phase per load and mode, the bounds and
+ * costs used). Nothing here depends on how fast the machine is.
+ */
+import { describe, expect, it } from 'vitest';
+import { type BenchConfig, parseBenchArgs } from '../src/cli/bench-options.js';
+import { runBench } from '../src/cli/bench-run.js';
+import { ArrivalProcess, phaseSeed } from '../src/cli/prng.js';
+import { Progress } from '../src/cli/progress.js';
+
+const quiet = { isTTY: false } as NodeJS.WriteStream;
+
+function config(argv: string[]): BenchConfig {
+  const parsed = parseBenchArgs(
+    [...argv, '--threads', '1', '--in-features', '8', '--out-features', '8', '--out', 'unused'],
+    {},
+  );
+  if (parsed === 'help') throw new Error('unexpected help');
+  return parsed;
+}
+
+describe('runBench', () => {
+  it('runs every load on both modes, lowest load first, and reports the configuration it ran', async () => {
+    const c = config([
+      ...['--rates', '200,50', '--duration', '0.4', '--calibrate', '0.05'],
+      ...['--requests', '3', '--units', '6', '--max-rows', '5', '--seed', '9', '--deadline-ms', '5000'],
+    ]);
+    const r = await runBench(c, new Progress(1, quiet));
+    expect(r.rates).toEqual([50, 200]);
+    expect(r.phases.map((p) => [p.mode, p.offeredRate, p.rateLabel])).toEqual([
+      ['unbounded', 50, '50/s'],
+      ['bounded', 50, '50/s'],
+      ['unbounded', 200, '200/s'],
+      ['bounded', 200, '200/s'],
+    ]);
+    expect(r).toMatchObject({
+      backend: 'fixture',
+      threads: 1,
+      seed: 9,
+      deadlineMs: 5000,
+      durationS: 0.4,
+      phaseS: 0.1,
+      bounds: { requests: 3, units: 6 },
+      cost: { unit: 'rows', distribution: 'uniform', min: 1, max: 5 },
+      layer: { inFeatures: 8, outFeatures: 8 },
+    });
+    // Enough outstanding calls to keep every thread busy: four per thread.
+    expect(r.calibration).toMatchObject({ seconds: 0.05, concurrency: 4 });
+    // The load is fixed by the seed: each load i offers the arrivals of its own seeded stream,
+    // phaseSeed(seed, i), that fall in the window, whatever the machine does with them.
+    r.phases.forEach((p, n) => {
+      const arrivals = new ArrivalProcess(phaseSeed(9, n >> 1), p.offeredRate, 5);
+      let sent = 0;
+      let units = 0;
+      for (let a = arrivals.next(); a.at < 100; a = arrivals.next()) {
+        sent++;
+        units += a.rows;
+      }
+      expect([p.sent, p.sentUnits], `${p.mode} @ ${p.rateLabel}`).toEqual([sent, units]);
+    });
+    for (const p of r.phases) {
+      expect(p.windowS).toBe(0.1);
+      expect(p.completed + p.refused + p.deadline + p.failed).toBe(p.sent);
+      expect(p.timeline.length).toBeGreaterThan(0);
+    }
+  });
+
+  it('fails a run whose calibration completed nothing when a load is relative to it', async () => {
+    // A microsecond of calibration: no request can come back within it.
+    const c = config(['--rates', '1x', '--duration', '0.2', '--calibrate', '0.000001']);
+    await expect(runBench(c, new Progress(1, quiet))).rejects.toBeInstanceOf(Error);
+  });
+});

@@ -1,0 +1,152 @@
+/**
+ * The chart specs, in-process on a made-up result: which numbers each chart plots (the SVGs
+ * themselves are checked end to end in cli-bench.test.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import type { BenchResult } from '../src/cli/bench-run.js';
+import { CHART_FILES, charts, latencySpec, throughputSpec, timelineSpec } from '../src/cli/charts.js';
+import type { PhaseResult, Sample } from '../src/cli/phase-recorder.js';
+
+function sample(t: number, depth: number, refused: number, deadline: number): Sample {
+  return { t, depth, queued: 0, sent: 0, completed: 0, refused, deadline };
+}
+
+function phase(
+  mode: 'unbounded' | 'bounded',
+  offeredRate: number,
+  rateLabel: string,
+  extra: Partial<PhaseResult>,
+) {
+  return {
+    mode,
+    offeredRate,
+    rateLabel,
+    windowS: 2.5,
+    totalS: 3,
+    sent: 100,
+    sentUnits: 800,
+    completed: 90,
+    refused: 5,
+    refusedBy: {},
+    deadline: 5,
+    failed: 0,
+    failedBy: {},
+    achievedRate: offeredRate * 0.9,
+    latencyMs: { count: 90, p50: 1, p99: 2, p999: 3, max: 4, mean: 1.5 },
+    depth: { mean: 1, max: 2 },
+    timeline: [sample(0, 1, 0, 0)],
+    ...extra,
+  } satisfies PhaseResult;
+}
+
+const phases: PhaseResult[] = [
+  phase('unbounded', 500, '0.5x', {
+    latencyMs: { count: 9, p50: 2.5, p99: 8.2, p999: 14.3, max: 15, mean: 3 },
+  }),
+  phase('bounded', 500, '0.5x', { latencyMs: { count: 0, p50: 0, p99: 0, p999: 0, max: 0, mean: 0 } }),
+  phase('unbounded', 2000, '2x', {
+    achievedRate: 950,
+    latencyMs: { count: 9, p50: 540, p99: 1001, p999: 1003, max: 1004, mean: 600 },
+    timeline: [sample(0, 3, 0, 0), sample(1500, 700, 0, 12)],
+  }),
+  phase('bounded', 2000, '2x', {
+    achievedRate: 1441,
+    latencyMs: { count: 9, p50: 9.97, p99: 22.7, p999: 28.3, max: 30, mean: 11 },
+    timeline: [sample(0, 2, 1, 0), sample(1500, 16, 40, 0)],
+  }),
+];
+
+const result = {
+  tool: 'omni-runtime bench',
+  startedAt: '2024-01-01T00:00:00.000Z',
+  node: 'v20.20.0',
+  cpu: 'test cpu',
+  cpus: 2,
+  backend: 'fixture',
+  backendReason: 'requested',
+  threads: 2,
+  layer: { inFeatures: 1024, outFeatures: 1024, op: 'y = GELU(x W^T + b)' },
+  cost: { unit: 'rows', distribution: 'uniform', min: 1, max: 16 },
+  arrivals: 'open loop',
+  seed: 1,
+  deadlineMs: 750,
+  durationS: 10,
+  phaseS: 2.5,
+  bounds: { requests: 16, units: 128 },
+  calibration: { seconds: 1, concurrency: 8, completed: 750, capacity: 1000.4 },
+  rates: [500, 2000],
+  phases,
+} satisfies BenchResult;
+
+interface Layer {
+  data?: { values: Array<Record<string, unknown>> };
+  layer?: Layer[];
+  encoding?: Record<string, unknown>;
+}
+interface Spec extends Layer {
+  title: { text: string; subtitle: string };
+  vconcat?: Layer[];
+}
+const spec = (s: unknown): Spec => s as Spec;
+
+describe('chart specs', () => {
+  it('latency: p50, p99 and p99.9 of every phase with completions, and the deadline rule', () => {
+    const s = spec(latencySpec(result));
+    const [lines, deadline] = s.layer!;
+    expect(lines!.data!.values).toEqual([
+      { offered: 500, mode: 'unbounded', percentile: 'p50', latencyMs: 2.5 },
+      { offered: 500, mode: 'unbounded', percentile: 'p99', latencyMs: 8.2 },
+      { offered: 500, mode: 'unbounded', percentile: 'p99.9', latencyMs: 14.3 },
+      { offered: 2000, mode: 'unbounded', percentile: 'p50', latencyMs: 540 },
+      { offered: 2000, mode: 'unbounded', percentile: 'p99', latencyMs: 1001 },
+      { offered: 2000, mode: 'unbounded', percentile: 'p99.9', latencyMs: 1003 },
+      { offered: 2000, mode: 'bounded', percentile: 'p50', latencyMs: 9.97 },
+      { offered: 2000, mode: 'bounded', percentile: 'p99', latencyMs: 22.7 },
+      { offered: 2000, mode: 'bounded', percentile: 'p99.9', latencyMs: 28.3 },
+    ]);
+    // The deadline is drawn on the same (millisecond) axis as the latencies.
+    expect(deadline!.data!.values).toEqual([{ y: 750, label: 'deadline' }]);
+  });
+
+  it('throughput: achieved against offered per phase, and the achieved = offered diagonal', () => {
+    const s = spec(throughputSpec(result));
+    const [diagonal, points] = s.layer!;
+    expect(diagonal!.data!.values).toEqual([
+      { offered: 0, achieved: 0 },
+      { offered: 2000, achieved: 2000 },
+    ]);
+    expect(points!.data!.values).toEqual([
+      { offered: 500, achieved: 450, mode: 'unbounded' },
+      { offered: 500, achieved: 450, mode: 'bounded' },
+      { offered: 2000, achieved: 950, mode: 'unbounded' },
+      { offered: 2000, achieved: 1441, mode: 'bounded' },
+    ]);
+    expect(s.title.subtitle).toContain('1000 req/s');
+  });
+
+  it('timeline: the highest offered load only, in seconds, refusals and deadline misses apart', () => {
+    const s = spec(timelineSpec(result));
+    expect(s.title.text).toBe('Depth and refusals over time at 2000 req/s (2x)');
+    expect(s.data!.values).toEqual([
+      { t: 0, mode: 'unbounded', depth: 3, outcome: 'refused', count: 0 },
+      { t: 0, mode: 'unbounded', depth: 3, outcome: 'deadline missed', count: 0 },
+      { t: 1.5, mode: 'unbounded', depth: 700, outcome: 'refused', count: 0 },
+      { t: 1.5, mode: 'unbounded', depth: 700, outcome: 'deadline missed', count: 12 },
+      { t: 0, mode: 'bounded', depth: 2, outcome: 'refused', count: 1 },
+      { t: 0, mode: 'bounded', depth: 2, outcome: 'deadline missed', count: 0 },
+      { t: 1.5, mode: 'bounded', depth: 16, outcome: 'refused', count: 40 },
+      { t: 1.5, mode: 'bounded', depth: 16, outcome: 'deadline missed', count: 0 },
+    ]);
+  });
+
+  it('charts(): one spec per chart file, in CHART_FILES order', () => {
+    const all = charts(result);
+    expect(all.map((c) => c.file)).toEqual([...CHART_FILES]);
+    expect(CHART_FILES).toEqual(['latency.svg', 'throughput.svg', 'timeline.svg']);
+    expect(all.map((c) => spec(c.spec).title.text)).toEqual([
+      'Latency vs offered load',
+      'Throughput vs offered load',
+      'Depth and refusals over time at 2000 req/s (2x)',
+    ]);
+  });
+});

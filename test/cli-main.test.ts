@@ -1,0 +1,57 @@
+/** The command line's dispatch, in-process: help and version, exit codes, one-line errors. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { UsageError } from '../src/cli/args.js';
+import { errorLine, exitCodeFor, HELP, main } from '../src/cli/main.js';
+import { packageRoot } from '../src/paths.js';
+
+const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string })
+  .version;
+
+/** Runs main() and returns its exit code and what it wrote on stdout. */
+async function run(argv: string[]): Promise<{ code: number; stdout: string }> {
+  let stdout = '';
+  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    stdout += String(chunk);
+    return true;
+  });
+  const code = await main(argv);
+  vi.restoreAllMocks();
+  return { code, stdout };
+}
+
+afterEach(() => vi.restoreAllMocks());
+
+describe('main', () => {
+  it.each([['-v'], ['--version']])('%s prints the package version, exits 0', async (flag) => {
+    expect(await run([flag])).toEqual({ code: 0, stdout: `${version}\n` });
+  });
+
+  it.each([[[]], [['help']], [['-h']], [['--help']]])('%j prints the help, exits 0', async (argv) => {
+    expect(await run(argv)).toEqual({ code: 0, stdout: HELP });
+  });
+
+  it('an unknown command or flag is a usage mistake (exit 2); anything else exits 1', async () => {
+    for (const argv of [['frobnicate'], ['--frobnicate']]) {
+      const err = await main(argv).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(UsageError);
+      expect((err as UsageError).code).toBe('OMNI_ERR_USAGE');
+      expect(exitCodeFor(err)).toBe(2);
+    }
+    expect(exitCodeFor(new Error('boom'))).toBe(1);
+  });
+});
+
+describe('errorLine', () => {
+  it('is one line, whatever the message holds', () => {
+    const line = errorLine(Object.assign(new Error('first\n  second\tthird\n'), { code: 'OMNI_ERR_X' }));
+    expect(line.split('\n')).toHaveLength(1);
+    expect(line).not.toMatch(/\s{2}|\t/);
+    expect(errorLine(new UsageError('a\nb')).split('\n')).toHaveLength(1);
+    expect(errorLine('a plain string').split('\n')).toHaveLength(1);
+  });
+});

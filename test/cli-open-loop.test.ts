@@ -1,0 +1,295 @@
+/**
+ * The load generator on a fake runtime and a fake clock (vitest's fake timers drive setTimeout,
+ * setInterval and performance.now), so its schedule is checked exactly, with no real time:
+ * the seeded arrivals of the window and nothing else, catch-up after a stalled event loop,
+ * latency and deadline from each arrival's scheduled time, the drain, and the calibration.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { calibrate, openLoop, type Workload } from '../src/cli/load-generator.js';
+import { PhaseRecorder } from '../src/cli/phase-recorder.js';
+import { type Arrival, ArrivalProcess, Prng } from '../src/cli/prng.js';
+import { DeadlineError } from '../src/errors.js';
+import type { LinearRuntime } from '../src/linear/linear-runtime.js';
+
+const MAX_ROWS = 8;
+const work: Workload = {
+  inputs: Array.from({ length: MAX_ROWS }, (_, i) => new Float32Array(i + 1)),
+  maxRows: MAX_ROWS,
+};
+
+interface Call {
+  sentAt: number;
+  rows: number;
+  deadlineMs: number | undefined;
+}
+
+/** How the fake runtime treats one call sent at `sentAt`. */
+interface Behaviour {
+  /** When the work ends (depth goes down); undefined: never. */
+  workEndsAt(sentAt: number, rows: number): number | undefined;
+  /** When the caller's promise settles, and how; undefined: never. */
+  callerSettlesAt?(sentAt: number, workEnd: number | undefined): { at: number; error?: Error } | undefined;
+}
+
+/** Runs `fn` after `ms` of fake time; at once (in a microtask) for 0. */
+function later(ms: number, fn: () => void): void {
+  if (ms === 0) queueMicrotask(fn);
+  else setTimeout(fn, ms);
+}
+
+function fakeRuntime(behaviour: Behaviour) {
+  const calls: Call[] = [];
+  let depth = 0;
+  let lastWorkEnd = 0;
+  const lr = {
+    run(x: Float32Array, opts: { rows: number; deadlineMs?: number }): Promise<Float32Array> {
+      const sentAt = performance.now();
+      expect(x.length).toBe(opts.rows);
+      calls.push({ sentAt, rows: opts.rows, deadlineMs: opts.deadlineMs });
+      depth++;
+      const workEnd = behaviour.workEndsAt(sentAt, opts.rows);
+      if (workEnd !== undefined) {
+        later(workEnd - sentAt, () => {
+          depth--;
+          lastWorkEnd = Math.max(lastWorkEnd, performance.now());
+        });
+      }
+      const settle =
+        behaviour.callerSettlesAt?.(sentAt, workEnd) ?? (workEnd === undefined ? undefined : { at: workEnd });
+      return new Promise((resolve, reject) => {
+        if (settle === undefined) return;
+        later(settle.at - sentAt, () => (settle.error ? reject(settle.error) : resolve(x)));
+      });
+    },
+    report: () => ({ depth, queued: 0 }),
+  };
+  return {
+    lr: lr as unknown as LinearRuntime,
+    calls,
+    depth: () => depth,
+    lastWorkEnd: () => lastWorkEnd,
+  };
+}
+
+/** The arrivals the seeded process schedules inside the window. */
+function expectedArrivals(seed: number, rate: number, windowMs: number): Arrival[] {
+  const process = new ArrivalProcess(seed, rate, MAX_ROWS);
+  const out: Arrival[] = [];
+  for (let a = process.next(); a.at < windowMs; a = process.next()) out.push(a);
+  return out;
+}
+
+/** Makes performance.now() jump by `ms` at fake time `at`: the event loop was blocked that long. */
+let lag = 0;
+function stallAt(at: number, ms: number): void {
+  setTimeout(() => {
+    lag += ms;
+  }, at - performance.now());
+}
+
+/** A fresh fake clock (the same one every time), with performance.now() open to stalls. */
+function installClock(): void {
+  vi.useFakeTimers();
+  // Start away from 0, so "since the phase began" and "since the clock began" differ.
+  vi.advanceTimersByTime(1000);
+  lag = 0;
+  const fakeNow = performance.now.bind(performance);
+  vi.spyOn(performance, 'now').mockImplementation(() => fakeNow() + lag);
+}
+function uninstallClock(): void {
+  vi.restoreAllMocks();
+  vi.useRealTimers();
+}
+beforeEach(installClock);
+afterEach(uninstallClock);
+
+async function runPhase(
+  lr: LinearRuntime,
+  plan: { rate: number; windowMs: number; seed: number; deadlineMs: number },
+  advanceMs: number,
+) {
+  const rec = new PhaseRecorder('bounded', plan.rate, `${plan.rate}/s`);
+  const start = performance.now();
+  let end: number | undefined;
+  const done = openLoop(lr, work, { ...plan, sampleMs: 10 }, rec).then((t) => {
+    end = t;
+    return t;
+  });
+  await vi.advanceTimersByTimeAsync(advanceMs);
+  expect(end, 'the phase has drained').toBeDefined();
+  await done;
+  return { rec, start, end: end!, result: rec.result(end!) };
+}
+
+describe('openLoop', () => {
+  it('sends exactly the seeded arrivals of the window, with their rows, never early', async () => {
+    const rt = fakeRuntime({ workEndsAt: (t) => t + 2 });
+    const plan = { rate: 1000, windowMs: 200, seed: 5, deadlineMs: 1000 };
+    const { start, end, result } = await runPhase(rt.lr, plan, 1000);
+    const expected = expectedArrivals(5, 1000, 200);
+    expect(expected.length).toBeGreaterThan(100);
+    expect(rt.calls.map((c) => c.rows)).toEqual(expected.map((a) => a.rows));
+    rt.calls.forEach((c, i) => {
+      expect(c.sentAt - start).toBeGreaterThanOrEqual(expected[i]!.at);
+    });
+    expect(result).toMatchObject({
+      sent: expected.length,
+      sentUnits: expected.reduce((sum, a) => sum + a.rows, 0),
+      completed: expected.length,
+      refused: 0,
+      deadline: 0,
+      failed: 0,
+      windowS: 0.2,
+    });
+    expect(result.timeline[0]!.t).toBe(0);
+    expect(result.totalS).toBeCloseTo((end - start) / 1000, 3);
+  });
+
+  it('catches up after a stall; latency and deadline run from each arrival scheduled time', async () => {
+    // Work that ends at once: each latency is exactly how late its request went out.
+    const rt = fakeRuntime({ workEndsAt: (t) => t });
+    const plan = { rate: 1000, windowMs: 100, seed: 9, deadlineMs: 1000 };
+    stallAt(performance.now() + 20, 30);
+    const { start, result } = await runPhase(rt.lr, plan, 1000);
+    const expected = expectedArrivals(9, 1000, 100);
+    // Nothing dropped: every arrival due during the stall goes out after it.
+    expect(rt.calls).toHaveLength(expected.length);
+    const late = rt.calls.map((c, i) => c.sentAt - (start + expected[i]!.at));
+    const worst = Math.max(...late);
+    expect(worst).toBeGreaterThan(20);
+    // Each request's deadline is what is left of it at its due time.
+    rt.calls.forEach((c, i) => {
+      expect(c.deadlineMs).toBeDefined();
+      expect(c.deadlineMs! + late[i]!).toBeCloseTo(plan.deadlineMs, 6);
+    });
+    // Latency from the due time: the worst is the stall's (HdrHistogram: 3 digits).
+    expect(result.latencyMs.max).toBeGreaterThanOrEqual(worst * 0.999);
+    expect(result.latencyMs.max).toBeLessThanOrEqual(worst * 1.001);
+    const median = late.toSorted((a, b) => a - b)[late.length >> 1]!;
+    expect(result.latencyMs.p50).toBeCloseTo(median, 0);
+    expect(result.completed).toBe(expected.length);
+  });
+
+  it('does not send a request whose deadline passed before it could go: a deadline miss', async () => {
+    const rt = fakeRuntime({ workEndsAt: (t) => t + 1 });
+    const plan = { rate: 1000, windowMs: 100, seed: 9, deadlineMs: 10 };
+    stallAt(performance.now() + 20, 30);
+    const { result } = await runPhase(rt.lr, plan, 1000);
+    expect(result.deadline).toBeGreaterThan(0);
+    expect(rt.calls.length + result.deadline).toBe(result.sent);
+    expect(result.sent).toBe(expectedArrivals(9, 1000, 100).length);
+    expect(result.failed).toBe(0);
+    for (const c of rt.calls) expect(c.deadlineMs).toBeGreaterThan(0);
+  });
+
+  it('counts a request with no time left at all (exactly 0 ms) as a deadline miss', async () => {
+    // The fake clock repeats exactly: learn how late the latest request goes out after a stall,
+    // then give every request exactly that deadline: that one has 0 ms left when it is sent.
+    const plan = { rate: 1000, windowMs: 100, seed: 9, deadlineMs: 1000 };
+    const first = fakeRuntime({ workEndsAt: (t) => t });
+    stallAt(performance.now() + 20, 30);
+    const { start } = await runPhase(first.lr, plan, 1000);
+    const expected = expectedArrivals(9, 1000, 100);
+    const late = first.calls.map((c, i) => c.sentAt - (start + expected[i]!.at));
+    const worst = Math.max(...late);
+    expect(late.filter((x) => x === worst)).toHaveLength(1);
+
+    uninstallClock();
+    installClock();
+    const second = fakeRuntime({ workEndsAt: (t) => t });
+    stallAt(performance.now() + 20, 30);
+    const { result } = await runPhase(second.lr, { ...plan, deadlineMs: worst }, 1000);
+    expect(result.sent).toBe(expected.length);
+    expect(result.deadline).toBe(1);
+    expect(second.calls).toHaveLength(expected.length - 1);
+    for (const c of second.calls) expect(c.deadlineMs).toBeGreaterThan(0);
+  });
+
+  it('drains: resolves only when the runtime is empty, even after every caller gave up', async () => {
+    // Callers are told "deadline" after 5 ms; the work itself holds its capacity for 50 ms.
+    const rt = fakeRuntime({
+      workEndsAt: (t) => t + 50,
+      callerSettlesAt: (t) => ({ at: t + 5, error: new DeadlineError() }),
+    });
+    let depthAtEnd = -1;
+    const plan = { rate: 500, windowMs: 50, seed: 3, deadlineMs: 1000 };
+    const { end, result } = await runPhase(rt.lr, plan, 1000);
+    depthAtEnd = rt.depth();
+    expect(result.deadline).toBe(result.sent);
+    expect(depthAtEnd).toBe(0);
+    expect(end).toBeGreaterThanOrEqual(rt.lastWorkEnd());
+  });
+
+  it('drains: resolves only when every caller has settled, even once the runtime is empty', async () => {
+    const rt = fakeRuntime({
+      workEndsAt: (t) => t + 2,
+      callerSettlesAt: (t) => ({ at: t + 40 }),
+    });
+    const plan = { rate: 500, windowMs: 50, seed: 3, deadlineMs: 1000 };
+    const rec = new PhaseRecorder('bounded', plan.rate, 'x');
+    let settledAtEnd = -1;
+    const done = openLoop(rt.lr, work, { ...plan, sampleMs: 10 }, rec).then(() => {
+      settledAtEnd = rec.settled;
+    });
+    await vi.advanceTimersByTimeAsync(1000);
+    await done;
+    expect(rec.sent).toBeGreaterThan(0);
+    expect(settledAtEnd).toBe(rec.sent);
+  });
+
+  it('fails a phase that cannot drain instead of hanging', async () => {
+    const rt = fakeRuntime({ workEndsAt: () => undefined });
+    const plan = { rate: 200, windowMs: 50, seed: 3, deadlineMs: 5 };
+    const rec = new PhaseRecorder('unbounded', plan.rate, 'x');
+    let outcome: 'pending' | 'resolved' | 'rejected' = 'pending';
+    const done = openLoop(rt.lr, work, { ...plan, sampleMs: 10 }, rec).then(
+      () => {
+        outcome = 'resolved';
+      },
+      () => {
+        outcome = 'rejected';
+      },
+    );
+    // Limit: the window + 60 s + 10 deadlines.
+    await vi.advanceTimersByTimeAsync(59_000);
+    expect(outcome).toBe('pending');
+    await vi.advanceTimersByTimeAsync(2_000);
+    await done;
+    expect(outcome).toBe('rejected');
+  });
+});
+
+describe('calibrate', () => {
+  it('keeps N requests outstanding and measures capacity after the warm-up quarter only', async () => {
+    let outstanding = 0;
+    let most = 0;
+    const rows: number[] = [];
+    const lr = {
+      run(_x: Float32Array, opts: { rows: number }): Promise<void> {
+        rows.push(opts.rows);
+        outstanding++;
+        most = Math.max(most, outstanding);
+        // Slow while the threads warm up (the first quarter), then 10 ms a request.
+        const ms = performance.now() - t0 < 250 ? 50 : 10;
+        return new Promise((resolve) =>
+          setTimeout(() => {
+            outstanding--;
+            resolve();
+          }, ms),
+        );
+      },
+    } as unknown as LinearRuntime;
+    const t0 = performance.now();
+    const done = calibrate(lr, work, 42, 1, 2);
+    await vi.advanceTimersByTimeAsync(1100);
+    const c = await done;
+    expect(most).toBe(2);
+    expect(c).toMatchObject({ seconds: 1, concurrency: 2 });
+    // Two callers, 10 ms each after the warm-up: 200/s, counted from 250 ms to the end.
+    expect(c.completed).toBe(150);
+    expect(c.capacity).toBeCloseTo(200, 6);
+    // Costs are the seeded uniform rows, drawn in call order.
+    const prng = new Prng(42);
+    expect(rows).toEqual(rows.map(() => prng.int(1, MAX_ROWS)));
+  });
+});

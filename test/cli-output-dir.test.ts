@@ -1,0 +1,61 @@
+/** The --out folder, in-process: made (with its parents) and checked before any load runs. */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { UsageError } from '../src/cli/args.js';
+import { prepareOutDir, writeOutputs } from '../src/cli/output-dir.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'omni-out-dir-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+function usageError(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
+describe('prepareOutDir', () => {
+  it('makes a folder several levels deep, and takes one that exists', () => {
+    const deep = join(scratch, 'a', 'b', 'c');
+    expect(prepareOutDir(deep, ['results.json'])).toBe(deep);
+    expect(prepareOutDir(deep, ['results.json'])).toBe(deep);
+  });
+
+  it('takes output names that exist as regular files (they are replaced)', () => {
+    const dir = join(scratch, 'existing');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'results.json'), '{}');
+    expect(prepareOutDir(dir, ['results.json', 'latency.svg'])).toBe(dir);
+  });
+
+  it('refuses a folder under a regular file, and an output name taken by a folder', () => {
+    const file = join(scratch, 'plain-file');
+    writeFileSync(file, 'x');
+    const blocked = join(scratch, 'blocked');
+    mkdirSync(join(blocked, 'latency.svg'), { recursive: true });
+    for (const err of [
+      usageError(() => prepareOutDir(join(file, 'out'))),
+      usageError(() => prepareOutDir(blocked, ['results.json', 'latency.svg'])),
+    ]) {
+      expect(err).toBeInstanceOf(UsageError);
+      expect((err as UsageError).code).toBe('OMNI_ERR_USAGE');
+    }
+  });
+});
+
+describe('writeOutputs', () => {
+  it('writes every file under the folder and returns their paths', () => {
+    const dir = prepareOutDir(join(scratch, 'written'));
+    const paths = writeOutputs(dir, [
+      ['results.json', '{"a":1}\n'],
+      ['latency.svg', '<svg/>'],
+    ]);
+    expect(paths).toEqual([join(dir, 'results.json'), join(dir, 'latency.svg')]);
+    expect(readFileSync(paths[0]!, 'utf8')).toBe('{"a":1}\n');
+    expect(readFileSync(paths[1]!, 'utf8')).toBe('<svg/>');
+  });
+});

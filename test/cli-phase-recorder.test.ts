@@ -1,0 +1,125 @@
+/**
+ * One phase's bookkeeping, in-process: latency percentiles in milliseconds of completed requests,
+ * the achieved rate over the arrival window only, every outcome sorted by its stable code, and
+ * depth statistics of the window (not of the drain after it).
+ */
+import { describe, expect, it } from 'vitest';
+import { PhaseRecorder } from '../src/cli/phase-recorder.js';
+import { DeadlineError, RejectedError, TaskFailedError, TooLargeError } from '../src/errors.js';
+
+const snapshot = { depth: 4, capacity: 4, rejected: 1 };
+
+describe('PhaseRecorder', () => {
+  it('reports latency percentiles, max and mean in milliseconds', () => {
+    const rec = new PhaseRecorder('bounded', 100, '100/s');
+    rec.begin(0, 10_000);
+    // 1..1000 ms, one each: p50 500, p99 990, p99.9 999, max 1000, mean 500.5.
+    for (let ms = 1; ms <= 1000; ms++) {
+      rec.sentOne(1);
+      rec.completed(ms, ms);
+    }
+    const { latencyMs } = rec.result(10_000);
+    expect(latencyMs.count).toBe(1000);
+    // HdrHistogram keeps three significant digits: allow its 0.1 % bucket width.
+    const near = (actual: number, expected: number): void => {
+      expect(actual).toBeGreaterThanOrEqual(expected * 0.999);
+      expect(actual).toBeLessThanOrEqual(expected * 1.001);
+    };
+    near(latencyMs.p50, 500);
+    near(latencyMs.p99, 990);
+    near(latencyMs.p999, 999);
+    near(latencyMs.max, 1000);
+    near(latencyMs.mean, 500.5);
+  });
+
+  it('reports the largest latency as max, not a percentile of them', () => {
+    const rec = new PhaseRecorder('bounded', 100, '100/s');
+    rec.begin(0, 10_000);
+    for (let i = 0; i < 1000; i++) {
+      rec.sentOne(1);
+      rec.completed(1, i === 500 ? 700 : 1);
+    }
+    const { latencyMs } = rec.result(10_000);
+    expect(latencyMs.p999).toBeCloseTo(1, 2);
+    expect(latencyMs.max).toBeGreaterThanOrEqual(700 * 0.999);
+    expect(latencyMs.max).toBeLessThanOrEqual(700 * 1.001);
+    expect(latencyMs.mean).toBeCloseTo(1.699, 2);
+  });
+
+  it('keeps sub-millisecond latencies (they are recorded in microseconds)', () => {
+    const rec = new PhaseRecorder('unbounded', 100, '1x');
+    rec.begin(0, 1000);
+    for (const ms of [0.25, 0.5, 0.75]) {
+      rec.sentOne(1);
+      rec.completed(1, ms);
+    }
+    const { latencyMs } = rec.result(1000);
+    expect(latencyMs.p50).toBeCloseTo(0.5, 2);
+    expect(latencyMs.max).toBeCloseTo(0.75, 2);
+  });
+
+  it('counts completions inside the arrival window per second of it', () => {
+    const rec = new PhaseRecorder('bounded', 10, '10/s');
+    rec.begin(1000, 2000); // the window is [1000, 3000]
+    for (const now of [1500, 2500, 3000, 3500, 9000]) {
+      rec.sentOne(1);
+      rec.completed(now, 1);
+    }
+    const r = rec.result(11_000);
+    expect(r.completed).toBe(5);
+    expect(r.windowS).toBe(2);
+    expect(r.totalS).toBe(10);
+    // Three completions by the window's end, over its 2 s; the drain's do not count.
+    expect(r.achievedRate).toBe(1.5);
+  });
+
+  it('sorts every outcome by its code; settled counts them all', () => {
+    const rec = new PhaseRecorder('bounded', 10, '10/s');
+    rec.begin(0, 1000);
+    for (let i = 0; i < 7; i++) rec.sentOne(3);
+    rec.completed(10, 1);
+    rec.failed(new RejectedError('requests', snapshot));
+    rec.failed(new RejectedError('units', snapshot));
+    rec.failed(new TooLargeError(20, 16));
+    rec.failed(new DeadlineError());
+    rec.failed(new TaskFailedError('boom'));
+    rec.failed(new Error('no code'));
+    expect(rec.sent).toBe(7);
+    expect(rec.settled).toBe(7);
+    const r = rec.result(1000);
+    expect(r).toMatchObject({ sent: 7, sentUnits: 21, completed: 1, refused: 3, deadline: 1, failed: 2 });
+    expect(r.refusedBy).toEqual({ requests: 1, units: 1, 'too-large': 1 });
+    expect(r.failedBy).toEqual({ OMNI_ERR_TASK_FAILED: 1, Error: 1 });
+  });
+
+  it('samples cumulative counters, and takes depth statistics from the window only', () => {
+    const rec = new PhaseRecorder('unbounded', 10, '10/s');
+    rec.begin(100, 1000);
+    rec.sentOne(1);
+    rec.sentOne(1);
+    rec.sample(100, 1, 0);
+    rec.failed(new RejectedError('requests', snapshot));
+    rec.sample(600, 3, 1);
+    rec.failed(new DeadlineError());
+    rec.sample(1100, 2, 2); // t = 1000: the window's last instant
+    rec.sample(1600, 50, 0); // the drain: not part of the depth statistics
+    const r = rec.result(1700);
+    expect(r.timeline).toEqual([
+      { t: 0, depth: 1, queued: 0, sent: 2, completed: 0, refused: 0, deadline: 0 },
+      { t: 500, depth: 3, queued: 1, sent: 2, completed: 0, refused: 1, deadline: 0 },
+      { t: 1000, depth: 2, queued: 2, sent: 2, completed: 0, refused: 1, deadline: 1 },
+      { t: 1500, depth: 50, queued: 0, sent: 2, completed: 0, refused: 1, deadline: 1 },
+    ]);
+    expect(r.depth).toEqual({ mean: 2, max: 3 });
+    expect(rec.lastSample?.t).toBe(1500);
+  });
+
+  it('reports zeros, not NaN, for a phase with no completions', () => {
+    const rec = new PhaseRecorder('bounded', 10, '10/s');
+    rec.begin(0, 1000);
+    const r = rec.result(1000);
+    expect(r.latencyMs).toEqual({ count: 0, p50: 0, p99: 0, p999: 0, max: 0, mean: 0 });
+    expect(r.depth).toEqual({ mean: 0, max: 0 });
+    expect(r.achievedRate).toBe(0);
+  });
+});

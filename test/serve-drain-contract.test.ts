@@ -1,0 +1,107 @@
+/**
+ * The rest of drain.ts's contract: a drain runs once, expireDrain() also cuts short the wait
+ * for requests, a timeout that passes while only runtime work is left is not clean, and a client
+ * stalled mid-upload is cut off (README, Limits: HTTP). In-flight work is held at the fixture
+ * worker's gate; a stalled upload is seen through the server's in-flight gauge.
+ */
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type ServeHandle, serve } from '../src/serve/index.js';
+import { codeOf } from './fixtures/runtime-harness.js';
+import { postFloats } from './fixtures/serve-client.js';
+import { ENTERED } from './fixtures/serve-gate-layout.js';
+import { type Gated, startGated } from './fixtures/serve-harness.js';
+
+const gates: Gated[] = [];
+const sockets: Socket[] = [];
+
+afterEach(() => {
+  for (const g of gates.splice(0)) g.open();
+  for (const s of sockets.splice(0)) s.destroy();
+});
+
+async function start(): Promise<{ g: Gated; s: ServeHandle }> {
+  const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
+  gates.push(g);
+  return { g, s: await serve(g.lr, { port: 0 }) };
+}
+
+/** A request answered with anything, or its connection lost. */
+function settled(answer: Promise<{ status: number }>): Promise<number | string> {
+  return answer.then(
+    (a) => a.status,
+    () => 'connection closed',
+  );
+}
+
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describe('drain', () => {
+  it('runs once: a second drain() or close() shares the first one, timeout included', async () => {
+    const { g, s } = await start();
+    const inflight = postFloats(s.address, [1, 2, 3, 4]);
+    await g.reach(ENTERED, 1);
+    const first = s.drain({ timeoutMs: 600_000 });
+    // Its 1 ms timeout must not start a second drain that would abandon the request.
+    const second = s.drain({ timeoutMs: 1 });
+    expect(second).toBe(first);
+    expect(s.close()).toBe(first);
+    // Set after the second drain's 1 ms timer would have been: that timer would fire first.
+    expect(await codeOf(g.lr.run(new Float32Array(4), { deadlineMs: 1 }))).toBe('OMNI_ERR_DEADLINE');
+    g.open();
+    expect((await inflight).status).toBe(200);
+    expect(await first).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+
+  it('expireDrain() while requests are in flight abandons them at once, whatever the timeout', async () => {
+    const { g, s } = await start();
+    const stuck = settled(postFloats(s.address, [1, 2, 3, 4]));
+    await g.reach(ENTERED, 1);
+    const drained = s.drain({ timeoutMs: 600_000 });
+    s.expireDrain(); // the gate stays shut: only expiring the wait can end this drain
+    expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
+    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+    expect([500, 'connection closed']).toContain(await stuck);
+  }, 20_000);
+
+  it('a timeout that passes while work whose caller heard 504 still runs: not clean', async () => {
+    const { g, s } = await start();
+    const late = postFloats(s.address, [1, 2, 3, 4], { headers: { 'x-omni-deadline-ms': '1000' } });
+    await g.reach(ENTERED, 1);
+    expect((await late).status).toBe(504);
+    // No request is in flight; the work is held at the gate until the runtime abandons it.
+    expect(await s.drain({ timeoutMs: 50 })).toEqual({ clean: false, abandonedRequests: 0 });
+    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+  });
+
+  it('a client stalled mid-upload holds the drain until its timeout, then is cut off', async () => {
+    const { g, s } = await start();
+    const socket = connect({ host: '127.0.0.1', port: s.port });
+    sockets.push(socket);
+    socket.on('error', () => {}); // the server cuts it off on purpose
+    const closed = new Promise<string>((resolve) => {
+      const heard: Buffer[] = [];
+      socket.on('data', (c: Buffer) => heard.push(c));
+      socket.once('close', () => resolve(Buffer.concat(heard).toString('utf8')));
+    });
+    socket.write(
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 64\r\n\r\n',
+    );
+    socket.write(Buffer.from(new Float32Array([1, 2, 3, 4]).buffer));
+    // Bounded poll of the server's own gauge: the request has arrived and waits for its body.
+    for (let i = 0; i < 500; i++) {
+      const text = (await s.metrics.scrape()).text;
+      if (sample(text, 'omni_http_inflight') === 1) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(sample((await s.metrics.scrape()).text, 'omni_http_inflight')).toBe(1);
+    expect(await s.drain({ timeoutMs: 50 })).toEqual({ clean: false, abandonedRequests: 1 });
+    // Cut off unanswered; it never reached a worker.
+    expect(await closed).toBe('');
+    expect(g.entered()).toBe(0);
+    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+  }, 20_000);
+});

@@ -1,0 +1,149 @@
+/**
+ * The error paths serve-table.test.ts leaves out: every "body could not be read" error of the
+ * HTTP stack is a 400 (never a 413 or 500), a server-side stack error stays a 500, a refusal
+ * without a reason is still retryable, and the 'clientError' handler (408, resets, responses
+ * already started) driven with a stand-in socket, since node:http's request timeout is minutes.
+ */
+import type { Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { OmniError } from '../src/index.js';
+import { clientErrorHandler } from '../src/serve/client-error.js';
+import { answerFor, ServeMetrics, statusFor } from '../src/serve/index.js';
+import { fromHttpStack } from '../src/serve/status.js';
+
+describe('fromHttpStack', () => {
+  const coded = (code: string): Error => Object.assign(new Error(code), { code });
+
+  it.each([
+    'FST_ERR_CTP_INVALID_CONTENT_LENGTH',
+    'FST_ERR_CTP_EMPTY_JSON_BODY',
+    'FST_ERR_CTP_INVALID_JSON_BODY',
+    'ECONNRESET',
+    'ECONNABORTED',
+    'ERR_STREAM_PREMATURE_CLOSE',
+  ])('%s (no statusCode): 400 OMNI_ERR_BAD_BODY', (code) => {
+    const answer = answerFor(fromHttpStack(coded(code), 1024));
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({ code: 'OMNI_ERR_BAD_BODY', detail: code });
+  });
+
+  it('an uncoded SyntaxError or "aborted" error (a body cut short): 400 OMNI_ERR_BAD_BODY', () => {
+    for (const error of [new SyntaxError('Unexpected end of JSON input'), new Error('aborted')]) {
+      const answer = answerFor(fromHttpStack(error, 1024));
+      expect(answer.status).toBe(400);
+      expect(answer.body.code).toBe('OMNI_ERR_BAD_BODY');
+    }
+  });
+
+  it('a stack error with a 5xx statusCode is not turned into a client error', () => {
+    const error = Object.assign(new Error('boom'), { statusCode: 500 });
+    expect(answerFor(fromHttpStack(error, 1024))).toMatchObject({
+      status: 500,
+      body: { code: 'OMNI_ERR_INTERNAL' },
+    });
+  });
+});
+
+describe('answerFor', () => {
+  it('a refusal without a reason (or with one the table lacks) is a retryable 503', () => {
+    expect(answerFor(new OmniError('OMNI_ERR_REJECTED', 'full'))).toMatchObject({ status: 503, retry: true });
+    const odd = Object.assign(new OmniError('OMNI_ERR_REJECTED', 'full'), { reason: 'elsewhere' });
+    expect(answerFor(odd)).toMatchObject({ status: 503, retry: true, label: 'elsewhere' });
+    expect(statusFor('OMNI_ERR_REJECTED')).toBe(503);
+  });
+});
+
+/** A stand-in for the socket node:http hands a 'clientError' listener. */
+function fakeSocket(httpMessage?: { headersSent: boolean }) {
+  const socket = {
+    destroyed: false,
+    writable: true,
+    written: '',
+    destroyedWith: undefined as unknown,
+    _httpMessage: httpMessage,
+    write(text: string) {
+      socket.written += text;
+      return true;
+    },
+    destroy(err?: unknown) {
+      socket.destroyed = true;
+      socket.destroyedWith = err;
+    },
+  };
+  return socket;
+}
+
+function metrics(): ServeMetrics {
+  return new ServeMetrics({
+    report: () => {
+      throw new Error('not scraped for runtime figures here');
+    },
+    inflight: () => 0,
+  });
+}
+
+async function clientErrors(m: ServeMetrics): Promise<string> {
+  const metric = await m.registry.getSingleMetricAsString('omni_http_client_errors_total');
+  return metric
+    .split('\n')
+    .filter((l) => !l.startsWith('#'))
+    .join('\n');
+}
+
+function parse(written: string): { status: number; head: string; body: Record<string, unknown> } {
+  const split = written.indexOf('\r\n\r\n');
+  const head = written.slice(0, split);
+  return {
+    status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(head)?.[1]),
+    head,
+    body: JSON.parse(written.slice(split + 4)) as Record<string, unknown>,
+  };
+}
+
+describe('clientErrorHandler', () => {
+  const error = (code: string): Error & { code: string } =>
+    Object.assign(new Error(`parser says ${code}`), { code });
+
+  it.each([
+    ['ERR_HTTP_REQUEST_TIMEOUT', 408, 'OMNI_ERR_REQUEST_TIMEOUT'],
+    ['HPE_HEADER_OVERFLOW', 431, 'OMNI_ERR_HEADERS_TOO_LARGE'],
+    ['HPE_INVALID_CONTENT_LENGTH', 400, 'OMNI_ERR_BAD_BODY'],
+    ['HPE_INVALID_EOF_STATE', 400, 'OMNI_ERR_BAD_BODY'],
+    ['HPE_INVALID_METHOD', 400, 'OMNI_ERR_BAD_REQUEST'],
+  ])(
+    '%s: one JSON %i answer with Connection: close, counted, then the socket closes',
+    async (code, status, ours) => {
+      const m = metrics();
+      const socket = fakeSocket();
+      const err = error(code);
+      clientErrorHandler(m)(err, socket as unknown as Socket);
+      const answer = parse(socket.written);
+      expect(answer.status).toBe(status);
+      expect(answer.head).toMatch(/\r\nconnection: close(\r\n|$)/i);
+      expect(answer.head).toMatch(/\r\ncontent-type: application\/json/i);
+      expect(answer.head).toContain(`\r\nContent-Length: ${Buffer.byteLength(JSON.stringify(answer.body))}`);
+      expect(answer.body).toMatchObject({ code: ours, detail: code });
+      expect(socket.destroyed).toBe(true);
+      expect(await clientErrors(m)).toContain(`omni_http_client_errors_total{detail="${code}"} 1`);
+    },
+  );
+
+  it('a reset connection: nothing written, nothing counted', async () => {
+    const m = metrics();
+    const socket = fakeSocket();
+    clientErrorHandler(m)(error('ECONNRESET'), socket as unknown as Socket);
+    expect(socket.written).toBe('');
+    expect(await clientErrors(m)).not.toContain('detail=');
+  });
+
+  it('a request whose response already started: no second answer on the wire, still closed', async () => {
+    const m = metrics();
+    const socket = fakeSocket({ headersSent: true });
+    clientErrorHandler(m)(error('HPE_INVALID_CHUNK_SIZE'), socket as unknown as Socket);
+    expect(socket.written).toBe('');
+    expect(socket.destroyed).toBe(true);
+    expect(await clientErrors(m)).toContain(
+      'omni_http_client_errors_total{detail="HPE_INVALID_CHUNK_SIZE"} 1',
+    );
+  });
+});

@@ -1,0 +1,135 @@
+/**
+ * serve()'s options as documented on ServeOptions: their ranges (InvalidArgumentError, before
+ * anything listens), and that each one reaches the behaviour it names (Retry-After, the drain
+ * timeout of close(), closeRuntime, the address of an IPv6 listener).
+ */
+import { networkInterfaces } from 'node:os';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import { codeOf } from './fixtures/runtime-harness.js';
+import { postFloats } from './fixtures/serve-client.js';
+import { ENTERED } from './fixtures/serve-gate-layout.js';
+import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
+
+const servers: ServeHandle[] = [];
+const gates: Gated[] = [];
+
+let unserved: Promise<Gated> | undefined;
+
+/** A host without an IPv6 loopback (some containers) cannot listen on ::1 at all. */
+const hasIpv6Loopback = Object.values(networkInterfaces()).some((list) =>
+  list?.some((a) => a.internal && a.family === 'IPv6' && a.address === '::1'),
+);
+
+afterEach(async () => {
+  for (const g of gates.splice(0)) g.open();
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+afterAll(async () => {
+  await (await unserved)?.lr.close();
+});
+
+async function gated(options: GatedOptions = {}): Promise<Gated> {
+  const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, ...options });
+  gates.push(g);
+  return g;
+}
+
+async function start(options: ServeOptions, g?: Gated): Promise<{ g: Gated; s: ServeHandle }> {
+  const runtime = g ?? (await gated({ admission: { requests: 2 } }));
+  const s = await serve(runtime.lr, { port: 0, ...options });
+  servers.push(s);
+  return { g: runtime, s };
+}
+
+describe('option ranges', () => {
+  it.each([
+    ['an empty host', { host: '' }],
+    ['a port above 65535', { port: 65_536 }],
+    ['a negative port', { port: -1 }],
+    ['a zero body limit', { bodyLimit: 0 }],
+    ['a body limit of 2^31', { bodyLimit: 2 ** 31 }],
+    ['a negative Retry-After', { retryAfterSeconds: -1 }],
+    ['a Retry-After over a day', { retryAfterSeconds: 86_401 }],
+    ['a zero drain timeout', { drainTimeoutMs: 0 }],
+    ['a zero deadline', { deadlineMs: 0 }],
+    ['an infinite deadline', { deadlineMs: Number.POSITIVE_INFINITY }],
+  ])('%s: OMNI_ERR_INVALID_ARGUMENT', async (_name, options) => {
+    // Refused before anything listens: one runtime serves every case, and is never closed by it.
+    unserved ??= gated({ open: true });
+    const g = await unserved;
+    expect(await codeOf(serve(g.lr, { port: 0, ...options }))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(g.lr.report().state).toBe('ready');
+  });
+
+  it('the largest body limit and Retry-After are accepted', async () => {
+    const { s } = await start({ bodyLimit: 2 ** 31 - 1, retryAfterSeconds: 86_400 });
+    expect(s.state).toBe('serving');
+  });
+
+  it('drain({ timeoutMs }) must be a number > 0', async () => {
+    const { s } = await start({});
+    expect(await codeOf((async () => s.drain({ timeoutMs: -1 }))())).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(s.state).toBe('serving');
+  });
+});
+
+describe('options reach their behaviour', () => {
+  it('retryAfterSeconds is the Retry-After of a capacity 503', async () => {
+    const g = await gated({ admission: { requests: 1 } });
+    const { s } = await start({ retryAfterSeconds: 7 }, g);
+    const held = postFloats(s.address, [1, 2, 3, 4]);
+    await g.reach(ENTERED, 1);
+    const refused = await postFloats(s.address, [1, 2, 3, 4]);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('7');
+    g.open();
+    expect((await held).status).toBe(200);
+  });
+
+  it('close() waits as long as drainTimeoutMs says, not less', async () => {
+    const { g, s } = await start({ drainTimeoutMs: 600_000 });
+    const inflight = postFloats(s.address, [1, 2, 3, 4]);
+    await g.reach(ENTERED, 1);
+    const closed = s.close();
+    // A 1 ms deadline set after the drain's timer: a drain timeout of 1 ms would have fired
+    // first (same duration, earlier) and abandoned the request before this call was refused.
+    expect(await codeOf(g.lr.run(new Float32Array(4), { deadlineMs: 1 }))).toBe('OMNI_ERR_DEADLINE');
+    expect(s.state).toBe('draining');
+    g.open();
+    expect((await inflight).status).toBe(200);
+    expect(await closed).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+
+  it('close() gives up after drainTimeoutMs, not the default', async () => {
+    const { g, s } = await start({ drainTimeoutMs: 1 });
+    const stuck = postFloats(s.address, [1, 2, 3, 4]).then(
+      (a) => a.status,
+      () => 'connection closed',
+    );
+    await g.reach(ENTERED, 1);
+    const closed = s.close();
+    // Set after the drain's 1 ms timer: by the time it fires, the drain has given up.
+    expect(await codeOf(g.lr.run(new Float32Array(4), { deadlineMs: 1 }))).toBe('OMNI_ERR_DEADLINE');
+    g.open();
+    expect(await closed).toEqual({ clean: false, abandonedRequests: 1 });
+    expect([200, 500, 'connection closed']).toContain(await stuck);
+  });
+
+  it('closeRuntime: false leaves the runtime running after the drain', async () => {
+    const g = await gated({ open: true, admission: { requests: 2 } });
+    const s = await serve(g.lr, { port: 0, closeRuntime: false });
+    expect(await s.close()).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(g.lr.report().state).toBe('ready');
+    expect(await g.lr.run(new Float32Array([1, 2, 3, 4]))).toHaveLength(2);
+    await g.lr.close();
+  });
+
+  it.skipIf(!hasIpv6Loopback)('an IPv6 listener shows its address in brackets', async () => {
+    const { s } = await start({ host: '::1' });
+    expect(s.host).toBe('::1');
+    expect(s.address).toBe(`http://[::1]:${s.port}`);
+    expect((await fetch(`${s.address}/health`)).status).toBe(200);
+  });
+});
