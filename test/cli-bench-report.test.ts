@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { describe as describeRun, formatReport, formatTable, summarize } from '../src/cli/bench-report.js';
-import type { BenchResult } from '../src/cli/bench-run.js';
 import type { PhaseResult } from '../src/cli/phase-recorder.js';
+import { benchResult } from './fixtures/bench-result.js';
 
 function phase(overrides: Partial<PhaseResult>): PhaseResult {
   return {
@@ -30,29 +30,7 @@ function phase(overrides: Partial<PhaseResult>): PhaseResult {
   };
 }
 
-function result(phases: PhaseResult[]): BenchResult {
-  return {
-    tool: 'omni-runtime bench',
-    startedAt: '2024-01-01T00:00:00.000Z',
-    node: 'v20.20.0',
-    cpu: 'test cpu',
-    cpus: 2,
-    backend: 'fixture',
-    backendReason: 'requested',
-    threads: 2,
-    layer: { inFeatures: 1024, outFeatures: 1024, op: 'y = GELU(x W^T + b)' },
-    cost: { unit: 'rows', distribution: 'uniform', min: 1, max: 16 },
-    arrivals: 'open loop',
-    seed: 1,
-    deadlineMs: 1000,
-    durationS: 20,
-    phaseS: 2.5,
-    bounds: { requests: 16, units: 128 },
-    calibration: { seconds: 1, concurrency: 8, completed: 865, capacity: 1153.4 },
-    rates: [500, 2000],
-    phases,
-  };
-}
+const result = (phases: PhaseResult[]) => benchResult(phases);
 
 const low = phase({});
 const high = phase({

@@ -3,9 +3,9 @@
  * themselves are checked end to end in cli-bench.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import type { BenchResult } from '../src/cli/bench-run.js';
 import { CHART_FILES, charts, latencySpec, throughputSpec, timelineSpec } from '../src/cli/charts.js';
 import type { PhaseResult, Sample } from '../src/cli/phase-recorder.js';
+import { benchResult } from './fixtures/bench-result.js';
 
 function sample(t: number, depth: number, refused: number, deadline: number): Sample {
   return { t, depth, queued: 0, sent: 0, completed: 0, refused, deadline };
@@ -56,27 +56,11 @@ const phases: PhaseResult[] = [
   }),
 ];
 
-const result = {
-  tool: 'omni-runtime bench',
-  startedAt: '2024-01-01T00:00:00.000Z',
-  node: 'v20.20.0',
-  cpu: 'test cpu',
-  cpus: 2,
-  backend: 'fixture',
-  backendReason: 'requested',
-  threads: 2,
-  layer: { inFeatures: 1024, outFeatures: 1024, op: 'y = GELU(x W^T + b)' },
-  cost: { unit: 'rows', distribution: 'uniform', min: 1, max: 16 },
-  arrivals: 'open loop',
-  seed: 1,
+// A deadline and a capacity unlike the fixture's defaults, so the charts are seen to use them.
+const result = benchResult(phases, {
   deadlineMs: 750,
-  durationS: 10,
-  phaseS: 2.5,
-  bounds: { requests: 16, units: 128 },
   calibration: { seconds: 1, concurrency: 8, completed: 750, capacity: 1000.4 },
-  rates: [500, 2000],
-  phases,
-} satisfies BenchResult;
+});
 
 interface Layer {
   data?: { values: Array<Record<string, unknown>> };
