@@ -367,7 +367,7 @@ export class Runtime {
    * its threads are terminated and its capacity reclaimed. Every call returns the same
    * promise; a later call's timeout still applies when it ends the wait sooner (e.g. a
    * server's drain timeout after a plain close()). Resolves with whether anything was
-   * abandoned; rejects only for malformed options.
+   * abandoned (OMNI_ERR_INVALID_ARGUMENT for malformed options).
    */
   close(options?: CloseOptions): Promise<CloseResult> {
     let timeoutMs: number | undefined;
