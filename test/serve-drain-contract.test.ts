@@ -7,7 +7,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
-import { codeOf } from './fixtures/runtime-harness.js';
+import { codeOf, until } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
@@ -92,12 +92,10 @@ describe('drain', () => {
     );
     socket.write(Buffer.from(new Float32Array([1, 2, 3, 4]).buffer));
     // Bounded poll of the server's own gauge: the request has arrived and waits for its body.
-    for (let i = 0; i < 500; i++) {
-      const text = (await s.metrics.scrape()).text;
-      if (sample(text, 'omni_http_inflight') === 1) break;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    expect(sample((await s.metrics.scrape()).text, 'omni_http_inflight')).toBe(1);
+    await until(
+      async () => sample((await s.metrics.scrape()).text, 'omni_http_inflight') === 1,
+      'the upload',
+    );
     expect(await s.drain({ timeoutMs: 50 })).toEqual({ clean: false, abandonedRequests: 1 });
     // Cut off unanswered; it never reached a worker.
     expect(await closed).toBe('');

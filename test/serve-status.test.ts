@@ -6,6 +6,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { MAX_ROWS } from '../src/native/index.js';
 import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import { until } from './fixtures/runtime-harness.js';
 import {
   type Answer,
   floatsOf,
@@ -437,13 +438,8 @@ function f32(n: number): Uint8Array {
 }
 
 /** Polls /health (bounded) until depth reaches `depth`: the work, not the caller, ends it. */
-async function untilDepth(url: string, depth: number): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    const seen = (await get(url, '/health')).json?.depth;
-    if (seen === depth) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`/health depth never reached ${depth}`);
+function untilDepth(url: string, depth: number): Promise<void> {
+  return until(async () => (await get(url, '/health')).json?.depth === depth, `/health depth ${depth}`);
 }
 
 describe('headers', () => {
