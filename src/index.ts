@@ -19,6 +19,7 @@ export {
   type LinearRunOptions,
   LinearRuntime,
   type LinearRuntimeOptions,
+  type NativeLibraryPaths,
   seededWeights,
 } from './linear/linear-runtime.js';
 export type { LinearWeights } from './linear/protocol.js';

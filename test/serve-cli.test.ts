@@ -122,6 +122,8 @@ describe('serve flags', () => {
     ['--deadline-ms', '0'],
     ['--in-features', '0'],
     ['--drain-timeout-ms', 'never'],
+    ['--cuda-library', ''],
+    ['--fixture-library', ' '],
     ['--frobnicate', '1'],
   ])('%s %s: UsageError', (flag, value) => {
     expect(() => parseServeArgs([flag, value])).toThrow(expect.objectContaining({ code: 'OMNI_ERR_USAGE' }));
@@ -129,6 +131,29 @@ describe('serve flags', () => {
 
   it('a stray argument is a UsageError', () => {
     expect(() => parseServeArgs(['now'])).toThrow(expect.objectContaining({ code: 'OMNI_ERR_USAGE' }));
+  });
+
+  it('--cuda-library and --fixture-library name the libraries to load (none by default)', () => {
+    expect(parseServeArgs([])).toMatchObject({ libraries: { cuda: undefined, fixture: undefined } });
+    expect(
+      parseServeArgs(['--cuda-library', '/opt/omni/libomni_cuda.so', '--fixture-library', 'lib/fixture.so']),
+    ).toMatchObject({ libraries: { cuda: '/opt/omni/libomni_cuda.so', fixture: 'lib/fixture.so' } });
+  });
+
+  it('the built CLI: a library that is not there is one coded line on stderr, exit 1', async () => {
+    const missing = launch(CLI, [
+      'serve',
+      '--port',
+      '0',
+      '--backend',
+      'fixture',
+      '--fixture-library',
+      '/nonexistent/libomni_fixture.so',
+    ]);
+    expect(await missing.exit).toBe(1);
+    expect(missing.stderr).toHaveLength(1);
+    expect(missing.stderr[0]).toContain('OMNI_ERR_LIBRARY_NOT_FOUND');
+    expect(missing.stdout).toEqual([]);
   });
 
   it('the built CLI: a bad flag is one line on stderr naming it, exit 2', async () => {

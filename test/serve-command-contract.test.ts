@@ -107,6 +107,8 @@ describe('runServeCommand in-process', () => {
       '2',
       '--backend',
       'fixture',
+      '--fixture-library',
+      '/opt/omni/libomni_fixture.so',
       '--body-limit',
       '64',
       '--retry-after',
@@ -122,6 +124,7 @@ describe('runServeCommand in-process', () => {
       inFeatures: 2,
       outFeatures: 2,
       backend: 'fixture',
+      libraries: { fixture: '/opt/omni/libomni_fixture.so', cuda: undefined },
       admission: { requests: 1, units: 2 },
     });
     // More rows than --units: never fits.

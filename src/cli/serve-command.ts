@@ -8,7 +8,11 @@
  */
 
 import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
-import { LinearRuntime, type LinearRuntimeOptions } from '../linear/linear-runtime.js';
+import {
+  LinearRuntime,
+  type LinearRuntimeOptions,
+  type NativeLibraryPaths,
+} from '../linear/linear-runtime.js';
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
 import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, UsageError } from './args.js';
@@ -33,6 +37,8 @@ Flags:
   --requests N           outstanding request bound (default 4 x threads)
   --units N              outstanding unit (row) ceiling (default: none)
   --backend B            fixture | cuda | auto (default: OMNI_BACKEND if set, else auto)
+  --cuda-library PATH    load this CUDA library (e.g. built for your GPUs) instead of the package's
+  --fixture-library PATH load this CPU fixture library instead of the package's
   --body-limit BYTES     largest request body (default ${DEFAULT_BODY_LIMIT})
   --deadline-ms MS       every call's deadline (default: none; x-omni-deadline-ms may shorten it)
   --in-features N        layer input width (default 256)
@@ -49,6 +55,7 @@ export interface ServeConfig {
   readonly requests: number;
   readonly units: number | undefined;
   readonly backend: BackendPreference | undefined;
+  readonly libraries: NativeLibraryPaths;
   readonly bodyLimit: number;
   readonly deadlineMs: number | undefined;
   readonly inFeatures: number;
@@ -71,6 +78,8 @@ const FLAGS = {
   requests: { type: 'string' },
   units: { type: 'string' },
   backend: { type: 'string' },
+  'cuda-library': { type: 'string' },
+  'fixture-library': { type: 'string' },
   'body-limit': { type: 'string' },
   'deadline-ms': { type: 'string' },
   'in-features': { type: 'string' },
@@ -79,6 +88,11 @@ const FLAGS = {
   'retry-after': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+function pathFlag(name: string, raw: string | undefined): string | undefined {
+  if (raw !== undefined && raw.trim() === '') throw new UsageError(`--${name} must not be empty`);
+  return raw;
+}
 
 const optional = (name: string, raw: string | undefined, options: Parameters<typeof numberFlag>[3]) =>
   raw === undefined ? undefined : numberFlag(name, raw, 0, options);
@@ -108,6 +122,10 @@ export function parseServeArgs(argv: readonly string[]): ServeConfig | 'help' {
       values.backend === undefined
         ? undefined
         : choiceFlag<BackendPreference>('backend', values.backend, ['fixture', 'cuda', 'auto'], 'auto'),
+    libraries: {
+      cuda: pathFlag('cuda-library', values['cuda-library']),
+      fixture: pathFlag('fixture-library', values['fixture-library']),
+    },
     bodyLimit: numberFlag('body-limit', values['body-limit'], DEFAULT_BODY_LIMIT, {
       min: 1,
       max: 2 ** 31 - 1,
@@ -211,6 +229,7 @@ async function serveUntilSignalled(
       ...(config.units === undefined ? {} : { units: config.units }),
     },
     ...(config.backend === undefined ? {} : { backend: config.backend }),
+    libraries: config.libraries,
     ...(config.deadlineMs === undefined ? {} : { deadlineMs: config.deadlineMs }),
   });
   let handle: Awaited<ReturnType<typeof serve>>;

@@ -21,6 +21,12 @@ export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'w
   readonly backend?: BackendPreference;
   /** CUDA device; default OMNI_CUDA_DEVICE, else 0. */
   readonly device?: number;
+  /**
+   * Native libraries to load instead of this package's native/build ones, e.g. a CUDA library
+   * built for your GPUs (relative paths from the working directory). Each must be the backend
+   * it is given for; 'auto' probes the `cuda` one.
+   */
+  readonly libraries?: NativeLibraryPaths;
   /** The layer's weights. Without them, seeded random weights of the given shape are used. */
   readonly weights?: LinearWeights;
   readonly inFeatures?: number;
@@ -31,6 +37,11 @@ export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'w
   readonly workspaceBytes?: number;
   /** Test hook: allows `inject` calls (fixture backend only). */
   readonly faultInjection?: boolean;
+}
+
+export interface NativeLibraryPaths {
+  readonly fixture?: string | undefined;
+  readonly cuda?: string | undefined;
 }
 
 export interface LinearRunOptions extends RunOptions {
@@ -59,14 +70,23 @@ export class LinearRuntime {
   readonly backend: BackendName;
   /** Why this backend: requested, from OMNI_BACKEND, or what auto found. */
   readonly backendReason: string;
+  /** Absolute path of the native library every thread loaded (null around another worker). */
+  readonly libraryPath: string | null;
   readonly inFeatures: number;
   readonly outFeatures: number;
 
   constructor(
     runtime: Runtime,
-    shape: { inFeatures: number; outFeatures: number; backend: BackendName; reason?: string },
+    shape: {
+      inFeatures: number;
+      outFeatures: number;
+      backend: BackendName;
+      reason?: string;
+      libraryPath?: string;
+    },
   ) {
     this.runtime = runtime;
+    this.libraryPath = shape.libraryPath ?? null;
     this.inFeatures = shape.inFeatures;
     this.outFeatures = shape.outFeatures;
     this.backend = shape.backend;
@@ -77,6 +97,7 @@ export class LinearRuntime {
     const {
       backend: preference,
       device,
+      libraries,
       weights: given,
       seed,
       workspaceCount,
@@ -91,7 +112,10 @@ export class LinearRuntime {
         checkFeatures('outFeatures', options.outFeatures ?? 256),
         seed,
       );
-    const choice = selectBackend(preference, process.env, device === undefined ? {} : { device });
+    const choice = selectBackend(preference, process.env, {
+      ...(device === undefined ? {} : { device }),
+      ...checkLibraries(libraries),
+    });
     const data: NativeWorkerData = {
       backend: choice.backend,
       libraryPath: choice.library.path,
@@ -106,7 +130,12 @@ export class LinearRuntime {
       worker: builtModuleUrl('workers/native.js'),
       workerData: data,
     });
-    return new LinearRuntime(runtime, { ...weights, backend: choice.backend, reason: choice.reason });
+    return new LinearRuntime(runtime, {
+      ...weights,
+      backend: choice.backend,
+      reason: choice.reason,
+      libraryPath: choice.library.path,
+    });
   }
 
   /**
@@ -167,6 +196,32 @@ function checkWeights(weights: LinearWeights): LinearWeights {
   requireLength('weights.w', requireFloat32Array('weights.w', weights.w), inFeatures * outFeatures);
   requireLength('weights.b', requireFloat32Array('weights.b', weights.b), outFeatures);
   return weights;
+}
+
+function checkLibraries(libraries: NativeLibraryPaths | undefined): {
+  fixturePath?: string;
+  cudaPath?: string;
+} {
+  if (libraries === undefined) return {};
+  if (typeof libraries !== 'object' || libraries === null) {
+    throw new InvalidArgumentError('libraries must be { fixture?, cuda? } (paths)');
+  }
+  const paths: { fixturePath?: string; cudaPath?: string } = {};
+  for (const [backend, path] of Object.entries(libraries)) {
+    if (backend !== 'fixture' && backend !== 'cuda') {
+      throw new InvalidArgumentError(
+        `libraries has no backend ${JSON.stringify(backend)} (want fixture or cuda)`,
+      );
+    }
+    if (path === undefined) continue;
+    if (typeof path !== 'string' || path === '') {
+      throw new InvalidArgumentError(
+        `libraries.${backend} must be a non-empty path, got ${JSON.stringify(path)}`,
+      );
+    }
+    paths[backend === 'fixture' ? 'fixturePath' : 'cudaPath'] = path;
+  }
+  return paths;
 }
 
 function checkFeatures(name: string, value: number): number {

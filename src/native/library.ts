@@ -1,8 +1,9 @@
 /**
  * Loading a native backend and the ABI handshake.
  *
- * Throws: LibraryNotFoundError (no file at the path, or the file would not load), AbiMismatchError
- * (the library's omni_abi_version() differs from ABI_VERSION; both versions are named).
+ * Throws: LibraryNotFoundError (no file at the path, the file would not load, or it is the other
+ * backend's library), AbiMismatchError (the library's omni_abi_version() differs from
+ * ABI_VERSION; both versions are named).
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -50,7 +51,10 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   }
   const path = resolve(options.path ?? defaultLibraryPath(backend));
   const cached = loaded.get(path);
-  if (cached !== undefined) return cached;
+  if (cached !== undefined) {
+    if (cached.backend !== backend) throw wrongBackend(path, cached.backendName, backend);
+    return cached;
+  }
   if (!existsSync(path)) {
     // The default library is built by the package's install step, which npm may not have run
     // (npm 11 asks before running a dependency's scripts): say how to build it.
@@ -84,14 +88,25 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
     );
   }
   const raw = bindCore(handle);
+  const backendName = raw.omni_backend_name();
+  // A path given for one backend may hold the other's library (same ABI, same symbols): using
+  // it would report the wrong backend and, for the fixture, miss its fault hooks.
+  if (backendName !== backend) throw wrongBackend(path, backendName, backend);
   const library: NativeLibrary = Object.freeze({
     backend,
     path,
     abiVersion,
-    backendName: raw.omni_backend_name(),
+    backendName,
     raw,
     fixture: backend === 'fixture' ? bindFixture(handle) : null,
   });
   loaded.set(path, library);
   return library;
+}
+
+function wrongBackend(path: string, found: string, wanted: BackendName): LibraryNotFoundError {
+  return new LibraryNotFoundError(
+    path,
+    `${path} is the ${JSON.stringify(found)} native library, not the ${wanted} one`,
+  );
 }

@@ -1,0 +1,108 @@
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildFixture } from '../scripts/build-native.mjs';
+import { LinearRuntime, type LinearRuntimeOptions } from '../src/index.js';
+import { defaultLibraryPath, loadNativeLibrary } from '../src/native/index.js';
+
+async function codeOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (err) {
+    return (err as { code?: unknown }).code;
+  }
+  throw new Error('expected the promise to reject');
+}
+
+function thrownCode(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return (err as { code?: unknown }).code;
+  }
+  throw new Error('expected the call to throw');
+}
+
+describe('native libraries from a path of your own', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'omni-libs-'));
+  // A copy, so the path differs from the default one the loader caches for other tests.
+  const fixtureCopy = join(dir, 'libomni_fixture.so');
+  const cudaBuilt = defaultLibraryPath('cuda');
+  beforeAll(() => {
+    buildFixture();
+    copyFileSync(defaultLibraryPath('fixture'), fixtureCopy);
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function start(options: LinearRuntimeOptions): Promise<LinearRuntime> {
+    return LinearRuntime.start({ threads: 1, inFeatures: 8, outFeatures: 4, ...options });
+  }
+
+  it('LinearRuntime runs on the library it is given and says which it loaded', async () => {
+    const lr = await start({ backend: 'fixture', libraries: { fixture: fixtureCopy } });
+    try {
+      expect(lr.libraryPath).toBe(fixtureCopy);
+      const y = await lr.run(new Float32Array(2 * 8).fill(0.5));
+      expect(y.length).toBe(2 * 4);
+    } finally {
+      await lr.close();
+    }
+  });
+
+  it('without libraries it loads the package build', async () => {
+    const lr = await start({ backend: 'fixture' });
+    try {
+      expect(lr.libraryPath).toBe(defaultLibraryPath('fixture'));
+    } finally {
+      await lr.close();
+    }
+  });
+
+  it("a library given for the other backend is refused, in either order, and doesn't poison the path", () => {
+    expect(thrownCode(() => loadNativeLibrary('cuda', { path: fixtureCopy }))).toBe(
+      'OMNI_ERR_LIBRARY_NOT_FOUND',
+    );
+    expect(loadNativeLibrary('fixture', { path: fixtureCopy }).backendName).toBe('fixture');
+    // Now cached as the fixture: asking for it as cuda is still refused.
+    expect(thrownCode(() => loadNativeLibrary('cuda', { path: fixtureCopy }))).toBe(
+      'OMNI_ERR_LIBRARY_NOT_FOUND',
+    );
+  });
+
+  it.skipIf(!existsSync(cudaBuilt))('the CUDA library given as the fixture is refused by name', () => {
+    expect(thrownCode(() => loadNativeLibrary('fixture', { path: cudaBuilt }))).toBe(
+      'OMNI_ERR_LIBRARY_NOT_FOUND',
+    );
+  });
+
+  it("'auto' probes the given cuda path and falls back to the fixture, naming what it found", async () => {
+    const lr = await start({ backend: 'auto', libraries: { cuda: fixtureCopy } });
+    try {
+      expect(lr.backend).toBe('fixture');
+      expect(lr.libraryPath).toBe(defaultLibraryPath('fixture'));
+      expect(lr.backendReason).toContain(fixtureCopy);
+    } finally {
+      await lr.close();
+    }
+  });
+
+  it('a given library that is missing rejects start with OMNI_ERR_LIBRARY_NOT_FOUND', async () => {
+    const missing = join(dir, 'nowhere', 'libomni_fixture.so');
+    expect(await codeOf(start({ backend: 'fixture', libraries: { fixture: missing } }))).toBe(
+      'OMNI_ERR_LIBRARY_NOT_FOUND',
+    );
+    expect(await codeOf(start({ backend: 'cuda', libraries: { cuda: missing } }))).toBe(
+      'OMNI_ERR_LIBRARY_NOT_FOUND',
+    );
+  });
+
+  it('malformed libraries are OMNI_ERR_INVALID_ARGUMENT', async () => {
+    const bad: unknown[] = ['libomni_fixture.so', null, { gpu: fixtureCopy }, { fixture: '' }, { cuda: 7 }];
+    for (const libraries of bad) {
+      expect(await codeOf(start({ backend: 'fixture', libraries } as LinearRuntimeOptions))).toBe(
+        'OMNI_ERR_INVALID_ARGUMENT',
+      );
+    }
+  });
+});
