@@ -129,6 +129,12 @@ describe('formatTable', () => {
     expect(rows[3]!.slice(4, 7)).toEqual(['-', '-', '-']);
   });
 
+  it('shows sub-millisecond latencies to the microsecond', () => {
+    const fast = { ...low, latencyMs: { count: 10, p50: 0.073, p99: 0.5, p999: 1.004, max: 2, mean: 0.1 } };
+    const rows = cells(formatTable(result([fast])));
+    expect(rows[1]!.slice(4, 7)).toEqual(['0.073', '0.500', '1.00']);
+  });
+
   it('aligns numbers right and the mode and load columns left', () => {
     const lines = formatTable(result([low, high])).split('\n');
     // "2x" sits under the left edge of "load", "0.5x" fills it.

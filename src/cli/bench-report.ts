@@ -35,12 +35,15 @@ function fixed(x: number, digits: number): string {
   return x.toFixed(digits);
 }
 
-/** Latency: at most two decimals (three significant figures from 1 ms up), never exponent notation. */
+/**
+ * Latency: three significant figures from 1 ms up; below, whole microseconds (the histogram's
+ * resolution), so 0.0734 ms shows as 0.073, not 0.07. Never exponent notation.
+ */
 function ms(x: number, count: number): string {
   if (count === 0) return '-';
   if (x >= 100) return fixed(x, 0);
   if (x >= 10) return fixed(x, 1);
-  return fixed(x, 2);
+  return fixed(x, x >= 1 ? 2 : 3);
 }
 
 function table(rows: string[][], rightAligned: (col: number) => boolean): string {
