@@ -1,0 +1,108 @@
+#!/usr/bin/env node
+// Typechecks every ```ts block of README.md (or the markdown file given as the argument) against
+// the package's own sources, so an API change that leaves an example wrong fails `npm run typecheck`.
+// Each block becomes its own module under dist/readme/ (gitignored, wiped by every build); a block
+// preceded by `<!-- readme-check: skip -->` is left out. Diagnostics are reported at README lines.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const markdown = resolve(process.argv[2] ?? join(root, 'README.md'));
+const shown = relative(process.cwd(), markdown) || markdown;
+
+const blocks = extractBlocks(readFileSync(markdown, 'utf8'));
+// One folder per markdown file: the test's temp files never overwrite the README's.
+const hash = createHash('sha256').update(markdown).digest('hex').slice(0, 8);
+const scratch = join(root, 'dist', 'readme', `${basename(markdown, '.md')}-${hash}`);
+rmSync(scratch, { recursive: true, force: true });
+mkdirSync(scratch, { recursive: true });
+
+const headings = new Map();
+const files = blocks.map((block) => {
+  const file = `block-${block.index}-line-${block.fence}.ts`;
+  writeFileSync(join(scratch, file), block.code);
+  headings.set(file, block.heading);
+  return file;
+});
+if (files.length === 0) {
+  console.log(`check-readme: no \`\`\`ts blocks to check in ${shown}`);
+  process.exit(0);
+}
+
+writeFileSync(
+  join(scratch, 'tsconfig.json'),
+  JSON.stringify(
+    {
+      extends: relative(scratch, join(root, 'tsconfig.json')),
+      compilerOptions: {
+        noEmit: true,
+        // A reader's `from 'omni-runtime'` must mean src/, not a dist/ that may be stale or absent.
+        paths: { 'omni-runtime': [relative(scratch, join(root, 'src', 'index.ts'))] },
+        // Examples end on a value they show being produced (`const y = await lr.run(...)`);
+        // using it is the reader's part, so an unread local is not a mistake in an example.
+        noUnusedLocals: false,
+      },
+      // `files`, not `include`: the base config's outDir (dist) is excluded from include globs.
+      files,
+      include: [],
+    },
+    null,
+    2,
+  ),
+);
+
+const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+const run = spawnSync(process.execPath, [tsc, '-p', join(scratch, 'tsconfig.json'), '--pretty', 'false'], {
+  cwd: root,
+  encoding: 'utf8',
+});
+if (run.error) throw run.error;
+
+const output = `${run.stdout}${run.stderr}`.trim();
+if (run.status === 0) {
+  console.log(`check-readme: ${files.length} \`\`\`ts block(s) in ${shown} typecheck`);
+  process.exit(0);
+}
+console.error(output.split('\n').map(toReadmeLine).join('\n'));
+console.error(`check-readme: ${shown} has \`\`\`ts blocks that do not typecheck (tsc exit ${run.status})`);
+process.exit(1);
+
+/**
+ * The ```ts blocks to check, numbered among all of them (skipped ones too, so "block 3" is the
+ * third in the file), each with its 1-based fence line and the heading it sits under. Every fence
+ * is tracked, so a `# comment` inside a ```sh block is not taken for a heading.
+ */
+function extractBlocks(text) {
+  const found = [];
+  let open = null;
+  let previous = '';
+  let heading = '';
+  let count = 0;
+  for (const [i, line] of text.split(/\r?\n/).entries()) {
+    const fence = /^\s*```\s*(\S*)\s*$/.exec(line);
+    if (open) {
+      if (fence && fence[1] === '') {
+        if (open.ts && !open.skip) found.push({ ...open, code: `${open.code.join('\n')}\n` });
+        open = null;
+      } else open.code.push(line);
+    } else if (fence) {
+      const ts = fence[1] === 'ts' || fence[1] === 'typescript';
+      const skip = /<!--\s*readme-check:\s*skip\s*-->/.test(previous);
+      open = { index: ts ? ++count : 0, fence: i + 1, heading, code: [], ts, skip };
+    } else if (/^#{1,6}\s/.test(line)) heading = line.replace(/^#+\s*/, '');
+    if (line.trim() !== '') previous = line;
+  }
+  return found;
+}
+
+/** Rewrites `.../block-2-line-80.ts(5,3): error ...` to the README line: 80 is the fence, 80+5 the line. */
+function toReadmeLine(line) {
+  const match = /^(?:.*[\\/])?(block-(\d+)-line-(\d+)\.ts)\((\d+),(\d+)\): (.*)$/.exec(line);
+  if (!match) return line;
+  const [, file, index, fence, row, column, message] = match;
+  const under = headings.get(file) ? `, under "${headings.get(file)}"` : '';
+  return `${shown}:${Number(fence) + Number(row)}:${column}: ${message}\n  (\`\`\`ts block ${index}, fence at line ${fence}${under})`;
+}

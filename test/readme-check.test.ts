@@ -1,0 +1,60 @@
+/**
+ * scripts/check-readme.mjs (run by `npm run typecheck`) must fail on an example that no longer
+ * matches the API, at the README line of the mistake; otherwise it passing proves nothing.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../src/paths.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'omni-readme-check-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+// Uses what the README's blocks rely on: a package import, top-level await and `using`.
+const good = [
+  '```ts',
+  "import { BoundedAdmission } from 'omni-runtime';",
+  'const admission = new BoundedAdmission({ requests: 4 });',
+  '{',
+  '  using permit = await admission.admit(1);',
+  '}',
+  '```',
+];
+// `request` for `requests`: the kind of drift a renamed option leaves behind.
+const bad = [
+  '```ts',
+  "import { BoundedAdmission } from 'omni-runtime';",
+  'new BoundedAdmission({ request: 4 });',
+  '```',
+];
+
+/** Writes `lines` as a markdown file and runs the check on it. */
+function check(name: string, lines: string[]): { status: number | null; output: string } {
+  const file = join(dir, name);
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  const run = spawnSync(process.execPath, ['scripts/check-readme.mjs', file], {
+    cwd: packageRoot,
+    encoding: 'utf8',
+  });
+  return { status: run.status, output: `${run.stdout}${run.stderr}` };
+}
+
+describe('check-readme', () => {
+  it('fails on a block using a misspelled option, naming the README line of the mistake', () => {
+    // Lines 1-7 good block, 8 blank, 9 heading, 10 blank, 11 fence, 12 import, 13 the mistake.
+    const { status, output } = check('bad.md', [...good, '', '## Drifted', '', ...bad]);
+    expect(status).not.toBe(0);
+    expect(output).toContain('bad.md:13:');
+    expect(output).toContain("'request'");
+    expect(output).toContain('block 2, fence at line 11, under "Drifted"');
+    expect(output).not.toMatch(/bad\.md:[1-7]:/);
+  });
+
+  it('passes when every block typechecks; a block marked skip is not compiled', () => {
+    const { status, output } = check('good.md', [...good, '', '<!-- readme-check: skip -->', ...bad]);
+    expect(output).toContain('1 ```ts block(s)');
+    expect(status).toBe(0);
+  });
+});
