@@ -95,6 +95,11 @@ function extractBlocks(text) {
     } else if (/^#{1,6}\s/.test(line)) heading = line.replace(/^#+\s*/, '');
     if (line.trim() !== '') previous = line;
   }
+  // An unclosed fence would silently drop its example from the check.
+  if (open?.ts) {
+    console.error(`check-readme: ${shown}: the \`\`\`ts block at line ${open.fence} is never closed`);
+    process.exit(1);
+  }
   return found;
 }
 

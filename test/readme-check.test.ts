@@ -57,4 +57,10 @@ describe('check-readme', () => {
     expect(output).toContain('1 ```ts block(s)');
     expect(status).toBe(0);
   });
+
+  it('fails on a ```ts block that is never closed (it would otherwise go unchecked)', () => {
+    const { status, output } = check('unclosed.md', [...good, '', ...bad.slice(0, -1)]);
+    expect(status).not.toBe(0);
+    expect(output).toContain('line 9');
+  });
 });
