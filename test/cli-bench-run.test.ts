@@ -3,11 +3,15 @@
  * says about the run (rates resolved and ascending, one phase per load and mode, the bounds and
  * costs used). Nothing here depends on how fast the machine is.
  */
-import { describe, expect, it } from 'vitest';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { type BenchConfig, parseBenchArgs } from '../src/cli/bench-options.js';
 import { runBench } from '../src/cli/bench-run.js';
 import { ArrivalProcess, phaseSeed } from '../src/cli/prng.js';
 import { Progress } from '../src/cli/progress.js';
+import { defaultLibraryPath } from '../src/native/index.js';
 
 const quiet = { isTTY: false } as NodeJS.WriteStream;
 
@@ -21,8 +25,15 @@ function config(argv: string[]): BenchConfig {
 }
 
 describe('runBench', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'omni-bench-run-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
   it('runs every load on both modes, lowest load first, and reports the configuration it ran', async () => {
+    // A copy of the fixture, so the result can only name it if --fixture-library reached the runtimes.
+    const library = join(dir, 'libomni_fixture.so');
+    copyFileSync(defaultLibraryPath('fixture'), library);
     const c = config([
+      ...['--fixture-library', library],
       ...['--rates', '200,50', '--duration', '0.4', '--calibrate', '0.05'],
       ...['--requests', '3', '--units', '6', '--max-rows', '5', '--seed', '9', '--deadline-ms', '5000'],
     ]);
@@ -36,6 +47,7 @@ describe('runBench', () => {
     ]);
     expect(r).toMatchObject({
       backend: 'fixture',
+      libraryPath: library,
       threads: 1,
       seed: 9,
       deadlineMs: 5000,

@@ -34,6 +34,19 @@ describe('bench flags', () => {
     expect(() => config(['--units', '4', '--max-rows', '5'])).toThrow(UsageError);
   });
 
+  it('--cuda-library and --fixture-library name the libraries to load (none by default)', () => {
+    expect(config([]).libraries).toEqual({ cuda: undefined, fixture: undefined });
+    expect(
+      config(['--cuda-library', '/opt/omni/libomni_cuda.so', '--fixture-library', 'f.so']).libraries,
+    ).toEqual({
+      cuda: '/opt/omni/libomni_cuda.so',
+      fixture: 'f.so',
+    });
+    for (const flag of ['--cuda-library', '--fixture-library']) {
+      expect(() => config([flag, ' '])).toThrow(expect.objectContaining({ code: 'OMNI_ERR_USAGE' }));
+    }
+  });
+
   it('leaves the backend to OMNI_BACKEND when it is set and --backend is not', () => {
     expect(config([], { OMNI_BACKEND: 'cuda' }).backend).toBeUndefined();
     expect(config(['--backend', 'auto'], { OMNI_BACKEND: 'cuda' }).backend).toBe('auto');

@@ -103,6 +103,12 @@ export function choiceFlag<T extends string>(
   return raw as T;
 }
 
+/** A path: any non-blank string, resolved by whoever opens it. */
+export function pathFlag(name: string, raw: string | undefined): string | undefined {
+  if (raw !== undefined && raw.trim() === '') throw new UsageError(`--${name} must not be empty`);
+  return raw;
+}
+
 /**
  * --requests and --units together: each may be in range alone and still not fit the one word
  * the admission packs them into (README, Limits). A usage mistake, so it is said like one.

@@ -5,7 +5,8 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { isDecimal } from '../decimal.js';
-import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, UsageError } from './args.js';
+import type { NativeLibraryPaths } from '../linear/linear-runtime.js';
+import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, pathFlag, UsageError } from './args.js';
 
 export type BackendFlag = 'fixture' | 'cuda' | 'auto';
 
@@ -27,6 +28,8 @@ export interface BenchConfig {
   readonly rates: readonly RateSpec[];
   /** undefined: OMNI_BACKEND decides (it is set), else the fixture. */
   readonly backend: BackendFlag | undefined;
+  /** Native libraries to load instead of the package's build. */
+  readonly libraries: NativeLibraryPaths;
   readonly outDir: string;
   readonly json: boolean;
   readonly seed: number;
@@ -50,6 +53,8 @@ export const BENCH_FLAGS = {
   units: { type: 'string' },
   rates: { type: 'string' },
   backend: { type: 'string' },
+  'cuda-library': { type: 'string' },
+  'fixture-library': { type: 'string' },
   out: { type: 'string' },
   json: { type: 'boolean' },
   seed: { type: 'string' },
@@ -84,6 +89,9 @@ Flags:
   --in-features N    layer input width (default 1024)
   --out-features N   layer output width (default 1024)
   --backend B        fixture | cuda | auto (default: OMNI_BACKEND if set, else fixture)
+  --cuda-library PATH, --fixture-library PATH
+                     load this native library instead of the package's (e.g. a CUDA
+                     library built for your GPUs); results.json names the one loaded
   --seed N           seed for arrival times and costs (default 1): same seed, same load
   --out DIR          where results.json and the charts go (default ./bench-results)
   --json             print a machine-readable summary on stdout instead of the table
@@ -178,6 +186,10 @@ export function parseBenchArgs(
     units,
     rates,
     backend: backendFlag ?? (env.OMNI_BACKEND ? undefined : 'fixture'),
+    libraries: {
+      cuda: pathFlag('cuda-library', values['cuda-library']),
+      fixture: pathFlag('fixture-library', values['fixture-library']),
+    },
     outDir: outDirFlag(values.out),
     json: values.json === true,
     seed: numberFlag('seed', values.seed, 1, { min: 0, max: 2 ** 32 - 1, integer: true }),

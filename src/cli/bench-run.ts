@@ -18,6 +18,8 @@ export interface BenchResult {
   cpus: number;
   backend: string;
   backendReason: string;
+  /** The native library the threads loaded. */
+  libraryPath: string | null;
   threads: number;
   layer: { inFeatures: number; outFeatures: number; op: string };
   cost: { unit: 'rows'; distribution: 'uniform'; min: 1; max: number };
@@ -70,6 +72,7 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
     outFeatures: config.outFeatures,
     seed: config.seed,
     ...(config.backend === undefined ? {} : { backend: config.backend }),
+    libraries: config.libraries,
   };
   progress.phase('starting threads');
   const unbounded = await LinearRuntime.start(common);
@@ -135,6 +138,7 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
       cpus: availableParallelism(),
       backend: runtimes.unbounded.backend,
       backendReason: runtimes.unbounded.backendReason,
+      libraryPath: runtimes.unbounded.libraryPath,
       threads: config.threads,
       layer: { inFeatures: config.inFeatures, outFeatures: config.outFeatures, op: 'y = GELU(x W^T + b)' },
       cost: { unit: 'rows', distribution: 'uniform', min: 1, max: config.maxRows },

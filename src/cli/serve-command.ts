@@ -15,7 +15,7 @@ import {
 } from '../linear/linear-runtime.js';
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
-import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, UsageError } from './args.js';
+import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, pathFlag, UsageError } from './args.js';
 
 export const SERVE_HELP = `Usage: omni-runtime serve [flags]
 
@@ -88,11 +88,6 @@ const FLAGS = {
   'retry-after': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
-
-function pathFlag(name: string, raw: string | undefined): string | undefined {
-  if (raw !== undefined && raw.trim() === '') throw new UsageError(`--${name} must not be empty`);
-  return raw;
-}
 
 const optional = (name: string, raw: string | undefined, options: Parameters<typeof numberFlag>[3]) =>
   raw === undefined ? undefined : numberFlag(name, raw, 0, options);
