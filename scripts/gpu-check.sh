@@ -9,20 +9,44 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
 
-command -v node >/dev/null || { echo "gpu-check: node is not installed"; exit 3; }
+# A GPU machine may have neither Node nor a registry: scripts/gpu-bundle.sh, run on a development
+# machine, packs both into .gpu/ (carry "dist" and ".gpu"); they are used only where missing here.
+if ! command -v node >/dev/null && [ -f .gpu/node.xz ]; then
+  mkdir -p /tmp/omni-node
+  if command -v xz >/dev/null; then
+    xz -dc .gpu/node.xz >/tmp/omni-node/node
+  else
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+      .gpu/node.xz /tmp/omni-node/node
+  fi
+  chmod +x /tmp/omni-node/node
+  export PATH="/tmp/omni-node:$PATH"
+  echo "gpu-check: using the carried node $(node --version)"
+fi
+command -v node >/dev/null || { echo "gpu-check: node is not installed (run scripts/gpu-bundle.sh and carry .gpu)"; exit 3; }
 export PATH="$PATH:${CUDA_HOME:-/usr/local/cuda}/bin"
-if [ ! -d node_modules ]; then
-  # A GPU machine may have no registry: fail fast rather than let npm retry for minutes.
+if [ ! -d node_modules ] && [ -d .gpu/node_modules ]; then
+  ln -s .gpu/node_modules node_modules
+  echo "gpu-check: using the carried .gpu/node_modules"
+elif [ ! -d node_modules ]; then
+  # Fail fast rather than let npm retry an unreachable registry for minutes.
   echo "gpu-check: node_modules missing; running npm ci --offline"
-  timeout 120 npm ci --offline --no-audit --no-fund || { echo "gpu-check: npm ci failed; carry node_modules"; exit 3; }
+  timeout 120 npm ci --offline --no-audit --no-fund || { echo "gpu-check: npm ci failed; carry .gpu (scripts/gpu-bundle.sh)"; exit 3; }
 fi
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=index,name,driver_version,compute_cap --format=csv,noheader || true
 fi
 
-# Other parts of the tree may not type-check mid-development; tsc still emits what this needs.
-timeout 120 node_modules/.bin/tsc -p tsconfig.json ||
-  echo "gpu-check: tsc reported errors; continuing with the emitted JavaScript"
+if [ -e node_modules/.bin/tsc ]; then
+  # Other parts of the tree may not type-check mid-development; tsc still emits what this needs.
+  timeout 120 node_modules/.bin/tsc -p tsconfig.json ||
+    echo "gpu-check: tsc reported errors; continuing with the emitted JavaScript"
+elif [ -f dist/src/index.js ]; then
+  echo "gpu-check: no TypeScript here; using the carried dist/"
+else
+  echo "gpu-check: neither TypeScript nor a built dist/ (run scripts/gpu-bundle.sh and carry dist)"
+  exit 3
+fi
 # With a toolkit here, always rebuild: a library carried from another machine may need a newer
 # driver than this one has (a CUDA 13 runtime needs driver >= 580).
 force=

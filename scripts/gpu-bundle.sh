@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Prepares, on a development machine, what scripts/gpu-check.sh needs on a GPU machine that has
+# neither Node nor a package registry: the built dist/ and a .gpu/ folder holding this machine's
+# node binary (xz-compressed) and the only packages the check loads (koffi with its linux-x64
+# prebuild, piscina). The device tool carries ignored paths only when named, so the check is run
+# there with carry ["dist", ".gpu"]; gpu-check.sh unpacks .gpu/ when node or node_modules is
+# missing. Together they stay far below the 64 MiB a carried tree may hold (about 30 MB).
+# Exit: 0 ready, 1 a step failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+[ -d node_modules ] || { echo "gpu-bundle: run npm ci first"; exit 1; }
+npm run build >/dev/null
+rm -rf .gpu
+mkdir -p .gpu/node_modules/@koromix
+# Only what dist/src/index.js reaches outside node:*: the HTTP front and the bench CLI are not
+# loaded by the check. @napi-rs/nice is piscina's optional thread-priority helper.
+for pkg in koffi @koromix/koffi-linux-x64 piscina @napi-rs/nice @napi-rs/nice-linux-x64-gnu; do
+  if [ -d "node_modules/$pkg" ]; then
+    mkdir -p ".gpu/node_modules/$(dirname "$pkg")"
+    cp -R "node_modules/$pkg" ".gpu/node_modules/$pkg"
+  fi
+done
+for required in koffi @koromix/koffi-linux-x64 piscina; do
+  [ -d ".gpu/node_modules/$required" ] || { echo "gpu-bundle: node_modules/$required is missing"; exit 1; }
+done
+node_bin=$(command -v node)
+echo "gpu-bundle: compressing $node_bin ($(node --version)); about half a minute"
+xz -T0 -6 -c "$node_bin" >.gpu/node.xz
+node --version >.gpu/node.version
+echo "gpu-bundle: ready, $(du -sh .gpu | cut -f1) in .gpu/ and $(du -sh dist | cut -f1) in dist/"
+echo "gpu-bundle: on the GPU machine run: bash scripts/gpu-check.sh   with carry: [\"dist\", \".gpu\"]"
