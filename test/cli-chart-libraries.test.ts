@@ -59,10 +59,16 @@ function loader(failures: { vega?: unknown; 'vega-lite'?: unknown } = {}): Impor
 }
 
 describe('loadChartLibraries', () => {
-  it('names the exact versions package.json pins', () => {
+  it('names the exact versions package.json pins; a consumer does not get them unasked', () => {
     const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as PackageJson;
     for (const [name, version] of Object.entries(CHART_PACKAGES)) {
-      expect(pkg.dependencies?.[name], name).toBe(version);
+      expect(pkg.devDependencies?.[name], name).toBe(version);
+      expect(pkg.peerDependencies?.[name], name).toBe(version);
+      expect(pkg.peerDependenciesMeta?.[name], name).toEqual({ optional: true });
+      expect(pkg.dependencies?.[name], name).toBeUndefined();
+      // Not optionalDependencies: npm silently skips an optional package whose engines do not
+      // match, and vega-lite 6.5 declares Node >= 22, so Node 20 would never get the charts.
+      expect(pkg.optionalDependencies?.[name], name).toBeUndefined();
       expect(CHART_INSTALL_COMMAND).toContain(`${name}@${version}`);
     }
   });
