@@ -1,18 +1,29 @@
 /**
  * `omni-runtime bench`: parse flags, run the load, then write results.json and the charts and
- * print the table (or, with --json, the summary) on stdout.
+ * print the table (or, with --json, the summary) on stdout. Without the optional chart
+ * packages the charts are skipped with one line on stderr; the run still succeeds.
  */
 import { BENCH_HELP, parseBenchArgs } from './bench-options.js';
 import { formatReport, summarize } from './bench-report.js';
 import { runBench } from './bench-run.js';
+import { CHART_INSTALL_COMMAND, type ImportPackage, loadChartLibraries } from './chart-libraries.js';
 import { CHART_FILES, charts, renderSvg } from './charts.js';
 import { prepareOutDir, writeOutputs } from './output-dir.js';
 import { Progress } from './progress.js';
 
 const RESULTS_FILE = 'results.json';
 
+/** What the command runs the load with and loads the chart packages with; tests replace them. */
+export interface BenchCommandDeps {
+  readonly runBench: typeof runBench;
+  readonly importPackage?: ImportPackage;
+}
+
 /** Runs the command; resolves with the exit code. Usage mistakes throw UsageError. */
-export async function runBenchCommand(argv: readonly string[]): Promise<number> {
+export async function runBenchCommand(
+  argv: readonly string[],
+  deps: BenchCommandDeps = { runBench },
+): Promise<number> {
   const config = parseBenchArgs(argv);
   if (config === 'help') {
     process.stdout.write(BENCH_HELP);
@@ -23,11 +34,21 @@ export async function runBenchCommand(argv: readonly string[]): Promise<number> 
   const progress = new Progress(plannedS);
   let result: Awaited<ReturnType<typeof runBench>>;
   try {
-    result = await runBench(config, progress);
+    result = await deps.runBench(config, progress);
   } finally {
     progress.stop();
   }
-  const svgs = await Promise.all(charts(result).map(async (c) => [c.file, await renderSvg(c.spec)] as const));
+  const libraries = await loadChartLibraries(deps.importPackage);
+  if (libraries === undefined) {
+    process.stderr.write(
+      `charts skipped: the optional dependencies vega and vega-lite are not installed (${CHART_INSTALL_COMMAND})\n`,
+    );
+  }
+  const svgs = libraries
+    ? await Promise.all(
+        charts(result).map(async (c) => [c.file, await renderSvg(c.spec, libraries)] as const),
+      )
+    : [];
   const files = writeOutputs(outDir, [[RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`], ...svgs]);
   if (config.json) {
     process.stdout.write(`${JSON.stringify(summarize(result, files), null, 2)}\n`);

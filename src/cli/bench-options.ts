@@ -71,7 +71,8 @@ export const BENCH_HELP = `Usage: omni-runtime bench [flags]
 Drives the built-in native worker (y = GELU(x W^T + b), CPU fixture by default) with an
 open-loop Poisson arrival process at several offered loads. Each load runs twice in this
 process: the default serial scheduler (unbounded queue) and bounded admission. Every request
-carries a deadline. Prints a table (or JSON) and writes results.json and SVG charts.
+carries a deadline. Prints a table (or JSON) and writes results.json and SVG charts (the
+charts need the optional packages vega and vega-lite; without them they are skipped).
 
 Flags:
   --duration S       seconds of offered load over ALL phases together (default 20); each of

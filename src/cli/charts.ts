@@ -1,15 +1,23 @@
 /**
  * The benchmark's charts: vega-lite specs compiled to vega and rendered to SVG in Node by
- * vega's own SVG renderer (no canvas, no browser). vega is loaded only when charts are drawn.
+ * vega's own SVG renderer (no canvas, no browser). vega and vega-lite are optional
+ * dependencies, loaded only when charts are drawn (see chart-libraries.ts).
  */
-import type { TopLevelSpec } from 'vega-lite';
 import type { BenchResult } from './bench-run.js';
+import type { ChartLibraries } from './chart-libraries.js';
 import type { PhaseResult } from './phase-recorder.js';
+
+/**
+ * A vega-lite spec, typed loosely on purpose: vega-lite's own types would make the build fail
+ * where the optional dependency is not installed. Every chart is rendered through vega-lite by
+ * the end-to-end bench test, which is what checks the specs.
+ */
+export type ChartSpec = { readonly $schema: string } & Readonly<Record<string, unknown>>;
 
 export interface Chart {
   /** File name under the output folder. */
   readonly file: string;
-  readonly spec: TopLevelSpec;
+  readonly spec: ChartSpec;
 }
 
 const SCHEMA = 'https://vega.github.io/schema/vega-lite/v6.json';
@@ -22,7 +30,7 @@ const MODE_COLOR = {
 const OFFERED_X = { field: 'offered', type: 'quantitative', title: 'offered load (requests/s)' } as const;
 
 /** p50 / p99 / p99.9 of completed requests against offered load, one line per mode and percentile. */
-export function latencySpec(r: BenchResult): TopLevelSpec {
+export function latencySpec(r: BenchResult): ChartSpec {
   const values = r.phases.flatMap((p) =>
     p.latencyMs.count === 0
       ? []
@@ -79,11 +87,11 @@ export function latencySpec(r: BenchResult): TopLevelSpec {
         ],
       },
     ],
-  } as TopLevelSpec;
+  };
 }
 
 /** Completions per second against offered load; the dashed diagonal is "achieved = offered". */
-export function throughputSpec(r: BenchResult): TopLevelSpec {
+export function throughputSpec(r: BenchResult): ChartSpec {
   const values = r.phases.map((p) => ({ offered: p.offeredRate, achieved: p.achievedRate, mode: p.mode }));
   const top = Math.max(...r.rates, 1);
   return {
@@ -115,7 +123,7 @@ export function throughputSpec(r: BenchResult): TopLevelSpec {
         },
       },
     ],
-  } as TopLevelSpec;
+  };
 }
 
 function timelineValues(phases: readonly PhaseResult[]) {
@@ -128,7 +136,7 @@ function timelineValues(phases: readonly PhaseResult[]) {
 }
 
 /** Depth and cumulative refusals / deadline misses over time at the highest offered load. */
-export function timelineSpec(r: BenchResult): TopLevelSpec {
+export function timelineSpec(r: BenchResult): ChartSpec {
   const top = Math.max(...r.phases.map((p) => p.offeredRate));
   const phases = r.phases.filter((p) => p.offeredRate === top);
   const label = phases[0]?.rateLabel ?? '';
@@ -169,7 +177,7 @@ export function timelineSpec(r: BenchResult): TopLevelSpec {
         },
       },
     ],
-  } as TopLevelSpec;
+  };
 }
 
 /** The chart files `charts()` makes, known before the run so the output folder can be checked. */
@@ -185,8 +193,7 @@ export function charts(r: BenchResult): Chart[] {
 }
 
 /** vega-lite -> vega -> SVG, headless: the 'none' renderer draws nothing but still lays out. */
-export async function renderSvg(spec: TopLevelSpec): Promise<string> {
-  const [vega, vegaLite] = await Promise.all([import('vega'), import('vega-lite')]);
+export async function renderSvg(spec: ChartSpec, { vega, vegaLite }: ChartLibraries): Promise<string> {
   const view = new vega.View(vega.parse(vegaLite.compile(spec).spec), { renderer: 'none' });
   try {
     return await view.toSVG();
