@@ -59,11 +59,12 @@ function loader(failures: { vega?: unknown; 'vega-lite'?: unknown } = {}): Impor
 }
 
 describe('loadChartLibraries', () => {
-  it('names the exact versions package.json pins; a consumer does not get them unasked', () => {
+  it('names the exact versions package.json pins for development; a consumer does not get them unasked', () => {
     const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as PackageJson;
     for (const [name, version] of Object.entries(CHART_PACKAGES)) {
       expect(pkg.devDependencies?.[name], name).toBe(version);
-      expect(pkg.peerDependencies?.[name], name).toBe(version);
+      // A range: a consumer's own vega 6 of a later minor must not make npm refuse the install.
+      expect(pkg.peerDependencies?.[name], name).toBe(`^${version}`);
       expect(pkg.peerDependenciesMeta?.[name], name).toEqual({ optional: true });
       expect(pkg.dependencies?.[name], name).toBeUndefined();
       // Not optionalDependencies: npm silently skips an optional package whose engines do not
@@ -164,5 +165,8 @@ describe('omni-runtime bench without the chart packages', () => {
       'ERR_MODULE_NOT_FOUND',
     );
     expect(stderr).not.toContain('skipped');
+    // The run's measurement is kept, and the summary says which files exist.
+    expect(JSON.parse(readFileSync(join(out, 'results.json'), 'utf8'))).toEqual(result);
+    expect((JSON.parse(stdout) as BenchSummary).files).toEqual([join(out, 'results.json')]);
   });
 });

@@ -38,22 +38,30 @@ export async function runBenchCommand(
   } finally {
     progress.stop();
   }
-  const libraries = await loadChartLibraries(deps.importPackage);
-  if (libraries === undefined) {
-    process.stderr.write(
-      `charts skipped: the optional dependencies vega and vega-lite are not installed (${CHART_INSTALL_COMMAND})\n`,
-    );
-  }
-  const svgs = libraries
-    ? await Promise.all(
+  // The measurement is written first: a chart library that fails to load or render must not
+  // cost the run its results.
+  const files = writeOutputs(outDir, [[RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`]]);
+  let chartError: unknown;
+  try {
+    const libraries = await loadChartLibraries(deps.importPackage);
+    if (libraries === undefined) {
+      process.stderr.write(
+        `charts skipped: the optional dependencies vega and vega-lite are not installed (${CHART_INSTALL_COMMAND})\n`,
+      );
+    } else {
+      const svgs = await Promise.all(
         charts(result).map(async (c) => [c.file, await renderSvg(c.spec, libraries)] as const),
-      )
-    : [];
-  const files = writeOutputs(outDir, [[RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`], ...svgs]);
+      );
+      files.push(...writeOutputs(outDir, svgs));
+    }
+  } catch (err) {
+    chartError = err;
+  }
   if (config.json) {
     process.stdout.write(`${JSON.stringify(summarize(result, files), null, 2)}\n`);
   } else {
     process.stdout.write(formatReport(result, files));
   }
+  if (chartError !== undefined) throw chartError;
   return 0;
 }
