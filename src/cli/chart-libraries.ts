@@ -13,8 +13,8 @@ export const CHART_INSTALL_COMMAND = `npm install ${Object.entries(CHART_PACKAGE
   .map(([name, version]) => `${name}@${version}`)
   .join(' ')}`;
 
-// The few members charts.ts uses, declared here rather than taken from the packages' types so
-// that the build compiles where they are not installed.
+// The few members charts.ts uses, declared here rather than taken from the packages' types, so
+// that no declaration this package emits refers to packages a consumer may not have installed.
 interface VegaView {
   toSVG(): Promise<string>;
   finalize(): void;
