@@ -13,7 +13,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import { parseServeArgs, runServeCommand } from '../src/cli/serve-command.js';
 import { seededWeights } from '../src/index.js';
-import { referenceLinearGelu } from '../src/native/index.js';
+import { defaultLibraryPath, referenceLinearGelu } from '../src/native/index.js';
 import { packageRoot } from '../src/paths.js';
 import { floatsOf, get, postFloats, postJson, tryConnect } from './fixtures/serve-client.js';
 import { ENTERED, expectedRow } from './fixtures/serve-gate-layout.js';
@@ -231,8 +231,11 @@ describe('serve child processes', () => {
       '--out-features',
       String(OUT),
     ]);
-    const [, url, , backend] = await child.line(LISTENING);
+    const listening = await child.line(LISTENING);
+    const [, url, , backend] = listening;
     expect(backend).toBe('fixture');
+    // Which .so answers is on the start line, for whoever reads the logs.
+    expect(listening.input).toContain(`library ${defaultLibraryPath('fixture')};`);
 
     const health = await get(url!, '/health');
     expect(health.status).toBe(200);

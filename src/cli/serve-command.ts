@@ -66,7 +66,9 @@ export interface ServeConfig {
 
 /** What the command needs from outside; tests swap the runtime (a gated fixture) and streams. */
 export interface ServeCommandDeps {
-  readonly startRuntime?: (options: LinearRuntimeOptions) => Promise<Served & { backendReason?: string }>;
+  readonly startRuntime?: (
+    options: LinearRuntimeOptions,
+  ) => Promise<Served & { backendReason?: string; libraryPath?: string | null }>;
   readonly out?: (line: string) => void;
   readonly signals?: Pick<NodeJS.Process, 'on' | 'removeListener'>;
 }
@@ -244,6 +246,7 @@ async function serveUntilSignalled(
   const units = config.units === undefined ? 'none' : String(config.units);
   out(
     `omni-runtime serve: listening on ${handle.address} (backend ${runtime.backend}: ${runtime.backendReason ?? 'given'}; ` +
+      (runtime.libraryPath ? `library ${runtime.libraryPath}; ` : '') +
       `threads ${config.threads}, requests ${config.requests}, units ${units}, ` +
       `${runtime.inFeatures} -> ${runtime.outFeatures} features)`,
   );
