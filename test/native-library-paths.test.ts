@@ -5,15 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import { LinearRuntime, type LinearRuntimeOptions } from '../src/index.js';
 import { defaultLibraryPath, loadNativeLibrary } from '../src/native/index.js';
-
-async function codeOf(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (err) {
-    return (err as { code?: unknown }).code;
-  }
-  throw new Error('expected the promise to reject');
-}
+import { codeOf } from './fixtures/runtime-harness.js';
 
 function thrownCode(fn: () => unknown): unknown {
   try {
