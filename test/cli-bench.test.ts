@@ -3,22 +3,14 @@
  * run whose highest offered load is far above capacity, so the comparison it checks (bounded
  * admission's p99 below the unbounded queue's) is a property of queueing, not a timing race.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BenchSummary, PhaseSummary } from '../src/cli/bench-report.js';
 import { isWellFormedXml, runCli } from './fixtures/cli-process.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'omni-bench-'));
-  dirs.push(dir);
-  return dir;
-}
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = tempDirs('omni-bench-');
 
 async function bench(args: string[]): Promise<{ summary: BenchSummary; out: string }> {
   const out = tempDir();

@@ -4,8 +4,7 @@
  * the package loader replaced and the errors Node really throws for a package that is not there.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runBenchCommand } from '../src/cli/bench-command.js';
@@ -18,16 +17,9 @@ import {
 } from '../src/cli/chart-libraries.js';
 import { packageRoot } from '../src/paths.js';
 import { benchResult } from './fixtures/bench-result.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
 
-const dirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'omni-charts-'));
-  dirs.push(dir);
-  return dir;
-}
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = tempDirs('omni-charts-');
 
 /** The error Node's own import() gives for `name` where no such package is installed. */
 function notInstalledError(name: string): Error {

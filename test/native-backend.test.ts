@@ -1,15 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import { NativeContext, resolveDevice, selectBackend } from '../src/native/index.js';
-
-function codeOf(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return (err as { code?: unknown }).code;
-  }
-  throw new Error('expected the call to throw');
-}
+import { thrownCode } from './fixtures/thrown.js';
 
 describe('backend selection and device resolution', () => {
   beforeAll(() => {
@@ -34,7 +26,7 @@ describe('backend selection and device resolution', () => {
     ['OMNI_BACKEND=tpu', () => selectBackend(undefined, { OMNI_BACKEND: 'tpu' })],
     ['backend "gpu"', () => selectBackend('gpu' as 'cuda', {})],
   ])('%s: OMNI_ERR_INVALID_ARGUMENT', (_name, call) => {
-    expect(codeOf(call)).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(thrownCode(call)).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });
 
   it('an explicit fixture preference, or OMNI_BACKEND=fixture, selects the fixture and says why', () => {
@@ -56,7 +48,7 @@ describe('backend selection and device resolution', () => {
   });
 
   it('an explicit cuda preference with no library throws OMNI_ERR_LIBRARY_NOT_FOUND', () => {
-    expect(codeOf(() => selectBackend('cuda', {}, { cudaPath: '/nonexistent/libomni_cuda.so' }))).toBe(
+    expect(thrownCode(() => selectBackend('cuda', {}, { cudaPath: '/nonexistent/libomni_cuda.so' }))).toBe(
       'OMNI_ERR_LIBRARY_NOT_FOUND',
     );
   });

@@ -6,15 +6,7 @@ import { buildFixture } from '../scripts/build-native.mjs';
 import { LinearRuntime, type LinearRuntimeOptions } from '../src/index.js';
 import { defaultLibraryPath, loadNativeLibrary } from '../src/native/index.js';
 import { codeOf } from './fixtures/runtime-harness.js';
-
-function thrownCode(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return (err as { code?: unknown }).code;
-  }
-  throw new Error('expected the call to throw');
-}
+import { thrownCode } from './fixtures/thrown.js';
 
 describe('native libraries from a path of your own', () => {
   const dir = mkdtempSync(join(tmpdir(), 'omni-libs-'));
