@@ -164,6 +164,24 @@ describe('serve flags', () => {
     expect(bad.stdout).toEqual([]);
   });
 
+  it('the built CLI: SIGTERM while it still loads the HTTP stack stops it without listening, exit 0', async () => {
+    const preload = join(packageRoot, 'dist', 'test', 'fixtures', 'sigterm-while-loading.js');
+    const child = spawn(process.execPath, ['--import', preload, CLI, 'serve', '--port', '0'], {
+      cwd: packageRoot,
+      env: { ...process.env, OMNI_BACKEND: 'fixture' },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d));
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
+      child.once('exit', (c, s) => resolve([c, s])),
+    );
+    expect(stderr).toContain('sigterm-while-loading: sent');
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(stdout).toBe('omni-runtime serve: SIGTERM while starting: stopping\n');
+  }, 30_000);
+
   it('--help prints the usage and resolves 0 without starting anything', async () => {
     const lines: string[] = [];
     expect(await runServeCommand(['--help'], { out: (l) => lines.push(l) })).toBe(0);

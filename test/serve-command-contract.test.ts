@@ -1,7 +1,8 @@
 /**
  * `omni-runtime serve` beyond serve-cli.test.ts: every flag reaches the runtime or the server it
- * configures, a listener that cannot start closes the runtime it started, the signal listeners
- * go away when the command returns, and a drained child exits at once even with a long drain
+ * configures, a listener that cannot start closes the runtime it started, a signal during start
+ * stops it without listening, the signal listeners go away when the command returns (those the
+ * caller installed stay with the caller), and a drained child exits at once even with a long drain
  * timeout. In-process runs take their signals from an EventEmitter and the gated fixture worker;
  * ordering is by the command's printed lines and the gate, never by sleeps.
  */
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseServeArgs, runServeCommand } from '../src/cli/serve-command.js';
+import { ShutdownSignals } from '../src/cli/shutdown-signals.js';
 import type { LinearRuntimeOptions } from '../src/index.js';
 import { packageRoot } from '../src/paths.js';
 import { codeOf, rejection } from './fixtures/runtime-harness.js';
@@ -177,6 +179,47 @@ describe('runServeCommand in-process', () => {
     expect(await run.exitCode).toBe(1);
     expect(run.lines.at(-1)).toMatch(/drain timed out \(1 requests abandoned\)/);
     expect([200, 500, 'connection closed']).toContain(await stuck);
+  });
+
+  it('a signal while the runtime starts: it never listens, closes the runtime, exit 0', async () => {
+    const signals = new EventEmitter();
+    const lines: string[] = [];
+    let gated: Gated | undefined;
+    const exitCode = await runServeCommand(['--port', '0', '--in-features', '2'], {
+      signals: signals as unknown as NodeJS.Process,
+      out: (l) => lines.push(l),
+      startRuntime: async (given) => {
+        signals.emit('SIGTERM');
+        gated = await startGated({ ...given, inFeatures: 2, outFeatures: 2, open: true });
+        gates.push(gated);
+        return gated.lr;
+      },
+    });
+    expect(exitCode).toBe(0);
+    expect(lines).toEqual(['omni-runtime serve: SIGTERM while starting: stopping']);
+    expect(gated!.lr.report().state).toBe('stopped');
+    expect(signals.listenerCount('SIGTERM')).toBe(0);
+  });
+
+  it('listeners the caller installed (the CLI, before loading serve) are used and left to it', async () => {
+    const signals = new EventEmitter();
+    const listening = new ShutdownSignals(signals as unknown as NodeJS.Process);
+    signals.emit('SIGINT');
+    const lines: string[] = [];
+    const exitCode = await runServeCommand(['--port', '0', '--in-features', '2'], {
+      listening,
+      out: (l) => lines.push(l),
+      startRuntime: async (given) => {
+        const gated = await startGated({ ...given, inFeatures: 2, outFeatures: 2, open: true });
+        gates.push(gated);
+        return gated.lr;
+      },
+    });
+    expect(exitCode).toBe(0);
+    expect(lines).toEqual(['omni-runtime serve: SIGINT while starting: stopping']);
+    expect(signals.listenerCount('SIGINT')).toBe(1);
+    listening.dispose();
+    expect(signals.listenerCount('SIGINT')).toBe(0);
   });
 
   it('a port already in use: the listen error, and the runtime it started is closed', async () => {

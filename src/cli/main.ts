@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../paths.js';
 import { UsageError } from './args.js';
+import { ShutdownSignals } from './shutdown-signals.js';
 
 export const HELP = `Usage: omni-runtime <command> [flags]
 
@@ -50,9 +51,15 @@ export async function main(argv: readonly string[]): Promise<number> {
         return runBenchCommand(rest);
       }
     case 'serve': {
-      // Loaded on demand, like the bench commands: `bench` does not pay for the HTTP stack.
-      const { runServeCommand } = await import('./serve-command.js');
-      return runServeCommand(rest);
+      // Listen before loading the HTTP stack (~0.2 s): a SIGTERM meanwhile stops, not kills.
+      const listening = new ShutdownSignals(process);
+      try {
+        // Loaded on demand, like the bench commands: `bench` does not pay for the HTTP stack.
+        const { runServeCommand } = await import('./serve-command.js');
+        return await runServeCommand(rest, { listening });
+      } finally {
+        listening.dispose();
+      }
     }
     default:
       throw new UsageError(

@@ -1,6 +1,7 @@
 /**
  * `omni-runtime serve`: start a LinearRuntime on the chosen backend, put it behind HTTP
- * (src/serve), print where it listens, and on SIGTERM or SIGINT drain and exit.
+ * (src/serve), print where it listens, and on SIGTERM or SIGINT drain and exit. A signal that
+ * comes while it starts stops it once the runtime is up, without ever listening.
  *
  * Exit status: 0 after a clean drain; 1 when the drain timeout abandoned work (or a second
  * signal cut the wait short). Usage mistakes throw UsageError (one line, exit 2); a runtime
@@ -16,6 +17,7 @@ import {
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
 import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, pathFlag, UsageError } from './args.js';
+import { ShutdownSignals, type SignalSource } from './shutdown-signals.js';
 
 export const SERVE_HELP = `Usage: omni-runtime serve [flags]
 
@@ -28,7 +30,8 @@ Serves the built-in native worker (y = GELU(x W^T + b)) over HTTP, on loopback b
 Full capacity answers 503 with Retry-After at once; a cost that can never fit and a body over
 the limit 413; a malformed body 400; a call past its deadline 504; a native error 500.
 SIGTERM or SIGINT drains: no new connections, new requests 503, in-flight work finishes
-(up to --drain-timeout-ms), then the runtime closes and the process exits 0.
+(up to --drain-timeout-ms), then the runtime closes and the process exits 0. A signal
+during start-up stops it as soon as the runtime is up, without listening (exit 0).
 
 Flags:
   --host ADDR            interface to listen on (default 127.0.0.1)
@@ -70,7 +73,9 @@ export interface ServeCommandDeps {
     options: LinearRuntimeOptions,
   ) => Promise<Served & { backendReason?: string; libraryPath?: string | null }>;
   readonly out?: (line: string) => void;
-  readonly signals?: Pick<NodeJS.Process, 'on' | 'removeListener'>;
+  readonly signals?: SignalSource;
+  /** Listeners already installed (the CLI installs them before loading this module); kept, not disposed. */
+  readonly listening?: ShutdownSignals;
 }
 
 const FLAGS = {
@@ -151,48 +156,6 @@ export function parseServeArgs(argv: readonly string[]): ServeConfig | 'help' {
   };
 }
 
-/**
- * SIGTERM and SIGINT, listened for from start to end by one pair of listeners (a signal with no
- * listener, even between two awaits, would kill the process instead of draining it).
- */
-class Signals {
-  readonly first: Promise<string>;
-  #count = 0;
-  #last = '';
-  #resolveFirst: (name: string) => void = () => {};
-  #again: (name: string) => void = () => {};
-  readonly #source: NonNullable<ServeCommandDeps['signals']>;
-  readonly #onTerm = (): void => this.#received('SIGTERM');
-  readonly #onInt = (): void => this.#received('SIGINT');
-
-  constructor(source: NonNullable<ServeCommandDeps['signals']>) {
-    this.#source = source;
-    this.first = new Promise((resolve) => {
-      this.#resolveFirst = resolve;
-    });
-    source.on('SIGTERM', this.#onTerm);
-    source.on('SIGINT', this.#onInt);
-  }
-
-  /** Called for every signal after the first (at once for one that already came). */
-  onAgain(handler: (name: string) => void): void {
-    this.#again = handler;
-    if (this.#count > 1) handler(this.#last);
-  }
-
-  dispose(): void {
-    this.#source.removeListener('SIGTERM', this.#onTerm);
-    this.#source.removeListener('SIGINT', this.#onInt);
-  }
-
-  #received(name: string): void {
-    this.#count++;
-    this.#last = name;
-    if (this.#count === 1) this.#resolveFirst(name);
-    else this.#again(name);
-  }
-}
-
 /** Runs `omni-runtime serve`; resolves with the exit code once the server has drained. */
 export async function runServeCommand(argv: string[], deps: ServeCommandDeps = {}): Promise<number> {
   const config = parseServeArgs(argv);
@@ -201,19 +164,19 @@ export async function runServeCommand(argv: string[], deps: ServeCommandDeps = {
     out(SERVE_HELP.trimEnd());
     return 0;
   }
-  // Listen for signals from the start: a SIGTERM while the runtime starts still drains, not kills.
-  const signals = new Signals(deps.signals ?? process);
+  // Listen for signals from the start: a SIGTERM while the runtime starts stops it, not kills.
+  const signals = deps.listening ?? new ShutdownSignals(deps.signals ?? process);
   try {
     return await serveUntilSignalled(config, deps, signals, out);
   } finally {
-    signals.dispose();
+    if (signals !== deps.listening) signals.dispose();
   }
 }
 
 async function serveUntilSignalled(
   config: ServeConfig,
   deps: ServeCommandDeps,
-  signals: Signals,
+  signals: ShutdownSignals,
   out: (line: string) => void,
 ): Promise<number> {
   const start = deps.startRuntime ?? ((options: LinearRuntimeOptions) => LinearRuntime.start(options));
@@ -229,6 +192,13 @@ async function serveUntilSignalled(
     libraries: config.libraries,
     ...(config.deadlineMs === undefined ? {} : { deadlineMs: config.deadlineMs }),
   });
+  const early = signals.received;
+  if (early !== undefined) {
+    // Signalled while starting: never listen, so no client is accepted only to be drained.
+    out(`omni-runtime serve: ${early} while starting: stopping`);
+    const closed = await runtime.close({ timeoutMs: config.drainTimeoutMs });
+    return closed.clean ? 0 : 1;
+  }
   let handle: Awaited<ReturnType<typeof serve>>;
   try {
     handle = await serve(runtime, {
