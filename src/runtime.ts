@@ -20,6 +20,7 @@ import { CancelWords } from './runtime/cancel-words.js';
 import {
   type CheckedRunOptions,
   type CheckedRuntimeOptions,
+  type CloseOptions,
   checkCloseOptions,
   checkRunOptions,
   checkRuntimeOptions,
@@ -30,41 +31,10 @@ import {
 import { type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
 import { startPool, teardown } from './runtime/pool.js';
 import type { TaskReply } from './runtime/protocol.js';
+import { type RuntimeReport, type RuntimeState, runtimeReport } from './runtime/report.js';
 
-export type RuntimeState = 'starting' | 'ready' | 'draining' | 'stopped' | 'failed';
-
-export interface LatencySummary {
-  p50: number;
-  p99: number;
-  max: number;
-}
-
-export interface RuntimeReport extends Outcomes {
-  state: RuntimeState;
-  /** Outstanding calls: admitted and not yet ended (the work, not the caller, decides). */
-  depth: number;
-  /** The request bound, or null for the unbounded serial scheduler. */
-  capacity: number | null;
-  /** Admission refusals (including waits that timed out). */
-  rejected: number;
-  units: number;
-  unitCapacity: number | null;
-  /** Callers waiting for admission (bounded `wait` mode). */
-  waiting: number;
-  leaked: number;
-  /** Dispatched to piscina and not yet started by a worker. */
-  queued: number;
-  /** Running in a worker now. */
-  running: number;
-  /** piscina's wait and run times, in milliseconds. */
-  waitTimeMs: LatencySummary;
-  runTimeMs: LatencySummary;
-}
-
-export interface CloseOptions {
-  /** After this long, in-flight work is abandoned: threads are terminated (default: wait). */
-  timeoutMs?: number;
-}
+export type { CloseOptions } from './runtime/options.js';
+export type { LatencySummary, RuntimeReport, RuntimeState } from './runtime/report.js';
 
 /** How close() ended: told by the runtime, since its teardown takes time of its own. */
 export interface CloseResult {
@@ -330,35 +300,14 @@ export class Runtime {
   }
 
   report(): RuntimeReport {
-    const admission = this.#admission.report();
-    const pool = this.#pool;
-    const queued = pool?.queueSize ?? 0;
-    const summary = (h: { p50: number; p99: number; max: number } | undefined): LatencySummary => ({
-      p50: h?.p50 ?? 0,
-      p99: h?.p99 ?? 0,
-      max: h?.max ?? 0,
-    });
-    return {
-      state: this.#state,
-      depth: admission.depth,
-      capacity: this.#bounded ? admission.capacity : null,
-      rejected: admission.rejected,
-      units: admission.units,
-      unitCapacity: admission.unitCapacity,
-      waiting: admission.waiting,
-      leaked: admission.leaked,
-      queued,
-      running: Math.max(0, this.#inflight - queued),
-      ...this.#outcomes,
-      // Getters: piscina computes ~19 percentiles per histogram on every read (about 1 ms each
-      // here), which callers polling depth or state must not pay.
-      get waitTimeMs() {
-        return summary(pool?.histogram.waitTime);
-      },
-      get runTimeMs() {
-        return summary(pool?.histogram.runTime);
-      },
-    };
+    return runtimeReport(
+      this.#state,
+      this.#admission.report(),
+      this.#bounded,
+      this.#pool,
+      this.#inflight,
+      this.#outcomes,
+    );
   }
 
   /**

@@ -135,6 +135,11 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   };
 }
 
+export interface CloseOptions {
+  /** After this long, in-flight work is abandoned: threads are terminated (default: wait). */
+  timeoutMs?: number;
+}
+
 /** close()'s timeout: 0 abandons in-flight work at once; any length is honoured (Infinity: none). */
 export function checkCloseOptions(options: unknown): number | undefined {
   if (options === undefined) return undefined;
