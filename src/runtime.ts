@@ -143,6 +143,11 @@ export class Runtime {
     return this.#state;
   }
 
+  /** run()'s default deadline in milliseconds; undefined when there is none. */
+  get deadlineMs(): number | undefined {
+    return this.#options.deadlineMs;
+  }
+
   /** The sticky error that moved the runtime to 'failed', if any. */
   get failure(): Error | undefined {
     return this.#failure;

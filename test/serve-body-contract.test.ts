@@ -1,13 +1,14 @@
 /**
  * POST /v1/linear bodies and headers beyond serve-status.test.ts: JSON rows that are too wide,
  * a rows hint that contradicts a JSON body, `null` for a body, the charset and Content-Encoding
- * spellings that mean UTF-8 and identity, a client deadline that shortens the server's, and a
+ * spellings that mean UTF-8 and identity, a client deadline that shortens the server's (and
+ * cannot lengthen the runtime's own when the server has none), and a
  * worker answer of the wrong shape. Nothing malformed reaches a worker.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
 import { get, postBytes, postJson } from './fixtures/serve-client.js';
-import { expectedRow } from './fixtures/serve-gate-layout.js';
+import { ENTERED, expectedRow } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
 const IN = 4;
@@ -91,6 +92,28 @@ describe('headers', () => {
       headers: { 'content-encoding': ' Identity ' },
     });
     expect(identity.status).toBe(200);
+  });
+
+  it("a client deadline cannot lengthen the runtime's own default deadline the server uses", async () => {
+    const g = await startGated({
+      inFeatures: IN,
+      outFeatures: OUT,
+      threads: 1,
+      deadlineMs: 50,
+      admission: { requests: 4 },
+    });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0 }); // no deadlineMs: the runtime's 50 ms
+    servers.push(s);
+    const longer = postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '600000' });
+    await g.reach(ENTERED, 1);
+    // Dispatched after `longer`, with the runtime's deadline: once it has missed it, so has `longer`.
+    const plain = await postJson(s.address, { rows: [ROW] });
+    expect(plain.status).toBe(504);
+    g.open();
+    const a = await longer;
+    expect(a.status).toBe(504);
+    expect(a.json?.code).toBe('OMNI_ERR_DEADLINE');
   });
 
   it('a client deadline shorter than the server one shortens it: 504', async () => {

@@ -3,6 +3,7 @@
  * every status of the table, and which requests reach a worker (the fixture counts its own
  * invocations in shared memory). Capacity is held by parking calls at the gate, never by sleeps.
  */
+import { connect } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { MAX_ROWS } from '../src/native/index.js';
 import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
@@ -218,6 +219,30 @@ describe('400: malformed, truncated, unreadable bodies and wrong shapes never re
     expect(g.entered() - before).toBe(1);
   });
 
+  it("a malformed URL: 400 OMNI_ERR_BAD_REQUEST (not fastify's own code), counted, no worker invocation", async () => {
+    const { s, g } = await shared();
+    const before = g.entered();
+    const count = async (): Promise<number> => {
+      const text = (await s.metrics.scrape()).text;
+      const lines = text
+        .split('\n')
+        .filter((l) => /^omni_http_request_duration_seconds_count\{.*status="400"/.test(l));
+      return lines.reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+    };
+    const counted = await count();
+    for (const path of ['/v1/linear%zz', '/%']) {
+      const raw = await rawExchange(s.port, [
+        `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n` +
+          'Content-Type: application/octet-stream\r\nContent-Length: 16\r\n\r\n',
+        Buffer.alloc(16),
+      ]);
+      expect(raw.status).toBe(400);
+      expect(JSON.parse(raw.body)).toMatchObject({ code: 'OMNI_ERR_BAD_REQUEST' });
+    }
+    expect(await count()).toBe(counted + 2);
+    expect(g.entered() - before).toBe(0);
+  });
+
   it('a body shorter than its Content-Length (the client half-closes): 400, not 413', async () => {
     const { s, g } = await shared();
     const before = g.entered();
@@ -282,7 +307,38 @@ describe('413, 415, 404', () => {
     expect(reached).toBe(0);
   });
 
-  it('an unsupported Content-Type: 415; an unknown route: 404', async () => {
+  it('an answer sent before the body was read closes the connection: one request, one answer', async () => {
+    const { s, g } = await shared();
+    const before = g.entered();
+    const socket = connect({ host: '127.0.0.1', port: s.port });
+    socket.on('error', () => {});
+    const heard: Buffer[] = [];
+    let answered!: () => void;
+    const first = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    socket.on('data', (c: Buffer) => {
+      heard.push(c);
+      if (Buffer.concat(heard).toString('utf8').endsWith('}')) answered();
+    });
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    const chunk = Buffer.from(new Float32Array([1, 2]).buffer);
+    socket.write(
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+        `Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n${chunk.length.toString(16)}\r\n`,
+    );
+    socket.write(chunk);
+    await first; // the 415, answered before the body was read
+    socket.write('\r\nQQ\r\n'); // the rest of that body: not a chunk size
+    await closed;
+    const text = Buffer.concat(heard).toString('utf8');
+    expect(text.match(/HTTP\/1\.1 \d{3} /g)).toEqual(['HTTP/1.1 415 ']);
+    expect(text).toMatch(/\r\nconnection: close\r\n/i);
+    expect(g.entered() - before).toBe(0);
+  });
+
+  it('an unsupported Content-Type or JSON not in UTF-8: 415; an unknown route: 404', async () => {
     const { url, g } = await shared();
     const reached = await invocations(g, async () => {
       const text = await postBytes(url, Buffer.from('1 2 3 4'), { type: 'text/plain' });
@@ -296,11 +352,33 @@ describe('413, 415, 404', () => {
         type: 'application/json; charset=utf-16',
       });
       expect(utf16.status).toBe(415);
+      // Without a charset parameter, UTF-16 and UTF-32 (BOM or not) are told by their bytes.
+      const text16 = '{"rows":[[1,2,3,4]]}';
+      const le32 = Buffer.alloc(text16.length * 4);
+      for (let i = 0; i < text16.length; i++) le32.writeUInt32LE(text16.charCodeAt(i), i * 4);
+      for (const body of [
+        Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text16, 'utf16le')]),
+        Buffer.from(text16, 'utf16le'),
+        Buffer.from(text16, 'utf16le').swap16(),
+        le32,
+      ]) {
+        const answer = await postBytes(url, body, { type: 'application/json' });
+        expect([answer.status, errorOf(answer).code]).toEqual([415, 'OMNI_ERR_UNSUPPORTED_MEDIA_TYPE']);
+      }
+      // A UTF-8 byte order mark is still UTF-8.
+      const bom8 = await postBytes(
+        url,
+        Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text16)]),
+        {
+          type: 'application/json',
+        },
+      );
+      expect(bom8.status).toBe(200);
       const missing = await get(url, '/v2/nothing');
       expect(missing.status).toBe(404);
       expect(errorOf(missing).code).toBe('OMNI_ERR_NOT_FOUND');
     });
-    expect(reached).toBe(0);
+    expect(reached).toBe(1); // the UTF-8 one with a byte order mark
   });
 });
 

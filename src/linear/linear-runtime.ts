@@ -93,6 +93,11 @@ export class LinearRuntime {
     this.backendReason = shape.reason ?? 'given';
   }
 
+  /** run()'s default deadline in milliseconds (the runtime's); undefined when there is none. */
+  get deadlineMs(): number | undefined {
+    return this.runtime.deadlineMs;
+  }
+
   static async start(options: LinearRuntimeOptions = {}): Promise<LinearRuntime> {
     const {
       backend: preference,

@@ -11,9 +11,9 @@
  * be transferred to the worker thread without a second copy.
  *
  * Throws: BadBodyError (400) for a truncated, empty or mis-shaped body; BadRequestError (400)
- * for a malformed rows hint.
+ * for a malformed rows hint; UnsupportedMediaTypeError (415) for JSON not in UTF-8.
  */
-import { BadBodyError, BadRequestError } from '../errors.js';
+import { BadBodyError, BadRequestError, UnsupportedMediaTypeError } from '../errors.js';
 
 export type BodyEncoding = 'octet' | 'json';
 
@@ -119,9 +119,22 @@ export function encodeOctets(y: Float32Array): Buffer {
   return out;
 }
 
-/** The JSON answer: `{ rows: [[...], ...] }`. */
+/** The JSON answer: `{ rows: [[...], ...] }`; a non-finite output is `null` there (JSON has none). */
 export function encodeJson(y: Float32Array, rows: number, outFeatures: number): { rows: number[][] } {
   const out: number[][] = new Array(rows);
   for (let r = 0; r < rows; r++) out[r] = Array.from(y.subarray(r * outFeatures, (r + 1) * outFeatures));
   return { rows: out };
+}
+
+/**
+ * JSON text begins with an ASCII character, so in UTF-8 neither of its first two bytes is 0,
+ * and its first is never 0xFE or 0xFF (no UTF-8 byte is). UTF-16 and UTF-32, with or without a
+ * byte order mark, always show one of these: refused as 415, as a charset other than UTF-8 is,
+ * instead of failing to parse as a 400.
+ */
+export function checkJsonIsUtf8(body: Buffer): void {
+  const first = body[0];
+  if (first === 0 || first === 0xfe || first === 0xff || body[1] === 0) {
+    throw new UnsupportedMediaTypeError('the JSON body is not UTF-8 (UTF-16 or UTF-32?); send UTF-8');
+  }
 }

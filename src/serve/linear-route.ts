@@ -25,7 +25,7 @@ export const DEADLINE_HEADER = 'x-omni-deadline-ms';
 export interface LinearRouteOptions {
   readonly runtime: Served;
   readonly drain: Drain;
-  /** The server's deadline for every call (the runtime's own default applies when unset). */
+  /** The server's deadline for every call, else the runtime's default (unset: none). */
   readonly deadlineMs: number | undefined;
 }
 

@@ -9,11 +9,11 @@
  * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...).
  */
 import type { AddressInfo } from 'node:net';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
 import type { RuntimeReport } from '../runtime.js';
-import { OCTET_STREAM } from './body.js';
+import { checkJsonIsUtf8, OCTET_STREAM } from './body.js';
 import {
   ANSWERED_STATUS,
   type AnsweredSocket,
@@ -25,13 +25,18 @@ import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
 import { ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
+import { closeWithConnection } from './pipelined-close.js';
 import { answerFor, fromHttpStack } from './status.js';
 
-/** What the server needs of a LinearRuntime (tests may wrap any Runtime in one). */
+/**
+ * What the server needs of a LinearRuntime (tests may wrap any Runtime in one). Its
+ * `deadlineMs`, the default deadline of its calls, bounds what a client's deadline may ask for.
+ */
 export type Served = Pick<
   LinearRuntime,
   'run' | 'report' | 'close' | 'inFeatures' | 'outFeatures' | 'backend'
->;
+> &
+  Partial<Pick<LinearRuntime, 'deadlineMs'>>;
 
 export interface ServeOptions {
   /** Interface to listen on (default 127.0.0.1: loopback only). */
@@ -40,7 +45,10 @@ export interface ServeOptions {
   readonly port?: number;
   /** Largest request body in bytes (default 8 MiB); larger ones are answered 413. */
   readonly bodyLimit?: number;
-  /** Deadline for every call in milliseconds (default: the runtime's own). */
+  /**
+   * Deadline for every call in milliseconds (default: the runtime's own). A client's
+   * x-omni-deadline-ms may shorten it, never lengthen it.
+   */
   readonly deadlineMs?: number;
   /** Retry-After, in seconds, on a 503 for full capacity (default 1). */
   readonly retryAfterSeconds?: number;
@@ -102,7 +110,8 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const bodyLimit = integer('bodyLimit', options.bodyLimit, DEFAULT_BODY_LIMIT, 1, 2 ** 31 - 1);
   const retryAfter = integer('retryAfterSeconds', options.retryAfterSeconds, 1, 0, 86_400);
   const drainTimeoutMs = positive('drainTimeoutMs', options.drainTimeoutMs) ?? DEFAULT_DRAIN_TIMEOUT_MS;
-  const deadlineMs = positive('deadlineMs', options.deadlineMs);
+  // The runtime's default is the ceiling too: a client's deadline replaces it in run().
+  const deadlineMs = positive('deadlineMs', options.deadlineMs) ?? runtime.deadlineMs;
 
   const drain = new Drain(options.closeRuntime === false ? undefined : runtime);
   const report = (): RuntimeReport => {
@@ -113,12 +122,35 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     return r;
   };
   const metrics = new ServeMetrics({ report, inflight: () => drain.inflight });
-  const app = Fastify({ logger: false, bodyLimit, clientErrorHandler: clientErrorHandler(metrics) });
+  const app = Fastify({
+    logger: false,
+    bodyLimit,
+    clientErrorHandler: clientErrorHandler(metrics),
+    // Errors fastify answers before routing (a malformed URL: FST_ERR_BAD_URL) skip the error
+    // handler and every hook: answer through the same status table, and count them here.
+    frameworkErrors: (error, request, reply) => {
+      const answer = answerFor(fromHttpStack(error, bodyLimit));
+      const answered = reply as unknown as FastifyReply;
+      metrics.observe('unmatched', request.method, answer.status, answered.elapsedTime / 1000);
+      void answered.code(answer.status).send(answer.body);
+    },
+  });
 
   app.server.on('checkExpectation', expectationHandler(metrics));
   // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser(OCTET_STREAM, { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  // fastify's own JSON parser (prototype-poisoning checks kept), after a check of the encoding.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    try {
+      checkJsonIsUtf8(body as Buffer);
+    } catch (err) {
+      return done(err as Error, undefined);
+    }
+    parseJson(request, (body as Buffer).toString('utf8'), done);
+  });
 
   app.addHook('onRequest', async (request, reply) => {
     drain.track(reply.raw);
@@ -136,6 +168,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
         );
       }
     });
+    closeWithConnection(reply.raw, request.raw.socket);
     // While draining, every answer closes its connection: keep-alive clients go elsewhere.
     if (drain.state !== 'serving') reply.header('connection', 'close');
   });
@@ -147,8 +180,11 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
       reply.elapsedTime / 1000,
     );
   });
-  app.setErrorHandler(async (error, _request, reply) => {
+  app.setErrorHandler(async (error, request, reply) => {
     const answer = answerFor(fromHttpStack(error, bodyLimit));
+    // Answered before its body was read (415, 413, draining): node would go on reading that body
+    // on a kept-alive connection, and a malformed rest of it would get a second, unasked answer.
+    if (!request.raw.complete) reply.header('connection', 'close');
     if (answer.retry) reply.header('retry-after', String(retryAfter));
     if (answer.status === 413 || answer.status === 503) metrics.refused(answer.label, answer.status);
     return reply.code(answer.status).send(answer.body);

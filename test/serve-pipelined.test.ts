@@ -1,0 +1,80 @@
+/**
+ * Pipelined requests whose client leaves: a response still queued behind an earlier one is
+ * never attached to the connection, so node:http never closes it. The server must still end
+ * it: its work is aborted, it leaves the in-flight count (a drain stays clean) and it is a 499.
+ */
+import { createServer, type ServerResponse } from 'node:http';
+import { type AddressInfo, connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { serve } from '../src/serve/index.js';
+import { closeWithConnection } from '../src/serve/pipelined-close.js';
+import { until } from './fixtures/runtime-harness.js';
+import { ENTERED } from './fixtures/serve-gate-layout.js';
+import { type Gated, startGated } from './fixtures/serve-harness.js';
+
+const gates: Gated[] = [];
+afterEach(() => {
+  for (const g of gates.splice(0)) g.open();
+});
+
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+async function connected(port: number): Promise<Socket> {
+  const socket = connect({ host: '127.0.0.1', port });
+  socket.on('error', () => {}); // it is cut off on purpose
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  return socket;
+}
+
+describe('pipelined requests', () => {
+  it('both calls of a connection that leaves are aborted, none stays in flight, both are 499', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 2, admission: { requests: 4 } });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0 });
+    const socket = await connected(s.port);
+    const body = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
+    const head = Buffer.from(
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+        `Content-Length: ${body.length}\r\n\r\n`,
+    );
+    socket.write(Buffer.concat([head, body, head, body]));
+    await g.reach(ENTERED, 2); // both are held in a worker; the second answer is queued
+    socket.destroy();
+    await until(() => g.lr.report().aborted === 2, 'both calls to hear the client leave');
+    g.open();
+    await until(() => g.lr.report().depth === 0, 'the work to end');
+    expect(g.lr.report()).toMatchObject({ aborted: 2, completed: 0 });
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, 'omni_http_inflight')).toBe(0);
+    expect(
+      sample(text, 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="499"}'),
+    ).toBe(2);
+    expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+
+  it('closeWithConnection ends a queued response at once when its connection is already gone', async () => {
+    const server = createServer();
+    const queued = new Promise<{ res: ServerResponse; connection: Socket }>((resolve) => {
+      let first: ServerResponse | undefined;
+      server.on('request', (req, res) => {
+        if (first === undefined) first = res;
+        else resolve({ res, connection: req.socket });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const socket = await connected((server.address() as AddressInfo).port);
+    socket.write('GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n');
+    const { res, connection } = await queued;
+    expect(res.socket).toBeNull();
+    connection.destroy();
+    await new Promise<void>((resolve) => connection.once('close', () => resolve()));
+    let closes = 0;
+    res.on('close', () => closes++);
+    closeWithConnection(res, connection);
+    expect({ closes, destroyed: res.destroyed }).toEqual({ closes: 1, destroyed: true });
+    server.close();
+  });
+});
