@@ -140,7 +140,7 @@ describe('native backend through the runtime (fixture)', () => {
           'OMNI_ERR_INVALID_ARGUMENT',
         ],
         ['a plain array', () => lr.run([1, 2, 3] as unknown as Float32Array), 'OMNI_ERR_INVALID_ARGUMENT'],
-        // Checked inside the worker: x's length does not match the rows asked for.
+        // x's length does not match the rows asked for: found before admission too.
         ['rows disagreeing with x', () => lr.run(good, { rows: 2 }), 'OMNI_ERR_INVALID_ARGUMENT'],
         // More rows than one native call takes can never be served: refused before admission.
         [
@@ -160,10 +160,20 @@ describe('native backend through the runtime (fixture)', () => {
         expect((await lr.stats()).liveBytes, what).toBe(baseline.liveBytes);
       }
       expect(lr.report()).toMatchObject({ state: 'ready', depth: 0, units: 0 });
-      // Checked here before admission, and counted: 8 malformed inputs, null options and two
-      // bad costs are invalid; too many rows is refused (it can never fit); only the rows
-      // that disagree with x reached a worker and failed there.
-      expect(lr.report()).toMatchObject({ invalid: 11, refused: 1, failed: 1 });
+      // Checked here before admission, and counted: 9 malformed inputs, null options and two
+      // bad costs are invalid; too many rows is refused (it can never fit); none failed in a
+      // worker.
+      expect(lr.report()).toMatchObject({ invalid: 12, refused: 1, failed: 0 });
+    });
+
+    it('rows disagreeing with x hold no capacity: with room for one call, two in a row are both invalid', async () => {
+      const lr = await start({ threads: 1, weights, admission: { requests: 1 } });
+      const calls = [lr.run(good, { rows: 2 }), lr.run(good, { rows: 4 })];
+      expect(await Promise.all(calls.map(async (c) => (await rejection(c)).code))).toEqual([
+        'OMNI_ERR_INVALID_ARGUMENT',
+        'OMNI_ERR_INVALID_ARGUMENT',
+      ]);
+      expect(lr.report()).toMatchObject({ invalid: 2, failed: 0, rejected: 0 });
     });
 
     it('weights that do not match their stated shape: start rejects with a coded error', async () => {

@@ -1,6 +1,7 @@
 /**
  * The serial scheduler never refuses, even past its 65,536-call claim window: a call beyond it
- * waits in order for a slot, and its deadline applies only once dispatched.
+ * waits in order for a slot, its deadline applies only once dispatched, and close() ends its
+ * wait as `unavailable`, not as a refusal.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
@@ -25,5 +26,20 @@ describe('serial scheduler beyond its claim window', () => {
     expect(await late).toBe('OMNI_ERR_DEADLINE');
     await until(() => rt.report().depth === 0, 'the late call to be skipped');
     expect(rt.report()).toMatchObject({ rejected: 0, refused: 0, deadline: 1, completed: 65_536, depth: 0 });
+  }, 120_000);
+
+  it('close() wakes a call waiting for a claim slot: unavailable, and rejected stays 0', async () => {
+    const rt = await start({ threads: 1 });
+    const a = control();
+    const first = rt.run(gate(a, { value: 'a' }));
+    await waitFor(a, STARTED);
+    const fill = Array.from({ length: 65_535 }, () => rt.run({ mode: 'echo', value: 0 }));
+    const late = codeOf(rt.run({ mode: 'echo', value: 1 }));
+    await until(() => rt.report().waiting === 1, 'the late call to wait for a slot');
+    const closing = rt.close();
+    expect(await late).toBe('OMNI_ERR_UNAVAILABLE');
+    open(a);
+    await Promise.all([first, ...fill, closing]);
+    expect(rt.report()).toMatchObject({ unavailable: 1, refused: 0, rejected: 0, completed: 65_536, depth: 0 });
   }, 120_000);
 });

@@ -128,6 +128,8 @@ describe('Runtime.start', () => {
       { worker, deadlineMs: Number.NaN },
       { worker, idleTimeout: -1 },
       { worker, startTimeoutMs: 0 },
+      // Structured clone cannot post a function to the threads.
+      { worker, workerData: { f: () => 1 } },
     ];
     for (const options of invalidArgument) {
       expect([options, await codeOf(Runtime.start(options as RuntimeOptions))]).toEqual([

@@ -165,6 +165,13 @@ export class LinearRuntime {
         ),
       );
     }
+    if (length !== rows * this.inFeatures) {
+      // Found here, not by the native call after admission: a mistake holds no capacity.
+      return this.runtime[kEndedEarly](
+        'invalid',
+        new InvalidArgumentError(`x holds ${length} floats, not rows (${rows}) x ${this.inFeatures}`),
+      );
+    }
     if (rows > MAX_ROWS) {
       // Like a cost above the unit ceiling: it can never fit, so it counts as a refusal.
       return this.runtime[kEndedEarly](

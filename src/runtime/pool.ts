@@ -1,5 +1,5 @@
 import { Piscina } from 'piscina';
-import { fromWire, WorkerExitedError } from '../errors.js';
+import { fromWire, InvalidArgumentError, WorkerExitedError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { builtModuleUrl } from '../paths.js';
 import type { CheckedRuntimeOptions } from './options.js';
@@ -25,19 +25,7 @@ export function broadcast(
  * loading, so readiness is proved by tasks.
  */
 export async function startPool(options: CheckedRuntimeOptions, entryData: EntryData): Promise<Piscina> {
-  const pool = new Piscina({
-    filename: builtModuleUrl('workers/entry.js'),
-    minThreads: options.threads,
-    maxThreads: options.threads,
-    concurrentTasksPerWorker: 1,
-    maxQueue: Number.POSITIVE_INFINITY,
-    // Queued tasks start in submission order (piscina otherwise re-queues at the back).
-    stricterFIFO: true,
-    idleTimeout: options.idleTimeout ?? Number.POSITIVE_INFINITY,
-    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
-    workerData: entryData,
-    recordTiming: true,
-  });
+  const pool = createPool(options, entryData);
   // A worker that fails outside a task (while loading, or between tasks) makes piscina emit
   // 'error'; without a listener that would throw in the main thread. Tasks report their own.
   pool.on('error', () => {});
@@ -92,6 +80,30 @@ export async function teardown(pool: Piscina, threads: number, timeoutMs: number
   } catch (err) {
     process.emitWarning(`worker teardown failed: ${(err as Error).message}`, 'OmniRuntimeWarning');
     return true;
+  }
+}
+
+/** The pool; a workerData that structured clone cannot post is the caller's mistake, coded. */
+function createPool(options: CheckedRuntimeOptions, entryData: EntryData): Piscina {
+  try {
+    return new Piscina({
+      filename: builtModuleUrl('workers/entry.js'),
+      minThreads: options.threads,
+      maxThreads: options.threads,
+      concurrentTasksPerWorker: 1,
+      maxQueue: Number.POSITIVE_INFINITY,
+      // Queued tasks start in submission order (piscina otherwise re-queues at the back).
+      stricterFIFO: true,
+      idleTimeout: options.idleTimeout ?? Number.POSITIVE_INFINITY,
+      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+      workerData: entryData,
+      recordTiming: true,
+    });
+  } catch (err) {
+    if ((err as Error)?.name !== 'DataCloneError') throw err;
+    throw new InvalidArgumentError(
+      `workerData cannot be posted to a worker thread: ${(err as Error).message}`,
+    );
   }
 }
 

@@ -44,7 +44,9 @@ const summary = (h: { p50: number; p99: number; max: number } | undefined): Late
 
 /**
  * `bounded` false: the serial scheduler, whose admission is only a claim window, reports no
- * capacity. `inflight` counts dispatched calls not yet settled by their worker.
+ * capacity and no refusals (its window counts a caller woken by close() as one; the runtime
+ * counts that call `unavailable`). `inflight` counts dispatched calls not yet settled by their
+ * worker.
  */
 export function runtimeReport(
   state: RuntimeState,
@@ -59,7 +61,7 @@ export function runtimeReport(
     state,
     depth: admission.depth,
     capacity: bounded ? admission.capacity : null,
-    rejected: admission.rejected,
+    rejected: bounded ? admission.rejected : 0,
     units: admission.units,
     unitCapacity: admission.unitCapacity,
     waiting: admission.waiting,
