@@ -40,6 +40,12 @@ describe('serial scheduler beyond its claim window', () => {
     expect(await late).toBe('OMNI_ERR_UNAVAILABLE');
     open(a);
     await Promise.all([first, ...fill, closing]);
-    expect(rt.report()).toMatchObject({ unavailable: 1, refused: 0, rejected: 0, completed: 65_536, depth: 0 });
+    expect(rt.report()).toMatchObject({
+      unavailable: 1,
+      refused: 0,
+      rejected: 0,
+      completed: 65_536,
+      depth: 0,
+    });
   }, 120_000);
 });

@@ -76,6 +76,23 @@ describe('Runtime.start', () => {
     expect(Atomics.load(closed, INVOKED)).toBe(2);
   });
 
+  it('a thread that exits during init: start rejects, and the threads whose init succeeded close', async () => {
+    const control = newControl();
+    const closed = newControl();
+    const err = await rejection(
+      Runtime.start({
+        worker: INIT_WORKER,
+        threads: 3,
+        workerData: { control: control.buffer, closed: closed.buffer, exitAt: 3 },
+      }),
+    );
+    expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(Atomics.load(control, STARTED)).toBe(2);
+    // Not every thread could answer, so there was no teardown round: the two waiting at the
+    // start's barrier ran their close hooks there, before the pool was destroyed.
+    expect(Atomics.load(closed, INVOKED)).toBe(2);
+  });
+
   it('close() still stops the threads when a close hook never returns (after startTimeoutMs)', async () => {
     const closed = newControl();
     const rt = await Runtime.start({

@@ -11,7 +11,13 @@ import type { TaskMessage } from '../src/envelope.js';
 import { moveEnvelope, ResultEnvelope } from '../src/envelope.js';
 import { InvalidArgumentError, toWire, type WireError } from '../src/errors.js';
 import { isCancelled } from '../src/runtime/cancel-words.js';
-import type { EntryData, PingMessage, PingReply, TaskReply } from '../src/runtime/protocol.js';
+import {
+  ABANDONED,
+  type EntryData,
+  type PingMessage,
+  type PingReply,
+  type TaskReply,
+} from '../src/runtime/protocol.js';
 import { WorkerTaskContext } from './task-context.js';
 import { reportUncaughtErrors } from './uncaught.js';
 
@@ -34,36 +40,52 @@ try {
   initError = toWire(err);
 }
 
-function ping(message: PingMessage): PingReply {
-  arriveAndWait(message);
+function ping(message: PingMessage): PingReply | Promise<PingReply> {
+  if (!arriveAndWait(message)) {
+    // The start was abandoned (another thread exited, or never finished its init): nobody
+    // will send this thread a teardown, so free what its init took now.
+    return closeHook().then((error) =>
+      error ? { ok: false, threadId, error, abandoned: true } : { ok: true, threadId, abandoned: true },
+    );
+  }
   return initError ? { ok: false, threadId, error: initError } : { ok: true, threadId };
 }
 
 /**
  * A clean close, or a start that failed on another thread: free what init took, then meet the
- * other threads at the barrier. A thread whose own init threw never runs close (init must free
- * what it took before throwing): close may rely on everything init sets up.
+ * other threads at the barrier.
  */
 async function teardown(message: PingMessage): Promise<PingReply> {
-  let error: WireError | undefined;
-  try {
-    if (initError === undefined) await definition?.close?.();
-  } catch (err) {
-    error = toWire(err);
-  }
+  const error = await closeHook();
   arriveAndWait(message);
   return error ? { ok: false, threadId, error } : { ok: true, threadId };
 }
 
-function arriveAndWait(message: PingMessage): void {
+/**
+ * The worker's close hook, once its init succeeded. A thread whose own init threw never runs
+ * close (init must free what it took before throwing): close may rely on everything init sets up.
+ */
+async function closeHook(): Promise<WireError | undefined> {
+  try {
+    if (initError === undefined) await definition?.close?.();
+    return undefined;
+  } catch (err) {
+    return toWire(err);
+  }
+}
+
+/** False when the start was abandoned while this thread waited. */
+function arriveAndWait(message: PingMessage): boolean {
   const barrier = new Int32Array(message.barrier);
   Atomics.add(barrier, 0, 1);
   Atomics.notify(barrier, 0);
   // Block this thread until every thread has its ping: the pings then ran on distinct threads.
   const until = Date.now() + message.timeoutMs;
-  for (let seen = Atomics.load(barrier, 0); seen < message.threads; seen = Atomics.load(barrier, 0)) {
+  for (;;) {
+    const seen = Atomics.load(barrier, 0);
+    if ((seen & ABANDONED) !== 0) return false;
     const left = until - Date.now();
-    if (left <= 0) break;
+    if (seen >= message.threads || left <= 0) return true;
     Atomics.wait(barrier, 0, seen, left);
   }
 }

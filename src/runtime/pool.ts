@@ -3,7 +3,7 @@ import { fromWire, InvalidArgumentError, WorkerExitedError } from '../errors.js'
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { builtModuleUrl } from '../paths.js';
 import type { CheckedRuntimeOptions } from './options.js';
-import type { EntryData, PingMessage, PingReply } from './protocol.js';
+import { ABANDONED, type EntryData, type PingMessage, type PingReply } from './protocol.js';
 
 /**
  * Sends one message of `kind` to every thread. Each blocks its thread at a shared barrier until
@@ -14,9 +14,46 @@ export function broadcast(
   kind: PingMessage['kind'],
   threads: number,
   timeoutMs: number,
-): Promise<PingReply[]> {
-  const message: PingMessage = { kind, barrier: new SharedArrayBuffer(4), threads, timeoutMs };
-  return Promise.all(Array.from({ length: threads }, () => pool.run(message) as Promise<PingReply>));
+): Round {
+  const barrier = new SharedArrayBuffer(4);
+  const message: PingMessage = { kind, barrier, threads, timeoutMs };
+  const replies = Array.from({ length: threads }, () => pool.run(message) as Promise<PingReply>);
+  return { all: Promise.all(replies), replies, barrier: new Int32Array(barrier) };
+}
+
+interface Round {
+  readonly all: Promise<PingReply[]>;
+  readonly replies: readonly Promise<PingReply>[];
+  readonly barrier: Int32Array;
+}
+
+/**
+ * Gives up a ping round that cannot complete: its threads stop waiting at the barrier, and each
+ * whose init succeeded runs its close hook before it answers. `stuck`: some thread never took
+ * its ping (its init did not finish), so only the threads already at the barrier are waited
+ * for; otherwise every ping still out is. Bounded by `timeoutMs` (a close hook that hangs).
+ */
+async function abandon(round: Round, stuck: boolean, timeoutMs: number): Promise<void> {
+  // One atomic step sets the flag and reads who is waiting at the barrier.
+  const waiting = Atomics.or(round.barrier, 0, ABANDONED) & ~ABANDONED;
+  Atomics.notify(round.barrier, 0);
+  if (!stuck) {
+    await within(Promise.allSettled(round.replies), timeoutMs);
+    return;
+  }
+  if (waiting === 0) return;
+  let answered = 0;
+  const closed = new Promise<void>((resolve) => {
+    for (const reply of round.replies) {
+      reply.then(
+        (r) => {
+          if (r.abandoned === true && ++answered === waiting) resolve();
+        },
+        () => {},
+      );
+    }
+  });
+  await within(closed, timeoutMs);
 }
 
 /**
@@ -30,14 +67,14 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
   // 'error'; without a listener that would throw in the main thread. Tasks report their own.
   pool.on('error', () => {});
   let everyThreadAnswered = false;
+  let stuck = false;
+  const ping = broadcast(pool, 'ping', options.threads, options.startTimeoutMs);
   try {
     // A thread whose module or init never settles never takes its ping: the barrier inside the
     // threads cannot bound that, so the whole start is bounded here.
-    const replies = await within(
-      broadcast(pool, 'ping', options.threads, options.startTimeoutMs),
-      options.startTimeoutMs,
-    );
+    const replies = await within(ping.all, options.startTimeoutMs);
     if (replies === undefined) {
+      stuck = true;
       throw new WorkerExitedError(
         `worker threads did not all load and run init within startTimeoutMs (${options.startTimeoutMs} ms)`,
       );
@@ -50,9 +87,11 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
     return pool;
   } catch (err) {
     // The threads whose init succeeded hold what it took (a native context, device memory), and
-    // destroy() terminates threads without running their close hooks. Only when every thread
-    // answered can they all meet at the teardown barrier; otherwise one may still be stuck in init.
+    // destroy() terminates threads without running their close hooks. When every thread
+    // answered they all meet at a teardown barrier; otherwise (one exited, or is stuck in init)
+    // the ones waiting at the ping's barrier close where they are.
     if (everyThreadAnswered) await teardown(pool, options.threads, options.startTimeoutMs);
+    else await abandon(ping, stuck, options.startTimeoutMs);
     await pool.destroy();
     throw err instanceof Error && 'code' in err
       ? err
@@ -67,7 +106,7 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
  */
 export async function teardown(pool: Piscina, threads: number, timeoutMs: number): Promise<boolean> {
   try {
-    const replies = await within(broadcast(pool, 'teardown', threads, timeoutMs), timeoutMs);
+    const replies = await within(broadcast(pool, 'teardown', threads, timeoutMs).all, timeoutMs);
     if (replies === undefined) {
       process.emitWarning(`worker close hooks did not finish within ${timeoutMs} ms`, 'OmniRuntimeWarning');
       return false;

@@ -7,15 +7,27 @@ import type { WireError } from '../errors.js';
  */
 export interface PingMessage {
   readonly kind: 'ping' | 'teardown';
-  /** Int32[0] counts arrivals; each ping blocks until all `threads` have arrived. */
+  /** Int32[0] counts arrivals (see ABANDONED); each ping blocks until all `threads` have arrived. */
   readonly barrier: SharedArrayBuffer;
   readonly threads: number;
   readonly timeoutMs: number;
 }
 
-export type PingReply =
+/**
+ * The barrier's one Int32 word: arrivals, plus ABANDONED, set by a start that gave up (a thread
+ * exited, or one's init never finished). Pings then stop waiting, and each thread whose init
+ * succeeded runs its close hook before it answers. One word, so a thread about to wait can never
+ * miss the flag: setting it changes the value the wait compares.
+ */
+export const ABANDONED = 1 << 30;
+
+export type PingReply = (
   | { readonly ok: true; readonly threadId: number }
-  | { readonly ok: false; readonly threadId: number; readonly error: WireError };
+  | { readonly ok: false; readonly threadId: number; readonly error: WireError }
+) & {
+  /** The ping stopped waiting because the start was abandoned (and its close hook ran). */
+  readonly abandoned?: true;
+};
 
 export type SkipReason = 'aborted' | 'deadline';
 
