@@ -37,7 +37,10 @@ export interface RunOptions {
   readonly signal?: AbortSignal;
   /** Overrides the runtime's default deadline for this call (Infinity: none). */
   readonly deadlineMs?: number;
-  /** ArrayBuffers in `input` to move zero-copy (detached on the caller's side). */
+  /**
+   * ArrayBuffers in `input` to move zero-copy: detached on the caller's side when a thread takes
+   * the call (for a queued call, after run() returned; the input is read then too).
+   */
   readonly transfer?: readonly ArrayBuffer[];
 }
 
