@@ -1,7 +1,7 @@
 /**
  * `omni-runtime serve`: start a LinearRuntime on the chosen backend, put it behind HTTP
  * (src/serve), print where it listens, and on SIGTERM or SIGINT drain and exit. A signal that
- * comes while it starts stops it once the runtime is up, without ever listening.
+ * comes while the runtime starts stops it once the runtime is up, without ever listening.
  *
  * Exit status: 0 after a clean drain; 1 when the drain timeout abandoned work (or a second
  * signal cut the wait short). Usage mistakes throw UsageError (one line, exit 2); a runtime
@@ -31,7 +31,7 @@ Full capacity answers 503 with Retry-After at once; a cost that can never fit an
 the limit 413; a malformed body 400; a call past its deadline 504; a native error 500.
 SIGTERM or SIGINT drains: no new connections, new requests 503, in-flight work finishes
 (up to --drain-timeout-ms), then the runtime closes and the process exits 0. A signal
-during start-up stops it as soon as the runtime is up, without listening (exit 0).
+while the runtime starts stops it as soon as the runtime is up, without listening (exit 0).
 
 Flags:
   --host ADDR            interface to listen on (default 127.0.0.1)
