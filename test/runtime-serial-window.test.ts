@@ -9,13 +9,19 @@ import { cleanup, codeOf, control, gate, start, until } from './fixtures/runtime
 
 afterEach(cleanup);
 
+/** A serial runtime whose 65,536 claim slots are all held: one call at its gate, the rest queued. */
+async function fullWindow() {
+  const rt = await start({ threads: 1 });
+  const a = control();
+  const first = rt.run(gate(a, { value: 'a' }));
+  await waitFor(a, STARTED);
+  const fill = Array.from({ length: 65_535 }, () => rt.run({ mode: 'echo', value: 0 }));
+  return { rt, a, first, fill };
+}
+
 describe('serial scheduler beyond its claim window', () => {
   it('a call waiting for a claim slot is not timed out by its deadline there (rejected stays 0)', async () => {
-    const rt = await start({ threads: 1 });
-    const a = control();
-    const first = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
-    const fill = Array.from({ length: 65_535 }, () => rt.run({ mode: 'echo', value: 0 }));
+    const { rt, a, first, fill } = await fullWindow();
     expect(rt.report().depth).toBe(65_536);
     const late = codeOf(rt.run({ mode: 'echo', value: 1 }, { deadlineMs: 50 }));
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -29,11 +35,7 @@ describe('serial scheduler beyond its claim window', () => {
   }, 120_000);
 
   it('close() wakes a call waiting for a claim slot: unavailable, and rejected stays 0', async () => {
-    const rt = await start({ threads: 1 });
-    const a = control();
-    const first = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
-    const fill = Array.from({ length: 65_535 }, () => rt.run({ mode: 'echo', value: 0 }));
+    const { rt, a, first, fill } = await fullWindow();
     const late = codeOf(rt.run({ mode: 'echo', value: 1 }));
     await until(() => rt.report().waiting === 1, 'the late call to wait for a slot');
     const closing = rt.close();

@@ -84,6 +84,13 @@ function runInProcess(argv: string[]): InProcess {
   };
 }
 
+/** A 2 -> 2 gated runtime with its gate open, stopped by afterEach if a test leaves it. */
+async function openGated(given: LinearRuntimeOptions): Promise<Gated> {
+  const gated = await startGated({ ...given, inFeatures: 2, outFeatures: 2, open: true });
+  gates.push(gated);
+  return gated;
+}
+
 describe('serve flags', () => {
   it('a blank --host and a port above 65535 are usage errors; 65535 is a port', () => {
     for (const argv of [
@@ -190,8 +197,7 @@ describe('runServeCommand in-process', () => {
       out: (l) => lines.push(l),
       startRuntime: async (given) => {
         signals.emit('SIGTERM');
-        gated = await startGated({ ...given, inFeatures: 2, outFeatures: 2, open: true });
-        gates.push(gated);
+        gated = await openGated(given);
         return gated.lr;
       },
     });
@@ -209,11 +215,7 @@ describe('runServeCommand in-process', () => {
     const exitCode = await runServeCommand(['--port', '0', '--in-features', '2'], {
       listening,
       out: (l) => lines.push(l),
-      startRuntime: async (given) => {
-        const gated = await startGated({ ...given, inFeatures: 2, outFeatures: 2, open: true });
-        gates.push(gated);
-        return gated.lr;
-      },
+      startRuntime: async (given) => (await openGated(given)).lr,
     });
     expect(exitCode).toBe(0);
     expect(lines).toEqual(['omni-runtime serve: SIGINT while starting: stopping']);

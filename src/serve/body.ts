@@ -11,7 +11,7 @@
  * be transferred to the worker thread without a second copy.
  *
  * Throws: BadBodyError (400) for a truncated, empty or mis-shaped body; BadRequestError (400)
- * for a malformed rows hint; UnsupportedMediaTypeError (415) for JSON not in UTF-8.
+ * for a malformed rows hint. JSON not in UTF-8 is an UnsupportedMediaTypeError (415), returned.
  */
 import { BadBodyError, BadRequestError, UnsupportedMediaTypeError } from '../errors.js';
 
@@ -130,11 +130,12 @@ export function encodeJson(y: Float32Array, rows: number, outFeatures: number): 
  * JSON text begins with an ASCII character, so in UTF-8 neither of its first two bytes is 0,
  * and its first is never 0xFE or 0xFF (no UTF-8 byte is). UTF-16 and UTF-32, with or without a
  * byte order mark, always show one of these: refused as 415, as a charset other than UTF-8 is,
- * instead of failing to parse as a 400.
+ * instead of failing to parse as a 400. Returns the error for the parser to report.
  */
-export function checkJsonIsUtf8(body: Buffer): void {
+export function notUtf8Json(body: Buffer): UnsupportedMediaTypeError | undefined {
   const first = body[0];
   if (first === 0 || first === 0xfe || first === 0xff || body[1] === 0) {
-    throw new UnsupportedMediaTypeError('the JSON body is not UTF-8 (UTF-16 or UTF-32?); send UTF-8');
+    return new UnsupportedMediaTypeError('the JSON body is not UTF-8 (UTF-16 or UTF-32?); send UTF-8');
   }
+  return undefined;
 }

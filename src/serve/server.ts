@@ -13,7 +13,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
 import type { RuntimeReport } from '../runtime.js';
-import { checkJsonIsUtf8, OCTET_STREAM } from './body.js';
+import { notUtf8Json, OCTET_STREAM } from './body.js';
 import {
   ANSWERED_STATUS,
   type AnsweredSocket,
@@ -144,11 +144,8 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    try {
-      checkJsonIsUtf8(body as Buffer);
-    } catch (err) {
-      return done(err as Error, undefined);
-    }
+    const wrong = notUtf8Json(body as Buffer);
+    if (wrong) return done(wrong, undefined);
     parseJson(request, (body as Buffer).toString('utf8'), done);
   });
 
