@@ -4,6 +4,13 @@
  */
 import { errorLine, exitCodeFor, main } from './cli/main.js';
 
+// A reader that left (`| head`, a pager quit early) is not a failure of ours: stop writing and
+// exit quietly, as other commands do, instead of dying on an unhandled 'error' with a stack.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(process.exitCode ?? 0);
+});
+
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (err) {

@@ -2,13 +2,15 @@
  * The command line's failure contract: a mistake on the command line is ONE line on stderr
  * that names it, exit code 2, nothing on stdout and never a stack trace; --help exits 0.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { errorLine } from '../src/cli/main.js';
 import { packageRoot } from '../src/paths.js';
-import { runCli } from './fixtures/cli-process.js';
+import { CLI, runCli } from './fixtures/cli-process.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'omni-cli-errors-'));
 const aFile = join(scratch, 'a-regular-file');
@@ -100,6 +102,20 @@ describe.concurrent('command line errors', () => {
       expect(stdout).toMatch(/usage/i);
     },
   );
+});
+
+describe('a reader that leaves early (| head, a pager quit)', () => {
+  it('is not a failure: no stack trace, exit 0', async () => {
+    const child = spawn(process.execPath, [CLI, '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy(); // gone before the CLI writes its help: EPIPE
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const [code] = (await once(child, 'close')) as [number | null];
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+  });
 });
 
 describe('errorLine', () => {

@@ -292,4 +292,17 @@ describe('calibrate', () => {
     const prng = new Prng(42);
     expect(rows).toEqual(rows.map(() => prng.int(1, MAX_ROWS)));
   });
+
+  it('does not overstate capacity when completions are sparse (slow calls)', async () => {
+    // One caller, 700 ms a call, 1 s: one completion (at 700 ms) in the measured 750 ms, so
+    // 1 / 0.75 s. Starting the clock at that completion while counting it gave 1 / 0.3 s.
+    const lr = {
+      run: (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 700)),
+    } as unknown as LinearRuntime;
+    const done = calibrate(lr, work, 1, 1, 1);
+    await vi.advanceTimersByTimeAsync(1500);
+    const c = await done;
+    expect(c.completed).toBe(1);
+    expect(c.capacity).toBeCloseTo(1 / 0.75, 6);
+  });
 });

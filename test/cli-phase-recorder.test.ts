@@ -32,6 +32,18 @@ describe('PhaseRecorder', () => {
     near(latencyMs.mean, 500.5);
   });
 
+  it('never reports a percentile above the largest latency recorded (HdrHistogram rounds up)', () => {
+    const rec = new PhaseRecorder('bounded', 100, '100/s');
+    rec.begin(0, 1000);
+    for (let i = 0; i < 10; i++) {
+      rec.sentOne(1);
+      rec.completed(1, 7.273);
+    }
+    const { latencyMs } = rec.result(1000);
+    expect(latencyMs.max).toBe(7.273);
+    expect([latencyMs.p50, latencyMs.p99, latencyMs.p999]).toEqual([7.273, 7.273, 7.273]);
+  });
+
   it('reports the largest latency as max, not a percentile of them', () => {
     const rec = new PhaseRecorder('bounded', 100, '100/s');
     rec.begin(0, 10_000);

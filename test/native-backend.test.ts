@@ -47,6 +47,16 @@ describe('backend selection and device resolution', () => {
     ctx.close();
   });
 
+  it('auto refuses a malformed device even where the CUDA library does not load', () => {
+    const cudaPath = '/nonexistent/libomni_cuda.so';
+    expect(thrownCode(() => selectBackend('auto', { OMNI_CUDA_DEVICE: 'abc' }, { cudaPath }))).toBe(
+      'OMNI_ERR_INVALID_ARGUMENT',
+    );
+    expect(thrownCode(() => selectBackend('auto', {}, { cudaPath, device: -1 }))).toBe(
+      'OMNI_ERR_INVALID_ARGUMENT',
+    );
+  });
+
   it('an explicit cuda preference with no library throws OMNI_ERR_LIBRARY_NOT_FOUND', () => {
     expect(thrownCode(() => selectBackend('cuda', {}, { cudaPath: '/nonexistent/libomni_cuda.so' }))).toBe(
       'OMNI_ERR_LIBRARY_NOT_FOUND',

@@ -151,6 +151,58 @@ describe('native fault injection (fixture)', () => {
     ctx.close();
   });
 
+  it('a workspace made for a call whose copy then failed stays cached, counted, and serves the next call', () => {
+    const ctx = NativeContext.open(lib);
+    ctx.uploadWeights(w, b, OUT, IN);
+    const before = ctx.stats();
+    faults.failCopyAfter(ctx, 1); // a miss: the workspace is made, then the input copy fails
+    expect(thrown(() => ctx.linearGelu(x(3), 3)).nativeCode).toBe(NativeStatus.COPY_FAILED);
+    const failed = ctx.stats();
+    expect(failed).toMatchObject({
+      cachedWorkspaces: before.cachedWorkspaces + 1,
+      workspaceBytes: before.workspaceBytes + wsBytes(capacityFor(3)),
+      liveBytes: before.liveBytes + wsBytes(capacityFor(3)),
+      calls: before.calls,
+    });
+    ctx.linearGelu(x(3), 3);
+    expect(ctx.stats()).toMatchObject({ allocations: failed.allocations, liveBytes: failed.liveBytes });
+    ctx.close();
+  });
+
+  it('the reference refuses an output sharing bytes with an input (it writes while it reads)', () => {
+    const n = 8;
+    const [wn, bn] = [seededFloats(5, n * n), seededFloats(6, n)];
+    const want = faults.referenceLinearGelu(seededFloats(7, 2 * n), 2, wn, bn, n, n);
+    // One buffer: x in [0, 2n), then 2n free floats. Outputs of the right length (2n) that
+    // start inside x overlap it; one that starts right after it does not.
+    const shared = new Float32Array(4 * n);
+    shared.set(seededFloats(7, 2 * n));
+    const xs = shared.subarray(0, 2 * n);
+    for (const at of [0, 1, 2 * n - 1]) {
+      const err = thrown(() =>
+        faults.referenceLinearGelu(xs, 2, wn, bn, n, n, shared.subarray(at, at + 2 * n)),
+      );
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    }
+    expect(faults.referenceLinearGelu(xs, 2, wn, bn, n, n, shared.subarray(2 * n))).toEqual(want);
+    expect(xs).toEqual(seededFloats(7, 2 * n));
+    // The weights count as inputs too.
+    const wb = new Float32Array(n * n + 2 * n);
+    wb.set(wn);
+    const err = thrown(() =>
+      faults.referenceLinearGelu(
+        xs,
+        2,
+        wb.subarray(0, n * n),
+        bn,
+        n,
+        n,
+        wb.subarray(n * n - 1, n * n - 1 + 2 * n),
+      ),
+    );
+    expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+  });
+
   it('an injected fatal error makes every later call fail with fatal: true; close still releases', () => {
     const before = faults.liveBytes();
     const ctx = NativeContext.open(lib);

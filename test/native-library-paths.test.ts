@@ -1,4 +1,5 @@
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -77,6 +78,23 @@ describe('native libraries from a path of your own', () => {
       'OMNI_ERR_LIBRARY_NOT_FOUND',
     );
     expect(await codeOf(start({ backend: 'cuda', libraries: { cuda: missing } }))).toBe(
+      'OMNI_ERR_LIBRARY_NOT_FOUND',
+    );
+  });
+
+  it('a library that passes the ABI handshake but lacks another symbol is OMNI_ERR_LIBRARY_NOT_FOUND', async () => {
+    const source = join(dir, 'handshake-only.c');
+    writeFileSync(
+      source,
+      '__attribute__((visibility("default"))) int omni_abi_version(void) { return 1; }\n',
+    );
+    const partial = join(dir, 'libomni_partial.so');
+    execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', partial], { stdio: 'pipe' });
+    expect(thrownCode(() => loadNativeLibrary('fixture', { path: partial }))).toBe(
+      'OMNI_ERR_LIBRARY_NOT_FOUND',
+    );
+    expect(thrownCode(() => loadNativeLibrary('cuda', { path: partial }))).toBe('OMNI_ERR_LIBRARY_NOT_FOUND');
+    expect(await codeOf(start({ backend: 'fixture', libraries: { fixture: partial } }))).toBe(
       'OMNI_ERR_LIBRARY_NOT_FOUND',
     );
   });

@@ -353,4 +353,62 @@ describe('the row limit', () => {
     });
     expect(lr.report()).toMatchObject({ completed: 1, refused: 1, rejected: 0 });
   });
+
+  it('with a small workspace byte limit, the most rows it holds is served; one more is refused first', async () => {
+    // Each row takes 2 x (16 + 8) floats of scratch, 192 bytes: 1024 bytes hold 5 rows.
+    const lr = await start({ threads: 1, inFeatures: 16, outFeatures: 8, workspaceBytes: 1024 });
+    expect(lr.maxRows).toBe(5);
+    expect((await lr.run(seededFloats(1, 5 * 16))).length).toBe(5 * 8);
+    await expect(lr.run(seededFloats(2, 6 * 16))).rejects.toMatchObject({ code: 'OMNI_ERR_TOO_LARGE' });
+    expect(lr.report()).toMatchObject({ completed: 1, failed: 0, refused: 1 });
+  });
+
+  it('a workspace byte limit that cannot hold one row fails start() before any thread starts', async () => {
+    const spawn = vi.spyOn(Runtime, 'start');
+    try {
+      for (const workspaceBytes of [191, 0, 1.5, Number.NaN]) {
+        const err = await rejection(start({ inFeatures: 16, outFeatures: 8, workspaceBytes }));
+        expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      }
+      expect(spawn).not.toHaveBeenCalled();
+    } finally {
+      spawn.mockRestore();
+    }
+  });
+});
+
+describe('LinearRuntime.start option checks', () => {
+  afterEach(async () => {
+    await Promise.all(runtimes.splice(0).map((lr) => lr.close({ timeoutMs: 10_000 })));
+  });
+
+  it.each([
+    ['null options', null],
+    ['a string for options', 'fixture'],
+    ['a NaN seed', { backend: 'fixture', seed: Number.NaN }],
+    ['a fractional seed', { backend: 'fixture', seed: 1.5 }],
+    ['a seed above 2^32-1', { backend: 'fixture', seed: 2 ** 32 }],
+    [
+      'inFeatures that disagree with the weights',
+      { backend: 'fixture', weights: seededWeights(4, 4), inFeatures: 8 },
+    ],
+    [
+      'outFeatures that disagree with the weights',
+      { backend: 'fixture', weights: seededWeights(4, 4), outFeatures: 2 },
+    ],
+  ])('%s: OMNI_ERR_INVALID_ARGUMENT before any thread starts', async (_what, options) => {
+    const spawn = vi.spyOn(Runtime, 'start');
+    try {
+      const err = await rejection(LinearRuntime.start(options as LinearRuntimeOptions));
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(spawn).not.toHaveBeenCalled();
+    } finally {
+      spawn.mockRestore();
+    }
+  });
+
+  it('a shape given with the weights that agrees with them is accepted', async () => {
+    const lr = await start({ threads: 1, weights: seededWeights(4, 2), inFeatures: 4, outFeatures: 2 });
+    expect((await lr.run(seededFloats(1, 2 * 4))).length).toBe(2 * 2);
+  });
 });

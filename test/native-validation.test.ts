@@ -80,6 +80,15 @@ describe('native validation (fixture)', () => {
       ['NaN features', () => ctx.uploadWeights(w, b, Number.NaN, IN)],
       ['too many features', () => ctx.uploadWeights(w, b, OUT, MAX_FEATURES + 1)],
       ['weights as an Int32Array', () => ctx.uploadWeights(new Int32Array(OUT * IN) as never, b, OUT, IN)],
+      // Describing the wrong type must not go through the value's own (missing) constructor.
+      [
+        'x as an Int32Array without a prototype',
+        () => ctx.linearGelu(Object.setPrototypeOf(new Int32Array(ROWS * IN), null), ROWS),
+      ],
+      [
+        'weights as an Int32Array without a prototype',
+        () => ctx.uploadWeights(Object.setPrototypeOf(new Int32Array(OUT * IN), null), b, OUT, IN),
+      ],
       ['workspaceCount 0', () => NativeContext.open(lib, { workspaceCount: 0 })],
       ['workspaceCount 65', () => NativeContext.open(lib, { workspaceCount: 65 })],
       ['workspaceBytes NaN', () => NativeContext.open(lib, { workspaceBytes: Number.NaN })],

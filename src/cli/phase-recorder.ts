@@ -148,6 +148,9 @@ export class PhaseRecorder {
   result(end: number): PhaseResult {
     const h = this.#histogram;
     const ms = (us: number): number => round3(us / 1000);
+    // HdrHistogram answers with the top of a value's bucket, while maxValue is exact: never
+    // report a percentile above the largest latency recorded.
+    const percentile = (p: number): number => Math.min(h.getValueAtPercentile(p), h.maxValue);
     const inWindow = this.#timeline.filter((s) => s.t <= this.#windowMs);
     const depths = (inWindow.length > 0 ? inWindow : this.#timeline).map((s) => s.depth);
     const windowS = this.#windowMs / 1000;
@@ -168,9 +171,9 @@ export class PhaseRecorder {
       achievedRate: round3(this.#completedInWindow / windowS),
       latencyMs: {
         count: h.totalCount,
-        p50: h.totalCount ? ms(h.getValueAtPercentile(50)) : 0,
-        p99: h.totalCount ? ms(h.getValueAtPercentile(99)) : 0,
-        p999: h.totalCount ? ms(h.getValueAtPercentile(99.9)) : 0,
+        p50: h.totalCount ? ms(percentile(50)) : 0,
+        p99: h.totalCount ? ms(percentile(99)) : 0,
+        p999: h.totalCount ? ms(percentile(99.9)) : 0,
         max: h.totalCount ? ms(h.maxValue) : 0,
         mean: h.totalCount ? ms(h.mean) : 0,
       },

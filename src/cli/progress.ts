@@ -34,6 +34,10 @@ export class Progress {
       },
       Presets.shades_classic,
     );
+    // The bar hides the cursor and turns line wrap off; a Ctrl-C must give both back before the
+    // signal ends the process as it would have.
+    process.once('SIGINT', this.#onSignal);
+    process.once('SIGTERM', this.#onSignal);
     this.#bar.start(Math.round(totalS * 10), 0, {
       phase: 'starting',
       sent: 0,
@@ -67,6 +71,14 @@ export class Progress {
   }
 
   stop(): void {
+    process.off('SIGINT', this.#onSignal);
+    process.off('SIGTERM', this.#onSignal);
     this.#bar?.stop();
   }
+
+  readonly #onSignal = (signal: NodeJS.Signals): void => {
+    this.stop();
+    // With this listener gone, the signal's default action ends the process (exit 128 + n).
+    process.kill(process.pid, signal);
+  };
 }

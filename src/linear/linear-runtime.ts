@@ -3,6 +3,7 @@ import { InvalidArgumentError, TooLargeError } from '../errors.js';
 import {
   type BackendName,
   type BackendPreference,
+  DEFAULT_WORKSPACE_BYTES,
   MAX_FEATURES,
   MAX_ROWS,
   type NativeStats,
@@ -10,7 +11,7 @@ import {
   seededFloats,
   selectBackend,
 } from '../native/index.js';
-import { lengthOf, requireFloat32Array, requireLength } from '../native/validate.js';
+import { lengthOf, requireFloat32Array, requireInteger, requireLength } from '../native/validate.js';
 import { builtModuleUrl } from '../paths.js';
 import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
@@ -29,8 +30,10 @@ export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'w
   readonly libraries?: NativeLibraryPaths;
   /** The layer's weights. Without them, seeded random weights of the given shape are used. */
   readonly weights?: LinearWeights;
+  /** The layer's shape without `weights` (default 256 -> 256); with them, it must agree. */
   readonly inFeatures?: number;
   readonly outFeatures?: number;
+  /** Seed of the random weights (an integer in 0..2^32-1; default 1). */
   readonly seed?: number;
   /** Per-context workspace cache bounds (defaults 4 and 512 MiB). */
   readonly workspaceCount?: number;
@@ -74,6 +77,11 @@ export class LinearRuntime {
   readonly libraryPath: string | null;
   readonly inFeatures: number;
   readonly outFeatures: number;
+  /**
+   * The most rows one call takes: MAX_ROWS, or fewer when the workspace byte limit cannot hold
+   * that many (each row needs 8 x (inFeatures + outFeatures) bytes of scratch).
+   */
+  readonly maxRows: number;
 
   constructor(
     runtime: Runtime,
@@ -83,12 +91,14 @@ export class LinearRuntime {
       backend: BackendName;
       reason?: string;
       libraryPath?: string;
+      maxRows?: number;
     },
   ) {
     this.runtime = runtime;
     this.libraryPath = shape.libraryPath ?? null;
     this.inFeatures = shape.inFeatures;
     this.outFeatures = shape.outFeatures;
+    this.maxRows = shape.maxRows ?? MAX_ROWS;
     this.backend = shape.backend;
     this.backendReason = shape.reason ?? 'given';
   }
@@ -99,11 +109,16 @@ export class LinearRuntime {
   }
 
   static async start(options: LinearRuntimeOptions = {}): Promise<LinearRuntime> {
+    if (typeof options !== 'object' || options === null) {
+      throw new InvalidArgumentError('LinearRuntime.start options must be an object');
+    }
     const {
       backend: preference,
       device,
       libraries,
       weights: given,
+      inFeatures,
+      outFeatures,
       seed,
       workspaceCount,
       workspaceBytes,
@@ -111,12 +126,14 @@ export class LinearRuntime {
       ...rest
     } = options;
     const weights =
-      (given === undefined ? undefined : checkWeights(given)) ??
-      seededWeights(
-        checkFeatures('inFeatures', options.inFeatures ?? 256),
-        checkFeatures('outFeatures', options.outFeatures ?? 256),
-        seed,
-      );
+      given === undefined
+        ? seededWeights(
+            checkFeatures('inFeatures', inFeatures ?? 256),
+            checkFeatures('outFeatures', outFeatures ?? 256),
+            seed === undefined ? undefined : requireInteger('seed', seed, 0, 2 ** 32 - 1),
+          )
+        : checkWeights(given, inFeatures, outFeatures);
+    const maxRows = rowsPerCall(workspaceBytes, weights.inFeatures, weights.outFeatures);
     const choice = selectBackend(preference, process.env, {
       ...(device === undefined ? {} : { device }),
       ...checkLibraries(libraries),
@@ -140,13 +157,14 @@ export class LinearRuntime {
       backend: choice.backend,
       reason: choice.reason,
       libraryPath: choice.library.path,
+      maxRows,
     });
   }
 
   /**
    * Runs `rows` rows of x (row-major, inFeatures wide) and resolves with rows x outFeatures.
    * The cost defaults to rows. Checked before admission, so a mistake holds no capacity: more
-   * rows than one native call takes is OMNI_ERR_TOO_LARGE (it can never be served), any other
+   * rows than one native call takes (`maxRows`) is OMNI_ERR_TOO_LARGE (it can never be served), any other
    * malformed argument OMNI_ERR_INVALID_ARGUMENT.
    */
   run(x: Float32Array, options?: LinearRunOptions): Promise<Float32Array> {
@@ -172,11 +190,11 @@ export class LinearRuntime {
         new InvalidArgumentError(`x holds ${length} floats, not rows (${rows}) x ${this.inFeatures}`),
       );
     }
-    if (rows > MAX_ROWS) {
+    if (rows > this.maxRows) {
       // Like a cost above the unit ceiling: it can never fit, so it counts as a refusal.
       return this.runtime[kEndedEarly](
         'refused',
-        new TooLargeError(rows, MAX_ROWS, `${rows} rows exceed the ${MAX_ROWS} one call takes`),
+        new TooLargeError(rows, this.maxRows, `${rows} rows exceed the ${this.maxRows} one call takes`),
       );
     }
     const input: NativeWorkerInput = { x, rows };
@@ -198,13 +216,26 @@ export class LinearRuntime {
   }
 }
 
-/** Checked once here: a wrong shape is one coded error from start(), not a failure in every thread. */
-function checkWeights(weights: LinearWeights): LinearWeights {
+/**
+ * Checked once here: a wrong shape is one coded error from start(), not a failure in every thread.
+ * A shape also given in the options must agree: the weights would silently win, and rows would
+ * then be cut at a width the caller did not ask for.
+ */
+function checkWeights(
+  weights: LinearWeights,
+  wantIn: number | undefined,
+  wantOut: number | undefined,
+): LinearWeights {
   if (typeof weights !== 'object' || weights === null) {
     throw new InvalidArgumentError('weights must be { w, b, inFeatures, outFeatures }');
   }
   const inFeatures = checkFeatures('weights.inFeatures', weights.inFeatures);
   const outFeatures = checkFeatures('weights.outFeatures', weights.outFeatures);
+  if ((wantIn !== undefined && wantIn !== inFeatures) || (wantOut !== undefined && wantOut !== outFeatures)) {
+    throw new InvalidArgumentError(
+      `inFeatures/outFeatures (${wantIn ?? '-'} -> ${wantOut ?? '-'}) disagree with the weights' ${inFeatures} -> ${outFeatures}`,
+    );
+  }
   requireLength('weights.w', requireFloat32Array('weights.w', weights.w), inFeatures * outFeatures);
   requireLength('weights.b', requireFloat32Array('weights.b', weights.b), outFeatures);
   return weights;
@@ -234,6 +265,25 @@ function checkLibraries(libraries: NativeLibraryPaths | undefined): {
     paths[backend === 'fixture' ? 'fixturePath' : 'cudaPath'] = path;
   }
   return paths;
+}
+
+/**
+ * The most rows one native call can take: the C side refuses a call whose scratch (input and
+ * output rows, each staged twice) exceeds the workspace byte limit, on every attempt. Checked at
+ * start so that such a call is refused before admission instead of failing in a worker.
+ */
+function rowsPerCall(workspaceBytes: number | undefined, inFeatures: number, outFeatures: number): number {
+  const bytes =
+    workspaceBytes === undefined
+      ? DEFAULT_WORKSPACE_BYTES
+      : requireInteger('workspaceBytes', workspaceBytes, 1, Number.MAX_SAFE_INTEGER);
+  const perRow = 2 * (inFeatures + outFeatures) * Float32Array.BYTES_PER_ELEMENT;
+  if (bytes < perRow) {
+    throw new InvalidArgumentError(
+      `workspaceBytes ${bytes} cannot hold one row of ${inFeatures} in + ${outFeatures} out (${perRow} bytes)`,
+    );
+  }
+  return Math.min(MAX_ROWS, Math.floor(bytes / perRow));
 }
 
 function checkFeatures(name: string, value: number): number {

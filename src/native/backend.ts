@@ -70,14 +70,15 @@ export function selectBackend(
     reason: `auto: ${why}; using the CPU fixture`,
     library: loadNativeLibrary('fixture', { path: options.fixturePath }),
   });
+  // A malformed device is a configuration mistake: it throws rather than falling back, whether or
+  // not this machine's CUDA library loads.
+  const device = resolveDevice(options.device, env);
   let cuda: NativeLibrary;
   try {
     cuda = loadNativeLibrary('cuda', { path: options.cudaPath });
   } catch (err) {
     return fallback(`CUDA library unusable (${(err as Error).message})`);
   }
-  // A malformed OMNI_CUDA_DEVICE is a configuration mistake: it throws rather than falling back.
-  const device = resolveDevice(options.device, env);
   try {
     NativeContext.open(cuda, { device, env }).close();
   } catch (err) {

@@ -4,7 +4,9 @@
  *
  * Invariants: a context is used by one thread at a time (each worker opens its own); after close()
  * every method but close() throws; typed arrays are passed to C without copies (SharedArrayBuffer
- * views included); every failed call leaves the context's byte count where it was.
+ * views included); a failed call leaks nothing: what it allocated is freed, or kept in the
+ * workspace cache within its bounds (a workspace made for a call whose copy then failed stays
+ * cached for the next call, and an eviction before a failed allocation stays evicted).
  * Memory ordering: calls are synchronous; when one returns, the output array is fully written. The
  * C side reads and writes the arrays with plain accesses, so another thread must not write a shared
  * input (or touch the output) while a call runs.

@@ -24,7 +24,13 @@ export function lengthOf(array: Float32Array): number {
 /** isFloat32Array (not instanceof): it also accepts arrays from another realm, and cannot be spoofed. */
 export function requireFloat32Array(name: string, value: unknown): Float32Array {
   if (!types.isFloat32Array(value)) {
-    const got = value === null ? 'null' : ArrayBuffer.isView(value) ? value.constructor.name : typeof value;
+    // Never through the value's own properties: a view without a prototype has no constructor.
+    const got =
+      value === null
+        ? 'null'
+        : ArrayBuffer.isView(value)
+          ? Object.prototype.toString.call(value).slice(8, -1)
+          : typeof value;
     throw new InvalidArgumentError(`${name} must be a Float32Array, got ${got}`);
   }
   return value;
@@ -42,5 +48,24 @@ export function requireLength(name: string, array: Float32Array, expected: numbe
   const length = lengthOf(array);
   if (length !== expected) {
     throw new InvalidArgumentError(`${name} has ${length} elements, expected ${expected}`);
+  }
+}
+
+/**
+ * The output must not share bytes with an input: C code that reads its inputs while writing the
+ * output in place (the fixture's naive reference) would compute from half-written values.
+ */
+export function requireDisjoint(
+  outName: string,
+  out: Float32Array,
+  inputs: Record<string, Float32Array>,
+): void {
+  const start = out.byteOffset;
+  const end = start + lengthOf(out) * Float32Array.BYTES_PER_ELEMENT;
+  for (const [name, input] of Object.entries(inputs)) {
+    if (input.buffer !== out.buffer) continue;
+    const from = input.byteOffset;
+    const to = from + lengthOf(input) * Float32Array.BYTES_PER_ELEMENT;
+    if (from < end && start < to) throw new InvalidArgumentError(`${outName} overlaps ${name}`);
   }
 }
