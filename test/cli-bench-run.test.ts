@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type BenchConfig, parseBenchArgs } from '../src/cli/bench-options.js';
-import { runBench } from '../src/cli/bench-run.js';
+import { resolveRates, runBench } from '../src/cli/bench-run.js';
 import { ArrivalProcess, phaseSeed } from '../src/cli/prng.js';
 import { Progress } from '../src/cli/progress.js';
 import { defaultLibraryPath } from '../src/native/index.js';
@@ -23,6 +23,23 @@ function config(argv: string[]): BenchConfig {
   if (parsed === 'help') throw new Error('unexpected help');
   return parsed;
 }
+
+describe('resolveRates', () => {
+  it("seeds each load by its place in --rates, so a multiple of capacity cannot change another load's arrivals", () => {
+    const specs = [
+      { value: 1, relative: true },
+      { value: 100, relative: false },
+    ];
+    const below = resolveRates(specs, 50, 9); // 1x = 50/s runs first
+    const above = resolveRates(specs, 500, 9); // 1x = 500/s runs last
+    expect(below.map((r) => r.label)).toEqual(['1x', '100/s']);
+    expect(above.map((r) => r.label)).toEqual(['100/s', '1x']);
+    for (const resolved of [below, above]) {
+      expect(resolved.find((r) => r.label === '1x')?.seed).toBe(phaseSeed(9, 0));
+      expect(resolved.find((r) => r.label === '100/s')?.seed).toBe(phaseSeed(9, 1));
+    }
+  });
+});
 
 describe('runBench', () => {
   const dir = mkdtempSync(join(tmpdir(), 'omni-bench-run-'));
@@ -59,10 +76,11 @@ describe('runBench', () => {
     });
     // Enough outstanding calls to keep every thread busy: four per thread.
     expect(r.calibration).toMatchObject({ seconds: 0.05, concurrency: 4 });
-    // The load is fixed by the seed: each load i offers the arrivals of its own seeded stream,
-    // phaseSeed(seed, i), that fall in the window, whatever the machine does with them.
-    r.phases.forEach((p, n) => {
-      const arrivals = new ArrivalProcess(phaseSeed(9, n >> 1), p.offeredRate, 5);
+    // The load is fixed by the seed: the load at place i of --rates (200 first, 50 second) offers
+    // the arrivals of its own seeded stream, phaseSeed(seed, i), that fall in the window,
+    // whatever the machine does with them.
+    r.phases.forEach((p) => {
+      const arrivals = new ArrivalProcess(phaseSeed(9, p.offeredRate === 200 ? 0 : 1), p.offeredRate, 5);
       let sent = 0;
       let units = 0;
       for (let a = arrivals.next(); a.at < 100; a = arrivals.next()) {

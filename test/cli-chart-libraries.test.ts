@@ -4,7 +4,7 @@
  * the package loader replaced and the errors Node really throws for a package that is not there.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runBenchCommand } from '../src/cli/bench-command.js';
@@ -15,6 +15,7 @@ import {
   type ImportPackage,
   loadChartLibraries,
 } from '../src/cli/chart-libraries.js';
+import { CHART_FILES } from '../src/cli/charts.js';
 import { packageRoot } from '../src/paths.js';
 import { benchResult } from './fixtures/bench-result.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
@@ -148,6 +149,16 @@ describe('omni-runtime bench without the chart packages', () => {
     expect(stdout).toContain(`written: ${join(out, 'results.json')}\n`);
     expect(stdout).not.toContain('.svg');
     expect(existsSync(join(out, 'latency.svg'))).toBe(false);
+  });
+
+  it("removes an earlier run's charts from --out rather than leave them beside new results", async () => {
+    const out = tempDir();
+    for (const file of CHART_FILES) writeFileSync(join(out, file), '<svg>an earlier run</svg>');
+    expect(await bench(out, loader({ vega: vegaMissing, 'vega-lite': vegaLiteMissing }))).toBe(0);
+    expect(readdirSync(out)).toEqual(['results.json']);
+    for (const file of CHART_FILES) writeFileSync(join(out, file), '<svg>an earlier run</svg>');
+    await expect(bench(out, loader({ vega: dependencyMissing }))).rejects.toHaveProperty('code');
+    expect(readdirSync(out)).toEqual(['results.json']);
   });
 
   it('fails with the error itself when the packages are there but do not load', async () => {

@@ -8,7 +8,7 @@ import { formatReport, summarize } from './bench-report.js';
 import { runBench } from './bench-run.js';
 import { CHART_INSTALL_COMMAND, type ImportPackage, loadChartLibraries } from './chart-libraries.js';
 import { CHART_FILES, charts, renderSvg } from './charts.js';
-import { prepareOutDir, writeOutputs } from './output-dir.js';
+import { prepareOutDir, removeOutputs, writeOutputs } from './output-dir.js';
 import { Progress } from './progress.js';
 
 const RESULTS_FILE = 'results.json';
@@ -41,6 +41,9 @@ export async function runBenchCommand(
   // The measurement is written first: a chart library that fails to load or render must not
   // cost the run its results.
   const files = writeOutputs(outDir, [[RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`]]);
+  // An earlier run's charts beside these results would pass for this run's, if charts are
+  // skipped or fail below.
+  removeOutputs(outDir, CHART_FILES);
   let chartError: unknown;
   try {
     const libraries = await loadChartLibraries(deps.importPackage);

@@ -37,16 +37,24 @@ export interface BenchResult {
 
 export const MODES: readonly Mode[] = ['unbounded', 'bounded'];
 
-interface ResolvedRate {
+export interface ResolvedRate {
   readonly rate: number;
   readonly label: string;
+  /** The phase's arrival seed: from its place in --rates, never from the calibration. */
+  readonly seed: number;
 }
 
-function resolveRates(specs: readonly RateSpec[], capacity: number): ResolvedRate[] {
+/**
+ * Phases run from the lowest rate up; where a multiple of capacity lands among absolute rates
+ * depends on the calibration, so each phase's seed follows its place in the list, not in the
+ * run order: the same flags and seed give every phase the same arrivals.
+ */
+export function resolveRates(specs: readonly RateSpec[], capacity: number, seed: number): ResolvedRate[] {
   return specs
-    .map((s) => ({
+    .map((s, i) => ({
       rate: s.relative ? s.value * capacity : s.value,
       label: s.relative ? `${s.value}x` : `${s.value}/s`,
+      seed: phaseSeed(seed, i),
     }))
     .sort((a, b) => a.rate - b.rate);
 }
@@ -102,13 +110,13 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
     if (!(calibration.capacity > 0) && config.rates.some((r) => r.relative)) {
       throw new Error('calibration completed no requests; pass absolute --rates');
     }
-    const rates = resolveRates(config.rates, calibration.capacity);
+    const rates = resolveRates(config.rates, calibration.capacity, config.seed);
     // Multiples of capacity are known only now; absolute rates were checked with the flags.
     for (const { rate, label } of rates) checkPhaseArrivals(rate, config.phaseS, label);
     const phases: PhaseResult[] = [];
     const windowMs = config.phaseS * 1000;
     const sampleMs = Math.max(10, Math.min(100, windowMs / 100));
-    for (const [i, { rate, label }] of rates.entries()) {
+    for (const { rate, label, seed } of rates) {
       for (const mode of MODES) {
         const rec = new PhaseRecorder(mode, rate, label);
         const lr = runtimes[mode];
@@ -120,7 +128,7 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
         const plan = {
           rate,
           windowMs,
-          seed: phaseSeed(config.seed, i),
+          seed,
           deadlineMs: config.deadlineMs,
           sampleMs,
           onSample,

@@ -2,7 +2,7 @@
  * The --out folder: created and checked for writing before any load runs, so a bad path is a
  * one-line usage error at once rather than a failure after the benchmark.
  */
-import { accessSync, constants, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from './args.js';
 
@@ -39,4 +39,9 @@ export function writeOutputs(dir: string, files: ReadonlyArray<readonly [string,
     writeFileSync(path, text);
     return path;
   });
+}
+
+/** Removes `names` under `dir` where they exist (prepareOutDir checked they are plain files). */
+export function removeOutputs(dir: string, names: readonly string[]): void {
+  for (const name of names) rmSync(join(dir, name), { force: true });
 }
