@@ -1,8 +1,9 @@
 /**
  * Every error omni-runtime throws or rejects with. Each class carries a stable `code`
  * (`OMNI_ERR_*`) that callers and tests match on; messages are for people and may change.
- * Errors cross threads as `{ name, message, code, ... }` (see `toWire` / `fromWire`) and are
- * rebuilt into these classes on the receiving side.
+ * Errors cross threads as `{ name, message, code, nativeCode, fatal }` (see `toWire` /
+ * `fromWire`): the codes a task commonly fails with are rebuilt into their classes; any other
+ * arrives as an OmniError with its name and code (fields beyond those do not cross).
  */
 import { inspect } from 'node:util';
 

@@ -202,7 +202,10 @@ export class LinearRuntime {
     return this.runtime.run<Float32Array>(input, { ...options, cost });
   }
 
-  /** The native context's counters from one worker thread. */
+  /**
+   * The native context's counters from one worker thread. It is a call like any other: admitted
+   * at cost 1 (so refused while the runtime is full) and counted in report().
+   */
   stats(): Promise<NativeStats> {
     return this.runtime.run<NativeStats>({ stats: true } satisfies NativeWorkerInput);
   }
