@@ -1,9 +1,7 @@
 /**
  * Every error omni-runtime throws or rejects with. Each class carries a stable `code`
  * (`OMNI_ERR_*`) that callers and tests match on; messages are for people and may change.
- * Errors cross threads as `{ name, message, code, nativeCode, fatal }` (see `toWire` /
- * `fromWire`): the codes a task commonly fails with are rebuilt into their classes; any other
- * arrives as an OmniError with its name and code (fields beyond those do not cross).
+ * Errors cross threads as plain data and are rebuilt into these classes (see wire-error.ts).
  */
 import { inspect } from 'node:util';
 
@@ -229,60 +227,13 @@ export class BadRequestError extends OmniError {
   }
 }
 
-/** The plain shape an error takes to cross a thread (structured clone drops class identity). */
-export interface WireError {
-  name: string;
-  message: string;
-  code?: string;
-  nativeCode?: number;
-  fatal?: boolean;
-  reason?: RefusalReason;
-}
-
-export function toWire(err: unknown): WireError {
-  if (err instanceof Error) {
-    const e = err as Error & Partial<WireError>;
-    const wire: WireError = { name: e.name, message: e.message };
-    if (typeof e.code === 'string') wire.code = e.code;
-    if (typeof e.nativeCode === 'number') wire.nativeCode = e.nativeCode;
-    if (typeof e.fatal === 'boolean') wire.fatal = e.fatal;
-    return wire;
-  }
-  return { name: 'Error', message: describeThrown(err) };
-}
-
 /**
- * A thrown value that is not an Error, as text: a primitive as itself, an object inspected
- * ("[object Object]" says nothing, and String() even throws for one without a prototype).
+ * Any value as text, for an error message about it: a primitive as itself, an object inspected
+ * ("[object Object]" says nothing, and String() or a template literal even throws for an object
+ * without a prototype, as a template literal does for a Symbol). Never calls into the value.
  */
-export function describeThrown(value: unknown): string {
+export function describeValue(value: unknown): string {
   return typeof value === 'object' && value !== null ? inspect(value, { depth: 2 }) : String(value);
-}
-
-/** Rebuilds a wire error: known codes become their class, others keep name and code. */
-export function fromWire(wire: WireError): Error {
-  switch (wire.code) {
-    case 'OMNI_ERR_NATIVE':
-      return new NativeError(wire.nativeCode ?? -1, wire.message, wire.fatal === true);
-    case 'OMNI_ERR_DEADLINE':
-      return new DeadlineError(wire.message);
-    case 'OMNI_ERR_ABORTED':
-      return new AbortError(wire.message);
-    case 'OMNI_ERR_INVALID_ARGUMENT':
-      return new InvalidArgumentError(wire.message);
-    case 'OMNI_ERR_INVALID_COST':
-      return new InvalidCostError(wire.message);
-    case undefined: {
-      const e = new TaskFailedError(wire.message);
-      if (wire.name && wire.name !== 'Error') e.name = wire.name;
-      return e;
-    }
-    default: {
-      const e = new OmniError(wire.code, wire.message);
-      e.name = wire.name;
-      return e;
-    }
-  }
 }
 
 /** True when `err` carries the given stable code. */

@@ -4,7 +4,7 @@ export {
   type AdmitOptions,
   BoundedAdmission,
   type Claim,
-  Permit,
+  type Permit,
   type Refusal,
 } from './admission/index.js';
 export {
@@ -44,3 +44,4 @@ export {
   type RuntimeReport,
   type RuntimeState,
 } from './runtime.js';
+export { fromWire, toWire, type WireError, type WireFields } from './wire-error.js';

@@ -118,6 +118,32 @@ describe('BoundedAdmission construction', () => {
   });
 });
 
+describe('attach', () => {
+  it.each([
+    ['not a SharedArrayBuffer', () => new ArrayBuffer(4096)],
+    ['too small for the header', () => new SharedArrayBuffer(16)],
+    ['zeroed (no admission made it)', () => new SharedArrayBuffer(4096)],
+    [
+      'cut short: fewer claim slots than its header says',
+      () => {
+        const whole = new BoundedAdmission({ requests: 8, units: 100 }).buffer;
+        const cut = new SharedArrayBuffer(whole.byteLength - 8);
+        new Uint8Array(cut).set(new Uint8Array(whole, 0, cut.byteLength));
+        return cut;
+      },
+    ],
+  ])('refuses a buffer %s with OMNI_ERR_INVALID_ARGUMENT', (_what, make) => {
+    expect(thrown(() => BoundedAdmission.attach(make() as SharedArrayBuffer)).code).toBe(
+      'OMNI_ERR_INVALID_ARGUMENT',
+    );
+  });
+
+  it('the package exports Permit as a type only: no caller can make one that gives back capacity', async () => {
+    const exported = await import('../src/index.js');
+    expect('Permit' in exported).toBe(false);
+  });
+});
+
 describe('tryAdmit', () => {
   it("refuses 'requests' once the request bound is held, and counts each refusal", () => {
     const admission = new BoundedAdmission({ requests: 2 });

@@ -9,7 +9,7 @@ import { BoundedAdmission } from '../src/admission/index.js';
 import { isWorkerDefinition, type WorkerDefinition } from '../src/define-worker.js';
 import type { TaskMessage } from '../src/envelope.js';
 import { moveEnvelope, ResultEnvelope } from '../src/envelope.js';
-import { InvalidArgumentError, toWire, type WireError } from '../src/errors.js';
+import { InvalidArgumentError } from '../src/errors.js';
 import { isCancelled } from '../src/runtime/cancel-words.js';
 import {
   ABANDONED,
@@ -18,6 +18,7 @@ import {
   type PingReply,
   type TaskReply,
 } from '../src/runtime/protocol.js';
+import { toWire, type WireError } from '../src/wire-error.js';
 import { WorkerTaskContext } from './task-context.js';
 import { reportUncaughtErrors } from './uncaught.js';
 

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import {
   ClosedError,
+  describeValue,
   InvalidArgumentError,
   InvalidClaimError,
   PermitReleasedError,
@@ -85,6 +86,19 @@ function refusalFor32(word: number): Refusal {
 function refusalFor64(word: bigint): Refusal {
   if (word >= CLOSED_BIT_64) return REFUSED_CLOSED;
   return word >= WAITING_BIT_64 ? REFUSED_QUEUED : REFUSED_REQUESTS;
+}
+
+/** Every admission's id is non-zero, and its buffer holds all the claim slots it says it has. */
+function isAdmissionBuffer(buffer: unknown): buffer is SharedArrayBuffer {
+  if (!(buffer instanceof SharedArrayBuffer) || buffer.byteLength < bufferBytes(1)) return false;
+  const i32 = new Int32Array(buffer, 0, 16);
+  const slots = Atomics.load(i32, SLOTS_I32);
+  return (
+    Atomics.load(i32, ID_I32) !== 0 &&
+    slots >= 1 &&
+    slots <= MAX_CLAIM_SLOTS &&
+    buffer.byteLength >= bufferBytes(slots)
+  );
 }
 
 // attach() hands its buffer to the constructor through this, so the public constructor keeps
@@ -213,8 +227,8 @@ export class BoundedAdmission implements PermitOwner {
    * share every counter; waiters are queued per instance.
    */
   static attach(buffer: SharedArrayBuffer): BoundedAdmission {
-    if (!(buffer instanceof SharedArrayBuffer) || buffer.byteLength < bufferBytes(1)) {
-      throw new InvalidArgumentError('attach() needs the SharedArrayBuffer of a BoundedAdmission');
+    if (!isAdmissionBuffer(buffer)) {
+      throw new InvalidArgumentError('attach() needs the whole SharedArrayBuffer of a BoundedAdmission');
     }
     const i32 = new Int32Array(buffer, 0, 8);
     const ceiling = new Float64Array(buffer, 0, 8)[UNIT_CEILING_F64]!;
@@ -268,7 +282,9 @@ export class BoundedAdmission implements PermitOwner {
     }
     if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0)) {
       return Promise.reject(
-        new InvalidArgumentError(`timeoutMs must be a number >= 0 (Infinity: no timeout), got ${timeoutMs}`),
+        new InvalidArgumentError(
+          `timeoutMs must be a number >= 0 (Infinity: no timeout), got ${describeValue(timeoutMs)}`,
+        ),
       );
     }
     if (signal?.aborted) return Promise.reject(abortError(signal));

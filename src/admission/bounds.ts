@@ -1,4 +1,4 @@
-import { InvalidBoundError, InvalidCostError } from '../errors.js';
+import { describeValue, InvalidBoundError, InvalidCostError } from '../errors.js';
 import { MAX_REQUESTS_32, NARROW_FIELD_BITS, WIDE_FIELD_BITS } from './layout.js';
 
 export interface AdmissionBounds {
@@ -23,7 +23,7 @@ function bitLength(n: number): number {
 
 function checkBound(name: string, value: unknown, max: number): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > max) {
-    throw new InvalidBoundError(`${name} must be an integer from 1 to ${max}, got ${String(value)}`);
+    throw new InvalidBoundError(`${name} must be an integer from 1 to ${max}, got ${describeValue(value)}`);
   }
   return value;
 }

@@ -1,5 +1,6 @@
 export { type AdmissionReport, type AdmitOptions, BoundedAdmission } from './bounded-admission.js';
 export type { AdmissionBounds } from './bounds.js';
 export type { Claim } from './internal.js';
-export { Permit } from './permit.js';
+// A type only: a Permit made outside its admission would give back capacity nobody reserved.
+export type { Permit } from './permit.js';
 export type { Refusal } from './refusal.js';

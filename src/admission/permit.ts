@@ -23,7 +23,10 @@ export class Permit implements Disposable {
   readonly #cohort: Cohort;
   #state = HELD;
 
-  /** @internal Created by BoundedAdmission only. */
+  /**
+   * @internal Created by BoundedAdmission only, after its reservation; the package exports the
+   * type, not the class, so no caller can make one that gives back capacity nobody reserved.
+   */
   constructor(owner: PermitOwner, units: number, delta: number | bigint, cohort: Cohort) {
     this.#owner = owner;
     this.units = units;

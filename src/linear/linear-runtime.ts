@@ -1,5 +1,5 @@
 import { types } from 'node:util';
-import { InvalidArgumentError, TooLargeError } from '../errors.js';
+import { describeValue, InvalidArgumentError, TooLargeError } from '../errors.js';
 import {
   type BackendName,
   type BackendPreference,
@@ -291,7 +291,9 @@ function rowsPerCall(workspaceBytes: number | undefined, inFeatures: number, out
 
 function checkFeatures(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 1 || value > MAX_FEATURES) {
-    throw new InvalidArgumentError(`${name} must be an integer from 1 to ${MAX_FEATURES}, got ${value}`);
+    throw new InvalidArgumentError(
+      `${name} must be an integer from 1 to ${MAX_FEATURES}, got ${describeValue(value)}`,
+    );
   }
   return value;
 }

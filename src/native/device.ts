@@ -4,7 +4,7 @@
  *
  * Throws: InvalidArgumentError for a negative, fractional or non-numeric option or variable.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { describeValue, InvalidArgumentError } from '../errors.js';
 
 export const DEVICE_ENV = 'OMNI_CUDA_DEVICE';
 
@@ -14,7 +14,9 @@ const MAX_DEVICE = 1023;
 export function resolveDevice(option: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
   if (option !== undefined) {
     if (typeof option !== 'number' || !Number.isInteger(option) || option < 0 || option > MAX_DEVICE) {
-      throw new InvalidArgumentError(`device must be an integer in 0..${MAX_DEVICE}, got ${String(option)}`);
+      throw new InvalidArgumentError(
+        `device must be an integer in 0..${MAX_DEVICE}, got ${describeValue(option)}`,
+      );
     }
     return option;
   }

@@ -4,7 +4,7 @@
  * caught here; the C side still checks every shape itself.
  */
 import { types } from 'node:util';
-import { InvalidArgumentError } from '../errors.js';
+import { describeValue, InvalidArgumentError } from '../errors.js';
 
 /**
  * The built-in TypedArray length getter, which reads the view's own internal slot. A view's
@@ -39,7 +39,9 @@ export function requireFloat32Array(name: string, value: unknown): Float32Array 
 /** An integer in [min, max]; rejects NaN, infinities, fractions and non-numbers. */
 export function requireInteger(name: string, value: unknown, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`${name} must be an integer in ${min}..${max}, got ${String(value)}`);
+    throw new InvalidArgumentError(
+      `${name} must be an integer in ${min}..${max}, got ${describeValue(value)}`,
+    );
   }
   return value;
 }

@@ -2,7 +2,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ResourceLimits } from 'node:worker_threads';
 import type { AdmissionBounds } from '../admission/index.js';
-import { InvalidArgumentError } from '../errors.js';
+import { describeValue, InvalidArgumentError } from '../errors.js';
 
 export interface RuntimeAdmissionOptions extends AdmissionBounds {
   /** Queue FIFO for room (honouring the caller's signal and deadline) instead of refusing. */
@@ -66,7 +66,8 @@ function bad(message: string): never {
  */
 export function checkDeadline(name: string, value: unknown): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !(value > 0)) bad(`${name} must be a number > 0, got ${String(value)}`);
+  if (typeof value !== 'number' || !(value > 0))
+    bad(`${name} must be a number > 0, got ${describeValue(value)}`);
   return value === Number.POSITIVE_INFINITY ? undefined : value;
 }
 
@@ -110,7 +111,7 @@ function moduleUrlOf(worker: unknown): string {
 
 function checkInteger(name: string, value: unknown, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    bad(`${name} must be an integer from ${min} to ${max}, got ${String(value)}`);
+    bad(`${name} must be an integer from ${min} to ${max}, got ${describeValue(value)}`);
   }
   return value;
 }
@@ -150,7 +151,7 @@ export function checkCloseOptions(options: unknown): number | undefined {
   const value = (options as { timeoutMs?: unknown }).timeoutMs;
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !(value >= 0))
-    bad(`timeoutMs must be a number >= 0, got ${String(value)}`);
+    bad(`timeoutMs must be a number >= 0, got ${describeValue(value)}`);
   return value === Number.POSITIVE_INFINITY ? undefined : value;
 }
 

@@ -1,6 +1,7 @@
 import type { BoundedAdmission, Claim } from '../admission/index.js';
-import { AbortError, DeadlineError, fromWire } from '../errors.js';
+import { AbortError, DeadlineError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
+import { fromWire } from '../wire-error.js';
 import type { CancelWords } from './cancel-words.js';
 import type { TaskReply } from './protocol.js';
 import { taskFailure } from './task-failure.js';

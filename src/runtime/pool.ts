@@ -1,7 +1,8 @@
 import { Piscina } from 'piscina';
-import { fromWire, InvalidArgumentError, WorkerExitedError } from '../errors.js';
+import { InvalidArgumentError, WorkerExitedError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { builtModuleUrl } from '../paths.js';
+import { fromWire } from '../wire-error.js';
 import type { CheckedRuntimeOptions } from './options.js';
 import { ABANDONED, type EntryData, type PingMessage, type PingReply } from './protocol.js';
 

@@ -1,5 +1,5 @@
 /** Messages between the runtime and its worker entry (plain, structured-cloneable data). */
-import type { WireError } from '../errors.js';
+import type { WireError } from '../wire-error.js';
 
 /**
  * Sent once per thread: 'ping' at start (every thread must answer before start() resolves),

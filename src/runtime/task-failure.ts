@@ -2,7 +2,7 @@
  * What a caller hears when piscina rejects a dispatched task (no reply from the worker entry),
  * by what the rejection was and by who gave the capacity back.
  */
-import { describeThrown, InvalidArgumentError, TaskFailedError, WorkerExitedError } from '../errors.js';
+import { describeValue, InvalidArgumentError, TaskFailedError, WorkerExitedError } from '../errors.js';
 
 /**
  * The input (or its transfer list) could not be posted to a worker: structured clone refused
@@ -24,7 +24,7 @@ export function messageOf(err: unknown): string {
   if (err instanceof Error) return err.message;
   const message = (err as { message?: unknown } | null)?.message;
   if (typeof message === 'string') return message;
-  return `the worker failed with a value that is not an Error: ${describeThrown(err)}`;
+  return `the worker failed with a value that is not an Error: ${describeValue(err)}`;
 }
 
 /** `reclaimed`: this thread, not the worker, gave the task's capacity back. */

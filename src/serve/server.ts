@@ -10,7 +10,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { InvalidArgumentError, NotFoundError } from '../errors.js';
+import { describeValue, InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
 import type { RuntimeReport } from '../runtime.js';
 import { notUtf8Json, OCTET_STREAM } from './body.js';
@@ -89,14 +89,16 @@ function integer(
 ): number {
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got ${String(value)}`);
+    throw new InvalidArgumentError(
+      `${name} must be an integer from ${min} to ${max}, got ${describeValue(value)}`,
+    );
   }
   return value;
 }
 
 function positive(name: string, value: number | undefined): number | undefined {
-  if (value !== undefined && !(value > 0 && Number.isFinite(value))) {
-    throw new InvalidArgumentError(`${name} must be a number > 0, got ${String(value)}`);
+  if (value !== undefined && !(typeof value === 'number' && value > 0 && Number.isFinite(value))) {
+    throw new InvalidArgumentError(`${name} must be a number > 0, got ${describeValue(value)}`);
   }
   return value;
 }

@@ -1,0 +1,112 @@
+/**
+ * Errors crossing a thread: every omni-runtime error comes back, after a structured clone, as
+ * its own class with its code, message and plain fields, so a caller's `instanceof` and field
+ * reads work on errors a worker threw.
+ */
+import { describe, expect, it } from 'vitest';
+import * as omni from '../src/index.js';
+import {
+  AbiMismatchError,
+  AbortError,
+  BadBodyError,
+  BadRequestError,
+  BodyTooLargeError,
+  ClaimsExhaustedError,
+  ClosedError,
+  DeadlineError,
+  fromWire,
+  InvalidArgumentError,
+  InvalidBoundError,
+  InvalidClaimError,
+  InvalidCostError,
+  LibraryNotFoundError,
+  NativeError,
+  NotFoundError,
+  OmniError,
+  PermitMovedError,
+  PermitReleasedError,
+  RejectedError,
+  TaskFailedError,
+  TimeoutError,
+  TooLargeError,
+  toWire,
+  UnavailableError,
+  UnsupportedMediaTypeError,
+  WorkerExitedError,
+} from '../src/index.js';
+
+const crossed = (err: unknown): Error => fromWire(structuredClone(toWire(err)));
+
+const everyClass: Error[] = [
+  new InvalidBoundError(),
+  new InvalidCostError(),
+  new InvalidArgumentError('x must be a Float32Array'),
+  new PermitReleasedError(),
+  new PermitMovedError(),
+  new InvalidClaimError(),
+  new ClaimsExhaustedError(),
+  new TooLargeError(9, 8),
+  new TimeoutError(),
+  new ClosedError(),
+  new RejectedError('units', { depth: 3, capacity: 4, rejected: 7 }),
+  new AbortError(),
+  new DeadlineError(),
+  new TaskFailedError(),
+  new WorkerExitedError(),
+  new UnavailableError('draining'),
+  new LibraryNotFoundError('/x/libomni_fixture.so'),
+  new AbiMismatchError(1, 2),
+  new NativeError(8, 'sticky', true),
+  new BadBodyError(),
+  new BodyTooLargeError(1024),
+  new UnsupportedMediaTypeError(),
+  new NotFoundError(),
+  new BadRequestError(),
+];
+
+describe('errors crossing a thread', () => {
+  it('covers every error class the package exports', () => {
+    const exported = (Object.values(omni) as unknown[]).filter(
+      (v): v is ErrorConstructor => typeof v === 'function' && v.prototype instanceof Error,
+    );
+    expect(exported.length).toBe(everyClass.length + 1); // and OmniError, their base
+    const covered = new Set(everyClass.map((e) => e.constructor));
+    expect(
+      exported.filter((c) => c !== (OmniError as unknown) && !covered.has(c)).map((c) => c.name),
+    ).toEqual([]);
+  });
+
+  it.each(everyClass.map((e) => [e.name, e] as const))(
+    '%s comes back as its class, with its fields',
+    (_n, original) => {
+      const rebuilt = crossed(original);
+      expect(rebuilt).toBeInstanceOf(original.constructor);
+      expect(rebuilt.name).toBe(original.name);
+      expect(rebuilt.message).toBe(original.message);
+      expect({ ...rebuilt }).toEqual({ ...original });
+    },
+  );
+
+  it("a user's own coded error keeps its code, name and plain fields", () => {
+    class QuotaError extends Error {
+      readonly code = 'APP_QUOTA';
+      readonly tenant = 't1';
+      readonly remaining = 0;
+      override name = 'QuotaError';
+    }
+    const rebuilt = crossed(new QuotaError('over quota'));
+    expect(rebuilt).toBeInstanceOf(OmniError);
+    expect(rebuilt).toMatchObject({ name: 'QuotaError', code: 'APP_QUOTA', tenant: 't1', remaining: 0 });
+  });
+
+  it('an error without a code, or a thrown non-error, is a TaskFailedError', () => {
+    const plain = crossed(new RangeError('out of range'));
+    expect(plain).toBeInstanceOf(TaskFailedError);
+    expect(plain).toMatchObject({
+      name: 'RangeError',
+      message: 'out of range',
+      code: 'OMNI_ERR_TASK_FAILED',
+    });
+    expect(crossed(Object.create(null))).toBeInstanceOf(TaskFailedError);
+  });
+});
