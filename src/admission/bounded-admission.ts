@@ -58,7 +58,7 @@ export interface AdmissionReport {
   depth: number;
   /** The request bound. */
   capacity: number;
-  /** Refusals only, never accepted work. */
+  /** Refusals only, never accepted work (counted in 64 bits; exact here up to 2^53). */
   rejected: number;
   /** Outstanding units (0 in request-only mode). */
   units: number;

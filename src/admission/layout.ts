@@ -11,7 +11,7 @@
 /**
  * Int32 index of the narrow state word: CLOSED | WAITING | requests << shift | units. Used in
  * request-only mode (shift 0, no unit field) and whenever both fields fit in its 29 bits (say
- * 1,023 requests and 2^19 units): plain Numbers, no BigInt on the hot path.
+ * 1,023 requests and 2^19 - 1 units): plain Numbers, no BigInt on the hot path.
  */
 export const STATE_I32 = 0;
 /** BigUint64 index of the wide state word, for unit bounds too large for the narrow one. */
