@@ -164,8 +164,8 @@ export class LinearRuntime {
   /**
    * Runs `rows` rows of x (row-major, inFeatures wide) and resolves with rows x outFeatures.
    * The cost defaults to rows. Checked before admission, so a mistake holds no capacity: more
-   * rows than one native call takes (`maxRows`) is OMNI_ERR_TOO_LARGE (it can never be served), any other
-   * malformed argument OMNI_ERR_INVALID_ARGUMENT.
+   * rows than one native call takes (`maxRows`) is OMNI_ERR_TOO_LARGE (it can never be served),
+   * any other malformed argument OMNI_ERR_INVALID_ARGUMENT.
    */
   run(x: Float32Array, options?: LinearRunOptions): Promise<Float32Array> {
     if (options !== undefined && (typeof options !== 'object' || options === null)) {

@@ -2,8 +2,8 @@
  * Loading a native backend and the ABI handshake.
  *
  * Throws: LibraryNotFoundError (no file at the path, the file would not load, it lacks a symbol
- * of the ABI, or it is the other backend's library), AbiMismatchError (the library's omni_abi_version() differs from
- * ABI_VERSION; both versions are named).
+ * of the ABI, or it is the other backend's library), AbiMismatchError (the library's
+ * omni_abi_version() differs from ABI_VERSION; both versions are named).
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -87,18 +87,7 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
       `native library ${path} has ABI version ${abiVersion}; this package expects ABI version ${ABI_VERSION}`,
     );
   }
-  let raw: RawNativeApi;
-  let fixture: RawFixtureApi | null;
-  try {
-    raw = bindCore(handle);
-    fixture = backend === 'fixture' ? bindFixture(handle) : null;
-  } catch (err) {
-    // It passed the handshake but lacks a symbol of the ABI (a partial or foreign build).
-    throw new LibraryNotFoundError(
-      path,
-      `${path} is missing part of the omni ABI: ${(err as Error).message}`,
-    );
-  }
+  const raw = bindOrRefuse(path, () => bindCore(handle));
   const backendName = raw.omni_backend_name();
   // A path given for one backend may hold the other's library (same ABI, same symbols): using
   // it would report the wrong backend and, for the fixture, miss its fault hooks.
@@ -109,10 +98,22 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
     abiVersion,
     backendName,
     raw,
-    fixture,
+    fixture: backend === 'fixture' ? bindOrRefuse(path, () => bindFixture(handle)) : null,
   });
   loaded.set(path, library);
   return library;
+}
+
+/** A library that passed the handshake but lacks a symbol of the ABI (a partial or foreign build). */
+function bindOrRefuse<T>(path: string, bind: () => T): T {
+  try {
+    return bind();
+  } catch (err) {
+    throw new LibraryNotFoundError(
+      path,
+      `${path} is missing part of the omni ABI: ${(err as Error).message}`,
+    );
+  }
 }
 
 function wrongBackend(path: string, found: string, wanted: BackendName): LibraryNotFoundError {
