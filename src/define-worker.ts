@@ -30,8 +30,8 @@ export interface WorkerOptions {
    * task) or when start() fails because another thread's init threw: free what init took
    * (native contexts, device memory). Threads are terminated afterwards, and a terminated
    * thread runs no exit handlers, so this is the only place to do it. Not called when close()
-   * has to force termination, nor on a thread whose own init threw: init frees what it took
-   * before throwing.
+   * has to force termination, on a thread that dies (an uncaught error, process.exit), nor on a
+   * thread whose own init threw: init frees what it took before throwing.
    */
   readonly close?: () => void | Promise<void>;
 }
@@ -48,7 +48,20 @@ export function defineWorker<I, O>(
   options: WorkerOptions = {},
 ): WorkerDefinition<I, O> {
   if (typeof handler !== 'function') throw new InvalidArgumentError('defineWorker needs a handler function');
-  return { [kDefinition]: true, handler, init: options.init, close: options.close };
+  // Checked where the worker is written: a wrong hook would otherwise fail every thread's start.
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('defineWorker options must be an object { init?, close? }');
+  }
+  const { init, close } = options;
+  for (const [name, hook] of [
+    ['init', init],
+    ['close', close],
+  ] as const) {
+    if (hook !== undefined && typeof hook !== 'function') {
+      throw new InvalidArgumentError(`defineWorker option ${name} must be a function`);
+    }
+  }
+  return { [kDefinition]: true, handler, init, close };
 }
 
 export function isWorkerDefinition(value: unknown): value is WorkerDefinition {

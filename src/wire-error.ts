@@ -4,6 +4,7 @@
  * `fromWire`: every omni-runtime code comes back as its own class with its plain fields
  * (reason, cost, path, nativeCode...), so `instanceof` and `code` work the same on both sides.
  */
+import { types } from 'node:util';
 import {
   AbiMismatchError,
   AbortError,
@@ -48,16 +49,38 @@ export interface WireError {
   fields?: WireFields;
 }
 
+/**
+ * Anything thrown, as wire data. An Error from any realm, or an error-like object (a string
+ * `message`), keeps its name, code and plain fields; a property whose getter throws is left out
+ * rather than losing the rest; any other value becomes its description.
+ */
 export function toWire(err: unknown): WireError {
-  if (!(err instanceof Error)) return { name: 'Error', message: describeValue(err) };
-  const e = err as Error & { code?: unknown; nativeCode?: unknown; fatal?: unknown };
-  const wire: WireError = { name: e.name, message: e.message };
-  if (typeof e.code === 'string') wire.code = e.code;
-  if (typeof e.nativeCode === 'number') wire.nativeCode = e.nativeCode;
-  if (typeof e.fatal === 'boolean') wire.fatal = e.fatal;
+  const e = err as Record<string, unknown> | null;
+  const message = typeof err === 'object' && err !== null ? read(e!, 'message') : undefined;
+  if (!types.isNativeError(err) && typeof message !== 'string') {
+    return { name: 'Error', message: describeValue(err) };
+  }
+  const name = read(e!, 'name');
+  const wire: WireError = {
+    name: typeof name === 'string' ? name : 'Error',
+    message: typeof message === 'string' ? message : '',
+  };
+  const code = read(e!, 'code');
+  const nativeCode = read(e!, 'nativeCode');
+  const fatal = read(e!, 'fatal');
+  if (typeof code === 'string') wire.code = code;
+  if (typeof nativeCode === 'number') wire.nativeCode = nativeCode;
+  if (typeof fatal === 'boolean') wire.fatal = fatal;
   let fields: WireFields | undefined;
-  for (const [key, value] of Object.entries(err)) {
-    if (key === 'code' || key === 'nativeCode' || key === 'fatal') continue;
+  let keys: string[] = [];
+  try {
+    keys = Object.keys(e!);
+  } catch {
+    // A proxy that refuses to list its keys: name, message and code still cross.
+  }
+  for (const key of keys) {
+    if (OWN_SLOTS.has(key)) continue;
+    const value = read(e!, key);
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
       fields ??= {};
       fields[key] = value;
@@ -65,6 +88,18 @@ export function toWire(err: unknown): WireError {
   }
   if (fields !== undefined) wire.fields = fields;
   return wire;
+}
+
+/** What the wire carries in its own slots (or never: the stack stays where it was thrown). */
+const OWN_SLOTS = new Set(['name', 'message', 'stack', 'code', 'nativeCode', 'fatal']);
+
+/** A property's value, or undefined where reading it throws (a getter, a proxy). */
+function read(target: Record<string, unknown>, key: string): unknown {
+  try {
+    return target[key];
+  } catch {
+    return undefined;
+  }
 }
 
 const num = (f: WireFields, key: string): number => (typeof f[key] === 'number' ? f[key] : Number.NaN);

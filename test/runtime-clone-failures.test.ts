@@ -59,10 +59,10 @@ describe('a result that cannot be posted back', () => {
     const unsendable = await rejection(rt.run({ mode: 'unsendable', value: 1 }, { cost: 3 }));
     expect(unsendable.code).toBe('OMNI_ERR_TASK_FAILED');
     expect(unsendable.message).toContain('could not be cloned');
-    const twice = await rejection(rt.run({ mode: 'transfer-twice' }, { cost: 3 }));
-    expect(twice.code).toBe('OMNI_ERR_TASK_FAILED');
-    expect(twice.message).toContain('duplicate');
-    expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 2 });
+    // A buffer named twice with ctx.transfer is moved once (a duplicate would not post).
+    const twice = await rt.run<ArrayBuffer>({ mode: 'transfer-twice' }, { cost: 3 });
+    expect(twice.byteLength).toBe(8);
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 1, completed: 1 });
     await boundIntact(rt, 2);
   });
 

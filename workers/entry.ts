@@ -8,7 +8,6 @@ import { threadId, workerData } from 'node:worker_threads';
 import { BoundedAdmission } from '../src/admission/index.js';
 import { isWorkerDefinition, type WorkerDefinition } from '../src/define-worker.js';
 import type { TaskMessage } from '../src/envelope.js';
-import { moveEnvelope, ResultEnvelope } from '../src/envelope.js';
 import { InvalidArgumentError } from '../src/errors.js';
 import { isCancelled } from '../src/runtime/cancel-words.js';
 import {
@@ -19,6 +18,7 @@ import {
   type TaskReply,
 } from '../src/runtime/protocol.js';
 import { toWire, type WireError } from '../src/wire-error.js';
+import { resultReply } from './result-reply.js';
 import { WorkerTaskContext } from './task-context.js';
 import { reportUncaughtErrors } from './uncaught.js';
 
@@ -98,10 +98,12 @@ async function runTask(message: TaskMessage): Promise<TaskReply> {
     // A task whose caller left before it started never runs; its capacity returns right here.
     if (isCancelled(cancelWords, claim)) return { ok: false, skipped: 'aborted' };
     if (deadlineAt !== 0 && Date.now() >= deadlineAt) return { ok: false, skipped: 'deadline' };
-    if (!definition) return { ok: false, error: initError ?? toWire(new Error('worker not initialised')) };
-    const value = await definition.handler(input, ctx);
-    const reply: TaskReply = { ok: true, value };
-    return ctx.transferList.length === 0 ? reply : moveEnvelope(new ResultEnvelope(reply, ctx.transferList));
+    // A thread whose init threw (a replacement thread, after start) answers with that error:
+    // its handler may rely on everything init sets up.
+    if (initError !== undefined || !definition) {
+      return { ok: false, error: initError ?? toWire(new Error('worker not initialised')) };
+    }
+    return resultReply(await definition.handler(input, ctx), ctx.transferList);
   } catch (err) {
     return { ok: false, error: toWire(err) };
   } finally {

@@ -1,5 +1,7 @@
 import type { Claim } from '../src/admission/index.js';
 import type { TaskContext } from '../src/define-worker.js';
+import { InvalidArgumentError } from '../src/errors.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../src/long-timeout.js';
 import { cancelledWord, isCancelled } from '../src/runtime/cancel-words.js';
 
 /** The `ctx` a handler receives; cancellation is read from the shared cancel word. */
@@ -10,6 +12,7 @@ export class WorkerTaskContext implements TaskContext {
   readonly #words: Int32Array;
   readonly #claim: Claim;
   #controller: AbortController | undefined;
+  #deadlineTimer: LongTimer;
   #done = false;
 
   constructor(words: Int32Array, claim: Claim, cost: number, deadlineAt: number) {
@@ -19,16 +22,32 @@ export class WorkerTaskContext implements TaskContext {
     this.deadlineAt = deadlineAt;
   }
 
+  /**
+   * The main thread's cancel word, or this thread's own clock past the deadline: a main thread
+   * too busy to run its deadline timer must not keep expired work going.
+   */
   get cancelled(): boolean {
-    return isCancelled(this.#words, this.#claim);
+    return isCancelled(this.#words, this.#claim) || this.#pastDeadline();
   }
 
   get signal(): AbortSignal {
     if (this.#controller) return this.#controller.signal;
     const controller = new AbortController();
     this.#controller = controller;
-    this.#watch(controller);
+    if (this.#pastDeadline()) controller.abort();
+    else {
+      this.#watch(controller);
+      if (this.deadlineAt !== 0) {
+        // Deadlines may lie beyond one setTimeout (2^31-1 ms), which Node would cut to 1 ms.
+        const left = this.deadlineAt - Date.now();
+        this.#deadlineTimer = setLongTimeout((c) => c.abort(), left, controller);
+      }
+    }
     return controller.signal;
+  }
+
+  #pastDeadline(): boolean {
+    return this.deadlineAt !== 0 && Date.now() >= this.deadlineAt;
   }
 
   /**
@@ -51,16 +70,20 @@ export class WorkerTaskContext implements TaskContext {
     else onWake();
   }
 
+  /** Listing a buffer twice is harmless (a transfer list with duplicates cannot be posted). */
   transfer(...buffers: ArrayBuffer[]): void {
     for (const buffer of buffers) {
-      if (!(buffer instanceof ArrayBuffer)) throw new TypeError('ctx.transfer takes ArrayBuffers');
-      this.transferList.push(buffer);
+      if (!(buffer instanceof ArrayBuffer)) {
+        throw new InvalidArgumentError('ctx.transfer takes ArrayBuffers (not views, not SharedArrayBuffers)');
+      }
+      if (!this.transferList.includes(buffer)) this.transferList.push(buffer);
     }
   }
 
-  /** Ends the task: a pending signal wait is released so it cannot outlive it. */
+  /** Ends the task: a pending signal wait and deadline timer are released so they cannot outlive it. */
   finish(): void {
     this.#done = true;
+    clearLongTimeout(this.#deadlineTimer);
     if (this.#controller) Atomics.notify(this.#words, this.#claim.slot);
   }
 }

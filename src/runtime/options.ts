@@ -39,7 +39,9 @@ export interface RunOptions {
   readonly deadlineMs?: number;
   /**
    * ArrayBuffers in `input` to move zero-copy: detached on the caller's side when a thread takes
-   * the call (for a queued call, after run() returned; the input is read then too).
+   * the call (for a queued call, after run() returned; the input is read then too). Treat them as
+   * given away at run(): a queued call settled by an abort or deadline is still taken (then
+   * skipped), and detaches them then. piscina's `move(input)` works too.
    */
   readonly transfer?: readonly ArrayBuffer[];
 }

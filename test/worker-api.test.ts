@@ -1,0 +1,146 @@
+/**
+ * The worker-side API: defineWorker's checks, a replacement thread whose init failed, results
+ * that cannot be posted, piscina's own move() both ways, ctx.cancelled by the worker's clock,
+ * ctx.transfer's checks, and the codes of errors a handler throws from anywhere.
+ */
+import { move } from 'piscina';
+import { afterEach, describe, expect, it } from 'vitest';
+import { defineWorker } from '../src/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { cleanup, codeOf, control, rejection, start } from './fixtures/runtime-harness.js';
+import { thrownCode } from './fixtures/thrown.js';
+
+afterEach(cleanup);
+
+const API_WORKER = builtModuleUrl('test/fixtures/worker-api-worker.js');
+
+/** How a call ended: its value, or its error's code. */
+async function outcome(call: Promise<unknown>): Promise<{ value?: unknown; code?: unknown }> {
+  try {
+    return { value: await call };
+  } catch (err) {
+    return { code: (err as { code?: unknown }).code };
+  }
+}
+
+describe('init on a replacement thread', () => {
+  it('a thread whose init threw never runs the handler; its calls reject with the init error', async () => {
+    const loads = new SharedArrayBuffer(8);
+    const rt = await start({
+      worker: builtModuleUrl('test/fixtures/replacement-init-throws-worker.js'),
+      workerData: { loads },
+      threads: 1,
+      admission: { requests: 4 },
+      startTimeoutMs: 5_000,
+    });
+    const dying = rt.run({ exit: true });
+    const next = rt.run({}); // runs on the replacement thread, whose init threw X_INIT_AGAIN
+    expect(await codeOf(dying)).toBe('OMNI_ERR_WORKER_EXITED');
+    const after = await outcome(next);
+    const words = new Int32Array(loads);
+    expect(Atomics.load(words, 0)).toBe(2); // the replacement did run init (and it threw)
+    expect(Atomics.load(words, 1)).toBe(0); // ...so the handler must not have run there
+    expect(after.code).toBe('X_INIT_AGAIN');
+  });
+});
+
+describe('a result that cannot be posted back', () => {
+  it('does not wedge a thread whose worker owns uncaught exceptions', async () => {
+    const rt = await start({
+      worker: builtModuleUrl('test/fixtures/own-uncaught-worker.js'),
+      threads: 1,
+      admission: { requests: 2 },
+      startTimeoutMs: 2_000,
+    });
+    // deadlineMs only bounds a hang: either call settles at once when the runtime works.
+    expect(await codeOf(rt.run({ mode: 'unsendable' }, { deadlineMs: 3_000 }))).toBe('OMNI_ERR_TASK_FAILED');
+    await expect(rt.run({ mode: 'echo', value: 7 }, { deadlineMs: 3_000 })).resolves.toBe(7);
+    expect(rt.report()).toMatchObject({ depth: 0, running: 0, queued: 0 });
+  });
+
+  it('still runs the close hook of the thread that tried to post it', async () => {
+    const counts = new SharedArrayBuffer(8);
+    const rt = await start({ worker: API_WORKER, workerData: { counts }, threads: 1 });
+    expect(await codeOf(rt.run({ mode: 'unsendable' }))).toBe('OMNI_ERR_TASK_FAILED');
+    await expect(rt.run({ mode: 'echo', value: 1 })).resolves.toBe(1);
+    await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+    const [inits, closes] = Array.from(new Int32Array(counts));
+    // Every init that succeeded is matched by a close (what it took is freed).
+    expect(closes).toBe(inits);
+  });
+});
+
+describe("piscina's own move()", () => {
+  it('returned by a handler: the caller gets the buffer, not an empty object', async () => {
+    const rt = await start({ worker: API_WORKER, threads: 1 });
+    const got = await outcome(rt.run({ mode: 'piscina-move' }));
+    // Either the runtime honours the move, or it refuses it with a code: never silent loss.
+    if (got.code === undefined) {
+      expect(got.value).toBeInstanceOf(ArrayBuffer);
+      expect(Array.from(new Uint8Array(got.value as ArrayBuffer))).toEqual([1, 2, 3, 4]);
+    } else {
+      expect(got.code).toBe('OMNI_ERR_TASK_FAILED');
+    }
+  });
+
+  it('given as the input: the worker gets the buffer, moved', async () => {
+    const rt = await start({ worker: API_WORKER, threads: 1 });
+    const buffer = new Uint8Array([9, 8, 7]).buffer;
+    const echoed = await rt.run<ArrayBuffer>(move(buffer));
+    expect(buffer.byteLength).toBe(0); // moved, not copied
+    expect(Array.from(new Uint8Array(echoed))).toEqual([9, 8, 7]);
+  });
+});
+
+describe('ctx.cancelled', () => {
+  it('is true once the deadline has passed, even while the main thread is busy', async () => {
+    const rt = await start({ worker: API_WORKER, threads: 1, admission: { requests: 2 } });
+    const seen = control();
+    // The task is posted synchronously (an idle thread), then this thread blocks, as an
+    // overloaded event loop would: its deadline timer cannot fire until the worker has looked.
+    const call = rt.run(
+      { mode: 'deadline-observe', control: seen.buffer as SharedArrayBuffer },
+      { deadlineMs: 50 },
+    );
+    Atomics.wait(seen, 0, 0, 10_000);
+    await outcome(call);
+    expect(Atomics.load(seen, 0)).toBe(1); // 1: ctx.cancelled was true past ctx.deadlineAt
+  });
+});
+
+describe('ctx.transfer', () => {
+  it('refuses a SharedArrayBuffer with a coded error', async () => {
+    const rt = await start({ worker: API_WORKER, threads: 1 });
+    await expect(rt.run({ mode: 'transfer-sab' })).resolves.toEqual({
+      threw: true,
+      code: 'OMNI_ERR_INVALID_ARGUMENT',
+    });
+  });
+});
+
+describe('errors a handler throws', () => {
+  it('an error-like object with a string code keeps its code', async () => {
+    const rt = await start({ worker: API_WORKER, threads: 1 });
+    const err = await rejection(rt.run({ mode: 'throw-object', code: 'X_PLAIN_OBJECT' }));
+    expect(err.code).toBe('X_PLAIN_OBJECT');
+  });
+
+  it('an Error from another realm (node:vm) keeps its code', async () => {
+    const rt = await start({ worker: API_WORKER, threads: 1 });
+    const err = await rejection(rt.run({ mode: 'throw-vm' }));
+    expect(err.code).toBe('X_VM');
+  });
+});
+
+describe('defineWorker options', () => {
+  it('an init or close hook that is not a function fails where it is written', () => {
+    const handler = async (): Promise<number> => 1;
+    expect(thrownCode(() => defineWorker(handler, { init: 42 as unknown as () => void }))).toBe(
+      'OMNI_ERR_INVALID_ARGUMENT',
+    );
+    expect(thrownCode(() => defineWorker(handler, { close: 'stop' as unknown as () => void }))).toBe(
+      'OMNI_ERR_INVALID_ARGUMENT',
+    );
+    expect(thrownCode(() => defineWorker(handler, null as unknown as {}))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+  });
+});
