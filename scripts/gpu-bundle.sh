@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepares, on a development machine, what scripts/gpu-check.sh needs on a GPU machine that has
 # neither Node nor a package registry: the built dist/ and a .gpu/ folder holding this machine's
-# node binary (xz-compressed) and the only packages the check loads (koffi with its linux-x64
-# prebuild, piscina). The device tool carries ignored paths only when named, so the check is run
+# node binary (xz-compressed), the only packages the check loads (koffi with its linux-x64
+# prebuild, piscina) and the native libraries built here (used there only if building fails). The device tool carries ignored paths only when named, so the check is run
 # there with carry ["dist", ".gpu"]; gpu-check.sh unpacks .gpu/ when node or node_modules is
 # missing. Together they stay far below the 64 MiB a carried tree may hold (about 30 MB).
 # Exit: 0 ready, 1 a step failed.
@@ -24,6 +24,13 @@ done
 for required in koffi @koromix/koffi-linux-x64 piscina; do
   [ -d ".gpu/node_modules/$required" ] || { echo "gpu-bundle: node_modules/$required is missing"; exit 1; }
 done
+# The libraries built here, for a GPU machine where building fails (no nvcc, no cc).
+mkdir -p .gpu/native-build
+for lib in libomni_cuda.so libomni_fixture.so; do
+  [ -f "native/build/$lib" ] || { echo "gpu-bundle: native/build/$lib is missing (is nvcc on the PATH?)"; exit 1; }
+  cp "native/build/$lib" .gpu/native-build/
+done
+(command -v nvcc >/dev/null && nvcc --version | tail -n 1 || echo 'unknown CUDA') >.gpu/native-build/built-with
 node_bin=$(command -v node)
 echo "gpu-bundle: compressing $node_bin ($(node --version)); about half a minute"
 xz -T0 -6 -c "$node_bin" >.gpu/node.xz
