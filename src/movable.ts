@@ -3,26 +3,28 @@
  * under two registered symbols. piscina honours one only at the top level of what is posted; a
  * movable nested inside anything else is cloned as a plain object, its value silently lost. The
  * runtime nests both inputs (in its task envelope) and results (in its reply), so it unwraps a
- * top-level movable into its value and transfer list first.
+ * top-level movable into its value and transfer list first. The check allocates nothing: it runs
+ * on every dispatch.
  */
 import { Piscina } from 'piscina';
-
-export interface Unwrapped {
-  readonly value: unknown;
-  /** The movable's own transfer list (empty for a plain value). */
-  readonly transfer: readonly ArrayBuffer[];
-}
 
 const kTransferable = Piscina.transferableSymbol;
 const kValue = Piscina.valueSymbol;
 
-export function unwrapMovable(value: unknown): Unwrapped {
-  if (typeof value !== 'object' || value === null || !(kTransferable in value) || !(kValue in value)) {
-    return { value, transfer: [] };
-  }
-  const movable = value as Record<symbol, unknown>;
-  const list = movable[kTransferable];
+export type Movable = { readonly [kTransferable]: unknown; readonly [kValue]: unknown };
+
+export function isMovable(value: unknown): value is Movable {
+  return typeof value === 'object' && value !== null && kTransferable in value && kValue in value;
+}
+
+export function movedValue(movable: Movable): unknown {
+  return movable[kValue];
+}
+
+/** `transfer` plus the movable's own buffers, each once (a duplicate could not be posted). */
+export function withMovedBuffers(movable: Movable, transfer: readonly ArrayBuffer[]): readonly ArrayBuffer[] {
   // piscina concatenates it: one transferable or a list of them.
-  const transfer = Array.isArray(list) ? (list as ArrayBuffer[]) : list == null ? [] : [list as ArrayBuffer];
-  return { value: movable[kValue], transfer };
+  const own = movable[kTransferable];
+  const list = (Array.isArray(own) ? own : own == null ? [] : [own]) as ArrayBuffer[];
+  return [...transfer, ...list.filter((buffer) => !transfer.includes(buffer))];
 }

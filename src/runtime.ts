@@ -16,7 +16,7 @@ import {
   WorkerExitedError,
 } from './errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timeout.js';
-import { unwrapMovable } from './movable.js';
+import { isMovable, movedValue, withMovedBuffers } from './movable.js';
 import { CancelWords } from './runtime/cancel-words.js';
 import {
   type CheckedRunOptions,
@@ -235,12 +235,15 @@ export class Runtime {
       try {
         task = new PendingTask(this.#owner, claim, resolve, reject, call.signal, deadlineMs);
         // piscina's move() around an input would be lost inside the envelope: unwrap it.
-        const moved = unwrapMovable(input);
-        const transfer =
-          moved.transfer.length === 0
-            ? call.transfer
-            : [...call.transfer, ...moved.transfer.filter((b) => !call.transfer.includes(b))];
-        const envelope = new TaskEnvelope(claim, moved.value, call.cost, deadlineAt, transfer);
+        const envelope = isMovable(input)
+          ? new TaskEnvelope(
+              claim,
+              movedValue(input),
+              call.cost,
+              deadlineAt,
+              withMovedBuffers(input, call.transfer),
+            )
+          : new TaskEnvelope(claim, input, call.cost, deadlineAt, call.transfer);
         // The caller's signal is never given to piscina: its abort would terminate the thread
         // (mid native call) and free the slot before the work stops.
         task.follow(this.#pool!.run(moveEnvelope(envelope)) as Promise<TaskReply>);

@@ -9,7 +9,7 @@
  */
 
 import { moveEnvelope, ResultEnvelope } from '../src/envelope.js';
-import { unwrapMovable } from '../src/movable.js';
+import { isMovable, movedValue, withMovedBuffers } from '../src/movable.js';
 import type { TaskReply } from '../src/runtime/protocol.js';
 import { toWire } from '../src/wire-error.js';
 
@@ -24,20 +24,17 @@ function alwaysPostable(value: unknown): boolean {
 }
 
 export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): TaskReply {
-  const moved = unwrapMovable(result);
-  // ctx.transfer keeps its list free of duplicates; a movable's own list may repeat it.
-  const list =
-    moved.transfer.length === 0
-      ? transfer
-      : [...transfer, ...moved.transfer.filter((b) => !transfer.includes(b))];
-  if (alwaysPostable(moved.value)) {
-    const reply: TaskReply = { ok: true, value: moved.value };
+  // ctx.transfer keeps its list free of duplicates, and so does the merge with a movable's own.
+  const value = isMovable(result) ? movedValue(result) : result;
+  const list = isMovable(result) ? withMovedBuffers(result, transfer) : transfer;
+  if (alwaysPostable(value)) {
+    const reply: TaskReply = { ok: true, value };
     return list.length === 0 ? reply : moveEnvelope(new ResultEnvelope(reply, list));
   }
   let cloned: { value: unknown; list: readonly ArrayBuffer[] };
   try {
     // One clone holds the value and the list, so the list names the clone's own buffers.
-    cloned = structuredClone({ value: moved.value, list }, { transfer: list as ArrayBuffer[] });
+    cloned = structuredClone({ value, list }, { transfer: list as ArrayBuffer[] });
   } catch (err) {
     return { ok: false, error: toWire(err) };
   }
