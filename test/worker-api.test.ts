@@ -24,7 +24,7 @@ async function outcome(call: Promise<unknown>): Promise<{ value?: unknown; code?
 }
 
 describe('init on a replacement thread', () => {
-  it('a thread whose init threw never runs the handler; its calls reject with the init error', async () => {
+  it('a replacement thread whose init threw never runs the handler: its call rejects with the init error and the runtime fails', async () => {
     const loads = new SharedArrayBuffer(8);
     const rt = await start({
       worker: builtModuleUrl('test/fixtures/replacement-init-throws-worker.js'),
@@ -41,6 +41,9 @@ describe('init on a replacement thread', () => {
     expect(Atomics.load(words, 0)).toBe(2); // the replacement did run init (and it threw)
     expect(Atomics.load(words, 1)).toBe(0); // ...so the handler must not have run there
     expect(after.code).toBe('X_INIT_AGAIN');
+    // A thread that cannot serve fails the runtime, as the same error would have failed start().
+    expect(rt.report().state).toBe('failed');
+    expect(await codeOf(rt.run({}))).toBe('OMNI_ERR_UNAVAILABLE');
   });
 });
 

@@ -98,11 +98,11 @@ async function runTask(message: TaskMessage): Promise<TaskReply> {
     // A task whose caller left before it started never runs; its capacity returns right here.
     if (isCancelled(cancelWords, claim)) return { ok: false, skipped: 'aborted' };
     if (deadlineAt !== 0 && Date.now() >= deadlineAt) return { ok: false, skipped: 'deadline' };
-    // A thread whose init threw (a replacement thread, after start) answers with that error:
-    // its handler may rely on everything init sets up.
-    if (initError !== undefined || !definition) {
-      return { ok: false, error: initError ?? toWire(new Error('worker not initialised')) };
-    }
+    // A thread whose init threw (a replacement thread, after start) never runs the handler,
+    // which may rely on everything init sets up. It answers with that error, fatal: a thread
+    // that cannot serve fails the runtime, as the same error fails start().
+    if (initError !== undefined) return { ok: false, error: { ...initError, fatal: true } };
+    if (!definition) return { ok: false, error: toWire(new Error('worker not initialised')) };
     return resultReply(await definition.handler(input, ctx), ctx.transferList);
   } catch (err) {
     return { ok: false, error: toWire(err) };
