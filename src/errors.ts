@@ -230,10 +230,16 @@ export class BadRequestError extends OmniError {
 /**
  * Any value as text, for an error message about it: a primitive as itself, an object inspected
  * ("[object Object]" says nothing, and String() or a template literal even throws for an object
- * without a prototype, as a template literal does for a Symbol). Never calls into the value.
+ * without a prototype, as a template literal does for a Symbol). Never throws.
  */
 export function describeValue(value: unknown): string {
-  return typeof value === 'object' && value !== null ? inspect(value, { depth: 2 }) : String(value);
+  if (typeof value !== 'object' || value === null) return String(value);
+  try {
+    return inspect(value, { depth: 2, customInspect: false });
+  } catch {
+    // A getter inspect reads (Symbol.toStringTag on a foreign prototype) may still throw.
+    return 'an object that cannot be described';
+  }
 }
 
 /** True when `err` carries the given stable code. */

@@ -13,8 +13,14 @@ const kValue = Piscina.valueSymbol;
 
 export type Movable = { readonly [kTransferable]: unknown; readonly [kValue]: unknown };
 
+/** Never throws: a proxy whose traps throw is not a movable (posting it reports what is wrong). */
 export function isMovable(value: unknown): value is Movable {
-  return typeof value === 'object' && value !== null && kTransferable in value && kValue in value;
+  if (typeof value !== 'object' || value === null) return false;
+  try {
+    return kTransferable in value && kValue in value;
+  } catch {
+    return false;
+  }
 }
 
 export function movedValue(movable: Movable): unknown {

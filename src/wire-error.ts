@@ -144,14 +144,14 @@ const classes: Record<string, (message: string, f: WireFields, wire: WireError) 
  */
 export function fromWire(wire: WireError): Error {
   const fields = wire.fields ?? {};
-  if (wire.code === undefined) {
-    const e = new TaskFailedError(wire.message);
-    if (wire.name && wire.name !== 'Error') e.name = wire.name;
-    return e;
-  }
-  const make = Object.hasOwn(classes, wire.code) ? classes[wire.code] : undefined;
+  const make = wire.code !== undefined && Object.hasOwn(classes, wire.code) ? classes[wire.code] : undefined;
   if (make !== undefined) return make(wire.message, fields, wire);
-  const e = new OmniError(wire.code, wire.message);
-  e.name = wire.name;
-  return Object.assign(e, fields);
+  const e =
+    wire.code === undefined ? new TaskFailedError(wire.message) : new OmniError(wire.code, wire.message);
+  if (wire.name && (wire.code !== undefined || wire.name !== 'Error')) e.name = wire.name;
+  // Whatever the error carried comes back on it, fatal included (it failed the runtime).
+  const carried: WireFields = { ...fields };
+  if (wire.nativeCode !== undefined) carried.nativeCode = wire.nativeCode;
+  if (wire.fatal !== undefined) carried.fatal = wire.fatal;
+  return Object.assign(e, carried);
 }

@@ -1,7 +1,8 @@
 /**
- * A bad value is described in its error, never called into: an object without a prototype (no
- * toString), a Symbol (a template literal throws for it) or an object with uncallable
- * conversions must give the documented coded error, not a TypeError from building the message.
+ * A bad value is described in its error without the description throwing: an object without a
+ * prototype (no toString), a Symbol (a template literal throws for it), an object with
+ * uncallable conversions or one whose inspection throws must give the documented coded error,
+ * not a TypeError from building the message.
  */
 import { describe, expect, it } from 'vitest';
 import { BoundedAdmission, LinearRuntime, Runtime } from '../src/index.js';
@@ -14,6 +15,8 @@ const hostile: Array<[string, () => unknown]> = [
   ['an object without a prototype', () => Object.create(null)],
   ['a symbol', () => Symbol('bad')],
   ['an object whose conversions are not callable', () => ({ toString: 1, valueOf: 1 })],
+  // util.inspect runs URL's own custom inspection, which throws for an object that is no URL.
+  ['an object whose inspection throws', () => Object.create(URL.prototype)],
 ];
 
 /** The code a call gives, thrown or as a rejection; a call that throws synchronously while it

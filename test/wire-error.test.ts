@@ -99,6 +99,20 @@ describe('errors crossing a thread', () => {
     expect(rebuilt).toMatchObject({ name: 'QuotaError', code: 'APP_QUOTA', tenant: 't1', remaining: 0 });
   });
 
+  it("a user's coded error keeps fatal and nativeCode (fatal: true fails the runtime: the caller sees why)", () => {
+    const rebuilt = crossed(
+      Object.assign(new Error('device lost'), { code: 'X_DEVICE', fatal: true, nativeCode: 7 }),
+    );
+    expect(rebuilt).toMatchObject({ code: 'X_DEVICE', fatal: true, nativeCode: 7 });
+  });
+
+  it('an error without a code keeps its plain fields', () => {
+    expect(crossed(Object.assign(new Error('not found'), { status: 404 }))).toMatchObject({
+      code: 'OMNI_ERR_TASK_FAILED',
+      status: 404,
+    });
+  });
+
   it('an error without a code, or a thrown non-error, is a TaskFailedError', () => {
     const plain = crossed(new RangeError('out of range'));
     expect(plain).toBeInstanceOf(TaskFailedError);

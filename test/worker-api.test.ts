@@ -147,3 +147,39 @@ describe('defineWorker options', () => {
     expect(thrownCode(() => defineWorker(handler, null as unknown as {}))).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });
 });
+
+describe('results that look postable but are not', () => {
+  const POST_CHECKS = builtModuleUrl('test/fixtures/post-checks-worker.js');
+
+  it('a detached ArrayBuffer result rejects its call and the thread serves on (its close hook still runs)', async () => {
+    const counts = new SharedArrayBuffer(8);
+    const rt = await start({ worker: POST_CHECKS, workerData: { counts }, threads: 1 });
+    const before = await rt.run<number>({ mode: 'thread' });
+    expect(await codeOf(rt.run({ mode: 'detached' }, { deadlineMs: 3_000 }))).toBe('OMNI_ERR_TASK_FAILED');
+    expect(await rt.run<number>({ mode: 'thread' })).toBe(before); // the same thread answers
+    await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+    const [inits, closes] = Array.from(new Int32Array(counts));
+    expect(closes).toBe(inits);
+  });
+
+  it("piscina's move() of a view over shared memory rejects its call, even where the worker owns uncaught errors", async () => {
+    // startTimeoutMs also bounds close()'s teardown round, which a wedged thread never answers.
+    const rt = await start({
+      worker: POST_CHECKS,
+      workerData: { ownUncaught: true },
+      threads: 1,
+      startTimeoutMs: 1_000,
+    });
+    // deadlineMs only bounds a hang: the call settles at once when the result is checked.
+    expect(await codeOf(rt.run({ mode: 'sab-move' }, { deadlineMs: 1_500 }))).toBe('OMNI_ERR_TASK_FAILED');
+    expect(rt.report()).toMatchObject({ running: 0 });
+  });
+
+  it('an input that cannot be posted (a revoked Proxy) is OMNI_ERR_INVALID_ARGUMENT, capacity back', async () => {
+    const rt = await start({ worker: POST_CHECKS, threads: 1, admission: { requests: 2 } });
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    expect(await codeOf(rt.run(proxy))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(rt.report()).toMatchObject({ depth: 0 });
+  });
+});

@@ -5,7 +5,7 @@
  * hook, or, where the worker handles uncaught exceptions itself, lives on with the call
  * 'running' for good. So the reply is cloned here first (transfer-listed buffers are moved, not
  * copied) and a refusal becomes the call's own error, the thread serving on. Primitives and
- * buffers, which always clone, skip that.
+ * non-empty buffers, which always post, skip that.
  */
 
 import { moveEnvelope, ResultEnvelope } from '../src/envelope.js';
@@ -14,20 +14,23 @@ import type { TaskReply } from '../src/runtime/protocol.js';
 import { toWire } from '../src/wire-error.js';
 
 /**
- * Values structured clone always takes, with or without a (duplicate-free) transfer list:
- * primitives and buffers, the common results, skip the check.
+ * Results that always post, so the common ones skip the check: a primitive, or a buffer or view
+ * with bytes (a detached buffer has none, and clone refuses it), with a transfer list of such
+ * ArrayBuffers only (a move() of a view over shared memory would list a SharedArrayBuffer).
  */
-function alwaysPostable(value: unknown): boolean {
+function alwaysPostable(value: unknown, list: readonly ArrayBuffer[]): boolean {
+  for (const buffer of list) if (!(buffer instanceof ArrayBuffer) || buffer.byteLength === 0) return false;
   const type = typeof value;
   if (value === null || (type !== 'object' && type !== 'function' && type !== 'symbol')) return true;
-  return value instanceof ArrayBuffer || ArrayBuffer.isView(value);
+  if (value instanceof ArrayBuffer) return value.byteLength > 0;
+  return ArrayBuffer.isView(value) && value.byteLength > 0;
 }
 
 export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): TaskReply {
   // ctx.transfer keeps its list free of duplicates, and so does the merge with a movable's own.
   const value = isMovable(result) ? movedValue(result) : result;
   const list = isMovable(result) ? withMovedBuffers(result, transfer) : transfer;
-  if (alwaysPostable(value)) {
+  if (alwaysPostable(value, list)) {
     const reply: TaskReply = { ok: true, value };
     return list.length === 0 ? reply : moveEnvelope(new ResultEnvelope(reply, list));
   }
@@ -36,7 +39,10 @@ export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): 
     // One clone holds the value and the list, so the list names the clone's own buffers.
     cloned = structuredClone({ value, list }, { transfer: list as ArrayBuffer[] });
   } catch (err) {
-    return { ok: false, error: toWire(err) };
+    // Every refusal (DataCloneError, Node's ERR_INVALID_TRANSFER_OBJECT...) is the task's own
+    // failure: OMNI_ERR_TASK_FAILED, keeping the name and message that say what went wrong.
+    const { code: _refusal, ...error } = toWire(err);
+    return { ok: false, error };
   }
   const reply: TaskReply = { ok: true, value: cloned.value };
   return cloned.list.length === 0 ? reply : moveEnvelope(new ResultEnvelope(reply, cloned.list));

@@ -35,7 +35,8 @@ export class WorkerTaskContext implements TaskContext {
     const controller = new AbortController();
     this.#controller = controller;
     if (this.#pastDeadline()) controller.abort();
-    else {
+    else if (!this.#done) {
+      // Only while the task runs: nothing may be left armed by a read after finish().
       this.#watch(controller);
       if (this.deadlineAt !== 0) {
         // Deadlines may lie beyond one setTimeout (2^31-1 ms), which Node would cut to 1 ms.

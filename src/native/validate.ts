@@ -52,22 +52,3 @@ export function requireLength(name: string, array: Float32Array, expected: numbe
     throw new InvalidArgumentError(`${name} has ${length} elements, expected ${expected}`);
   }
 }
-
-/**
- * The output must not share bytes with an input: C code that reads its inputs while writing the
- * output in place (the fixture's naive reference) would compute from half-written values.
- */
-export function requireDisjoint(
-  outName: string,
-  out: Float32Array,
-  inputs: Record<string, Float32Array>,
-): void {
-  const start = out.byteOffset;
-  const end = start + lengthOf(out) * Float32Array.BYTES_PER_ELEMENT;
-  for (const [name, input] of Object.entries(inputs)) {
-    if (input.buffer !== out.buffer) continue;
-    const from = input.byteOffset;
-    const to = from + lengthOf(input) * Float32Array.BYTES_PER_ELEMENT;
-    if (from < end && start < to) throw new InvalidArgumentError(`${outName} overlaps ${name}`);
-  }
-}
