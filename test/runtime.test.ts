@@ -59,16 +59,22 @@ describe('Runtime.start', () => {
     expect(err).toMatchObject({ code: 'OMNI_ERR_TASK_FAILED', message: 'init failed without a code' });
   });
 
-  it('runs the close hook of every thread whose init succeeded when another thread fails start', async () => {
+  /** Starts three init-worker threads that fail as `how` says; the start's error and the counters. */
+  async function failedStart(how: Record<string, unknown>) {
     const control = newControl();
     const closed = newControl();
     const err = await rejection(
       Runtime.start({
         worker: INIT_WORKER,
         threads: 3,
-        workerData: { control: control.buffer, closed: closed.buffer, failAt: 2, code: 'X_NO_DEVICE' },
+        workerData: { control: control.buffer, closed: closed.buffer, ...how },
       }),
     );
+    return { err, control, closed };
+  }
+
+  it('runs the close hook of every thread whose init succeeded when another thread fails start', async () => {
+    const { err, control, closed } = await failedStart({ failAt: 2, code: 'X_NO_DEVICE' });
     expect(err.code).toBe('X_NO_DEVICE');
     expect(Atomics.load(control, INVOKED)).toBe(3);
     // Every thread answered, so the two whose init succeeded ran their close hook; the one whose
@@ -77,15 +83,7 @@ describe('Runtime.start', () => {
   });
 
   it('a thread that exits during init: start rejects, and the threads whose init succeeded close', async () => {
-    const control = newControl();
-    const closed = newControl();
-    const err = await rejection(
-      Runtime.start({
-        worker: INIT_WORKER,
-        threads: 3,
-        workerData: { control: control.buffer, closed: closed.buffer, exitAt: 3 },
-      }),
-    );
+    const { err, control, closed } = await failedStart({ exitAt: 3 });
     expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
     expect(Atomics.load(control, STARTED)).toBe(2);
     // Not every thread could answer, so there was no teardown round: the two waiting at the

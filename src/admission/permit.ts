@@ -24,8 +24,9 @@ export class Permit implements Disposable {
   #state = HELD;
 
   /**
-   * @internal Created by BoundedAdmission only, after its reservation; the package exports the
-   * type, not the class, so no caller can make one that gives back capacity nobody reserved.
+   * @internal Created by BoundedAdmission only, after its reservation. The package exports the
+   * type, not the class, so a permit is not made by mistake; a guard here would cost the hot
+   * path a few ns, and the shared buffer is writable anyway (not a security boundary).
    */
   constructor(owner: PermitOwner, units: number, delta: number | bigint, cohort: Cohort) {
     this.#owner = owner;
