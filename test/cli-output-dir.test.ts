@@ -1,5 +1,5 @@
 /** The --out folder, in-process: made (with its parents) and checked before any load runs. */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -22,7 +22,9 @@ describe('prepareOutDir', () => {
   it('makes a folder several levels deep, and takes one that exists', () => {
     const deep = join(scratch, 'a', 'b', 'c');
     expect(prepareOutDir(deep, ['results.json'])).toBe(deep);
+    expect(statSync(deep).isDirectory()).toBe(true);
     expect(prepareOutDir(deep, ['results.json'])).toBe(deep);
+    expect(statSync(deep).isDirectory()).toBe(true);
   });
 
   it('takes output names that exist as regular files (they are replaced)', () => {
@@ -30,6 +32,8 @@ describe('prepareOutDir', () => {
     mkdirSync(dir);
     writeFileSync(join(dir, 'results.json'), '{}');
     expect(prepareOutDir(dir, ['results.json', 'latency.svg'])).toBe(dir);
+    // Checked, not touched: replacing them is writeOutputs' job.
+    expect(readFileSync(join(dir, 'results.json'), 'utf8')).toBe('{}');
   });
 
   it('refuses a folder under a regular file, and an output name taken by a folder', () => {
