@@ -4,6 +4,7 @@
  * keeps serving. A fatal worker error moves the runtime to 'failed'.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { NativeError } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, rejection, start, until } from './fixtures/runtime-harness.js';
@@ -140,7 +141,8 @@ describe('a fatal worker error', () => {
   it('a fatal error from a native-style error class (OMNI_ERR_NATIVE) is rebuilt as NativeError', async () => {
     const rt = await start({ threads: 1, admission: { requests: 2 } });
     const err = await rejection(rt.run({ mode: 'fatal', code: 'OMNI_ERR_NATIVE', message: 'context lost' }));
-    expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', fatal: true, message: 'context lost' });
+    expect(err).toBeInstanceOf(NativeError);
+    expect(err).toMatchObject({ name: 'NativeError', code: 'OMNI_ERR_NATIVE', fatal: true });
     expect(rt.state).toBe('failed');
   });
 });
