@@ -157,7 +157,10 @@ describe('omni-runtime bench without the chart packages', () => {
     expect(await bench(out, loader({ vega: vegaMissing, 'vega-lite': vegaLiteMissing }))).toBe(0);
     expect(readdirSync(out)).toEqual(['results.json']);
     for (const file of CHART_FILES) writeFileSync(join(out, file), '<svg>an earlier run</svg>');
-    await expect(bench(out, loader({ vega: dependencyMissing }))).rejects.toHaveProperty('code');
+    await expect(bench(out, loader({ vega: dependencyMissing }))).rejects.toHaveProperty(
+      'code',
+      'ERR_MODULE_NOT_FOUND',
+    );
     expect(readdirSync(out)).toEqual(['results.json']);
   });
 
