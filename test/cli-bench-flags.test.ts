@@ -50,20 +50,24 @@ describe('bench flag defaults (as --help and the README give them)', () => {
 
 describe('bench flag ranges', () => {
   it.each([
-    ['--seed', '4294967295', '4294967296'],
-    ['--threads', '256', '257'],
-    ['--requests', '65536', '65537'],
-    ['--max-rows', '4096', '4097'],
-    ['--in-features', '16384', '16385'],
-    ['--duration', '86400', '86401'],
-  ])('%s takes %s, refuses %s', (flag, last, first) => {
+    ['--seed', 'seed', '4294967295', '4294967296'],
+    ['--threads', 'threads', '256', '257'],
+    ['--requests', 'requests', '65536', '65537'],
+    ['--max-rows', 'maxRows', '4096', '4097'],
+    ['--in-features', 'inFeatures', '16384', '16385'],
+    ['--duration', 'durationS', '86400', '86401'],
+  ] as const)('%s (%s) takes %s, refuses %s', (flag, field, last, first) => {
     const units = ['--units', '100000'];
-    expect(() => config([flag, last, ...units])).not.toThrow();
+    expect(config([flag, last, ...units])[field]).toBe(Number(last));
     expect(usageCode([flag, first, ...units])).toBe('OMNI_ERR_USAGE');
   });
 
-  it.each([['--deadline-ms'], ['--calibrate'], ['--duration']])('%s must be above 0', (flag) => {
-    expect(config([flag, '0.001'])).toBeDefined();
+  it.each([
+    ['--deadline-ms', 'deadlineMs'],
+    ['--calibrate', 'calibrateS'],
+    ['--duration', 'durationS'],
+  ] as const)('%s must be above 0', (flag, field) => {
+    expect(config([flag, '0.001'])[field]).toBe(0.001);
     expect(usageCode([flag, '0'])).toBe('OMNI_ERR_USAGE');
   });
 
