@@ -23,8 +23,12 @@ describe('serial scheduler beyond its claim window', () => {
   it('a call waiting for a claim slot is not timed out by its deadline there (rejected stays 0)', async () => {
     const { rt, a, first, fill } = await fullWindow();
     expect(rt.report().depth).toBe(65_536);
-    const late = codeOf(rt.run({ mode: 'echo', value: 1 }, { deadlineMs: 50 }));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const DEADLINE_MS = 50;
+    const late = codeOf(rt.run({ mode: 'echo', value: 1 }, { deadlineMs: DEADLINE_MS }));
+    await until(() => rt.report().waiting === 1, 'the late call to wait for a slot');
+    // Created after run(), so due after a deadline armed at run() (timers fire in due order): the
+    // deadline itself is what is under test here, not a margin of "long enough".
+    await new Promise((resolve) => setTimeout(resolve, DEADLINE_MS));
     // Its deadline applies once dispatched: nothing was refused while it waited for a slot.
     expect(rt.report()).toMatchObject({ rejected: 0, deadline: 0, waiting: 1 });
     open(a);
