@@ -1,7 +1,8 @@
 /**
  * `omni-runtime bench` end to end, through the built command line, on the CPU fixture: a tiny
- * run whose highest offered load is far above capacity, so the comparison it checks (bounded
- * admission's p99 below the unbounded queue's) is a property of queueing, not a timing race.
+ * run whose highest offered load is far above capacity. What it checks is structural (the bound
+ * held, refusals instead of missed deadlines, every request counted once), never a duration:
+ * which mode's p99 is lower is the benchmark's figure, not a test's.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,7 +55,6 @@ describe('omni-runtime bench', () => {
     expect(bounded.completed).toBeGreaterThan(0);
     expect(bounded.refused).toBeGreaterThan(0);
     expect(unbounded.deadline).toBeGreaterThan(0);
-    expect(bounded.latencyMs.p99).toBeLessThan(unbounded.latencyMs.p99);
     expect(unbounded.depth.max).toBeGreaterThan(summary.bounds.requests);
 
     const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as {

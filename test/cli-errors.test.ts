@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { errorLine } from '../src/cli/main.js';
-import { packageRoot } from '../src/paths.js';
 import { CLI, runCli } from './fixtures/cli-process.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'omni-cli-errors-'));
@@ -90,9 +89,14 @@ describe.concurrent('command line errors', () => {
     expect(existsSync(out)).toBe(false);
   });
 
-  const serveBuilt = existsSync(join(packageRoot, 'dist', 'src', 'cli', 'serve-command.js'));
-  const helps: string[][] = [[], ['--help'], ['-h'], ['bench', '--help'], ['bench', 'admission', '--help']];
-  if (serveBuilt) helps.push(['serve', '--help']);
+  const helps: string[][] = [
+    [],
+    ['--help'],
+    ['-h'],
+    ['bench', '--help'],
+    ['bench', 'admission', '--help'],
+    ['serve', '--help'],
+  ];
   it.each(helps.map((args) => [args.join(' ') || '(no arguments)', args] as const))(
     '%s prints help, exits 0',
     async (_, args) => {
