@@ -50,16 +50,28 @@ describe('bench flag defaults (as --help and the README give them)', () => {
 
 describe('bench flag ranges', () => {
   it.each([
-    ['--seed', 'seed', '4294967295', '4294967296'],
-    ['--threads', 'threads', '256', '257'],
-    ['--requests', 'requests', '65536', '65537'],
-    ['--max-rows', 'maxRows', '4096', '4097'],
-    ['--in-features', 'inFeatures', '16384', '16385'],
-    ['--duration', 'durationS', '86400', '86401'],
-  ] as const)('%s (%s) takes %s, refuses %s', (flag, field, last, first) => {
-    const units = ['--units', '100000'];
+    ['--seed', 'seed', '4294967295', '4294967296', []],
+    ['--threads', 'threads', '256', '257', []],
+    ['--requests', 'requests', '65536', '65537', []],
+    // A narrow layer, so that 4,096 rows' inputs fit the input budget below.
+    ['--max-rows', 'maxRows', '4096', '4097', ['--in-features', '16']],
+    ['--in-features', 'inFeatures', '16384', '16385', []],
+    ['--duration', 'durationS', '86400', '86401', []],
+  ] as const)('%s (%s) takes %s, refuses %s', (flag, field, last, first, others) => {
+    const units = ['--units', '100000', ...others];
     expect(config([flag, last, ...units])[field]).toBe(Number(last));
     expect(usageCode([flag, first, ...units])).toBe('OMNI_ERR_USAGE');
+  });
+
+  it('refuses --max-rows and --in-features whose inputs would not fit in 1 GiB', () => {
+    // One input per row count, 1..maxRows rows of inFeatures floats: 4,096 rows of 1,024 would
+    // be 34 GB, filled before the first phase (it died of memory instead). 723 rows is 1.07e9 B.
+    const units = ['--units', '100000'];
+    expect(config(['--max-rows', '723', ...units]).maxRows).toBe(723);
+    expect(usageCode(['--max-rows', '724', ...units])).toBe('OMNI_ERR_USAGE');
+    expect(usageCode(['--max-rows', '4096', ...units])).toBe('OMNI_ERR_USAGE');
+    expect(usageCode(['--max-rows', '16', '--in-features', '16384', ...units])).toBeUndefined();
+    expect(usageCode(['--max-rows', '256', '--in-features', '16384', ...units])).toBe('OMNI_ERR_USAGE');
   });
 
   it.each([

@@ -129,6 +129,16 @@ describe('formatTable', () => {
     expect(rows[3]!.slice(4, 7)).toEqual(['-', '-', '-']);
   });
 
+  it('rounds the refused and deadline shares once, from the counts', () => {
+    // 1 of 2,010 is 0.0498 %: 0.0 to one decimal. Rounded to two decimals first (0.05), it
+    // showed as 0.1; 0.0502 % likewise. The --json summary keeps its two decimals.
+    const rare = { ...low, sent: 2010, completed: 2008, refused: 1, deadline: 1 };
+    expect(cells(formatTable(result([rare])))[1]!.slice(7, 9)).toEqual(['0.0', '0.0']);
+    expect(summarize(result([rare]), []).phases[0]).toMatchObject({ refusedPct: 0.05, deadlinePct: 0.05 });
+    const justOver = { ...low, sent: 1990, completed: 1988, refused: 1, deadline: 1 };
+    expect(cells(formatTable(result([justOver])))[1]!.slice(7, 9)).toEqual(['0.1', '0.1']);
+  });
+
   it('shows sub-millisecond latencies to the microsecond', () => {
     const fast = { ...low, latencyMs: { count: 10, p50: 0.073, p99: 0.5, p999: 1.004, max: 2, mean: 0.1 } };
     const rows = cells(formatTable(result([fast])));

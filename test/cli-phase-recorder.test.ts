@@ -126,6 +126,16 @@ describe('PhaseRecorder', () => {
     expect(rec.lastSample?.t).toBe(1500);
   });
 
+  it('summarizes a long phase: more depth samples than a call can take as arguments', () => {
+    // 4 h of arrivals sampled every 100 ms (--duration 28800 --rates 50): 144,000 samples. The
+    // depth max was Math.max(...depths), whose arguments overflow the stack past ~125,000.
+    const samples = 144_000;
+    const rec = new PhaseRecorder('bounded', 50, '50/s');
+    rec.begin(0, samples * 100);
+    for (let i = 0; i < samples; i++) rec.sample(i * 100, i === 77_777 ? 9 : i % 3, 0);
+    expect(rec.result(samples * 100).depth).toEqual({ mean: 1, max: 9 });
+  });
+
   it('reports zeros, not NaN, for a phase with no completions', () => {
     const rec = new PhaseRecorder('bounded', 10, '10/s');
     rec.begin(0, 1000);

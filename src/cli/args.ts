@@ -16,7 +16,10 @@ export class UsageError extends Error {
 
 export type FlagSpec = NonNullable<ParseArgsConfig['options']>;
 
-/** Parses `argv` strictly against `options`; unknown flags and missing values are UsageErrors. */
+/**
+ * Parses `argv` strictly against `options`; unknown flags, missing values and a value flag
+ * given twice are UsageErrors.
+ */
 export function parseFlags<const O extends FlagSpec>(
   command: string,
   argv: readonly string[],
@@ -27,9 +30,19 @@ export function parseFlags<const O extends FlagSpec>(
 } {
   try {
     const args = joinNegativeValues(argv, options);
-    const parsed = parseArgs({ args, options, strict: true, allowPositionals: true });
+    const parsed = parseArgs({ args, options, strict: true, allowPositionals: true, tokens: true });
+    // parseArgs keeps a repeated value's last one; the first would vanish without a word.
+    // --help wins over it, as over any other bad value.
+    const given = new Set<string>();
+    const help = (parsed.values as { help?: boolean }).help === true;
+    for (const token of help ? [] : parsed.tokens) {
+      if (token.kind !== 'option' || token.value === undefined) continue;
+      if (given.has(token.name)) throw new UsageError(`${command}: --${token.name} given more than once`);
+      given.add(token.name);
+    }
     return { values: parsed.values, positionals: parsed.positionals };
   } catch (err) {
+    if (err instanceof UsageError) throw err;
     // node:util's messages run to several sentences over several lines; the first says it all.
     const first = (err as Error).message.split('\n')[0]!.split('. To specify')[0]!;
     // "argument is ambiguous": the value is missing and the next flag would be taken for it.

@@ -86,7 +86,8 @@ Flags:
   --units N          bounded mode: outstanding unit (row) ceiling (default 8 x requests)
   --deadline-ms MS   every request's deadline (default 1000)
   --max-rows N       each request's rows (its cost in units) are uniform in 1..N (default 16,
-                     or --units when that is smaller)
+                     or --units when that is smaller); one input is made per row count, and
+                     together they may take at most 1 GiB (723 rows at 1024 features)
   --in-features N    layer input width (default 1024)
   --out-features N   layer output width (default 1024)
   --backend B        fixture | cuda | auto (default: OMNI_BACKEND if set, else fixture)
@@ -115,6 +116,18 @@ export function checkPhaseArrivals(rate: number, phaseS: number, label: string):
       `--rates ${label} would offer ${Math.round(arrivals).toLocaleString('en-US')} requests in one ${phaseS.toFixed(2)} s phase (at most ${MAX_PHASE_ARRIVALS.toLocaleString('en-US')}): lower --rates or --duration`,
     );
   }
+}
+
+/**
+ * The most bytes the prepared inputs may take. Every row count 1..maxRows gets its own input
+ * (run() copies its whole buffer, so inputs cannot be views of one), which is quadratic in
+ * --max-rows: 4,096 rows of 1,024 floats would be 34 GB, allocated and filled before any load.
+ */
+export const MAX_INPUT_BYTES = 2 ** 30;
+
+/** Bytes of the inputs for 1..maxRows rows of inFeatures float32s. */
+export function inputBytes(inFeatures: number, maxRows: number): number {
+  return ((maxRows * (maxRows + 1)) / 2) * inFeatures * Float32Array.BYTES_PER_ELEMENT;
 }
 
 /** Parses "0.5x,1x,250": each a number > 0, optionally suffixed x (a multiple of capacity). */
@@ -172,6 +185,16 @@ export function parseBenchArgs(
     integer: true,
   });
   if (maxRows > units) throw new UsageError(`--max-rows ${maxRows} is above --units ${units}`);
+  const inFeatures = numberFlag('in-features', values['in-features'], 1024, {
+    min: 1,
+    max: 16_384,
+    integer: true,
+  });
+  if (inputBytes(inFeatures, maxRows) > MAX_INPUT_BYTES) {
+    throw new UsageError(
+      `--max-rows ${maxRows} with --in-features ${inFeatures} needs ${(inputBytes(inFeatures, maxRows) / 2 ** 30).toFixed(1)} GiB of inputs (at most 1 GiB): lower either`,
+    );
+  }
   const phaseS = durationS / (rates.length * 2);
   for (const rate of rates) if (!rate.relative) checkPhaseArrivals(rate.value, phaseS, `${rate.value}/s`);
   const backendFlag =
@@ -195,11 +218,7 @@ export function parseBenchArgs(
     json: values.json === true,
     seed: numberFlag('seed', values.seed, 1, { min: 0, max: 2 ** 32 - 1, integer: true }),
     deadlineMs: numberFlag('deadline-ms', values['deadline-ms'], 1000, { greater: 0, max: 2 ** 31 - 1 }),
-    inFeatures: numberFlag('in-features', values['in-features'], 1024, {
-      min: 1,
-      max: 16_384,
-      integer: true,
-    }),
+    inFeatures,
     outFeatures: numberFlag('out-features', values['out-features'], 1024, {
       min: 1,
       max: 16_384,

@@ -35,6 +35,11 @@ function fixed(x: number, digits: number): string {
   return x.toFixed(digits);
 }
 
+/** A percentage of `whole` to one decimal, for the table. */
+function share(part: number, whole: number): string {
+  return fixed(whole === 0 ? 0 : (100 * part) / whole, 1);
+}
+
 /**
  * Latency: three significant figures from 1 ms up; below, whole microseconds (the histogram's
  * resolution), so 0.0734 ms shows as 0.073, not 0.07. Never exponent notation.
@@ -94,8 +99,9 @@ export function formatTable(r: BenchResult): string {
     ms(p.latencyMs.p50, p.latencyMs.count),
     ms(p.latencyMs.p99, p.latencyMs.count),
     ms(p.latencyMs.p999, p.latencyMs.count),
-    fixed(pct(p.refused, p.sent), 1),
-    fixed(pct(p.deadline, p.sent), 1),
+    // From the counts, not from pct(): rounding to two decimals and then to one misrounds.
+    share(p.refused, p.sent),
+    share(p.deadline, p.sent),
     String(p.failed),
     fixed(p.depth.mean, 1),
     String(p.depth.max),

@@ -21,6 +21,8 @@ Commands:
 Flags:
   -h, --help         this help; every command has its own (omni-runtime bench --help)
   -v, --version      the package version
+
+A command takes each of its flags once: a second value for one is a usage mistake (exit 2).
 `;
 
 function version(): string {

@@ -179,7 +179,8 @@ export class PhaseRecorder {
       },
       depth: {
         mean: depths.length ? round3(depths.reduce((a, b) => a + b, 0) / depths.length) : 0,
-        max: depths.length ? Math.max(...depths) : 0,
+        // Not Math.max(...depths): a long phase has more samples than a call takes arguments.
+        max: depths.reduce((a, b) => Math.max(a, b), 0),
       },
       timeline: this.#timeline,
     };
