@@ -99,6 +99,6 @@ describe('runBench', () => {
   it('fails a run whose calibration completed nothing when a load is relative to it', async () => {
     // A microsecond of calibration: no request can come back within it.
     const c = config(['--rates', '1x', '--duration', '0.2', '--calibrate', '0.000001']);
-    await expect(runBench(c, new Progress(1, quiet))).rejects.toBeInstanceOf(Error);
+    await expect(runBench(c, new Progress(1, quiet))).rejects.toMatchObject({ code: 'OMNI_ERR_BENCH' });
   });
 });

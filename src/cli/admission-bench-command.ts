@@ -18,6 +18,7 @@ import {
   STOP,
 } from './admission-bench-protocol.js';
 import { numberFlag, parseFlags, UsageError } from './args.js';
+import { BenchError } from './bench-error.js';
 
 export const ADMISSION_HELP = `Usage: omni-runtime bench admission [flags]
 
@@ -58,7 +59,7 @@ async function until(
   while (Atomics.load(ctl, word) < count) {
     const error = failed();
     if (error) throw error;
-    if (performance.now() > deadline) throw new Error('benchmark threads did not answer within 30 s');
+    if (performance.now() > deadline) throw new BenchError('benchmark threads did not answer within 30 s');
     await tick();
   }
 }
@@ -98,7 +99,8 @@ async function round(
     let pairs = 0;
     for (let i = 0; i < threads; i++) {
       pairs += counts[2 * i]!;
-      if (counts[2 * i + 1]! > 0) throw new Error(`${mode}: a thread was refused; the bound is too small`);
+      if (counts[2 * i + 1]! > 0)
+        throw new BenchError(`${mode}: a thread was refused; the bound is too small`);
     }
     return pairs / seconds;
   } finally {
@@ -142,7 +144,7 @@ export async function runAdmissionBenchCommand(argv: readonly string[]): Promise
   }
   const report = admission.report();
   if (report.depth !== 0 || report.units !== 0)
-    throw new Error(`admission leaked capacity: depth ${report.depth}, units ${report.units}`);
+    throw new BenchError(`admission leaked capacity: depth ${report.depth}, units ${report.units}`);
 
   const rawOps = median(rawRates);
   const ourOps = median(ourRates);

@@ -4,6 +4,7 @@
  */
 import { availableParallelism, cpus } from 'node:os';
 import { LinearRuntime } from '../linear/linear-runtime.js';
+import { BenchError } from './bench-error.js';
 import { type BenchConfig, checkPhaseArrivals, type RateSpec } from './bench-options.js';
 import { type Calibration, calibrate, makeInputs, openLoop, type Workload } from './load-generator.js';
 import { type Mode, PhaseRecorder, type PhaseResult } from './phase-recorder.js';
@@ -108,7 +109,7 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
     );
     progress.phaseDone(config.calibrateS);
     if (!(calibration.capacity > 0) && config.rates.some((r) => r.relative)) {
-      throw new Error('calibration completed no requests; pass absolute --rates');
+      throw new BenchError('calibration completed no requests; pass absolute --rates');
     }
     const rates = resolveRates(config.rates, calibration.capacity, config.seed);
     // Multiples of capacity are known only now; absolute rates were checked with the flags.

@@ -9,6 +9,7 @@
  */
 import { DeadlineError } from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
+import { BenchError } from './bench-error.js';
 import type { PhaseRecorder } from './phase-recorder.js';
 import { ArrivalProcess, Prng } from './prng.js';
 
@@ -107,7 +108,9 @@ export function openLoop(
       } else if (now - start > drainLimitMs) {
         clearInterval(sampler);
         const unsettled = rec.sent - rec.settled;
-        reject(new Error(`a phase did not drain: depth ${report.depth}, ${unsettled} callers unsettled`));
+        reject(
+          new BenchError(`a phase did not drain: depth ${report.depth}, ${unsettled} callers unsettled`),
+        );
       }
     };
     const sampler = setInterval(sample, plan.sampleMs);
