@@ -106,6 +106,13 @@ describe('bench flag ranges', () => {
     expect(usageCode(['--rates', '100001'])).toBe('OMNI_ERR_USAGE');
   });
 
+  it('refuses a rate listed twice (one chart line would hold both phases), however it is written', () => {
+    expect(config(['--rates', '100,1x,200']).rates).toHaveLength(3);
+    for (const rates of ['100,100', '100,100.0', '1x,2x,1X', '0.5x,.5x']) {
+      expect(usageCode(['--rates', rates]), rates).toBe('OMNI_ERR_USAGE');
+    }
+  });
+
   it('takes no positional argument', () => {
     expect(usageCode(['sideways'])).toBe('OMNI_ERR_USAGE');
   });

@@ -80,7 +80,7 @@ Flags:
                      drain after each phase come on top.
   --calibrate S      seconds of closed-loop capacity calibration (default 1)
   --rates LIST       offered loads, comma-separated: requests/s (250) or multiples of the
-                     calibrated capacity (2x); default 0.5x,1x,2x,4x
+                     calibrated capacity (2x), each once; default 0.5x,1x,2x,4x
   --threads N        worker threads per runtime (default ${DEFAULT_THREADS})
   --requests N       bounded mode: outstanding request bound (default 8 x threads)
   --units N          bounded mode: outstanding unit (row) ceiling (default 8 x requests)
@@ -145,6 +145,13 @@ export function rateListFlag(raw: string | undefined): RateSpec[] {
     }
     return { value, relative };
   });
+  // Two phases at one rate would be drawn as one line in the charts, each half of it.
+  const seen = new Set<string>();
+  for (const { value, relative } of rates) {
+    const key = `${value}${relative ? 'x' : ''}`;
+    if (seen.has(key)) throw new UsageError(`--rates lists ${key} more than once`);
+    seen.add(key);
+  }
   return rates;
 }
 

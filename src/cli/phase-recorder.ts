@@ -17,7 +17,7 @@ export interface LatencyMs {
 
 /** One periodic sample; counters are cumulative since the phase began. */
 export interface Sample {
-  /** Milliseconds since the phase's first arrival. */
+  /** Milliseconds since the phase began (its arrival process's time 0, not its first arrival). */
   t: number;
   depth: number;
   queued: number;
@@ -34,7 +34,7 @@ export interface PhaseResult {
   rateLabel: string;
   /** Seconds arrivals were offered. */
   windowS: number;
-  /** Seconds from the first arrival until every request had settled and the runtime was empty. */
+  /** Seconds from the phase's start until every request had settled and the runtime was empty. */
   totalS: number;
   sent: number;
   /** Units (rows) the sent requests asked for. */
@@ -78,7 +78,7 @@ export class PhaseRecorder {
   #refused = 0;
   #deadline = 0;
   #failed = 0;
-  /** performance.now() of the first arrival, and the window's length in ms. */
+  /** performance.now() when the phase began, and the window's length in ms. */
   #start = 0;
   #windowMs = 0;
 
