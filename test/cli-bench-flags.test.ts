@@ -113,6 +113,13 @@ describe('bench flag ranges', () => {
     }
   });
 
+  it('refuses a --max-rows above what one native call takes for the layer (not a failed run later)', () => {
+    // 2 x (16 + 16,384) floats of scratch a row: the default 512 MiB workspace holds 4,092 rows.
+    const wide = ['--units', '8192', '--in-features', '16', '--out-features', '16384'];
+    expect(config([...wide, '--max-rows', '4092']).maxRows).toBe(4092);
+    expect(usageCode([...wide, '--max-rows', '4093'])).toBe('OMNI_ERR_USAGE');
+  });
+
   it('takes no positional argument', () => {
     expect(usageCode(['sideways'])).toBe('OMNI_ERR_USAGE');
   });

@@ -5,7 +5,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { isDecimal } from '../decimal.js';
-import type { NativeLibraryPaths } from '../linear/linear-runtime.js';
+import { type NativeLibraryPaths, rowsPerCall } from '../linear/linear-runtime.js';
 import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, pathFlag, UsageError } from './args.js';
 
 export type BackendFlag = 'fixture' | 'cuda' | 'auto';
@@ -202,6 +202,18 @@ export function parseBenchArgs(
       `--max-rows ${maxRows} with --in-features ${inFeatures} needs ${(inputBytes(inFeatures, maxRows) / 2 ** 30).toFixed(1)} GiB of inputs (at most 1 GiB): lower either`,
     );
   }
+  const outFeatures = numberFlag('out-features', values['out-features'], 1024, {
+    min: 1,
+    max: 16_384,
+    integer: true,
+  });
+  // Found here rather than by calibration's first call, which would fail the run (exit 1).
+  const perCall = rowsPerCall(undefined, inFeatures, outFeatures);
+  if (maxRows > perCall) {
+    throw new UsageError(
+      `--max-rows ${maxRows} is above the ${perCall} rows one native call takes at ${inFeatures} in, ${outFeatures} out`,
+    );
+  }
   const phaseS = durationS / (rates.length * 2);
   for (const rate of rates) if (!rate.relative) checkPhaseArrivals(rate.value, phaseS, `${rate.value}/s`);
   const backendFlag =
@@ -226,11 +238,7 @@ export function parseBenchArgs(
     seed: numberFlag('seed', values.seed, 1, { min: 0, max: 2 ** 32 - 1, integer: true }),
     deadlineMs: numberFlag('deadline-ms', values['deadline-ms'], 1000, { greater: 0, max: 2 ** 31 - 1 }),
     inFeatures,
-    outFeatures: numberFlag('out-features', values['out-features'], 1024, {
-      min: 1,
-      max: 16_384,
-      integer: true,
-    }),
+    outFeatures,
     maxRows,
   };
 }

@@ -275,7 +275,11 @@ function checkLibraries(libraries: NativeLibraryPaths | undefined): {
  * output rows, each staged twice) exceeds the workspace byte limit, on every attempt. Checked at
  * start so that such a call is refused before admission instead of failing in a worker.
  */
-function rowsPerCall(workspaceBytes: number | undefined, inFeatures: number, outFeatures: number): number {
+export function rowsPerCall(
+  workspaceBytes: number | undefined,
+  inFeatures: number,
+  outFeatures: number,
+): number {
   const bytes =
     workspaceBytes === undefined
       ? DEFAULT_WORKSPACE_BYTES
