@@ -8,6 +8,7 @@
  *
  * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...).
  */
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { describeValue, InvalidArgumentError, NotFoundError } from '../errors.js';
@@ -103,6 +104,14 @@ function positive(name: string, value: number | undefined): number | undefined {
   return value;
 }
 
+/**
+ * Answered before its body was read: node would go on reading that body on a kept-alive
+ * connection, and a malformed rest of it would get a second, unasked answer.
+ */
+function closeIfUnread(request: IncomingMessage, reply: FastifyReply): void {
+  if (!request.complete) reply.header('connection', 'close');
+}
+
 export async function serve(runtime: Served, options: ServeOptions = {}): Promise<ServeHandle> {
   const host = options.host ?? '127.0.0.1';
   if (typeof host !== 'string' || host === '') {
@@ -134,6 +143,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
       const answer = answerFor(fromHttpStack(error, bodyLimit));
       const answered = reply as unknown as FastifyReply;
       metrics.observe('unmatched', request.method, answer.status, answered.elapsedTime / 1000);
+      closeIfUnread(request.raw, answered);
       void answered.code(answer.status).send(answer.body);
     },
   });
@@ -179,11 +189,12 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
       reply.elapsedTime / 1000,
     );
   });
-  app.setErrorHandler(async (error, request, reply) => {
+  // Every answer, errors (415, 413, draining) and GETs whose body nobody reads included.
+  app.addHook('onSend', async (request, reply) => {
+    closeIfUnread(request.raw, reply);
+  });
+  app.setErrorHandler(async (error, _request, reply) => {
     const answer = answerFor(fromHttpStack(error, bodyLimit));
-    // Answered before its body was read (415, 413, draining): node would go on reading that body
-    // on a kept-alive connection, and a malformed rest of it would get a second, unasked answer.
-    if (!request.raw.complete) reply.header('connection', 'close');
     if (answer.retry) reply.header('retry-after', String(retryAfter));
     if (answer.status === 413 || answer.status === 503) metrics.refused(answer.label, answer.status);
     return reply.code(answer.status).send(answer.body);
