@@ -24,6 +24,7 @@ import {
 import { Drain, type DrainResult, type ServerState } from './drain.js';
 import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
+import { listeningServers } from './listeners.js';
 import { ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
 import { closeWithConnection } from './pipelined-close.js';
@@ -40,7 +41,7 @@ export type Served = Pick<
   Partial<Pick<LinearRuntime, 'deadlineMs'>>;
 
 export interface ServeOptions {
-  /** Interface to listen on (default 127.0.0.1: loopback only). */
+  /** Interface to listen on (default 127.0.0.1: loopback only; 'localhost': each address it names). */
   readonly host?: string;
   /** Port (default 8080; 0 picks a free one, see ServeHandle.port). */
   readonly port?: number;
@@ -133,10 +134,11 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     return r;
   };
   const metrics = new ServeMetrics({ report, inflight: () => drain.inflight });
+  const clientErrors = clientErrorHandler(metrics);
   const app = Fastify({
     logger: false,
     bodyLimit,
-    clientErrorHandler: clientErrorHandler(metrics),
+    clientErrorHandler: clientErrors,
     // Errors fastify answers before routing (a malformed URL: FST_ERR_BAD_URL) skip the error
     // handler and every hook: answer through the same status table, and count them here.
     frameworkErrors: (error, request, reply) => {
@@ -148,7 +150,8 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     },
   });
 
-  app.server.on('checkExpectation', expectationHandler(metrics));
+  const onExpectation = expectationHandler(metrics);
+  app.server.on('checkExpectation', onExpectation);
   // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser(OCTET_STREAM, { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
@@ -215,6 +218,11 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   } catch (err) {
     await app.close();
     throw err;
+  }
+  // fastify gives only its main server our clientError handler; the others answer the same.
+  for (const other of listeningServers(app).slice(1)) {
+    other.on('clientError', clientErrors);
+    other.on('checkExpectation', onExpectation);
   }
   const bound = app.server.address() as AddressInfo;
   const shownHost = bound.address.includes(':') ? `[${bound.address}]` : bound.address;
