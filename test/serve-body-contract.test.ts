@@ -60,6 +60,26 @@ describe('JSON bodies', () => {
     expect(calls).toBe(0);
   });
 
+  it('many empty rows for a wide layer: 400 OMNI_ERR_BAD_BODY, the rows never sized from their count', async () => {
+    // 300,000 rows of 16,384 floats would be a 19.7 GB input from a 0.9 MB body (more than a
+    // typed array holds): a malformed row must be found before anything is sized by the count.
+    const g = await startGated({
+      inFeatures: 16_384,
+      outFeatures: 1,
+      open: true,
+      admission: { requests: 1 },
+    });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0 });
+    servers.push(s);
+    const calls = await reached(g, async () => {
+      const a = await postJson(s.address, `{"rows":[${Array(300_000).fill('[]').join(',')}]}`);
+      expect(a.status).toBe(400);
+      expect(a.json?.code).toBe('OMNI_ERR_BAD_BODY');
+    });
+    expect(calls).toBe(0);
+  });
+
   it('?rows= disagreeing with a JSON body: 400; agreeing with it: 200', async () => {
     const { g, url } = await shared();
     const calls = await reached(g, async () => {

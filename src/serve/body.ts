@@ -91,12 +91,17 @@ function decodeJson(body: unknown, rowsHint: number | undefined, inFeatures: num
   if (rowsHint !== undefined && rowsHint !== list.length) {
     throw new BadBodyError(`the rows hint says ${rowsHint} rows, the JSON body has ${list.length}`);
   }
-  const x = new Float32Array(list.length * inFeatures);
+  // Shapes first: only rows of inFeatures numbers each bound the size by the body's (a body of
+  // empty rows would otherwise size gigabytes, or more than a typed array holds, by its count).
   for (let r = 0; r < list.length; r++) {
     const row: unknown = list[r];
     if (!Array.isArray(row) || row.length !== inFeatures) {
       throw new BadBodyError(`row ${r} must be an array of ${inFeatures} numbers`);
     }
+  }
+  const x = new Float32Array(list.length * inFeatures);
+  for (let r = 0; r < list.length; r++) {
+    const row = list[r] as unknown[];
     for (let c = 0; c < inFeatures; c++) {
       const v: unknown = row[c];
       if (typeof v !== 'number') throw new BadBodyError(`row ${r}, column ${c} is not a number`);

@@ -2,8 +2,8 @@
  * Graceful shutdown of one server.
  *
  * Order: (1) the server reports 'draining' (GET /health answers 503, new requests on connections
- * that are already open are answered 503 with `Connection: close`); (2) the listening socket
- * closes, so no new connection is accepted (open keep-alive connections are left to hear their
+ * that are already open are answered 503 with `Connection: close`); (2) the listening sockets
+ * close (every address of host 'localhost'), so no new connection is accepted (open keep-alive connections are left to hear their
  * 503 rather than being reset under a request in flight); (3) requests already being answered
  * run to their end; (4) the runtime closes, which waits for work still running after its caller
  * left (a 504 keeps its capacity until the work ends); (5) the remaining connections and the
@@ -18,6 +18,7 @@ import type { ServerResponse } from 'node:http';
 import { Server as NetServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
+import { listeningServers } from './listeners.js';
 
 export type ServerState = 'serving' | 'draining' | 'closed';
 
@@ -93,7 +94,8 @@ export class Drain {
     const deadlineAt = Date.now() + timeoutMs;
     // net.Server's close, not http.Server's: stop accepting without also closing the idle
     // keep-alive connections, whose next request should hear 503 rather than a reset.
-    NetServer.prototype.close.call(app.server);
+    const servers = listeningServers(app);
+    for (const server of servers) NetServer.prototype.close.call(server);
 
     let timer: LongTimer;
     const expired = new Promise<false>((resolve) => {
@@ -126,7 +128,7 @@ export class Drain {
         () => false,
       );
     }
-    app.server.closeAllConnections();
+    for (const server of servers) server.closeAllConnections();
     await app.close();
     this.#state = 'closed';
     return { clean: requestsDone && runtimeDone, abandonedRequests };

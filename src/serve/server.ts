@@ -8,6 +8,7 @@
  *
  * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...).
  */
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { describeValue, InvalidArgumentError, NotFoundError } from '../errors.js';
@@ -23,6 +24,7 @@ import {
 import { Drain, type DrainResult, type ServerState } from './drain.js';
 import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
+import { listeningServers } from './listeners.js';
 import { ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
 import { closeWithConnection } from './pipelined-close.js';
@@ -39,7 +41,7 @@ export type Served = Pick<
   Partial<Pick<LinearRuntime, 'deadlineMs'>>;
 
 export interface ServeOptions {
-  /** Interface to listen on (default 127.0.0.1: loopback only). */
+  /** Interface to listen on (default 127.0.0.1: loopback only; 'localhost': each address it names). */
   readonly host?: string;
   /** Port (default 8080; 0 picks a free one, see ServeHandle.port). */
   readonly port?: number;
@@ -103,6 +105,14 @@ function positive(name: string, value: number | undefined): number | undefined {
   return value;
 }
 
+/**
+ * Answered before its body was read: node would go on reading that body on a kept-alive
+ * connection, and a malformed rest of it would get a second, unasked answer.
+ */
+function closeIfUnread(request: IncomingMessage, reply: FastifyReply): void {
+  if (!request.complete) reply.header('connection', 'close');
+}
+
 export async function serve(runtime: Served, options: ServeOptions = {}): Promise<ServeHandle> {
   const host = options.host ?? '127.0.0.1';
   if (typeof host !== 'string' || host === '') {
@@ -124,21 +134,24 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     return r;
   };
   const metrics = new ServeMetrics({ report, inflight: () => drain.inflight });
+  const clientErrors = clientErrorHandler(metrics);
   const app = Fastify({
     logger: false,
     bodyLimit,
-    clientErrorHandler: clientErrorHandler(metrics),
+    clientErrorHandler: clientErrors,
     // Errors fastify answers before routing (a malformed URL: FST_ERR_BAD_URL) skip the error
     // handler and every hook: answer through the same status table, and count them here.
     frameworkErrors: (error, request, reply) => {
       const answer = answerFor(fromHttpStack(error, bodyLimit));
       const answered = reply as unknown as FastifyReply;
       metrics.observe('unmatched', request.method, answer.status, answered.elapsedTime / 1000);
+      closeIfUnread(request.raw, answered);
       void answered.code(answer.status).send(answer.body);
     },
   });
 
-  app.server.on('checkExpectation', expectationHandler(metrics));
+  const onExpectation = expectationHandler(metrics);
+  app.server.on('checkExpectation', onExpectation);
   // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser(OCTET_STREAM, { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
@@ -179,11 +192,12 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
       reply.elapsedTime / 1000,
     );
   });
-  app.setErrorHandler(async (error, request, reply) => {
+  // Every answer, errors (415, 413, draining) and GETs whose body nobody reads included.
+  app.addHook('onSend', async (request, reply) => {
+    closeIfUnread(request.raw, reply);
+  });
+  app.setErrorHandler(async (error, _request, reply) => {
     const answer = answerFor(fromHttpStack(error, bodyLimit));
-    // Answered before its body was read (415, 413, draining): node would go on reading that body
-    // on a kept-alive connection, and a malformed rest of it would get a second, unasked answer.
-    if (!request.raw.complete) reply.header('connection', 'close');
     if (answer.retry) reply.header('retry-after', String(retryAfter));
     if (answer.status === 413 || answer.status === 503) metrics.refused(answer.label, answer.status);
     return reply.code(answer.status).send(answer.body);
@@ -204,6 +218,11 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   } catch (err) {
     await app.close();
     throw err;
+  }
+  // fastify gives only its main server our clientError handler; the others answer the same.
+  for (const other of listeningServers(app).slice(1)) {
+    other.on('clientError', clientErrors);
+    other.on('checkExpectation', onExpectation);
   }
   const bound = app.server.address() as AddressInfo;
   const shownHost = bound.address.includes(':') ? `[${bound.address}]` : bound.address;
