@@ -193,8 +193,9 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     );
   });
   // Every answer, errors (415, 413, draining) and GETs whose body nobody reads included.
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     closeIfUnread(request.raw, reply);
+    done(null, payload);
   });
   app.setErrorHandler(async (error, _request, reply) => {
     const answer = answerFor(fromHttpStack(error, bodyLimit));
