@@ -40,10 +40,14 @@ export class ServeMetrics {
   readonly #latency: Histogram<'route' | 'method' | 'status'>;
   readonly #refused: Counter<'reason' | 'status'>;
   readonly #clientErrors: Counter<'detail'>;
+  readonly #source: MetricsSource;
+  /** The one report a scrape reads: its gauges then describe one moment, not a dozen. */
+  #snapshot: RuntimeReport | undefined;
 
   constructor(source: MetricsSource) {
     const registry = this.registry;
-    const take = (): RuntimeReport => source.report();
+    this.#source = source;
+    const take = (): RuntimeReport => this.#snapshot ?? source.report();
     readGauge(
       registry,
       'omni_runtime_depth',
@@ -156,6 +160,11 @@ export class ServeMetrics {
 
   /** The Prometheus text exposition and its content type. */
   async scrape(): Promise<{ contentType: string; text: string }> {
-    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+    this.#snapshot = this.#source.report();
+    try {
+      return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+    } finally {
+      this.#snapshot = undefined;
+    }
   }
 }

@@ -1,0 +1,33 @@
+/**
+ * One scrape of /metrics reads the runtime's report once: every gauge and counter in it then
+ * describes the same moment (depth, queued and running that add up), and the next scrape reads
+ * afresh.
+ */
+import { describe, expect, it } from 'vitest';
+import type { RuntimeReport } from '../src/runtime/report.js';
+import { ServeMetrics } from '../src/serve/metrics.js';
+
+function reportWith(depth: number): RuntimeReport {
+  const latency = { p50: 1, p99: 2, max: 3 };
+  return {
+    ...{ state: 'ready', depth, capacity: 8, rejected: 0, units: depth, unitCapacity: 64 },
+    ...{ waiting: 0, leaked: 0, queued: 0, running: depth, waitTimeMs: latency, runTimeMs: latency },
+    ...{ completed: 0, failed: 0, aborted: 0, deadline: 0, refused: 0, invalid: 0, unavailable: 0 },
+  };
+}
+
+describe('a /metrics scrape', () => {
+  it('reads the report once, and each scrape reads its own', async () => {
+    let reads = 0;
+    const metrics = new ServeMetrics({ report: () => reportWith(++reads), inflight: () => 0 });
+    const first = await metrics.scrape();
+    expect(reads).toBe(1);
+    // Every series from that one read: depth and running both say 1.
+    expect(first.text).toMatch(/^omni_runtime_depth 1$/m);
+    expect(first.text).toMatch(/^omni_runtime_running 1$/m);
+    const second = await metrics.scrape();
+    expect(reads).toBe(2);
+    expect(second.text).toMatch(/^omni_runtime_depth 2$/m);
+    expect(second.text).toMatch(/^omni_runtime_running 2$/m);
+  });
+});
