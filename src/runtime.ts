@@ -32,6 +32,7 @@ import {
 import { type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
 import { startPool, teardown } from './runtime/pool.js';
 import type { TaskReply } from './runtime/protocol.js';
+import { ReplacementWatch } from './runtime/replacement-watch.js';
 import { type RuntimeReport, type RuntimeState, runtimeReport } from './runtime/report.js';
 
 export type { CloseOptions } from './runtime/options.js';
@@ -101,6 +102,8 @@ export class Runtime {
   #failure: Error | undefined;
   /** The pool was destroyed after losing every thread: close() must not send it more work. */
   #abandoned = false;
+  /** Fails the runtime when a lost thread's replacement does not come up. */
+  #watch: ReplacementWatch | undefined;
 
   private constructor(options: CheckedRuntimeOptions) {
     this.#options = options;
@@ -134,8 +137,18 @@ export class Runtime {
       module: runtime.#options.moduleUrl,
       data: runtime.#options.workerData,
     });
+    const pool = runtime.#pool;
+    const watch = new ReplacementWatch(pool, runtime.#options.startTimeoutMs, (error) => {
+      runtime.#fail(error);
+      // No thread left that could take the queued calls: give them back now.
+      if (watch.serving(runtime.#options.threads) <= 0) runtime.#abandon();
+    });
+    runtime.#watch = watch;
     // piscina removes a dead worker and starts its replacement in the same turn; look after it.
-    runtime.#pool.on('workerDestroy', () => queueMicrotask(() => runtime.#checkThreads()));
+    pool.on('workerDestroy', () => {
+      if (!runtime.#tearingDown && !runtime.#abandoned) watch.lost();
+      queueMicrotask(() => runtime.#checkThreads());
+    });
     runtime.#state = 'ready';
     return runtime;
   }
@@ -304,9 +317,16 @@ export class Runtime {
     // During close()'s drain a lost pool must still be abandoned: its queued calls would
     // otherwise never end and the drain never finish. Only teardown's own exits are expected.
     if (!pool || this.#tearingDown || this.#abandoned || pool.threads.length > 0) return;
-    this.#abandoned = true;
     this.#fail(new WorkerExitedError('every worker thread has exited and none could be restarted'));
-    void pool.destroy();
+    this.#abandon();
+  }
+
+  /** Destroys a pool that cannot serve: its queued calls reject and their capacity is reclaimed. */
+  #abandon(): void {
+    if (this.#abandoned || this.#tearingDown) return;
+    this.#abandoned = true;
+    this.#watch?.stop();
+    void this.#pool?.destroy();
   }
 
   #fail(error: Error): void {
@@ -365,6 +385,7 @@ export class Runtime {
     this.#force = undefined;
     clearLongTimeout(this.#forceTimer);
     this.#tearingDown = true;
+    this.#watch?.stop();
     const pool = this.#pool!;
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!this.#abandoned && clean) {

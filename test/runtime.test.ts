@@ -84,7 +84,7 @@ describe('Runtime.start', () => {
 
   it('a thread that exits during init: start rejects, and the threads whose init succeeded close', async () => {
     const { err, control, closed } = await failedStart({ exitAt: 3 });
-    expect(err.code).toBe('ERR_MODULE_NOT_FOUND');
+    expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
     expect(Atomics.load(control, STARTED)).toBe(2);
     // Not every thread could answer, so there was no teardown round: the two waiting at the
     // start's barrier ran their close hooks there, before the pool was destroyed.

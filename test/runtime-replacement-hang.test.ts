@@ -1,0 +1,52 @@
+/**
+ * A thread that dies is replaced by piscina, which gives the replacement calls only once its
+ * module, and with it the worker's init, has loaded. A replacement whose init never finishes
+ * gets startTimeoutMs, as the first threads do in start(); past that the runtime is `failed`
+ * (OMNI_ERR_WORKER_EXITED) instead of a thread short for good, or, with no other thread,
+ * holding every call queued forever.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { builtModuleUrl } from '../src/paths.js';
+import { INVOKED, newControl } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, rejection, start, until } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+const HANG_INIT_WORKER = builtModuleUrl('test/fixtures/runtime-hang-init-worker.js');
+
+/** A runtime whose `hangAt`-th thread to run init hangs there; one thread then exits. */
+async function lostThread(threads: number) {
+  const control = newControl();
+  const rt = await start({
+    worker: HANG_INIT_WORKER,
+    threads,
+    admission: { requests: 4 },
+    startTimeoutMs: 200,
+    workerData: { control: control.buffer, hangAt: threads + 1 },
+  });
+  expect(await codeOf(rt.run({ exit: true }))).toBe('OMNI_ERR_WORKER_EXITED');
+  // The replacement has begun its init (the one that never finishes).
+  await until(() => Atomics.load(control, INVOKED) === threads + 1, 'the replacement to run init');
+  return rt;
+}
+
+describe('a replacement thread whose init never finishes', () => {
+  it('one thread: the runtime fails and the calls queued for it are given back', async () => {
+    const rt = await lostThread(1);
+    const queued = rejection(rt.run({}));
+    await until(() => rt.state === 'failed', 'the runtime to fail');
+    expect(rt.failure).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
+    expect((await queued).code).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await codeOf(rt.run({}))).toBe('OMNI_ERR_UNAVAILABLE');
+    expect(rt.report()).toMatchObject({ depth: 0 });
+  }, 20_000);
+
+  it('two threads: the runtime fails instead of serving a thread short, and still closes', async () => {
+    const rt = await lostThread(2);
+    await until(() => rt.state === 'failed', 'the runtime to fail');
+    expect(rt.failure).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
+    expect(await codeOf(rt.run({}))).toBe('OMNI_ERR_UNAVAILABLE');
+    expect(rt.report()).toMatchObject({ depth: 0 });
+    await expect(rt.close()).resolves.toMatchObject({ clean: true });
+  }, 20_000);
+});
