@@ -94,7 +94,8 @@ Flags:
   --cuda-library PATH, --fixture-library PATH
                      load this native library instead of the package's (e.g. a CUDA
                      library built for your GPUs); results.json names the one loaded
-  --seed N           seed for arrival times and costs (default 1): same seed, same load
+  --seed N           seed for arrival times, costs and the layer's weights (default 1): same
+                     seed, same load
   --out DIR          where results.json and the charts go (default ./bench-results)
   --json             print a machine-readable summary on stdout instead of the table
   -h, --help         this help
@@ -199,7 +200,7 @@ export function parseBenchArgs(
   });
   if (inputBytes(inFeatures, maxRows) > MAX_INPUT_BYTES) {
     throw new UsageError(
-      `--max-rows ${maxRows} with --in-features ${inFeatures} needs ${(inputBytes(inFeatures, maxRows) / 2 ** 30).toFixed(1)} GiB of inputs (at most 1 GiB): lower either`,
+      `--max-rows ${maxRows} with --in-features ${inFeatures} needs ${Math.ceil(inputBytes(inFeatures, maxRows) / 2 ** 20).toLocaleString('en-US')} MiB of inputs (at most 1,024 MiB): lower either`,
     );
   }
   const outFeatures = numberFlag('out-features', values['out-features'], 1024, {
