@@ -105,7 +105,8 @@ async function runTask(message: TaskMessage): Promise<TaskReply> {
     if (!definition) return { ok: false, error: toWire(new Error('worker not initialised')) };
     return resultReply(await definition.handler(input, ctx), ctx.transferList);
   } catch (err) {
-    return { ok: false, error: toWire(err) };
+    const stopped = ctx.stoppedBy(err);
+    return stopped === undefined ? { ok: false, error: toWire(err) } : { ok: false, skipped: stopped };
   } finally {
     ctx.finish();
     // The work has ended: give the capacity back from here. reclaim() is the non-throwing

@@ -3,6 +3,7 @@ import type { TaskContext } from '../src/define-worker.js';
 import { InvalidArgumentError } from '../src/errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../src/long-timeout.js';
 import { cancelledWord, isCancelled } from '../src/runtime/cancel-words.js';
+import type { SkipReason } from '../src/runtime/protocol.js';
 
 /** The `ctx` a handler receives; cancellation is read from the shared cancel word. */
 export class WorkerTaskContext implements TaskContext {
@@ -12,6 +13,8 @@ export class WorkerTaskContext implements TaskContext {
   readonly #words: Int32Array;
   readonly #claim: Claim;
   #controller: AbortController | undefined;
+  /** Why the signal aborted, as the signal itself says it: a timer may fire a moment before Date.now() agrees. */
+  #abortedFor: SkipReason | undefined;
   #deadlineTimer: LongTimer;
   #done = false;
 
@@ -34,17 +37,35 @@ export class WorkerTaskContext implements TaskContext {
     if (this.#controller) return this.#controller.signal;
     const controller = new AbortController();
     this.#controller = controller;
-    if (this.#pastDeadline()) controller.abort();
+    if (this.#pastDeadline()) this.#abort(controller, 'deadline');
     else if (!this.#done) {
       // Only while the task runs: nothing may be left armed by a read after finish().
       this.#watch(controller);
       if (this.deadlineAt !== 0) {
         // Deadlines may lie beyond one setTimeout (2^31-1 ms), which Node would cut to 1 ms.
         const left = this.deadlineAt - Date.now();
-        this.#deadlineTimer = setLongTimeout((c) => c.abort(), left, controller);
+        this.#deadlineTimer = setLongTimeout((c) => this.#abort(c, 'deadline'), left, controller);
       }
     }
     return controller.signal;
+  }
+
+  #abort(controller: AbortController, reason: SkipReason): void {
+    if (controller.signal.aborted) return;
+    this.#abortedFor = reason;
+    controller.abort();
+  }
+
+  /**
+   * Why the task was stopped, when `err` is the handler giving up on it: an AbortError thrown
+   * once its signal aborted, or once it was cancelled (ctx.cancelled). Such a task ends as its
+   * caller sees it end (deadline, or abort), not as a failure. Undefined for anything else.
+   */
+  stoppedBy(err: unknown): SkipReason | undefined {
+    if ((err as { name?: unknown } | null)?.name !== 'AbortError') return undefined;
+    if (this.#abortedFor !== undefined) return this.#abortedFor;
+    if (isCancelled(this.#words, this.#claim)) return 'aborted';
+    return this.#pastDeadline() ? 'deadline' : undefined;
   }
 
   #pastDeadline(): boolean {
@@ -60,7 +81,7 @@ export class WorkerTaskContext implements TaskContext {
   #watch(controller: AbortController): void {
     const seen = Atomics.load(this.#words, this.#claim.slot);
     if (seen === cancelledWord(this.#claim)) {
-      controller.abort();
+      this.#abort(controller, 'aborted');
       return;
     }
     const wait = Atomics.waitAsync(this.#words, this.#claim.slot, seen);

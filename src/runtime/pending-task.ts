@@ -108,7 +108,8 @@ export class PendingTask {
       this.#owner.outcomes.completed++;
       this.#resolve(reply.value);
     } else if ('skipped' in reply) {
-      // Skipped because the caller left; if the worker's clock saw the deadline first, say so.
+      // Skipped, or given up, because the caller left; if the worker's clock saw the deadline
+      // first, say so.
       if (this.#settle()) this.#missedDeadline();
     } else {
       const error = fromWire(reply.error);

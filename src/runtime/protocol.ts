@@ -31,6 +31,11 @@ export type PingReply = (
 
 export type SkipReason = 'aborted' | 'deadline';
 
+/**
+ * `skipped`: the task ended for its caller's reason, not its own: it never ran (cancelled, or
+ * past its deadline, before it started), or its handler gave up on ctx.signal / ctx.cancelled
+ * by throwing an AbortError.
+ */
 export type TaskReply<T = unknown> =
   | { readonly ok: true; readonly value: T }
   | { readonly ok: false; readonly error: WireError }
