@@ -14,6 +14,8 @@ const BOUND = 1 << 20;
 
 const raw32 = new Int32Array(new SharedArrayBuffer(8));
 const raw64 = new BigUint64Array(new SharedArrayBuffer(16));
+/** The raw refusal's own 64-bit refusal counter: report().rejected must count every refusal. */
+const rawRejected = new BigUint64Array(new SharedArrayBuffer(8));
 const requestOnly = new BoundedAdmission({ requests: BOUND });
 // 1,023 requests and 2^19 - 1 units fit the Int32 state word (10 + 19 bits); 2^20 requests and 2^30 units need the
 // 64-bit (BigInt) word. Both are compared with the raw 64-bit compare-exchange the design names.
@@ -68,9 +70,16 @@ function pairs(admission: BoundedAdmission, cost: number): () => void {
   };
 }
 
+// A refusal must be counted (invariant 8: report().rejected, 64-bit), so the floor under a
+// refusal is a load, a compare and a shared 64-bit increment, not the load and compare alone.
 function rawRefusals(): void {
   let refused = 0;
-  for (let i = 0; i < BATCH; i++) if (Atomics.load(raw32, 0) >= 0) refused++;
+  for (let i = 0; i < BATCH; i++) {
+    if (Atomics.load(raw32, 0) >= 0) {
+      Atomics.add(rawRejected, 0, 1n);
+      refused++;
+    }
+  }
   if (refused !== BATCH) throw new Error('raw refusal loop broke');
 }
 
@@ -150,8 +159,8 @@ const single: BenchCase[] = [
     fn: floorPair64,
     baseline: 'raw 64-bit CAS pair',
   },
-  { name: 'raw refusal (load+compare)', batch: BATCH, fn: rawRefusals },
-  { name: 'refusal storm (full)', batch: BATCH, fn: refusals, baseline: 'raw refusal (load+compare)' },
+  { name: 'raw refusal (load+compare+count)', batch: BATCH, fn: rawRefusals },
+  { name: 'refusal storm (full)', batch: BATCH, fn: refusals, baseline: 'raw refusal (load+compare+count)' },
   { name: 'async-sema acquire+release', batch: BATCH, fn: semaPairs, async: true },
   {
     name: 'tryAdmit+release vs async-sema',
