@@ -26,8 +26,15 @@ while (Atomics.load(ctl, STOP) === 0) {
       const p = admission.tryAdmit(1);
       if (p.ok) p.release();
     } else {
-      const c = Atomics.load(raw, 0);
-      if (c < 1 << 20 && Atomics.compareExchange(raw, 0, c, c + 1) === c) Atomics.sub(raw, 0, 1);
+      // Retry a lost race, as tryAdmit does, so both modes hammer the word with the same work.
+      for (;;) {
+        const c = Atomics.load(raw, 0);
+        if (c >= 1 << 20) break;
+        if (Atomics.compareExchange(raw, 0, c, c + 1) === c) {
+          Atomics.sub(raw, 0, 1);
+          break;
+        }
+      }
     }
   }
 }
