@@ -13,6 +13,8 @@ interface ContenderData {
 
 const READY = 0;
 const STOP = 1;
+/** Batches of 1,000 pairs made so far, so the main thread can count this thread's share. */
+const BATCHES = 2;
 const { mode, target, control } = workerData as ContenderData;
 const ctl = new Int32Array(control);
 const raw = new Int32Array(target, 0, 1);
@@ -37,4 +39,5 @@ while (Atomics.load(ctl, STOP) === 0) {
       }
     }
   }
+  Atomics.add(ctl, BATCHES, 1);
 }
