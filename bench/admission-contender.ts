@@ -13,6 +13,8 @@ interface ContenderData {
 
 const READY = 0;
 const STOP = 1;
+/** Batches of 1,000 pairs made so far, so the main thread can count this thread's share. */
+const BATCHES = 2;
 const { mode, target, control } = workerData as ContenderData;
 const ctl = new Int32Array(control);
 const raw = new Int32Array(target, 0, 1);
@@ -26,8 +28,16 @@ while (Atomics.load(ctl, STOP) === 0) {
       const p = admission.tryAdmit(1);
       if (p.ok) p.release();
     } else {
-      const c = Atomics.load(raw, 0);
-      if (c < 1 << 20 && Atomics.compareExchange(raw, 0, c, c + 1) === c) Atomics.sub(raw, 0, 1);
+      // Retry a lost race, as tryAdmit does, so both modes hammer the word with the same work.
+      for (;;) {
+        const c = Atomics.load(raw, 0);
+        if (c >= 1 << 20) break;
+        if (Atomics.compareExchange(raw, 0, c, c + 1) === c) {
+          Atomics.sub(raw, 0, 1);
+          break;
+        }
+      }
     }
   }
+  Atomics.add(ctl, BATCHES, 1);
 }

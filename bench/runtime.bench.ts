@@ -99,7 +99,8 @@ function cloneCases(): BenchCase[] {
   const batch = 200;
   const envelope = {
     kind: 'task',
-    claim: { slot: 3, generation: 17, units: 1 },
+    // A real claim (src/admission/internal.ts) also names its admission: a random id up to 2^31 - 1.
+    claim: { admission: 1876543210, slot: 3, generation: 17, units: 1 },
     input: 1,
     cost: 1,
     deadlineAt: 0,
