@@ -141,13 +141,16 @@ export class Runtime {
     const watch = new ReplacementWatch(pool, runtime.#options.startTimeoutMs, (error) => {
       runtime.#fail(error);
       // No thread left that could take the queued calls: give them back now.
-      if (watch.serving(runtime.#options.threads) <= 0) runtime.#abandon();
+      if (watch.serving <= 0) runtime.#abandon();
     });
     runtime.#watch = watch;
-    // piscina removes a dead worker and starts its replacement in the same turn; look after it.
+    // piscina removes a dead worker and starts its replacement in the same turn; look after it
+    // once the worker has left pool.threads (it emits just before).
     pool.on('workerDestroy', () => {
-      if (!runtime.#tearingDown && !runtime.#abandoned) watch.lost();
-      queueMicrotask(() => runtime.#checkThreads());
+      queueMicrotask(() => {
+        if (!runtime.#tearingDown && !runtime.#abandoned) watch.removed();
+        runtime.#checkThreads();
+      });
     });
     runtime.#state = 'ready';
     return runtime;
