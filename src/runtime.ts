@@ -140,7 +140,8 @@ export class Runtime {
     const pool = runtime.#pool;
     const watch = new ReplacementWatch(pool, runtime.#options.startTimeoutMs, (error) => {
       runtime.#fail(error);
-      // No thread left that could take the queued calls: give them back now.
+      // No thread left that could take the queued calls: give them back now (this may come
+      // with a later loss, after the runtime has failed with a thread still serving).
       if (watch.serving <= 0) runtime.#abandon();
     });
     runtime.#watch = watch;

@@ -1,7 +1,9 @@
 /**
  * The ReplacementWatch counts threads that serve: a replacement that dies before it comes up
- * was never one of them. With a thread still serving, the pool is kept (its calls finish,
- * close() drains). startTimeoutMs is the behaviour under test here.
+ * was never one of them, and a thread lost after the runtime has failed still counts. With a
+ * thread still serving, the pool is kept (its calls finish, close() drains); with none left it
+ * is abandoned, so queued calls reject instead of waiting forever. startTimeoutMs is the
+ * behaviour under test here.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
@@ -36,6 +38,21 @@ describe('replacements that fail in init', () => {
     open(c);
     await expect(running).resolves.toBe('kept');
     expect(rt.report()).toMatchObject({ depth: 0, completed: 1, failed: 1 });
+    await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+  }, 20_000);
+
+  it('the last serving thread lost after the runtime failed: queued calls are given back', async () => {
+    const rt = await twoThreads('hang');
+    const c = control();
+    const last = rt.run({ mode: 'block-exit', control: c.buffer as SharedArrayBuffer });
+    await waitFor(c, STARTED);
+    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    const queued = codeOf(rt.run({ mode: 'echo', value: 1 })); // no thread free to take it
+    await until(() => rt.state === 'failed', 'the runtime to fail');
+    open(c); // the serving thread exits too; its replacement hangs in init as well
+    expect(await codeOf(last)).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await queued).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(rt.report()).toMatchObject({ depth: 0, failed: 3 });
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
   }, 20_000);
 });

@@ -13,7 +13,7 @@ import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeou
  * Invariants: only a thread that was up counts as lost (a replacement that dies before it comes
  * up leaves the serving threads as they were); the n-th lost thread is covered once n
  * replacements are up (replacements are interchangeable: a late one still counts for an
- * earlier loss); `stuck` is called at most once.
+ * earlier loss); `stuck` is called for every loss not covered in time, until stop().
  */
 export class ReplacementWatch {
   readonly #pool: Piscina;
@@ -62,7 +62,7 @@ export class ReplacementWatch {
       (watch) => {
         watch.#timers.delete(timer);
         if (watch.#stopped || watch.#up >= needed) return;
-        watch.stop();
+        // Still watching: a thread that serves now may be lost later, and with it the last.
         watch.#stuck(
           new WorkerExitedError(
             `a replacement worker thread did not load and run init within startTimeoutMs (${watch.#timeoutMs} ms)`,
