@@ -140,14 +140,18 @@ export class Runtime {
     const pool = runtime.#pool;
     const watch = new ReplacementWatch(pool, runtime.#options.startTimeoutMs, (error) => {
       runtime.#fail(error);
-      // No thread left that could take the queued calls: give them back now.
-      if (watch.serving(runtime.#options.threads) <= 0) runtime.#abandon();
+      // No thread left that could take the queued calls: give them back now (this may come
+      // with a later loss, after the runtime has failed with a thread still serving).
+      if (watch.serving <= 0) runtime.#abandon();
     });
     runtime.#watch = watch;
-    // piscina removes a dead worker and starts its replacement in the same turn; look after it.
+    // piscina removes a dead worker and starts its replacement in the same turn; look after it
+    // once the worker has left pool.threads (it emits just before).
     pool.on('workerDestroy', () => {
-      if (!runtime.#tearingDown && !runtime.#abandoned) watch.lost();
-      queueMicrotask(() => runtime.#checkThreads());
+      queueMicrotask(() => {
+        if (!runtime.#tearingDown && !runtime.#abandoned) watch.removed();
+        runtime.#checkThreads();
+      });
     });
     runtime.#state = 'ready';
     return runtime;

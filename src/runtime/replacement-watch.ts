@@ -1,3 +1,4 @@
+import type { Worker } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import { WorkerExitedError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
@@ -9,35 +10,59 @@ import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeou
  * never finishes would leave the pool a thread short for good, or, if it was the only thread,
  * hold every call queued forever. piscina says a thread is up with 'workerCreate' (on ready).
  *
- * Invariants: the n-th lost thread is covered once n replacements are up (replacements are
- * interchangeable: a late one still counts for an earlier loss); `stuck` is called at most once.
+ * Invariants: only a thread that was up counts as lost (a replacement that dies before it comes
+ * up leaves the serving threads as they were); the n-th lost thread is covered once n
+ * replacements are up (replacements are interchangeable: a late one still counts for an
+ * earlier loss); `stuck` is called for every loss not covered in time, until stop().
  */
 export class ReplacementWatch {
+  readonly #pool: Piscina;
   readonly #timeoutMs: number;
   readonly #stuck: (error: Error) => void;
   readonly #timers = new Set<LongTimer>();
+  /** Threads that are up (their worker loaded and ran init) and still in the pool. */
+  readonly #serving: Set<Worker>;
   #lost = 0;
   #up = 0;
   #stopped = false;
 
   constructor(pool: Piscina, timeoutMs: number, stuck: (error: Error) => void) {
+    this.#pool = pool;
     this.#timeoutMs = timeoutMs;
     this.#stuck = stuck;
-    // Attached after start(): the first threads' own events have been emitted by then.
-    pool.on('workerCreate', () => {
+    // Attached after start(): the first threads are up, and their own events emitted by then.
+    this.#serving = new Set(pool.threads);
+    pool.on('workerCreate', (worker: { id: number }) => {
       this.#up++;
+      // The thread is alive here, so its threadId still names it (an exited one reads -1).
+      const thread = pool.threads.find((t) => t.threadId === worker.id);
+      if (thread) this.#serving.add(thread);
     });
   }
 
-  /** A thread was lost outside teardown: its replacement must be up within the timeout. */
-  lost(): void {
+  /**
+   * piscina removed a thread outside teardown. Call once it has left `pool.threads` (piscina
+   * emits 'workerDestroy' just before): each serving thread no longer there is lost, and its
+   * replacement must be up within the timeout.
+   */
+  removed(): void {
+    const present = new Set(this.#pool.threads);
+    for (const thread of this.#serving) {
+      if (present.has(thread)) continue;
+      this.#serving.delete(thread);
+      this.#await();
+    }
+  }
+
+  /** A serving thread was lost: the next replacement to come up is due within the timeout. */
+  #await(): void {
     if (this.#stopped) return;
     const needed = ++this.#lost;
     const timer = setLongTimeout(
       (watch) => {
         watch.#timers.delete(timer);
         if (watch.#stopped || watch.#up >= needed) return;
-        watch.stop();
+        // Still watching: a thread that serves now may be lost later, and with it the last.
         watch.#stuck(
           new WorkerExitedError(
             `a replacement worker thread did not load and run init within startTimeoutMs (${watch.#timeoutMs} ms)`,
@@ -52,9 +77,9 @@ export class ReplacementWatch {
     this.#timers.add(timer);
   }
 
-  /** Threads that are up now, of the `threads` that start() brought up. */
-  serving(threads: number): number {
-    return threads - this.#lost + this.#up;
+  /** Threads that are up now. */
+  get serving(): number {
+    return this.#serving.size;
   }
 
   stop(): void {

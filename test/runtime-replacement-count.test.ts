@@ -1,0 +1,58 @@
+/**
+ * The ReplacementWatch counts threads that serve: a replacement that dies before it comes up
+ * was never one of them, and a thread lost after the runtime has failed still counts. With a
+ * thread still serving, the pool is kept (its calls finish, close() drains); with none left it
+ * is abandoned, so queued calls reject instead of waiting forever. startTimeoutMs is the
+ * behaviour under test here.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { builtModuleUrl } from '../src/paths.js';
+import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, control, gate, start, until } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+const FAILS_WORKER = builtModuleUrl('test/fixtures/replacement-fails-worker.js');
+
+/** Two threads that start; every replacement fails in init as `then` says. */
+function twoThreads(then: 'exit' | 'hang') {
+  return start({
+    worker: FAILS_WORKER,
+    workerData: { loads: new SharedArrayBuffer(4), ok: 2, then },
+    threads: 2,
+    admission: { requests: 4 },
+    // Long enough for two cold threads to start on a busy machine; no replacement comes up.
+    startTimeoutMs: 1_000,
+  });
+}
+
+describe('replacements that fail in init', () => {
+  it('one that exits there is no lost serving thread: the other thread keeps its call', async () => {
+    const rt = await twoThreads('exit');
+    const c = control();
+    const running = rt.run(gate(c, { value: 'kept' }));
+    await waitFor(c, STARTED);
+    // The idle thread takes it and dies; its replacement exits in init.
+    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    await until(() => rt.state === 'failed', 'the runtime to fail');
+    open(c);
+    await expect(running).resolves.toBe('kept');
+    expect(rt.report()).toMatchObject({ depth: 0, completed: 1, failed: 1 });
+    await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+  }, 20_000);
+
+  it('the last serving thread lost after the runtime failed: queued calls are given back', async () => {
+    const rt = await twoThreads('hang');
+    const c = control();
+    const last = rt.run({ mode: 'block-exit', control: c.buffer as SharedArrayBuffer });
+    await waitFor(c, STARTED);
+    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    const queued = codeOf(rt.run({ mode: 'echo', value: 1 })); // no thread free to take it
+    await until(() => rt.state === 'failed', 'the runtime to fail');
+    open(c); // the serving thread exits too; its replacement hangs in init as well
+    expect(await codeOf(last)).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await queued).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(rt.report()).toMatchObject({ depth: 0, failed: 3 });
+    await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+  }, 20_000);
+});
