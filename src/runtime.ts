@@ -93,7 +93,7 @@ export class Runtime {
   #pool: Piscina | undefined;
   #inflight = 0;
   #closing: Promise<CloseResult> | undefined;
-  /** Ends close()'s wait for in-flight work early (armed by a close timeout); unset once it is over. */
+  /** Ends close()'s wait early, for in-flight work or close hooks (armed by a close timeout); unset once close() is over. */
   #force: (() => void) | undefined;
   #forceTimer: LongTimer;
   #forceAt = Number.POSITIVE_INFINITY;
@@ -386,20 +386,23 @@ export class Runtime {
     });
     const clean = await Promise.race([drained, expired]);
     const abandoned = clean ? 0 : this.#admission.report().depth;
-    this.#force = undefined;
-    clearLongTimeout(this.#forceTimer);
     this.#tearingDown = true;
     this.#watch?.stop();
     const pool = this.#pool!;
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!this.#abandoned && clean) {
       // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
-      // hook that never returns would hold pool.close() forever: destroy the pool then.
-      if (await teardown(pool, this.#options.threads, this.#options.startTimeoutMs)) await pool.close();
+      // hook that never returns would hold pool.close() forever: destroy the pool then. The
+      // close timeout still applies here (this call's, or one given after the drain, like a
+      // server's second signal), so a hung hook cannot hold close() for startTimeoutMs.
+      const cut = expired.then(() => undefined);
+      if (await teardown(pool, this.#options.threads, this.#options.startTimeoutMs, cut)) await pool.close();
       else await pool.destroy();
     } else if (!this.#abandoned) {
       await pool.destroy();
     }
+    this.#force = undefined;
+    clearLongTimeout(this.#forceTimer);
     this.#state = 'stopped';
     return { clean, abandoned };
   }

@@ -104,6 +104,22 @@ describe('Runtime.start', () => {
     expect(rt.report().state).toBe('stopped');
   });
 
+  it('a close timeout, given while the close hooks run, cuts a hook that never returns short', async () => {
+    const closed = newControl();
+    const rt = await Runtime.start({
+      worker: INIT_WORKER,
+      threads: 2,
+      startTimeoutMs: 600_000, // the hooks' own bound is out of reach: only the timeout can end it
+      workerData: { closed: closed.buffer, closeHangs: true },
+    });
+    const closing = rt.close();
+    await waitFor(closed, INVOKED, 2); // both hooks are running, and neither will return
+    // What serve's second signal does: the drain is over, the teardown is what it cuts short.
+    await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: true, abandoned: 0 });
+    await expect(closing).resolves.toEqual({ clean: true, abandoned: 0 });
+    expect(rt.report().state).toBe('stopped');
+  }, 20_000);
+
   it('defineWorker without a handler function throws OMNI_ERR_INVALID_ARGUMENT', () => {
     for (const handler of [42, undefined, 'run']) {
       expect(() => defineWorker(handler as never)).toThrow(

@@ -102,14 +102,27 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
 
 /**
  * Every thread runs its worker's close hook. Failures are warnings: the pool is going anyway.
- * Resolves false when the hooks did not all finish within `timeoutMs` (one hangs, say): the
- * caller must then destroy the pool, as a graceful close would wait on that thread forever.
+ * Resolves false when the hooks did not all finish within `timeoutMs` (one hangs, say), or
+ * before `cut` settled (close()'s own timeout): the caller must then destroy the pool, as a
+ * graceful close would wait on that thread forever.
  */
-export async function teardown(pool: Piscina, threads: number, timeoutMs: number): Promise<boolean> {
+export async function teardown(
+  pool: Piscina,
+  threads: number,
+  timeoutMs: number,
+  cut?: Promise<void>,
+): Promise<boolean> {
   try {
-    const replies = await within(broadcast(pool, 'teardown', threads, timeoutMs).all, timeoutMs);
+    let wasCut = false;
+    const all = broadcast(pool, 'teardown', threads, timeoutMs).all;
+    const cutShort = cut?.then(() => {
+      wasCut = true;
+      return undefined;
+    });
+    const replies = await within(cutShort ? Promise.race([all, cutShort]) : all, timeoutMs);
     if (replies === undefined) {
-      process.emitWarning(`worker close hooks did not finish within ${timeoutMs} ms`, 'OmniRuntimeWarning');
+      const why = wasCut ? "before close()'s timeout" : `within ${timeoutMs} ms`;
+      process.emitWarning(`worker close hooks did not finish ${why}`, 'OmniRuntimeWarning');
       return false;
     }
     for (const reply of replies) {
