@@ -396,7 +396,10 @@ export class Runtime {
       // close timeout still applies here (this call's, or one given after the drain, like a
       // server's second signal), so a hung hook cannot hold close() for startTimeoutMs.
       const cut = expired.then(() => undefined);
-      if (await teardown(pool, this.#options.threads, this.#options.startTimeoutMs, cut)) await pool.close();
+      // One teardown per thread that serves: a lost thread's replacement that never came up
+      // would never take its turn, and close() would wait out startTimeoutMs for it.
+      const threads = this.#watch?.serving ?? this.#options.threads;
+      if (await teardown(pool, threads, this.#options.startTimeoutMs, cut)) await pool.close();
       else await pool.destroy();
     } else if (!this.#abandoned) {
       await pool.destroy();

@@ -15,14 +15,14 @@ afterEach(cleanup);
 const FAILS_WORKER = builtModuleUrl('test/fixtures/replacement-fails-worker.js');
 
 /** Two threads that start; every replacement fails in init as `then` says. */
-function twoThreads(then: 'exit' | 'hang') {
+function twoThreads(then: 'exit' | 'hang', loads = new SharedArrayBuffer(8), startTimeoutMs = 1_000) {
   return start({
     worker: FAILS_WORKER,
-    workerData: { loads: new SharedArrayBuffer(4), ok: 2, then },
+    workerData: { loads, ok: 2, then },
     threads: 2,
     admission: { requests: 4 },
     // Long enough for two cold threads to start on a busy machine; no replacement comes up.
-    startTimeoutMs: 1_000,
+    startTimeoutMs,
   });
 }
 
@@ -54,5 +54,16 @@ describe('replacements that fail in init', () => {
     expect(await queued).toBe('OMNI_ERR_WORKER_EXITED');
     expect(rt.report()).toMatchObject({ depth: 0, failed: 3 });
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+  }, 20_000);
+
+  it('close() with a thread short: the close hooks run on the threads that serve, not waiting for the missing one', async () => {
+    const loads = new SharedArrayBuffer(8);
+    // Out of reach: were close() to wait for a close hook on the missing thread, the test times out.
+    const rt = await twoThreads('hang', loads, 600_000);
+    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    await until(() => Atomics.load(new Int32Array(loads), 0) === 3, 'the replacement to hang in init');
+    await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+    expect(rt.report().state).toBe('stopped');
+    expect(Atomics.load(new Int32Array(loads), 1)).toBe(1); // the one serving thread's hook ran
   }, 20_000);
 });
