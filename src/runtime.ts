@@ -102,6 +102,8 @@ export class Runtime {
   #failure: Error | undefined;
   /** The pool was destroyed after losing every thread: close() must not send it more work. */
   #abandoned = false;
+  /** The abandoned pool's destroy(): close() resolves only once its threads are gone. */
+  #destroyed: Promise<void> | undefined;
   /** Fails the runtime when a lost thread's replacement does not come up. */
   #watch: ReplacementWatch | undefined;
 
@@ -330,7 +332,7 @@ export class Runtime {
     if (this.#abandoned || this.#tearingDown) return;
     this.#abandoned = true;
     this.#watch?.stop();
-    void this.#pool?.destroy();
+    this.#destroyed = this.#pool?.destroy();
   }
 
   #fail(error: Error): void {
@@ -403,6 +405,8 @@ export class Runtime {
       else await pool.destroy();
     } else if (!this.#abandoned) {
       await pool.destroy();
+    } else {
+      await this.#destroyed;
     }
     this.#force = undefined;
     clearLongTimeout(this.#forceTimer);
