@@ -3,13 +3,13 @@
  * every status of the table, and which requests reach a worker (the fixture counts its own
  * invocations in shared memory). Capacity is held by parking calls at the gate, never by sleeps.
  */
-import { connect } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { MAX_ROWS } from '../src/native/index.js';
 import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
 import { until } from './fixtures/runtime-harness.js';
 import {
   type Answer,
+  answerThenMalformedRest,
   floatsOf,
   get,
   postBytes,
@@ -310,29 +310,12 @@ describe('413, 415, 404', () => {
   it('an answer sent before the body was read closes the connection: one request, one answer', async () => {
     const { s, g } = await shared();
     const before = g.entered();
-    const socket = connect({ host: '127.0.0.1', port: s.port });
-    socket.on('error', () => {});
-    const heard: Buffer[] = [];
-    let answered!: () => void;
-    const first = new Promise<void>((resolve) => {
-      answered = resolve;
-    });
-    socket.on('data', (c: Buffer) => {
-      heard.push(c);
-      if (Buffer.concat(heard).toString('utf8').endsWith('}')) answered();
-    });
-    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-    const chunk = Buffer.from(new Float32Array([1, 2]).buffer);
-    socket.write(
-      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
-        `Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n${chunk.length.toString(16)}\r\n`,
+    // A 415, answered before the body was read; the rest of that body is not a chunk size.
+    const text = await answerThenMalformedRest(
+      s.port,
+      'POST /v1/linear HTTP/1.1',
+      'Content-Encoding: gzip\r\n',
     );
-    socket.write(chunk);
-    await first; // the 415, answered before the body was read
-    socket.write('\r\nQQ\r\n'); // the rest of that body: not a chunk size
-    await closed;
-    const text = Buffer.concat(heard).toString('utf8');
     expect(text.match(/HTTP\/1\.1 \d{3} /g)).toEqual(['HTTP/1.1 415 ']);
     expect(text).toMatch(/\r\nconnection: close\r\n/i);
     expect(g.entered() - before).toBe(0);
