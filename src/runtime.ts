@@ -93,7 +93,10 @@ export class Runtime {
   #pool: Piscina | undefined;
   #inflight = 0;
   #closing: Promise<CloseResult> | undefined;
-  /** Ends close()'s wait early, for in-flight work or close hooks (armed by a close timeout); unset once close() is over. */
+  /**
+   * Ends close()'s wait early, for in-flight work or close hooks (armed by a close timeout);
+   * unset once close() is over.
+   */
   #force: (() => void) | undefined;
   #forceTimer: LongTimer;
   #forceAt = Number.POSITIVE_INFINITY;

@@ -13,7 +13,7 @@ export class WorkerTaskContext implements TaskContext {
   readonly #words: Int32Array;
   readonly #claim: Claim;
   #controller: AbortController | undefined;
-  /** Why the signal aborted, as the signal itself says it: a timer may fire a moment before Date.now() agrees. */
+  /** Why the signal aborted: its deadline timer may fire a moment before Date.now() agrees. */
   #abortedFor: SkipReason | undefined;
   #deadlineTimer: LongTimer;
   #done = false;
