@@ -7,8 +7,9 @@
  * connections are left to hear their 503 rather than being reset under a request in flight);
  * (3) requests already being answered run to their end; (4) the runtime closes, which waits
  * for work still running after its caller left (a 504 keeps its capacity until the work ends);
- * (5) the remaining connections and the HTTP server close. Steps 3 and 4 share one timeout: work still running then is abandoned
- * (the runtime terminates its threads and reclaims their capacity).
+ * (5) the remaining connections and the HTTP server close. Steps 3 and 4 share one timeout:
+ * work still running then is abandoned (the runtime terminates its threads and reclaims their
+ * capacity), and so are close hooks still running.
  *
  * Invariants: drain runs once (later calls get the same promise); `inflight` counts every
  * request from its arrival until its response closes (finished, or the socket went away).
