@@ -68,6 +68,9 @@ export class ReplacementWatch {
             `a replacement worker thread did not load and run init within startTimeoutMs (${watch.#timeoutMs} ms)`,
           ),
         );
+        // piscina also offers queued calls to a thread that is not up yet: one given to a
+        // replacement that never comes up would wait forever. End those threads; their calls reject.
+        if (!watch.#stopped) watch.#endPending();
       },
       this.#timeoutMs,
       this,
@@ -75,6 +78,11 @@ export class ReplacementWatch {
     // A process with nothing else to do may end while a replacement is still due.
     (timer as { unref?: () => void } | undefined)?.unref?.();
     this.#timers.add(timer);
+  }
+
+  /** Terminates the threads in the pool that are not up (replacements stuck in init). */
+  #endPending(): void {
+    for (const thread of this.#pool.threads) if (!this.#serving.has(thread)) void thread.terminate();
   }
 
   /** Threads that are up now. */
