@@ -383,6 +383,22 @@ export class Runtime {
     this.#forceTimer = setLongTimeout((force) => force(), timeoutMs, this.#force);
   }
 
+  /**
+   * One teardown turn per thread that serves: a lost thread's replacement that never came up
+   * would never take its turn, and close() would wait out startTimeoutMs for it. One that comes
+   * up during a round got no turn: another round reaches every thread that serves then (the
+   * entry runs a thread's close hook once; a second turn answers at once).
+   */
+  async #teardown(pool: Piscina, cut: Promise<void>): Promise<boolean> {
+    const watch = this.#watch;
+    let threads = watch?.serving ?? this.#options.threads;
+    for (;;) {
+      if (!(await teardown(pool, threads, this.#options.startTimeoutMs, cut))) return false;
+      if (watch === undefined || watch.serving <= threads) return true;
+      threads = watch.serving;
+    }
+  }
+
   async #shutdown(): Promise<CloseResult> {
     this.#state = 'draining';
     const drained = this.#admission.close().then(() => true);
@@ -397,14 +413,14 @@ export class Runtime {
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!this.#abandoned && clean) {
       // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
-      // hook that never returns would hold pool.close() forever: destroy the pool then. The
-      // close timeout still applies here (this call's, or one given after the drain, like a
-      // server's second signal), so a hung hook cannot hold close() for startTimeoutMs.
+      // hook that never returns would hold pool.close() forever: destroy the pool then. A close
+      // timeout given so far bounded the wait for work, not the hooks (a 0 ms one on an idle
+      // runtime must not skip them); one given while they run (a server's second signal: stop
+      // waiting) cuts them short instead of leaving close() to wait out startTimeoutMs.
+      clearLongTimeout(this.#forceTimer);
+      this.#forceAt = Number.POSITIVE_INFINITY;
       const cut = expired.then(() => undefined);
-      // One teardown per thread that serves: a lost thread's replacement that never came up
-      // would never take its turn, and close() would wait out startTimeoutMs for it.
-      const threads = this.#watch?.serving ?? this.#options.threads;
-      if (await teardown(pool, threads, this.#options.startTimeoutMs, cut)) await pool.close();
+      if (await this.#teardown(pool, cut)) await pool.close();
       else await pool.destroy();
     } else if (!this.#abandoned) {
       await pool.destroy();

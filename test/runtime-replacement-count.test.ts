@@ -66,4 +66,21 @@ describe('replacements that fail in init', () => {
     expect(rt.report().state).toBe('stopped');
     expect(Atomics.load(new Int32Array(loads), 1)).toBe(1); // the one serving thread's hook ran
   }, 20_000);
+
+  it('a replacement that comes up while the close hooks run still runs its own', async () => {
+    const words = new SharedArrayBuffer(16);
+    const w = new Int32Array(words);
+    const rt = await start({
+      worker: builtModuleUrl('test/fixtures/late-replacement-worker.js'),
+      threads: 2,
+      workerData: { words },
+      startTimeoutMs: 10_000,
+    });
+    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    await until(() => Atomics.load(w, 0) === 3, 'the replacement to be in init');
+    // The serving thread's hook lets the replacement come up, mid-teardown.
+    await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+    expect(Atomics.load(w, 2)).toBe(3); // every init finished
+    expect(Atomics.load(w, 1)).toBe(2); // both live threads ran their close hook, once each
+  }, 20_000);
 });

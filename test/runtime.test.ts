@@ -104,6 +104,23 @@ describe('Runtime.start', () => {
     expect(rt.report().state).toBe('stopped');
   });
 
+  it('a close timeout given before the drain ended bounds the drain, not the close hooks that follow it', async () => {
+    const closed = newControl();
+    const rt = await Runtime.start({
+      worker: INIT_WORKER,
+      threads: 2,
+      workerData: { closed: closed.buffer, closeGate: true },
+    });
+    // Nothing in flight: the drain ends at once, and the hooks run past the 0 ms timeout.
+    const closing = rt.close({ timeoutMs: 0 });
+    await waitFor(closed, INVOKED, 2); // both hooks are running, each held at its gate
+    // Set after close()'s own 0 ms timer, so due after it: that timeout has fired by now.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    open(closed); // the hooks finish: each frees what its init took
+    await expect(closing).resolves.toEqual({ clean: true, abandoned: 0 });
+    expect(Atomics.load(closed, STARTED)).toBe(2); // both hooks returned
+  });
+
   it('a close timeout, given while the close hooks run, cuts a hook that never returns short', async () => {
     const closed = newControl();
     const rt = await Runtime.start({

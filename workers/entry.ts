@@ -62,11 +62,16 @@ async function teardown(message: PingMessage): Promise<PingReply> {
   return error ? { ok: false, threadId, error } : { ok: true, threadId };
 }
 
+let closed = false;
+
 /**
- * The worker's close hook, once its init succeeded. A thread whose own init threw never runs
- * close (init must free what it took before throwing): close may rely on everything init sets up.
+ * The worker's close hook, once its init succeeded, and at most once (a teardown may come
+ * round again). A thread whose own init threw never runs close (init must free what it took
+ * before throwing): close may rely on everything init sets up.
  */
 async function closeHook(): Promise<WireError | undefined> {
+  if (closed) return undefined;
+  closed = true;
   try {
     if (initError === undefined) await definition?.close?.();
     return undefined;

@@ -9,7 +9,7 @@
  * for work still running after its caller left (a 504 keeps its capacity until the work ends);
  * (5) the remaining connections and the HTTP server close. Steps 3 and 4 share one timeout:
  * work still running then is abandoned (the runtime terminates its threads and reclaims their
- * capacity), and so are close hooks still running.
+ * capacity). A second signal (expire()) also cuts the runtime's close hooks short.
  *
  * Invariants: drain runs once (later calls get the same promise); `inflight` counts every
  * request from its arrival until its response closes (finished, or the socket went away).
@@ -42,8 +42,6 @@ export class Drain {
   #wake: (() => void) | undefined;
   #expire: (() => void) | undefined;
   #closingRuntime = false;
-  /** expire() has forced the runtime's close (once is enough). */
-  #forced = false;
   #result: Promise<DrainResult> | undefined;
 
   /** `runtime` is closed by the drain when given (the server owns it). */
@@ -80,14 +78,12 @@ export class Drain {
   /**
    * Ends the drain's wait now, as if its timeout had passed (e.g. a second SIGINT): work still
    * running is abandoned, whether the drain still waits for requests or for the runtime alone
-   * (work whose caller already left), which a later close timeout forces.
+   * (work whose caller already left), which a later close timeout forces. Once the runtime is
+   * closing, every call forces it again: the one after its work ended cuts its close hooks.
    */
   expire(): void {
     this.#expire?.();
-    if (this.#closingRuntime && !this.#forced) {
-      this.#forced = true;
-      void this.#runtime?.close({ timeoutMs: 0 });
-    }
+    if (this.#closingRuntime) void this.#runtime?.close({ timeoutMs: 0 });
   }
 
   async #run(app: FastifyInstance, timeoutMs: number): Promise<DrainResult> {
