@@ -5,8 +5,10 @@
  * (OMNI_ERR_WORKER_EXITED) instead of a thread short for good, or, with no other thread,
  * holding every call queued forever.
  */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { builtModuleUrl } from '../src/paths.js';
+import { builtModuleUrl, packageRoot } from '../src/paths.js';
 import { INVOKED, newControl } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, rejection, start, until } from './fixtures/runtime-harness.js';
 
@@ -48,5 +50,15 @@ describe('a replacement thread whose init never finishes', () => {
     expect(await codeOf(rt.run({}))).toBe('OMNI_ERR_UNAVAILABLE');
     expect(rt.report()).toMatchObject({ depth: 0 });
     await expect(rt.close()).resolves.toMatchObject({ clean: true });
+  }, 20_000);
+
+  it('a process with nothing else to do waits for the call to settle, rather than exiting 13', async () => {
+    const script = join(packageRoot, 'dist', 'test', 'fixtures', 'replacement-hang-script.js');
+    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      execFile(process.execPath, [script], { timeout: 15_000 }, (err, out) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout: out }),
+      );
+    });
+    expect({ code, stdout }).toEqual({ code: 0, stdout: 'OMNI_ERR_WORKER_EXITED\n' });
   }, 20_000);
 });

@@ -22,7 +22,7 @@ Flags:
   -h, --help         this help; every command has its own (omni-runtime bench --help)
   -v, --version      the package version
 
-A command takes each of its flags once: a second value for one is a usage mistake (exit 2).
+A command takes a value flag once: a second value for one is a usage mistake (exit 2).
 `;
 
 function version(): string {
