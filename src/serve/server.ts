@@ -22,6 +22,7 @@ import {
   expectationHandler,
 } from './client-error.js';
 import { Drain, type DrainResult, type ServerState } from './drain.js';
+import { continueWhenRead, deferContinue } from './expect-continue.js';
 import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
 import { listeningServers } from './listeners.js';
@@ -152,6 +153,8 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
 
   const onExpectation = expectationHandler(metrics);
   app.server.on('checkExpectation', onExpectation);
+  app.server.on('checkContinue', deferContinue);
+  continueWhenRead(app, bodyLimit);
   // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser(OCTET_STREAM, { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
@@ -224,6 +227,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   for (const other of listeningServers(app).slice(1)) {
     other.on('clientError', clientErrors);
     other.on('checkExpectation', onExpectation);
+    other.on('checkContinue', deferContinue);
   }
   const bound = app.server.address() as AddressInfo;
   const shownHost = bound.address.includes(':') ? `[${bound.address}]` : bound.address;

@@ -1,0 +1,77 @@
+/**
+ * `Expect: 100-continue` (curl sends it for large bodies): the client waits to upload until the
+ * server says 100 Continue. node says it at once by default, so a request about to be refused
+ * before its body is read (too large, another media type, a draining server) was uploaded for
+ * nothing. The 100 now comes only once those checks have passed; a refusal comes instead of it.
+ */
+import { connect } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type ServeHandle, serve } from '../src/serve/index.js';
+import { rawExchange } from './fixtures/serve-client.js';
+import { type Gated, startGated } from './fixtures/serve-harness.js';
+
+const IN = 4;
+let started: Promise<{ g: Gated; s: ServeHandle }> | undefined;
+function shared(): Promise<{ g: Gated; s: ServeHandle }> {
+  started ??= (async () => {
+    const g = await startGated({ inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } });
+    return { g, s: await serve(g.lr, { port: 0, bodyLimit: 64 }) };
+  })();
+  return started;
+}
+
+afterAll(async () => {
+  await (await started)?.s.close();
+});
+
+function head(type: string, length: number): string {
+  return (
+    `POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\n` +
+    `Content-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`
+  );
+}
+
+describe('Expect: 100-continue', () => {
+  it.each([
+    ['a body over the limit', head('application/octet-stream', 1000), 413],
+    ['another media type', head('text/plain', 16), 415],
+    [
+      'a compressed body',
+      head('application/octet-stream', 16).replace('\r\n\r\n', '\r\nContent-Encoding: gzip\r\n\r\n'),
+      415,
+    ],
+  ])('%s: refused at once, with no 100 Continue before it', async (_, request, status) => {
+    const { g, s } = await shared();
+    const before = g.entered();
+    // The body is never sent: the client waits for a 100 that must not come.
+    const answer = await rawExchange(s.port, [request]);
+    expect(answer.status).toBe(status);
+    expect(answer.head).not.toMatch(/100 Continue/);
+    expect(g.entered() - before).toBe(0);
+  });
+
+  it('an accepted request hears 100 Continue, then sends its body and gets its rows', async () => {
+    const { s } = await shared();
+    const socket = connect({ host: '127.0.0.1', port: s.port });
+    const heard: Buffer[] = [];
+    let onData = (): void => {};
+    socket.on('data', (c: Buffer) => {
+      heard.push(c);
+      onData();
+    });
+    const text = (): string => Buffer.concat(heard).toString('latin1');
+    const until = (done: () => boolean): Promise<void> =>
+      new Promise((resolve) => {
+        onData = () => done() && resolve();
+        onData();
+      });
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.write(head('application/octet-stream', 4 * IN));
+    await until(() => text().includes('\r\n\r\n'));
+    expect(text()).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+    socket.write(Buffer.from(new Float32Array([1, 2, 3, 4]).buffer));
+    await until(() => /HTTP\/1\.1 200 /.test(text()) && /\r\n\r\n[\s\S]{12}$/.test(text()));
+    socket.destroy();
+    expect(text()).toMatch(/HTTP\/1\.1 200 OK\r\n/);
+  });
+});
