@@ -3,16 +3,21 @@
  * node says it at once unless a server listens for 'checkContinue', so a request refused before
  * its body is read (draining, compressed, another media type, over the body limit) had it
  * uploaded for nothing. Here the 100 is sent from a preParsing hook: after routing and the
- * route's onRequest checks, and only for a body this server would go on to read.
+ * route's onRequest checks, and only for a body this server would go on to read. Only a request
+ * node deferred gets one: node alone decides what asks for it (an HTTP/1.0 request's
+ * expectation is ignored; a list such as `100-continue, 100-continue` asks).
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { OCTET_STREAM } from './body.js';
 
 const READ_TYPES = new Set([OCTET_STREAM, 'application/json']);
+/** Requests whose 100 Continue node left to this server. */
+const deferred = new WeakSet<IncomingMessage>();
 
 /** A server 'checkContinue' listener: the request goes on as any other, without the 100. */
 export function deferContinue(this: Server, req: IncomingMessage, res: ServerResponse): void {
+  deferred.add(req);
   this.emit('request', req, res);
 }
 
@@ -27,14 +32,7 @@ function readable(request: FastifyRequest, bodyLimit: number): boolean {
 /** Sends the deferred 100 Continue for a request whose body will be read. */
 export function continueWhenRead(app: FastifyInstance, bodyLimit: number): void {
   app.addHook('preParsing', (request, reply, payload, done) => {
-    const expect = request.headers.expect;
-    if (
-      typeof expect === 'string' &&
-      expect.toLowerCase() === '100-continue' &&
-      readable(request, bodyLimit)
-    ) {
-      reply.raw.writeContinue();
-    }
+    if (deferred.has(request.raw) && readable(request, bodyLimit)) reply.raw.writeContinue();
     done(null, payload);
   });
 }
