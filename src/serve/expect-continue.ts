@@ -12,6 +12,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { OCTET_STREAM } from './body.js';
 
 const READ_TYPES = new Set([OCTET_STREAM, 'application/json']);
+/** Methods whose body fastify never reads (it runs the handler, or the 404, without parsing). */
+const BODYLESS = new Set(['GET', 'HEAD', 'TRACE']);
 /** Requests whose 100 Continue node left to this server. */
 const deferred = new WeakSet<IncomingMessage>();
 
@@ -22,7 +24,9 @@ export function deferContinue(this: Server, req: IncomingMessage, res: ServerRes
 }
 
 function readable(request: FastifyRequest, bodyLimit: number): boolean {
-  if (request.routeOptions.url === undefined) return false; // a 404 reads no body
+  // A 404 reads a body it has a parser for, as a route does: withholding the 100 there would
+  // leave the client waiting for it while the server waits for the body.
+  if (BODYLESS.has(request.raw.method ?? '')) return false;
   const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
   if (type === undefined || !READ_TYPES.has(type)) return false;
   const length = request.headers['content-length'];
