@@ -15,7 +15,7 @@ afterEach(cleanup);
 const FAILS_WORKER = builtModuleUrl('test/fixtures/replacement-fails-worker.js');
 
 /** Two threads that start; every replacement fails in init as `then` says. */
-function twoThreads(then: 'exit' | 'hang', loads = new SharedArrayBuffer(8), startTimeoutMs = 1_000) {
+function twoThreads(then: 'exit' | 'hang', loads = new SharedArrayBuffer(8), startTimeoutMs = 2_000) {
   return start({
     worker: FAILS_WORKER,
     workerData: { loads, ok: 2, then },

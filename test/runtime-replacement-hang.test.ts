@@ -23,7 +23,7 @@ async function lostThread(threads: number) {
     worker: HANG_INIT_WORKER,
     threads,
     admission: { requests: 4 },
-    startTimeoutMs: 1_000,
+    startTimeoutMs: 2_000,
     workerData: { control: control.buffer, hangAt: threads + 1 },
   });
   expect(await codeOf(rt.run({ exit: true }))).toBe('OMNI_ERR_WORKER_EXITED');

@@ -22,7 +22,7 @@ describe('a call queued behind a replacement that never comes up', () => {
       workerData: { loads, ok: 2, then },
       threads: 2,
       admission: { requests: 4 },
-      startTimeoutMs: 1_000,
+      startTimeoutMs: 2_000,
     });
     const c = control();
     const running = rt.run(gate(c, { value: 'kept' }));
