@@ -2,15 +2,15 @@
  * A value flag given twice: the first value would be dropped without a word (`--rates 1x
  * --rates 4x` measures only 4x), so every command refuses it as a usage mistake.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runAdmissionBenchCommand } from '../src/cli/admission-bench-command.js';
 import { parseFlags } from '../src/cli/args.js';
 import { parseBenchArgs } from '../src/cli/bench-options.js';
 import { parseServeArgs } from '../src/cli/serve-command.js';
 import { runCli } from './fixtures/cli-process.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
+
+const tempDir = tempDirs('omni-repeated-');
 
 const FLAGS = { rate: { type: 'string' }, json: { type: 'boolean' } } as const;
 
@@ -55,20 +55,15 @@ describe('a value flag given twice', () => {
   });
 
   it('on the command line: exit 2, one line naming the flag', async () => {
-    const out = mkdtempSync(join(tmpdir(), 'omni-repeated-'));
-    try {
-      // Short enough that a regression costs a second, not a benchmark.
-      const args = [
-        ...['bench', '--duration', '0.02', '--duration', '0.04'],
-        ...['--calibrate', '0.01', '--rates', '20'],
-      ];
-      const { code, stdout, stderr } = await runCli([...args, '--out', out]);
-      expect(code, stderr).toBe(2);
-      expect(stdout).toBe('');
-      expect(stderr.trimEnd().split('\n')).toHaveLength(1);
-      expect(stderr).toContain('--duration');
-    } finally {
-      rmSync(out, { recursive: true, force: true });
-    }
+    // Short enough that a regression costs a second, not a benchmark.
+    const args = [
+      ...['bench', '--duration', '0.02', '--duration', '0.04'],
+      ...['--calibrate', '0.01', '--rates', '20'],
+    ];
+    const { code, stdout, stderr } = await runCli([...args, '--out', tempDir()]);
+    expect(code, stderr).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(stderr).toContain('--duration');
   });
 });

@@ -5,10 +5,10 @@
  * (OMNI_ERR_WORKER_EXITED) instead of a thread short for good, or, with no other thread,
  * holding every call queued forever.
  */
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { builtModuleUrl, packageRoot } from '../src/paths.js';
+import { runNode } from './fixtures/cli-process.js';
 import { INVOKED, newControl } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, rejection, start, until } from './fixtures/runtime-harness.js';
 
@@ -54,11 +54,7 @@ describe('a replacement thread whose init never finishes', () => {
 
   it('a process with nothing else to do waits for the call to settle, rather than exiting 13', async () => {
     const script = join(packageRoot, 'dist', 'test', 'fixtures', 'replacement-hang-script.js');
-    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      execFile(process.execPath, [script], { timeout: 15_000 }, (err, out) =>
-        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout: out }),
-      );
-    });
+    const { code, stdout } = await runNode(script, [], 15_000);
     expect({ code, stdout }).toEqual({ code: 0, stdout: 'OMNI_ERR_WORKER_EXITED\n' });
   }, 20_000);
 });
