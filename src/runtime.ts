@@ -136,14 +136,17 @@ export class Runtime {
   /** Starts the threads and resolves once every one has loaded its worker and answered. */
   static async start(options: RuntimeOptions): Promise<Runtime> {
     const runtime = new Runtime(checkRuntimeOptions(options));
+    const loaded = new SharedArrayBuffer(4);
     runtime.#pool = await startPool(runtime.#options, {
       admission: runtime.#admission.buffer,
       cancel: runtime.#cancel.words.buffer as SharedArrayBuffer,
+      loaded,
       module: runtime.#options.moduleUrl,
       data: runtime.#options.workerData,
     });
     const pool = runtime.#pool;
-    const watch = new ReplacementWatch(pool, runtime.#options.startTimeoutMs, (error) => {
+    const loads = new Int32Array(loaded);
+    const watch = new ReplacementWatch(pool, loads, runtime.#options.startTimeoutMs, (error) => {
       runtime.#fail(error);
       // No thread left that could take the queued calls: give them back now (this may come
       // with a later loss, after the runtime has failed with a thread still serving).
@@ -387,14 +390,19 @@ export class Runtime {
    * One teardown turn per thread that serves: a lost thread's replacement that never came up
    * would never take its turn, and close() would wait out startTimeoutMs for it. One that comes
    * up during a round got no turn: another round reaches every thread that serves then (the
-   * entry runs a thread's close hook once; a second turn answers at once).
+   * entry runs a thread's close hook once; a second turn answers at once). Its ready message may
+   * trail the round's replies, so each round first waits until the watch has heard of every
+   * thread that has loaded. One still loading when the last round ends gets no turn: pool.close()
+   * terminates it without its close hook.
    */
   async #teardown(pool: Piscina, cut: Promise<void>): Promise<boolean> {
     const watch = this.#watch;
     let threads = watch?.serving ?? this.#options.threads;
     for (;;) {
       if (!(await teardown(pool, threads, this.#options.startTimeoutMs, cut))) return false;
-      if (watch === undefined || watch.serving <= threads) return true;
+      if (watch === undefined) return true;
+      await watch.caughtUp(cut);
+      if (watch.serving <= threads) return true;
       threads = watch.serving;
     }
   }

@@ -40,6 +40,10 @@ try {
   // Reported through the start-up ping, so start() rejects with the worker's own error code.
   initError = toWire(err);
 }
+// Before piscina's ready message: a close that ends its teardown rounds in between waits for it.
+const loaded = new Int32Array(data.loaded);
+Atomics.add(loaded, 0, 1);
+Atomics.notify(loaded, 0);
 
 function ping(message: PingMessage): PingReply | Promise<PingReply> {
   if (!arriveAndWait(message)) {

@@ -45,6 +45,12 @@ export type TaskReply<T = unknown> =
 export interface EntryData {
   readonly admission: SharedArrayBuffer;
   readonly cancel: SharedArrayBuffer;
+  /**
+   * Int32[0] counts threads whose worker module has loaded (init run, whether or not it threw).
+   * The entry counts itself before piscina posts its ready message, so the main thread can tell
+   * a thread that is up but whose ready message is still in flight (see ReplacementWatch).
+   */
+  readonly loaded: SharedArrayBuffer;
   /** file: URL of the user's worker module (its default export is a defineWorker result). */
   readonly module: string;
   /** The caller's `workerData`, handed to the worker's init. */

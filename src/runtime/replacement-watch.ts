@@ -14,22 +14,34 @@ import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeou
  * up leaves the serving threads as they were); the n-th lost thread is covered once n
  * replacements are up (replacements are interchangeable: a late one still counts for an
  * earlier loss); `stuck` is called for every loss not covered in time, until stop().
+ *
+ * It also tells a closing runtime when it has heard of every thread that is up: a thread counts
+ * itself in `loaded` (shared memory) before piscina posts its ready message, so a count ahead of
+ * the 'workerCreate' events seen means a ready message is still in flight.
  */
 export class ReplacementWatch {
   readonly #pool: Piscina;
   readonly #timeoutMs: number;
   readonly #stuck: (error: Error) => void;
   readonly #timers = new Set<LongTimer>();
+  /** Int32[0]: threads whose module has loaded, counted by each thread itself (EntryData.loaded). */
+  readonly #loaded: Int32Array;
+  /** Loads counted when the watch attached: start() had heard of each (it waited for them). */
+  readonly #loadedAtStart: number;
+  /** Wakes caughtUp() on every thread that comes up or goes. */
+  readonly #wakers = new Set<() => void>();
   /** Threads that are up (their worker loaded and ran init) and still in the pool. */
   readonly #serving: Set<Worker>;
   #lost = 0;
   #up = 0;
   #stopped = false;
 
-  constructor(pool: Piscina, timeoutMs: number, stuck: (error: Error) => void) {
+  constructor(pool: Piscina, loaded: Int32Array, timeoutMs: number, stuck: (error: Error) => void) {
     this.#pool = pool;
     this.#timeoutMs = timeoutMs;
     this.#stuck = stuck;
+    this.#loaded = loaded;
+    this.#loadedAtStart = Atomics.load(loaded, 0);
     // Attached after start(): the first threads are up, and their own events emitted by then.
     this.#serving = new Set(pool.threads);
     pool.on('workerCreate', (worker: { id: number }) => {
@@ -37,7 +49,9 @@ export class ReplacementWatch {
       // The thread is alive here, so its threadId still names it (an exited one reads -1).
       const thread = pool.threads.find((t) => t.threadId === worker.id);
       if (thread) this.#serving.add(thread);
+      this.#wake();
     });
+    pool.on('workerDestroy', () => this.#wake());
   }
 
   /**
@@ -88,6 +102,40 @@ export class ReplacementWatch {
   /** Threads that are up now. */
   get serving(): number {
     return this.#serving.size;
+  }
+
+  /**
+   * Resolves once every thread counted as loaded has come up here too ('workerCreate'), or none
+   * is left that still could (one may die between the two), once `cut` settles, or after the
+   * timeout. A close calls it after a teardown round: a replacement whose init ended while the
+   * round ran may have its ready message behind the round's replies, and is then still due a turn.
+   */
+  async caughtUp(cut: Promise<void>): Promise<void> {
+    const until = Date.now() + this.#timeoutMs;
+    while (this.#loadedAtStart + this.#up < Atomics.load(this.#loaded, 0) && this.#anyPending()) {
+      let wake: () => void = () => {};
+      const changed = new Promise<boolean>((resolve) => {
+        wake = () => resolve(false);
+      });
+      this.#wakers.add(wake);
+      const timer = setLongTimeout((done) => done(), Math.max(0, until - Date.now()), wake);
+      try {
+        if (await Promise.race([changed, cut.then(() => true)])) return;
+      } finally {
+        clearLongTimeout(timer);
+        this.#wakers.delete(wake);
+      }
+      if (Date.now() >= until) return;
+    }
+  }
+
+  #wake(): void {
+    for (const wake of this.#wakers) wake();
+  }
+
+  /** Some thread in the pool has not come up (yet). */
+  #anyPending(): boolean {
+    return this.#pool.threads.some((thread) => !this.#serving.has(thread));
   }
 
   stop(): void {
