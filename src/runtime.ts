@@ -389,21 +389,26 @@ export class Runtime {
   /**
    * One teardown turn per thread that serves: a lost thread's replacement that never came up
    * would never take its turn, and close() would wait out startTimeoutMs for it. One that comes
-   * up during a round got no turn: another round reaches every thread that serves then (the
-   * entry runs a thread's close hook once; a second turn answers at once). Its ready message may
-   * trail the round's replies, so each round first waits until the watch has heard of every
-   * thread that has loaded. One still loading when the last round ends gets no turn: pool.close()
-   * terminates it without its close hook.
+   * up during a round got no turn, nor did one that another thread's turn went to (a thread that
+   * ends in its hook lets the others leave the barrier early): another round reaches every thread
+   * that is alive and serves then (the entry runs a thread's close hook once; a second turn
+   * answers at once). A replacement's ready message may trail the round's replies, so each round
+   * first waits until the watch has heard of every thread that has loaded. One still loading
+   * when the last round ends gets no turn: pool.close() terminates it without its close hook.
    */
   async #teardown(pool: Piscina, cut: Promise<void>): Promise<boolean> {
     const watch = this.#watch;
+    const closed = new Set<number>();
     let threads = watch?.serving ?? this.#options.threads;
     for (;;) {
-      if (!(await teardown(pool, threads, this.#options.startTimeoutMs, cut))) return false;
+      const answered = await teardown(pool, threads, this.#options.startTimeoutMs, cut);
+      if (answered === undefined) return false;
       if (watch === undefined) return true;
+      for (const id of answered) closed.add(id);
       await watch.caughtUp(cut);
-      if (watch.serving <= threads) return true;
-      threads = watch.serving;
+      const serving = watch.servingNow();
+      if (serving.every((id) => closed.has(id))) return true;
+      threads = serving.length;
     }
   }
 

@@ -19,11 +19,10 @@ export function broadcast(
   const barrier = new SharedArrayBuffer(4);
   const message: PingMessage = { kind, barrier, threads, timeoutMs };
   const replies = Array.from({ length: threads }, () => pool.run(message) as Promise<PingReply>);
-  return { all: Promise.all(replies), replies, barrier: new Int32Array(barrier) };
+  return { replies, barrier: new Int32Array(barrier) };
 }
 
 interface Round {
-  readonly all: Promise<PingReply[]>;
   readonly replies: readonly Promise<PingReply>[];
   readonly barrier: Int32Array;
 }
@@ -73,7 +72,7 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
   try {
     // A thread whose module or init never settles never takes its ping: the barrier inside the
     // threads cannot bound that, so the whole start is bounded here.
-    const replies = await within(ping.all, options.startTimeoutMs);
+    const replies = await within(Promise.all(ping.replies), options.startTimeoutMs);
     if (replies === undefined) {
       stuck = true;
       throw new WorkerExitedError(
@@ -102,38 +101,48 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
 
 /**
  * Every thread runs its worker's close hook. Failures are warnings: the pool is going anyway.
- * Resolves false when the hooks did not all finish within `timeoutMs` (one hangs, say), or
- * before `cut` settled (close()'s own timeout): the caller must then destroy the pool, as a
- * graceful close would wait on that thread forever.
+ * Resolves to the threadIds that answered, or undefined when the hooks did not all finish within
+ * `timeoutMs` (one hangs, say), or before `cut` settled (close()'s own timeout): the caller must
+ * then destroy the pool, as a graceful close would wait on that thread forever. A thread that
+ * ends in its hook never reaches the barrier: the others are let go of it at once.
  */
 export async function teardown(
   pool: Piscina,
   threads: number,
   timeoutMs: number,
   cut?: Promise<void>,
-): Promise<boolean> {
-  try {
-    let wasCut = false;
-    const all = broadcast(pool, 'teardown', threads, timeoutMs).all;
-    const cutShort = cut?.then(() => {
-      wasCut = true;
-      return undefined;
-    });
-    const replies = await within(cutShort ? Promise.race([all, cutShort]) : all, timeoutMs);
-    if (replies === undefined) {
-      const why = wasCut ? "before close()'s timeout" : `within ${timeoutMs} ms`;
-      process.emitWarning(`worker close hooks did not finish ${why}`, 'OmniRuntimeWarning');
-      return false;
-    }
-    for (const reply of replies) {
-      if (!reply.ok)
-        process.emitWarning(`worker close hook failed: ${reply.error.message}`, 'OmniRuntimeWarning');
-    }
-    return true;
-  } catch (err) {
-    process.emitWarning(`worker teardown failed: ${(err as Error).message}`, 'OmniRuntimeWarning');
-    return true;
+): Promise<Set<number> | undefined> {
+  let wasCut = false;
+  const round = broadcast(pool, 'teardown', threads, timeoutMs);
+  const release = (): void => {
+    Atomics.or(round.barrier, 0, ABANDONED);
+    Atomics.notify(round.barrier, 0);
+  };
+  for (const reply of round.replies) reply.catch(release);
+  const all = Promise.allSettled(round.replies);
+  const cutShort = cut?.then(() => {
+    wasCut = true;
+    return undefined;
+  });
+  const settled = await within(cutShort ? Promise.race([all, cutShort]) : all, timeoutMs);
+  if (settled === undefined) {
+    const why = wasCut ? "before close()'s timeout" : `within ${timeoutMs} ms`;
+    process.emitWarning(`worker close hooks did not finish ${why}`, 'OmniRuntimeWarning');
+    return undefined;
   }
+  const answered = new Set<number>();
+  for (const result of settled) {
+    if (result.status === 'rejected') {
+      const message = (result.reason as Error)?.message ?? String(result.reason);
+      process.emitWarning(`worker teardown failed: ${message}`, 'OmniRuntimeWarning');
+      continue;
+    }
+    answered.add(result.value.threadId);
+    if (!result.value.ok) {
+      process.emitWarning(`worker close hook failed: ${result.value.error.message}`, 'OmniRuntimeWarning');
+    }
+  }
+  return answered;
 }
 
 /** The pool; a workerData that structured clone cannot post is the caller's mistake, coded. */

@@ -105,6 +105,17 @@ export class ReplacementWatch {
   }
 
   /**
+   * threadIds of the threads that are up and still alive. During a close, removed() is not
+   * called: a thread lost then is still in the serving set, and is left out here.
+   */
+  servingNow(): number[] {
+    const alive = new Set(this.#pool.threads);
+    const ids: number[] = [];
+    for (const thread of this.#serving) if (alive.has(thread)) ids.push(thread.threadId);
+    return ids;
+  }
+
+  /**
    * Resolves once every thread counted as loaded has come up here too ('workerCreate'), or none
    * is left that still could (one may die between the two), once `cut` settles, or after the
    * timeout. A close calls it after a teardown round: a replacement whose init ended while the
