@@ -360,7 +360,9 @@ export class Runtime {
   /**
    * Stops admitting (run() rejects OMNI_ERR_UNAVAILABLE), lets in-flight and queued work
    * finish, then stops the threads. With `timeoutMs`, work still running then is abandoned:
-   * its threads are terminated and its capacity reclaimed. Every call returns the same
+   * its threads are terminated and its capacity reclaimed. Termination cannot interrupt a
+   * native call: close() resolves once the threads have stopped, so a thread inside one holds
+   * it until the call returns (test/runtime-close-native-call.test.ts). Every call returns the same
    * promise; a later call's timeout still applies when it ends the wait sooner (e.g. a
    * server's drain timeout after a plain close()). Resolves with whether anything was
    * abandoned (OMNI_ERR_INVALID_ARGUMENT for malformed options).

@@ -142,7 +142,10 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
 }
 
 export interface CloseOptions {
-  /** After this long, in-flight work is abandoned: threads are terminated (default: wait). */
+  /**
+   * After this long, in-flight work is abandoned: threads are terminated (default: wait). A
+   * thread inside a native call stops, and close() resolves, only once that call returns.
+   */
   timeoutMs?: number;
 }
 
