@@ -36,15 +36,34 @@ describe('bench flags', () => {
 
   it('--cuda-library and --fixture-library name the libraries to load (none by default)', () => {
     expect(config([]).libraries).toEqual({ cuda: undefined, fixture: undefined });
-    expect(
-      config(['--cuda-library', '/opt/omni/libomni_cuda.so', '--fixture-library', 'f.so']).libraries,
-    ).toEqual({
+    const both = ['--cuda-library', '/opt/omni/libomni_cuda.so', '--fixture-library', 'f.so'];
+    expect(config(['--backend', 'auto', ...both]).libraries).toEqual({
       cuda: '/opt/omni/libomni_cuda.so',
       fixture: 'f.so',
     });
+    expect(config(['--fixture-library', 'f.so']).libraries).toEqual({ cuda: undefined, fixture: 'f.so' });
+    expect(config(['--backend', 'cuda', '--cuda-library', 'c.so']).libraries).toEqual({
+      cuda: 'c.so',
+      fixture: undefined,
+    });
     for (const flag of ['--cuda-library', '--fixture-library']) {
-      expect(() => config([flag, ' '])).toThrow(expect.objectContaining({ code: 'OMNI_ERR_USAGE' }));
+      expect(() => config(['--backend', 'auto', flag, ' '])).toThrow(
+        expect.objectContaining({ code: 'OMNI_ERR_USAGE' }),
+      );
     }
+  });
+
+  it("a library for a backend bench will not load is a usage mistake, not ignored (bench's default is the fixture)", () => {
+    for (const argv of [
+      ['--cuda-library', 'c.so'],
+      ['--backend', 'fixture', '--cuda-library', 'c.so'],
+      ['--backend', 'cuda', '--fixture-library', 'f.so'],
+    ]) {
+      expect(() => config(argv)).toThrow(expect.objectContaining({ code: 'OMNI_ERR_USAGE' }));
+    }
+    expect(() => config(['--cuda-library', 'c.so'])).toThrow(/--backend cuda or auto/);
+    // With OMNI_BACKEND set and no --backend, the environment picks the backend at start.
+    expect(config(['--cuda-library', 'c.so'], { OMNI_BACKEND: 'cuda' }).libraries.cuda).toBe('c.so');
   });
 
   it('leaves the backend to OMNI_BACKEND when it is set and --backend is not', () => {

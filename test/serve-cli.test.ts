@@ -140,6 +140,18 @@ describe('serve flags', () => {
     ).toMatchObject({ libraries: { cuda: '/opt/omni/libomni_cuda.so', fixture: 'lib/fixture.so' } });
   });
 
+  it('a library for a backend serve will not load is a usage mistake; the default (auto) loads either', () => {
+    for (const argv of [
+      ['--backend', 'fixture', '--cuda-library', 'c.so'],
+      ['--backend', 'cuda', '--fixture-library', 'f.so'],
+    ]) {
+      expect(() => parseServeArgs(argv)).toThrow(expect.objectContaining({ code: 'OMNI_ERR_USAGE' }));
+    }
+    expect(parseServeArgs(['--backend', 'fixture', '--fixture-library', 'f.so'])).toMatchObject({
+      libraries: { cuda: undefined, fixture: 'f.so' },
+    });
+  });
+
   it('the built CLI: a library that is not there is one coded line on stderr, exit 1', async () => {
     const missing = launch(CLI, [
       'serve',

@@ -117,9 +117,36 @@ export function choiceFlag<T extends string>(
 }
 
 /** A path: any non-blank string, resolved by whoever opens it. */
-export function pathFlag(name: string, raw: string | undefined): string | undefined {
+function pathFlag(name: string, raw: string | undefined): string | undefined {
   if (raw !== undefined && raw.trim() === '') throw new UsageError(`--${name} must not be empty`);
   return raw;
+}
+
+/**
+ * --cuda-library and --fixture-library for the backend the command will run: a path for a
+ * backend it will certainly not load (`backend`: the flag, or the command's own default) is a
+ * usage mistake rather than a flag silently ignored (bench on the CPU fixture while the user
+ * named a CUDA library). `undefined` (OMNI_BACKEND decides) and 'auto' may load either.
+ */
+export function libraryFlags(
+  backend: 'fixture' | 'cuda' | 'auto' | undefined,
+  values: { readonly 'cuda-library'?: string | undefined; readonly 'fixture-library'?: string | undefined },
+  defaultNote = '',
+): { cuda: string | undefined; fixture: string | undefined } {
+  const cuda = pathFlag('cuda-library', values['cuda-library']);
+  const fixture = pathFlag('fixture-library', values['fixture-library']);
+  const unused =
+    backend === 'fixture' && cuda !== undefined
+      ? 'cuda'
+      : backend === 'cuda' && fixture !== undefined
+        ? 'fixture'
+        : undefined;
+  if (unused !== undefined) {
+    throw new UsageError(
+      `--${unused}-library is not loaded on the ${backend} backend${defaultNote}: give --backend ${unused} or auto`,
+    );
+  }
+  return { cuda, fixture };
 }
 
 /**

@@ -6,7 +6,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { isDecimal } from '../decimal.js';
 import { type NativeLibraryPaths, rowsPerCall } from '../linear/linear-runtime.js';
-import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, pathFlag, UsageError } from './args.js';
+import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
 
 export type BackendFlag = 'fixture' | 'cuda' | 'auto';
 
@@ -93,7 +93,8 @@ Flags:
   --backend B        fixture | cuda | auto (default: OMNI_BACKEND if set, else fixture)
   --cuda-library PATH, --fixture-library PATH
                      load this native library instead of the package's (e.g. a CUDA
-                     library built for your GPUs); results.json names the one loaded
+                     library built for your GPUs); results.json names the one loaded.
+                     --cuda-library needs --backend cuda or auto (or OMNI_BACKEND)
   --seed N           seed for arrival times, costs and the layer's weights (default 1): same
                      seed, same load
   --out DIR          where results.json and the charts go (default ./bench-results)
@@ -221,6 +222,7 @@ export function parseBenchArgs(
     values.backend === undefined
       ? undefined
       : choiceFlag('backend', values.backend, ['fixture', 'cuda', 'auto'] as const, 'fixture');
+  const backend = backendFlag ?? (env.OMNI_BACKEND ? undefined : 'fixture');
   return {
     durationS,
     phaseS,
@@ -229,11 +231,8 @@ export function parseBenchArgs(
     requests,
     units,
     rates,
-    backend: backendFlag ?? (env.OMNI_BACKEND ? undefined : 'fixture'),
-    libraries: {
-      cuda: pathFlag('cuda-library', values['cuda-library']),
-      fixture: pathFlag('fixture-library', values['fixture-library']),
-    },
+    backend,
+    libraries: libraryFlags(backend, values, backendFlag === undefined ? " (bench's default)" : ''),
     outDir: outDirFlag(values.out),
     json: values.json === true,
     seed: numberFlag('seed', values.seed, 1, { min: 0, max: 2 ** 32 - 1, integer: true }),

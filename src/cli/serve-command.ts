@@ -16,7 +16,7 @@ import {
 } from '../linear/linear-runtime.js';
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
-import { checkBoundFlags, choiceFlag, numberFlag, parseFlags, pathFlag, UsageError } from './args.js';
+import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
 import { ShutdownSignals, type SignalSource } from './shutdown-signals.js';
 
 export const SERVE_HELP = `Usage: omni-runtime serve [flags]
@@ -114,20 +114,18 @@ export function parseServeArgs(argv: readonly string[]): ServeConfig | 'help' {
   });
   const units = optional('units', values.units, { min: 1, max: Number.MAX_SAFE_INTEGER, integer: true });
   checkBoundFlags(requests, units);
+  const backend =
+    values.backend === undefined
+      ? undefined
+      : choiceFlag<BackendPreference>('backend', values.backend, ['fixture', 'cuda', 'auto'], 'auto');
   return {
     host,
     port: numberFlag('port', values.port, 8080, { min: 0, max: 65535, integer: true }),
     threads,
     requests,
     units,
-    backend:
-      values.backend === undefined
-        ? undefined
-        : choiceFlag<BackendPreference>('backend', values.backend, ['fixture', 'cuda', 'auto'], 'auto'),
-    libraries: {
-      cuda: pathFlag('cuda-library', values['cuda-library']),
-      fixture: pathFlag('fixture-library', values['fixture-library']),
-    },
+    backend,
+    libraries: libraryFlags(backend, values),
     bodyLimit: numberFlag('body-limit', values['body-limit'], DEFAULT_BODY_LIMIT, {
       min: 1,
       max: 2 ** 31 - 1,
