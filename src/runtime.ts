@@ -362,8 +362,8 @@ export class Runtime {
    * finish, then stops the threads. With `timeoutMs`, work still running then is abandoned:
    * its threads are terminated and its capacity reclaimed. Termination cannot interrupt a
    * native call: close() resolves once the threads have stopped, so a thread inside one holds
-   * it until the call returns (test/runtime-close-native-call.test.ts). Every call returns the same
-   * promise; a later call's timeout still applies when it ends the wait sooner (e.g. a
+   * it until the call returns (test/runtime-close-native-call.test.ts). Every call returns the
+   * same promise; a later call's timeout still applies when it ends the wait sooner (e.g. a
    * server's drain timeout after a plain close()). Resolves with whether anything was
    * abandoned (OMNI_ERR_INVALID_ARGUMENT for malformed options).
    */

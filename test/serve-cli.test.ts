@@ -140,7 +140,7 @@ describe('serve flags', () => {
     ).toMatchObject({ libraries: { cuda: '/opt/omni/libomni_cuda.so', fixture: 'lib/fixture.so' } });
   });
 
-  it('a library for a backend serve will not load is a usage mistake; the default (auto) loads either', () => {
+  it('a library for a backend an explicit --backend will not load is a usage mistake', () => {
     for (const argv of [
       ['--backend', 'fixture', '--cuda-library', 'c.so'],
       ['--backend', 'cuda', '--fixture-library', 'f.so'],
