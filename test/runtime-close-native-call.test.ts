@@ -11,7 +11,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
 import { cleanup, codeOf, start, turns, until } from './fixtures/runtime-harness.js';
 
-const linux = process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64');
+/** The fixture loads libc.so.6 and reads /proc: glibc Linux on x64 or arm64 (musl is skipped too). */
+const header = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header;
+const linux =
+  process.platform === 'linux' &&
+  (process.arch === 'x64' || process.arch === 'arm64') &&
+  header?.glibcVersionRuntime !== undefined;
 /** read's syscall number, as /proc/<pid>/task/<tid>/syscall shows it. */
 const READ_SYSCALL = process.arch === 'x64' ? '0' : '63';
 
