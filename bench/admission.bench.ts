@@ -7,6 +7,7 @@ import { Sema } from 'async-sema';
 import pLimit from 'p-limit';
 import { BoundedAdmission } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { median } from './lib/median.js';
 import { type BenchCase, measure, printRatios } from './lib/ratios.js';
 
 const BATCH = 1000;
@@ -185,12 +186,6 @@ async function underContention(
   } finally {
     await thread.stop();
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 const single: BenchCase[] = [

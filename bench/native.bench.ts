@@ -16,6 +16,7 @@ import {
   referenceLinearGelu,
   seededFloats,
 } from '../src/native/index.js';
+import { median } from './lib/median.js';
 import { type BenchCase, measure, printRatios } from './lib/ratios.js';
 
 const lib = loadNativeLibrary('fixture');
@@ -98,12 +99,6 @@ interface HeavyRow {
 }
 
 const flops = (s: Shape): number => 2 * s.rows * s.inF * s.outF;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 /** Like bench/lib/ratios.ts' measure(), but for calls of milliseconds: a few iterations per round. */
 function measureHeavy(cases: readonly HeavyCase[], rounds = 3): HeavyRow[] {

@@ -13,6 +13,7 @@ import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_thread
 import { move, Piscina } from 'piscina';
 import { Runtime } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { median } from './lib/median.js';
 import { type BenchCase, type BenchRow, measure, printRatios } from './lib/ratios.js';
 
 const THREADS = 2;
@@ -57,11 +58,6 @@ function inFlight<T>(count: number, call: (i: number) => Promise<T>): Promise<T[
   const calls = new Array<Promise<T>>(count);
   for (let i = 0; i < count; i++) calls[i] = call(i);
   return Promise.all(calls);
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[sorted.length >> 1]!;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { Bench } from 'tinybench';
+import { median } from './median.js';
 
 /** One measured operation. `batch` operations run per call (tinybench's ~41 ns timer floor). */
 export interface BenchCase {
@@ -19,12 +20,6 @@ export interface BenchRow {
   readonly ratio: number | undefined;
   readonly target: number | undefined;
   readonly met: boolean | undefined;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /**
