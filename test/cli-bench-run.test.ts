@@ -6,11 +6,12 @@
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { type BenchConfig, parseBenchArgs } from '../src/cli/bench-options.js';
 import { resolveRates, runBench } from '../src/cli/bench-run.js';
 import { ArrivalProcess, phaseSeed } from '../src/cli/prng.js';
 import { Progress } from '../src/cli/progress.js';
+import { LinearRuntime } from '../src/linear/linear-runtime.js';
 import { defaultLibraryPath } from '../src/native/index.js';
 
 const quiet = { isTTY: false } as NodeJS.WriteStream;
@@ -100,5 +101,46 @@ describe('runBench', () => {
     // A microsecond of calibration: no request can come back within it.
     const c = config(['--rates', '1x', '--duration', '0.2', '--calibrate', '0.000001']);
     await expect(runBench(c, new Progress(1, quiet))).rejects.toMatchObject({ code: 'OMNI_ERR_BENCH' });
+  });
+
+  it('warms both modes with the same number of calls before the first phase', async () => {
+    // Calibration drives the unbounded runtime alone; the bounded one must not enter the first
+    // phase colder (its threads' code and workspace caches). Counted per runtime, not timed.
+    const started: LinearRuntime[] = [];
+    const start = LinearRuntime.start.bind(LinearRuntime);
+    const run = LinearRuntime.prototype.run;
+    const calls = new Map<LinearRuntime, number>();
+    vi.spyOn(LinearRuntime, 'start').mockImplementation(async (options) => {
+      const lr = await start(options);
+      started.push(lr);
+      return lr;
+    });
+    vi.spyOn(LinearRuntime.prototype, 'run').mockImplementation(function (
+      this: LinearRuntime,
+      ...args: Parameters<LinearRuntime['run']>
+    ) {
+      calls.set(this, (calls.get(this) ?? 0) + 1);
+      return run.apply(this, args);
+    });
+    let before: number[] | undefined;
+    const progress = new Progress(1, quiet);
+    const phase = progress.phase.bind(progress);
+    vi.spyOn(progress, 'phase').mockImplementation((label) => {
+      if (before === undefined && label.startsWith('unbounded @'))
+        before = started.map((lr) => calls.get(lr) ?? 0);
+      phase(label);
+    });
+    try {
+      const c = config(['--rates', '50', '--duration', '0.2', '--calibrate', '0.2', '--deadline-ms', '5000']);
+      const r = await runBench(c, progress);
+      expect(before).toHaveLength(2);
+      const [unbounded, bounded] = before!;
+      // Two warm-up rounds of one call each (one thread), then calibration's calls.
+      expect(unbounded).toBe(2 + r.calibration.calls);
+      expect(r.calibration.calls).toBeGreaterThan(r.calibration.completed);
+      expect(bounded).toBe(unbounded);
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 });

@@ -59,7 +59,7 @@ const phases: PhaseResult[] = [
 // A deadline and a capacity unlike the fixture's defaults, so the charts are seen to use them.
 const result = benchResult(phases, {
   deadlineMs: 750,
-  calibration: { seconds: 1, concurrency: 8, completed: 750, capacity: 1000.4 },
+  calibration: { seconds: 1, concurrency: 8, completed: 750, calls: 1008, capacity: 1000.4 },
 });
 
 interface Layer {

@@ -5,7 +5,7 @@
  * latency and deadline from each arrival's scheduled time, the drain, and the calibration.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { calibrate, openLoop, type Workload } from '../src/cli/load-generator.js';
+import { calibrate, openLoop, repeatCalls, SEND_AHEAD_MS, type Workload } from '../src/cli/load-generator.js';
 import { PhaseRecorder } from '../src/cli/phase-recorder.js';
 import { type Arrival, ArrivalProcess, Prng } from '../src/cli/prng.js';
 import { DeadlineError } from '../src/errors.js';
@@ -122,7 +122,7 @@ async function runPhase(
 }
 
 describe('openLoop', () => {
-  it('sends exactly the seeded arrivals of the window, with their rows, never early', async () => {
+  it('sends exactly the seeded arrivals of the window, with their rows, never more than SEND_AHEAD_MS early', async () => {
     const rt = fakeRuntime({ workEndsAt: (t) => t + 2 });
     const plan = { rate: 1000, windowMs: 200, seed: 5, deadlineMs: 1000 };
     const { start, end, result } = await runPhase(rt.lr, plan, 1000);
@@ -130,7 +130,7 @@ describe('openLoop', () => {
     expect(expected.length).toBeGreaterThan(100);
     expect(rt.calls.map((c) => c.rows)).toEqual(expected.map((a) => a.rows));
     rt.calls.forEach((c, i) => {
-      expect(c.sentAt - start).toBeGreaterThanOrEqual(expected[i]!.at);
+      expect(c.sentAt - start).toBeGreaterThanOrEqual(expected[i]!.at - SEND_AHEAD_MS);
     });
     expect(result).toMatchObject({
       sent: expected.length,
@@ -145,6 +145,26 @@ describe('openLoop', () => {
     expect(result.totalS).toBeCloseTo((end - start) / 1000, 3);
   });
 
+  it("does not count the timers' whole-millisecond lateness as latency", async () => {
+    // Node's timers fire on whole milliseconds, never sooner than 1 ms: a timer for an arrival's
+    // exact due time sends it up to a millisecond late, and that was reported as latency.
+    const fakeSetTimeout = globalThis.setTimeout;
+    vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) =>
+      fakeSetTimeout(fn, Math.max(1, Math.ceil(ms ?? 0)))) as typeof setTimeout);
+    // Work that ends at once: any latency left is the generator's own.
+    const rt = fakeRuntime({ workEndsAt: (t) => t });
+    const plan = { rate: 2000, windowMs: 200, seed: 7, deadlineMs: 1000 };
+    const { start, result } = await runPhase(rt.lr, plan, 1000);
+    const expected = expectedArrivals(7, 2000, 200);
+    expect(rt.calls).toHaveLength(expected.length);
+    rt.calls.forEach((c, i) => {
+      expect(c.sentAt - start).toBeGreaterThanOrEqual(expected[i]!.at - SEND_AHEAD_MS);
+      expect(c.deadlineMs).toBe(plan.deadlineMs);
+    });
+    // HdrHistogram's floor is 1 us: nothing above it.
+    expect(result.latencyMs.max).toBeLessThanOrEqual(0.001);
+  });
+
   it('catches up after a stall; latency and deadline run from each arrival scheduled time', async () => {
     // Work that ends at once: each latency is exactly how late its request went out.
     const rt = fakeRuntime({ workEndsAt: (t) => t });
@@ -154,7 +174,8 @@ describe('openLoop', () => {
     const expected = expectedArrivals(9, 1000, 100);
     // Nothing dropped: every arrival due during the stall goes out after it.
     expect(rt.calls).toHaveLength(expected.length);
-    const late = rt.calls.map((c, i) => c.sentAt - (start + expected[i]!.at));
+    // Sent ahead of its due time (SEND_AHEAD_MS) is not late: it starts when sent.
+    const late = rt.calls.map((c, i) => Math.max(0, c.sentAt - (start + expected[i]!.at)));
     const worst = Math.max(...late);
     expect(worst).toBeGreaterThan(20);
     // Each request's deadline is what is left of it at its due time.
@@ -288,6 +309,9 @@ describe('calibrate', () => {
     // Two callers, 10 ms each after the warm-up: 200/s, counted from 250 ms to the end.
     expect(c.completed).toBe(150);
     expect(c.capacity).toBeCloseTo(200, 6);
+    // Every call counts in `calls`, the warm-up quarter's (5 per caller at 50 ms) too.
+    expect(c.calls).toBe(rows.length);
+    expect(c.calls).toBe(2 * (5 + 75));
     // Costs are the seeded uniform rows, drawn in call order.
     const prng = new Prng(42);
     expect(rows).toEqual(rows.map(() => prng.int(1, MAX_ROWS)));
@@ -304,5 +328,41 @@ describe('calibrate', () => {
     const c = await done;
     expect(c.completed).toBe(1);
     expect(c.capacity).toBeCloseTo(1 / 0.75, 6);
+  });
+});
+
+describe('repeatCalls', () => {
+  it('makes exactly the calls asked, at most N at a time, with the seeded rows', async () => {
+    let outstanding = 0;
+    let most = 0;
+    const rows: number[] = [];
+    const lr = {
+      run(_x: Float32Array, opts: { rows: number }): Promise<void> {
+        rows.push(opts.rows);
+        most = Math.max(most, ++outstanding);
+        return new Promise((resolve) =>
+          setTimeout(() => {
+            outstanding--;
+            resolve();
+          }, opts.rows),
+        );
+      },
+    } as unknown as LinearRuntime;
+    const done = repeatCalls(lr, work, 42, 37, 3);
+    await vi.advanceTimersByTimeAsync(1000);
+    await done;
+    expect(rows).toHaveLength(37);
+    expect(most).toBe(3);
+    const prng = new Prng(42);
+    expect(rows).toEqual(rows.map(() => prng.int(1, MAX_ROWS)));
+  });
+
+  it('makes none for zero calls, and no more callers than calls', async () => {
+    const made: number[] = [];
+    const lr = { run: (_x: Float32Array, opts: { rows: number }) => Promise.resolve(made.push(opts.rows)) };
+    await repeatCalls(lr as unknown as LinearRuntime, work, 1, 0, 4);
+    expect(made).toHaveLength(0);
+    await repeatCalls(lr as unknown as LinearRuntime, work, 1, 2, 4);
+    expect(made).toHaveLength(2);
   });
 });

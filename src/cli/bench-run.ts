@@ -6,7 +6,15 @@ import { availableParallelism, cpus } from 'node:os';
 import { LinearRuntime } from '../linear/linear-runtime.js';
 import { BenchError } from './bench-error.js';
 import { type BenchConfig, checkPhaseArrivals, type RateSpec } from './bench-options.js';
-import { type Calibration, calibrate, makeInputs, openLoop, type Workload } from './load-generator.js';
+import {
+  type Calibration,
+  calibrate,
+  makeInputs,
+  openLoop,
+  repeatCalls,
+  SEND_AHEAD_MS,
+  type Workload,
+} from './load-generator.js';
 import { type Mode, PhaseRecorder, type PhaseResult } from './phase-recorder.js';
 import { phaseSeed } from './prng.js';
 import type { Progress } from './progress.js';
@@ -99,15 +107,24 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
   try {
     for (const mode of MODES) await warmUp(runtimes[mode], work, config);
     progress.phase('calibrating capacity');
+    const calibrationSeed = phaseSeed(config.seed, 1_000);
     const calibration = await calibrate(
       runtimes.unbounded,
       work,
-      phaseSeed(config.seed, 1_000),
+      calibrationSeed,
       config.calibrateS,
       // Enough outstanding calls that no thread waits on a main-thread round trip between tasks.
       4 * config.threads,
     );
     progress.phaseDone(config.calibrateS);
+    // The bounded runtime gets as many calls, as many at a time as its bounds always admit, so the
+    // first phase does not compare a runtime warmed by thousands of calls with one warmed by two.
+    progress.phase('warming the bounded runtime');
+    // At least 1: the flags keep maxRows <= units.
+    const admitted = Math.min(config.requests, Math.floor(config.units / config.maxRows));
+    const concurrency = Math.min(4 * config.threads, admitted);
+    await repeatCalls(runtimes.bounded, work, calibrationSeed, calibration.calls, concurrency);
+    progress.phaseDone(0);
     if (!(calibration.capacity > 0) && config.rates.some((r) => r.relative)) {
       throw new BenchError('calibration completed no requests; pass absolute --rates');
     }
@@ -151,7 +168,7 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
       threads: config.threads,
       layer: { inFeatures: config.inFeatures, outFeatures: config.outFeatures, op: 'y = GELU(x W^T + b)' },
       cost: { unit: 'rows', distribution: 'uniform', min: 1, max: config.maxRows },
-      arrivals: 'open loop, Poisson (seeded exponential gaps), latency from scheduled arrival',
+      arrivals: `open loop, Poisson (seeded exponential gaps), latency from scheduled arrival (from the send for one sent up to ${SEND_AHEAD_MS} ms ahead)`,
       seed: config.seed,
       deadlineMs: config.deadlineMs,
       durationS: config.durationS,

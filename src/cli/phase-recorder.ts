@@ -50,7 +50,7 @@ export interface PhaseResult {
   failedBy: Record<string, number>;
   /** Completions inside the arrival window per second of it. */
   achievedRate: number;
-  /** Completed requests only, measured from each request's scheduled arrival time. */
+  /** Completed requests only, measured from each request's scheduled arrival (or its earlier send). */
   latencyMs: LatencyMs;
   /** Runtime depth (outstanding calls) sampled during the arrival window. */
   depth: { mean: number; max: number };
@@ -110,7 +110,7 @@ export class PhaseRecorder {
     this.#sentUnits += units;
   }
 
-  /** A completed request; `latencyMs` runs from its scheduled (not actual) send time. */
+  /** A completed request; `latencyMs` runs from its scheduled arrival, or its send if that was earlier. */
   completed(now: number, latencyMs: number): void {
     this.#completed++;
     if (now - this.#start <= this.#windowMs) this.#completedInWindow++;
