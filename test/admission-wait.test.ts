@@ -257,6 +257,10 @@ describe.each([
   it.each([
     ['a plain object signal', { signal: {} }],
     ['an EventTarget that is not an AbortSignal', { signal: new EventTarget() }],
+    [
+      'an object made from AbortSignal.prototype (its getters throw)',
+      { signal: Object.create(AbortSignal.prototype) },
+    ],
     ['null options', null],
   ])('rejects %s with OMNI_ERR_INVALID_ARGUMENT before queueing', async (_name, options) => {
     const admission = new BoundedAdmission({ requests: 1, units });

@@ -26,6 +26,8 @@ describe('malformed run options take no capacity', () => {
         { signal: {} },
         { signal: 'abort' },
         { signal: new AbortController() },
+        // Passes instanceof, but its getters throw: run() must still reject, not throw.
+        { signal: Object.create(AbortSignal.prototype) },
         null,
         'fast',
         42,

@@ -176,6 +176,12 @@ describe('Runtime.start', () => {
       { worker, deadlineMs: Number.NaN },
       { worker, idleTimeout: -1 },
       { worker, startTimeoutMs: 0 },
+      // Node ignores these without a word: the thread would run without the limit.
+      { worker, resourceLimits: 'abc' },
+      { worker, resourceLimits: null },
+      { worker, resourceLimits: { maxOldSpaceSizeMb: 64 } },
+      { worker, resourceLimits: { maxOldGenerationSizeMb: '64' } },
+      { worker, resourceLimits: { stackSizeMb: 0 } },
       // Structured clone cannot post a function to the threads.
       { worker, workerData: { f: () => 1 } },
     ];

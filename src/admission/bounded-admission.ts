@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import { isAbortSignal } from '../abort-signal.js';
 import {
   ClosedError,
   describeValue,
@@ -277,7 +278,7 @@ export class BoundedAdmission implements PermitOwner {
       return Promise.reject(new InvalidArgumentError('admit options must be an object'));
     }
     const { signal, timeoutMs } = options;
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    if (signal !== undefined && !isAbortSignal(signal)) {
       return Promise.reject(new InvalidArgumentError('signal must be an AbortSignal'));
     }
     if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0)) {

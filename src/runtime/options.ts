@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ResourceLimits } from 'node:worker_threads';
+import { isAbortSignal } from '../abort-signal.js';
 import type { AdmissionBounds } from '../admission/index.js';
 import { describeValue, InvalidArgumentError } from '../errors.js';
 
@@ -23,8 +24,15 @@ export interface RuntimeOptions {
   readonly admission?: RuntimeAdmissionOptions;
   /** Default deadline for run() in milliseconds (none by default; Infinity: none). */
   readonly deadlineMs?: number;
-  /** piscina pass-throughs. */
+  /**
+   * piscina's: no effect on a runtime, whose thread count is fixed (piscina ends idle threads
+   * only above its minimum, which is `threads` here). Checked and passed on all the same.
+   */
   readonly idleTimeout?: number;
+  /**
+   * Node's limits for each thread (the four `...Mb` fields, numbers > 0). A misspelt or
+   * non-numeric one is OMNI_ERR_INVALID_ARGUMENT: Node would ignore it without a word.
+   */
   readonly resourceLimits?: ResourceLimits;
   /** How long start() waits for every thread to load and answer (default 30 s). */
   readonly startTimeoutMs?: number;
@@ -95,7 +103,7 @@ export function checkRunOptions(options: unknown, defaultDeadlineMs: number | un
   if (options === undefined) return defaultRunOptions(defaultDeadlineMs);
   if (typeof options !== 'object' || options === null) bad('run options must be an object');
   const { cost, signal, deadlineMs, transfer } = options as RunOptions;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) bad('signal must be an AbortSignal');
+  if (signal !== undefined && !isAbortSignal(signal)) bad('signal must be an AbortSignal');
   return {
     cost: cost === undefined ? 1 : cost, // null is a mistake like any other non-number (OMNI_ERR_INVALID_COST)
     signal,
@@ -118,6 +126,30 @@ function checkInteger(name: string, value: unknown, min: number, max: number): n
   return value;
 }
 
+const RESOURCE_LIMITS: readonly (keyof ResourceLimits)[] = [
+  'maxYoungGenerationSizeMb',
+  'maxOldGenerationSizeMb',
+  'codeRangeSizeMb',
+  'stackSizeMb',
+];
+
+/** Node ignores a misspelt or non-numeric limit without a word: the thread would run unlimited. */
+function checkResourceLimits(limits: unknown): ResourceLimits | undefined {
+  if (limits === undefined) return undefined;
+  if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
+    bad(`resourceLimits must be an object, got ${describeValue(limits)}`);
+  }
+  for (const [key, value] of Object.entries(limits)) {
+    if (!(RESOURCE_LIMITS as readonly string[]).includes(key)) {
+      bad(`resourceLimits.${key} is not a limit; use ${RESOURCE_LIMITS.join(', ')}`);
+    }
+    if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
+      bad(`resourceLimits.${key} must be a number of MB > 0, got ${describeValue(value)}`);
+    }
+  }
+  return limits as ResourceLimits;
+}
+
 export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOptions {
   if (typeof options !== 'object' || options === null) bad('Runtime.start needs an options object');
   const admission = options.admission;
@@ -136,7 +168,7 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
       options.idleTimeout === undefined
         ? undefined
         : checkInteger('idleTimeout', options.idleTimeout, 0, 2 ** 31 - 1),
-    resourceLimits: options.resourceLimits,
+    resourceLimits: checkResourceLimits(options.resourceLimits),
     startTimeoutMs: checkInteger('startTimeoutMs', options.startTimeoutMs ?? 30_000, 1, 2 ** 31 - 1),
   };
 }
