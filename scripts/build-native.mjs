@@ -2,8 +2,10 @@
 // Builds the native libraries into native/build/ (run by `npm run build`, hence by pretest):
 //   libomni_fixture.so  with cc (required: everything falls back to it; a failure exits non-zero)
 //   libomni_cuda.so     with nvcc when it is on PATH or under CUDA_HOME/bin (optional: a missing or
-//                       failing nvcc is reported and the script still exits 0; a failed build
-//                       removes the stale library rather than leave it passing for the current one)
+//                       failing nvcc is reported and the script still exits 0)
+// A library older than its sources that cannot be rebuilt (the compiler fails, or there is no
+// nvcc) is removed rather than left to load as if it were the current one: the loader checks
+// only the ABI version.
 // A library is rebuilt only when a source, a header or this script is newer than it, so `npm test`
 // stays fast. Outputs are written to a temporary name and renamed, so a process that has the old
 // library mapped never sees a half-written file.
@@ -14,12 +16,13 @@ import {
   existsSync,
   mkdirSync,
   readdirSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
 } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const includeDir = join(root, 'native', 'include');
@@ -96,7 +99,13 @@ export function buildFixture({ outDir = nativeBuildDir, defines = [], force = fa
     fileURLToPath(import.meta.url),
   ];
   if (!force && defines.length === 0 && upToDate(output, inputs)) return { path: output, built: false };
-  compileTo(output, (tmp) => run(process.env.CC || 'cc', fixtureArgs(tmp, defines)));
+  try {
+    compileTo(output, (tmp) => run(process.env.CC || 'cc', fixtureArgs(tmp, defines)));
+  } catch (err) {
+    // As for CUDA: a library older than its sources must not pass for the current one.
+    rmSync(output, { force: true });
+    throw err;
+  }
   return { path: output, built: true };
 }
 
@@ -146,14 +155,17 @@ export function cudaArgs(output, defines = []) {
 /** Builds the CUDA library; `{ skipped }` says why it did not (no nvcc). Throws if nvcc fails. */
 export function buildCuda({ outDir = nativeBuildDir, defines = [], force = false, nvcc = findNvcc() } = {}) {
   const output = join(outDir, 'libomni_cuda.so');
-  if (nvcc === null)
-    return { path: output, built: false, skipped: 'nvcc not found on PATH or under CUDA_HOME/bin' };
   const inputs = [
     ...listed(cudaDir, ['.cu', '.cuh']),
     ...listed(includeDir, ['.h']),
     ...listed(commonDir, ['.h']),
     fileURLToPath(import.meta.url),
   ];
+  if (nvcc === null) {
+    // Nothing can rebuild it here: a library older than its sources must not stay behind.
+    if (existsSync(output) && !upToDate(output, inputs)) rmSync(output, { force: true });
+    return { path: output, built: false, skipped: 'nvcc not found on PATH or under CUDA_HOME/bin' };
+  }
   if (!force && defines.length === 0 && upToDate(output, inputs)) return { path: output, built: false };
   try {
     compileTo(output, (tmp) => run(nvcc, cudaArgs(tmp, defines)));
@@ -216,4 +228,14 @@ function main() {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) main();
+// Both sides by their real path: Node resolves symlinks in import.meta.url, and this script is
+// often run through one (node node_modules/omni-runtime/scripts/build-native.mjs under pnpm,
+// npm link or a folder dependency).
+function isMain() {
+  try {
+    return realpathSync(fileURLToPath(import.meta.url)) === realpathSync(resolve(process.argv[1] ?? ''));
+  } catch {
+    return false;
+  }
+}
+if (isMain()) main();

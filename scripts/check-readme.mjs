@@ -82,9 +82,11 @@ function extractBlocks(text) {
   let heading = '';
   let count = 0;
   for (const [i, line] of text.split(/\r?\n/).entries()) {
-    const fence = /^\s*```\s*(\S*)\s*$/.exec(line);
+    // An opening fence may carry words after its language (```ts title="x.ts"); a closing one
+    // carries nothing.
+    const fence = /^\s*```\s*([^\s`]*)(.*)$/.exec(line);
     if (open) {
-      if (fence && fence[1] === '') {
+      if (fence && fence[1] === '' && fence[2].trim() === '') {
         if (open.ts && !open.skip) found.push({ ...open, code: `${open.code.join('\n')}\n` });
         open = null;
       } else open.code.push(line);

@@ -52,6 +52,14 @@ describe('check-readme', () => {
     expect(output).not.toMatch(/bad\.md:[1-7]:/);
   });
 
+  it('checks a block whose fence has words after its language, and the blocks after it', () => {
+    const titled = ['```ts title="example.ts"', ...bad.slice(1)];
+    const { status, output } = check('titled.md', [...titled, '', ...bad]);
+    expect(status).not.toBe(0);
+    expect(output).toContain('titled.md:3:');
+    expect(output).toContain('titled.md:8:');
+  });
+
   it('passes when every block typechecks; a block marked skip is not compiled', () => {
     const { status, output } = check('good.md', [...good, '', '<!-- readme-check: skip -->', ...bad]);
     expect(output).toContain('1 ```ts block(s)');

@@ -1,0 +1,85 @@
+/**
+ * scripts/build-native.mjs as users meet it: a library older than its sources never survives
+ * a build that could not redo it (it would load, as the loader checks only the ABI version),
+ * and the script does its work when run through a symlinked path, as the README tells users to
+ * run it from node_modules (a folder install, pnpm, npm link).
+ */
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, symlinkSync, utimesSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildCuda, buildFixture } from '../scripts/build-native.mjs';
+import { defaultLibraryPath } from '../src/native/index.js';
+import { packageRoot } from '../src/paths.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
+
+const tempDir = tempDirs('omni-build-script-');
+const longAgo = new Date('2001-01-01T00:00:00Z');
+
+beforeAll(() => {
+  buildFixture();
+});
+
+/** A loadable library at `dir/name`, older than every source (as after an edit of one). */
+function staleLibrary(dir: string, name: string): string {
+  const out = join(dir, name);
+  copyFileSync(defaultLibraryPath('fixture'), out);
+  utimesSync(out, longAgo, longAgo);
+  return out;
+}
+
+describe('a library older than its sources', () => {
+  it('is removed when cc fails to rebuild it', () => {
+    const out = staleLibrary(tempDir(), 'libomni_fixture.so');
+    const saved = process.env.CC;
+    process.env.CC = '/bin/false';
+    try {
+      expect(() => buildFixture({ outDir: join(out, '..') })).toThrow();
+    } finally {
+      if (saved === undefined) delete process.env.CC;
+      else process.env.CC = saved;
+    }
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('is removed when nvcc fails to rebuild it', () => {
+    const out = staleLibrary(tempDir(), 'libomni_cuda.so');
+    expect(() => buildCuda({ outDir: join(out, '..'), nvcc: '/bin/false' })).toThrow();
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('is removed when there is no nvcc to rebuild it; an up-to-date one is kept', () => {
+    const stale = staleLibrary(tempDir(), 'libomni_cuda.so');
+    expect(buildCuda({ outDir: join(stale, '..'), nvcc: null }).skipped).toBeTypeOf('string');
+    expect(existsSync(stale)).toBe(false);
+
+    const fresh = join(tempDir(), 'libomni_cuda.so');
+    copyFileSync(defaultLibraryPath('fixture'), fresh); // written now: newer than every source
+    expect(buildCuda({ outDir: join(fresh, '..'), nvcc: null }).skipped).toBeTypeOf('string');
+    expect(existsSync(fresh)).toBe(true);
+  });
+});
+
+describe('run through a symlinked path', () => {
+  it('runs (here: reports the failing cc, exit 1) instead of exiting 0 having done nothing', () => {
+    // A copy of the package's build inputs, linked as node_modules/omni-runtime is by a folder
+    // install; cc fails at once, so nothing is compiled and the repository's build is untouched.
+    const scratch = tempDir();
+    const pkg = join(scratch, 'pkg');
+    mkdirSync(join(pkg, 'scripts'), { recursive: true });
+    cpSync(join(packageRoot, 'native'), join(pkg, 'native'), {
+      recursive: true,
+      filter: (src) => !src.endsWith(join('native', 'build')),
+    });
+    copyFileSync(join(packageRoot, 'scripts', 'build-native.mjs'), join(pkg, 'scripts', 'build-native.mjs'));
+    mkdirSync(join(scratch, 'app', 'node_modules'), { recursive: true });
+    symlinkSync(pkg, join(scratch, 'app', 'node_modules', 'omni-runtime'));
+    const run = spawnSync(process.execPath, ['node_modules/omni-runtime/scripts/build-native.mjs'], {
+      cwd: join(scratch, 'app'),
+      env: { ...process.env, CC: '/bin/false' },
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toContain('native: fixture build FAILED (cc)');
+    expect(run.status).toBe(1);
+  });
+});
