@@ -112,6 +112,20 @@ describe('native backend through the runtime (fixture)', () => {
       expect(await lr.run(moved, { rows: 5, transfer: [moved.buffer] })).toEqual(expected);
       expect(moved.byteLength).toBe(0); // it really moved
     });
+
+    it('options that come through a prototype reach the runtime whole, as Runtime.run reads them', async () => {
+      // Shared defaults via Object.create: rows and cost were read, signal and transfer dropped.
+      const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2 });
+      const x = seededFloats(3, 2 * 4);
+      const y = await lr.run(x, Object.create({ rows: 2, transfer: [x.buffer] }));
+      expect(y.length).toBe(2 * 2);
+      expect(x.byteLength).toBe(0); // the inherited transfer list moved it
+      const aborted = AbortSignal.abort();
+      await expect(lr.run(seededFloats(4, 4), Object.create({ signal: aborted }))).rejects.toMatchObject({
+        name: 'AbortError',
+      });
+      expect(lr.report()).toMatchObject({ completed: 1, aborted: 1, depth: 0 });
+    });
   });
 
   describe('bad input is a coded error; the worker keeps serving with nothing leaked', () => {

@@ -199,7 +199,14 @@ export class LinearRuntime {
     }
     const input: NativeWorkerInput = { x, rows };
     const cost = options?.cost === undefined ? rows : options.cost;
-    return this.runtime.run<Float32Array>(input, { ...options, cost });
+    // Read like Runtime.run reads them (inherited properties included): a spread would keep
+    // only own properties and silently drop an inherited signal, deadline or transfer list.
+    return this.runtime.run<Float32Array>(input, {
+      cost,
+      signal: options?.signal,
+      deadlineMs: options?.deadlineMs,
+      transfer: options?.transfer,
+    });
   }
 
   /**
