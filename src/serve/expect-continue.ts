@@ -12,8 +12,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { OCTET_STREAM } from './body.js';
 
 const READ_TYPES = new Set([OCTET_STREAM, 'application/json']);
-/** Methods whose body fastify never reads (it runs the handler, or the 404, without parsing). */
-const BODYLESS = new Set(['GET', 'HEAD', 'TRACE']);
+/**
+ * The methods whose body fastify reads (fastify 5's `bodywith`); any other (GET, HEAD, TRACE,
+ * and PURGE, COPY, PROPFIND, ... that node also accepts) runs the handler, or the 404, unread.
+ */
+const BODY_METHODS = new Set(['DELETE', 'OPTIONS', 'PATCH', 'PUT', 'POST', 'QUERY']);
 /** Requests whose 100 Continue node left to this server. */
 const deferred = new WeakSet<IncomingMessage>();
 
@@ -26,7 +29,7 @@ export function deferContinue(this: Server, req: IncomingMessage, res: ServerRes
 function readable(request: FastifyRequest, bodyLimit: number): boolean {
   // A 404 reads a body it has a parser for, as a route does: withholding the 100 there would
   // leave the client waiting for it while the server waits for the body.
-  if (BODYLESS.has(request.raw.method ?? '')) return false;
+  if (!BODY_METHODS.has(request.raw.method ?? '')) return false;
   const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
   if (type === undefined || !READ_TYPES.has(type)) return false;
   const length = request.headers['content-length'];

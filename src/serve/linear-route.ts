@@ -32,18 +32,31 @@ export interface LinearRouteOptions {
 function parseDeadline(raw: unknown, serverMs: number | undefined): number | undefined {
   if (raw === undefined) return serverMs;
   const value = typeof raw === 'string' && isDecimal(raw) ? Number(raw) : Number.NaN;
-  if (!(value > 0) || !Number.isFinite(value)) {
+  if (!(value > 0)) {
     throw new BadRequestError(
       `${DEADLINE_HEADER} must be a number of milliseconds > 0, got ${JSON.stringify(raw)}`,
     );
   }
+  // Decimal text too long for a double reads as Infinity: no shorter than the server's.
+  if (value === Number.POSITIVE_INFINITY) return serverMs;
   return serverMs === undefined ? value : Math.min(value, serverMs);
 }
 
-function checkEncoding(encoding: string | undefined, type: string | undefined): void {
+function checkEncoding(
+  encoding: string | undefined,
+  transfer: string | undefined,
+  type: string | undefined,
+): void {
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
     throw new UnsupportedMediaTypeError(
       `Content-Encoding ${JSON.stringify(encoding)} is not supported; send it uncompressed`,
+    );
+  }
+  // node decodes only the chunked transfer coding: any other (gzip, chunked) would reach the
+  // route still compressed.
+  if (transfer?.split(',').some((t) => t.trim().toLowerCase() !== 'chunked')) {
+    throw new UnsupportedMediaTypeError(
+      `Transfer-Encoding ${JSON.stringify(transfer)} is not supported; send it uncompressed`,
     );
   }
   // A charset means something only for JSON (the octet-stream body is binary).
@@ -63,7 +76,11 @@ export function linearRoute(app: FastifyInstance, { runtime, drain, deadlineMs }
       // rather than decoded as if it were plain.
       onRequest: async (request) => {
         if (drain.state !== 'serving') throw new UnavailableError('draining', 'the server is draining');
-        checkEncoding(request.headers['content-encoding'], request.headers['content-type']);
+        checkEncoding(
+          request.headers['content-encoding'],
+          request.headers['transfer-encoding'],
+          request.headers['content-type'],
+        );
       },
     },
     async (request, reply) => {

@@ -198,6 +198,12 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   // Every answer, errors (415, 413, draining) and GETs whose body nobody reads included.
   app.addHook('onSend', (request, reply, payload, done) => {
     closeIfUnread(request.raw, reply);
+    // fastify closes the connection after every body parser error, even one found once the
+    // whole body was read (malformed JSON): node still runs the requests pipelined behind it,
+    // whose answers that close would then drop (RFC 9112 9.6: such requests must not run).
+    if (request.raw.complete && drain.state === 'serving' && reply.getHeader('connection') === 'close') {
+      reply.removeHeader('connection');
+    }
     done(null, payload);
   });
   app.setErrorHandler(async (error, _request, reply) => {
