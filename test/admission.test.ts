@@ -659,6 +659,26 @@ describe('claims', () => {
         admission.releaseClaim(held);
       },
     );
+
+    it('reads a claim once: one whose slot reads otherwise the next time still releases exactly', () => {
+      // Checked on one read and used on another, the slot below read null: index 0 freed the
+      // real slot while the units given back were undefined, a reservation lost for good.
+      const admission = new BoundedAdmission({ requests: 2, units });
+      const genuine = admitted(admission, 3).toClaim();
+      expect(genuine.slot).toBe(0);
+      let reads = 0;
+      const shifting = {
+        ...genuine,
+        get slot() {
+          reads += 1;
+          return (reads === 1 ? genuine.slot : null) as number;
+        },
+      };
+      admission.releaseClaim(shifting);
+      expect(reads).toBe(1);
+      expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
+      expect(thrown(() => admission.releaseClaim(genuine)).code).toBe('OMNI_ERR_PERMIT_RELEASED');
+    });
   });
 });
 

@@ -9,7 +9,7 @@ import {
   TooLargeError,
 } from '../errors.js';
 import { type AdmissionBounds, type CheckedBounds, checkBounds, invalidCost, isValidCost } from './bounds.js';
-import { ClaimTable } from './claims.js';
+import { ClaimTable, NOT_A_CLAIM, SPENT } from './claims.js';
 import { type Claim, kClaim, kRelease, type PermitOwner } from './internal.js';
 import {
   bufferBytes,
@@ -313,8 +313,12 @@ export class BoundedAdmission implements PermitOwner {
    * OMNI_ERR_PERMIT_RELEASED for one already released (by any copy) or stale.
    */
   releaseClaim(claim: Claim): void {
-    if (!this.#claims.owns(claim)) throw new InvalidClaimError();
-    if (!this.reclaim(claim)) throw new PermitReleasedError('claim was already released or is stale');
+    // One release decides both errors: checking first and releasing after would read the claim
+    // twice, and a claim with a getter could pass the check and release another slot.
+    const units = this.#claims.release(claim);
+    if (units === NOT_A_CLAIM) throw new InvalidClaimError();
+    if (units === SPENT) throw new PermitReleasedError('claim was already released or is stale');
+    this.#giveClaimed(units);
   }
 
   /**
@@ -325,10 +329,14 @@ export class BoundedAdmission implements PermitOwner {
   reclaim(claim: Claim): boolean {
     const units = this.#claims.release(claim);
     if (units < 0) return false;
+    this.#giveClaimed(units);
+    return true;
+  }
+
+  #giveClaimed(units: number): void {
     if (this.#wide)
       this.#giveWide(units < DELTA_CACHE ? this.#deltas[units]! : this.#oneRequest + BigInt(units));
     else this.#giveNarrow(this.#one32 + (this.#unitMode ? units : 0));
-    return true;
   }
 
   /**

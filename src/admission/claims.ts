@@ -17,6 +17,11 @@ import { costsByteOffset, GENERATION_LIMIT, ID_I32, SLOT_HELD, SLOTS_BYTE_OFFSET
  * Memory ordering: the cost is written after the slot is taken and before the claim leaves
  * this thread; the claim reaches another thread by postMessage, which orders the two.
  */
+/** ClaimTable.release: the claim was released already (by any copy), or is stale. */
+export const SPENT = -1;
+/** ClaimTable.release: not a well-formed claim of this admission. */
+export const NOT_A_CLAIM = -2;
+
 export class ClaimTable {
   readonly #words: BigUint64Array;
   readonly #costs: Float64Array;
@@ -52,33 +57,29 @@ export class ClaimTable {
     throw new ClaimsExhaustedError(`all ${n} claim slots are in use`);
   }
 
-  /** A well-formed claim made by this admission (whether or not it is still held). */
-  owns(claim: Claim): boolean {
-    const slot = claim?.slot;
-    const generation = claim?.generation;
-    return (
-      claim?.admission === this.#id &&
-      Number.isInteger(slot) &&
-      slot >= 0 &&
-      slot < this.#count &&
-      Number.isInteger(generation) &&
-      generation >= 0 &&
-      generation < GENERATION_LIMIT
-    );
-  }
-
   /**
-   * Frees the claim's slot if this copy wins; returns the units it held, or -1 when it does
-   * not: already released (by another copy), stale, or not a claim of this admission.
+   * Frees the claim's slot if this copy wins; returns the units it held, SPENT when it does not
+   * (already released by another copy, or stale), or NOT_A_CLAIM for anything that is not a
+   * well-formed claim of this admission. Each field is read once: a getter could answer
+   * otherwise on a second read, and the values checked must be the values used.
    */
   release(claim: Claim): number {
-    if (!this.owns(claim)) return -1;
-    const { slot, generation } = claim;
+    if (typeof claim !== 'object' || claim === null) return NOT_A_CLAIM;
+    const admission: unknown = claim.admission;
+    const slot: unknown = claim.slot;
+    const generation: unknown = claim.generation;
+    if (admission !== this.#id || !isIndex(slot, this.#count) || !isIndex(generation, GENERATION_LIMIT)) {
+      return NOT_A_CLAIM;
+    }
     const held = (BigInt(generation) << 1n) | SLOT_HELD;
     // Read before the CAS: once the slot is freed it may be reused and its cost overwritten.
     // If the CAS wins, the slot was held at this generation throughout, so the cost is ours.
     const units = this.#costs[slot]!;
     const next = generation + 1 === GENERATION_LIMIT ? 0 : generation + 1;
-    return Atomics.compareExchange(this.#words, slot, held, BigInt(next) << 1n) === held ? units : -1;
+    return Atomics.compareExchange(this.#words, slot, held, BigInt(next) << 1n) === held ? units : SPENT;
   }
+}
+
+function isIndex(value: unknown, limit: number): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value < limit;
 }
