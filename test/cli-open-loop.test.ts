@@ -280,31 +280,35 @@ describe('openLoop', () => {
   });
 });
 
+/** A fake runtime whose calls take `ms(rows)` of fake time; it records each call's rows and the most outstanding at once. */
+function countingRuntime(ms: (rows: number) => number) {
+  let outstanding = 0;
+  let most = 0;
+  const rows: number[] = [];
+  const lr = {
+    run(_x: Float32Array, opts: { rows: number }): Promise<void> {
+      rows.push(opts.rows);
+      most = Math.max(most, ++outstanding);
+      return new Promise((resolve) =>
+        setTimeout(() => {
+          outstanding--;
+          resolve();
+        }, ms(opts.rows)),
+      );
+    },
+  } as unknown as LinearRuntime;
+  return { lr, rows, most: () => most };
+}
+
 describe('calibrate', () => {
   it('keeps N requests outstanding and measures capacity after the warm-up quarter only', async () => {
-    let outstanding = 0;
-    let most = 0;
-    const rows: number[] = [];
-    const lr = {
-      run(_x: Float32Array, opts: { rows: number }): Promise<void> {
-        rows.push(opts.rows);
-        outstanding++;
-        most = Math.max(most, outstanding);
-        // Slow while the threads warm up (the first quarter), then 10 ms a request.
-        const ms = performance.now() - t0 < 250 ? 50 : 10;
-        return new Promise((resolve) =>
-          setTimeout(() => {
-            outstanding--;
-            resolve();
-          }, ms),
-        );
-      },
-    } as unknown as LinearRuntime;
     const t0 = performance.now();
+    // Slow while the threads warm up (the first quarter), then 10 ms a request.
+    const { lr, rows, most } = countingRuntime(() => (performance.now() - t0 < 250 ? 50 : 10));
     const done = calibrate(lr, work, 42, 1, 2);
     await vi.advanceTimersByTimeAsync(1100);
     const c = await done;
-    expect(most).toBe(2);
+    expect(most()).toBe(2);
     expect(c).toMatchObject({ seconds: 1, concurrency: 2 });
     // Two callers, 10 ms each after the warm-up: 200/s, counted from 250 ms to the end.
     expect(c.completed).toBe(150);
@@ -333,26 +337,12 @@ describe('calibrate', () => {
 
 describe('repeatCalls', () => {
   it('makes exactly the calls asked, at most N at a time, with the seeded rows', async () => {
-    let outstanding = 0;
-    let most = 0;
-    const rows: number[] = [];
-    const lr = {
-      run(_x: Float32Array, opts: { rows: number }): Promise<void> {
-        rows.push(opts.rows);
-        most = Math.max(most, ++outstanding);
-        return new Promise((resolve) =>
-          setTimeout(() => {
-            outstanding--;
-            resolve();
-          }, opts.rows),
-        );
-      },
-    } as unknown as LinearRuntime;
+    const { lr, rows, most } = countingRuntime((r) => r);
     const done = repeatCalls(lr, work, 42, 37, 3);
     await vi.advanceTimersByTimeAsync(1000);
     await done;
     expect(rows).toHaveLength(37);
-    expect(most).toBe(3);
+    expect(most()).toBe(3);
     const prng = new Prng(42);
     expect(rows).toEqual(rows.map(() => prng.int(1, MAX_ROWS)));
   });

@@ -5,11 +5,11 @@
  * fixture worker with its gate open (no test here holds capacity). No sleeps: every exchange
  * ends when its answers are complete or the server closes the connection.
  */
-import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
 import { until } from './fixtures/runtime-harness.js';
+import { pipelinedExchange } from './fixtures/serve-client.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
 const IN = 4;
@@ -25,46 +25,6 @@ function shared(): Promise<{ g: Gated; s: ServeHandle }> {
 afterAll(async () => {
   await (await started)?.s.close();
 });
-
-interface Heard {
-  /** Status of each complete answer, in order (100 Continue included). */
-  readonly statuses: number[];
-  readonly closed: boolean;
-}
-
-/**
- * Writes `bytes` on a fresh connection and collects answers until `want` complete (non-1xx)
- * answers arrived or the server closed the connection.
- */
-function exchange(port: number, bytes: Buffer, want: number): Promise<Heard> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.on('error', () => {});
-    let buf = Buffer.alloc(0);
-    const statuses: number[] = [];
-    let finals = 0;
-    const finish = (closed: boolean): void => {
-      socket.destroy();
-      resolve({ statuses, closed });
-    };
-    socket.on('data', (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      for (;;) {
-        const split = buf.indexOf('\r\n\r\n');
-        if (split < 0) return;
-        const head = buf.subarray(0, split).toString('latin1');
-        const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]);
-        const length = status < 200 ? 0 : Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0);
-        if (buf.length < split + 4 + length) return;
-        statuses.push(status);
-        buf = buf.subarray(split + 4 + length);
-        if (status >= 200 && ++finals === want) return finish(false);
-      }
-    });
-    socket.on('close', () => finish(true));
-    socket.on('connect', () => socket.write(bytes));
-  });
-}
 
 const floats = (values: number[]): Buffer => Buffer.from(new Float32Array(values).buffer);
 function octetRequest(body: Buffer, extraHeaders = ''): Buffer {
@@ -97,7 +57,7 @@ describe('pipelining after a body parse error (fastify answers it with Connectio
     const series499 =
       'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="499"}';
     const aborted0 = g.lr.report().aborted;
-    const heard = await exchange(s.port, Buffer.concat([first, second]), 2);
+    const heard = await pipelinedExchange(s.port, Buffer.concat([first, second]), 2);
     // Whatever the server did with the second request has ended once depth is back to 0.
     await until(() => g.lr.report().depth === 0, 'the runtime to be idle');
     const ran = g.entered() - before;
@@ -130,7 +90,7 @@ describe('a compressed body', () => {
       Buffer.from('\r\n0\r\n\r\n'),
     ]);
     const before = g.entered();
-    const heard = await exchange(s.port, request, 1);
+    const heard = await pipelinedExchange(s.port, request, 1);
     expect(heard.statuses).toEqual([415]);
     expect(g.entered() - before).toBe(0);
   });
@@ -141,7 +101,7 @@ describe('Expect: 100-continue on a method whose body fastify never reads', () =
     '%s /v1/linear: a 404 with no 100 Continue before it',
     async (method) => {
       const { s } = await shared();
-      const heard = await exchange(
+      const heard = await pipelinedExchange(
         s.port,
         Buffer.from(
           `${method} /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n` +
@@ -161,7 +121,7 @@ describe('x-omni-deadline-ms of any length', () => {
     ['400 digits', '9'.repeat(400)],
   ])('%s: the server deadline applies (200), not a 400', async (_name, value) => {
     const { s } = await shared();
-    const heard = await exchange(
+    const heard = await pipelinedExchange(
       s.port,
       octetRequest(floats([1, 2, 3, 4]), `x-omni-deadline-ms: ${value}\r\n`),
       1,
