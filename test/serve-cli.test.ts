@@ -15,6 +15,7 @@ import { parseServeArgs, runServeCommand } from '../src/cli/serve-command.js';
 import { seededWeights } from '../src/index.js';
 import { defaultLibraryPath, referenceLinearGelu } from '../src/native/index.js';
 import { packageRoot } from '../src/paths.js';
+import { sample } from './fixtures/metrics-text.js';
 import { floatsOf, get, postFloats, postJson, tryConnect } from './fixtures/serve-client.js';
 import { ENTERED, expectedRow } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
@@ -89,11 +90,6 @@ async function until(
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   throw new Error(`never saw ${what}`);
-}
-
-function sample(text: string, series: string): number {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
 }
 
 describe('serve flags', () => {
@@ -291,7 +287,9 @@ describe('serve child processes', () => {
       url!,
       '/metrics',
       (t) =>
-        sample(t, 'omni_runtime_depth') + sample(t, 'omni_runtime_calls_total{outcome="completed"}') === 4,
+        (sample(t, 'omni_runtime_depth') ?? Number.NaN) +
+          (sample(t, 'omni_runtime_calls_total{outcome="completed"}') ?? Number.NaN) ===
+        4,
       'three admitted calls',
     );
     child.process.kill('SIGTERM');

@@ -7,6 +7,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
+import { sample } from './fixtures/metrics-text.js';
 import { codeOf, until } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
@@ -32,11 +33,6 @@ function settled(answer: Promise<{ status: number }>): Promise<number | string> 
     (a) => a.status,
     () => 'connection closed',
   );
-}
-
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
 describe('drain', () => {

@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { get, postFloats, rawExchange } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
@@ -25,11 +26,6 @@ async function start(gated: GatedOptions, options: ServeOptions = {}): Promise<{
   const s = await serve(g.lr, { port: 0, ...options });
   servers.push(s);
   return { g, s };
-}
-
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
 async function scrape(s: ServeHandle): Promise<string> {

@@ -2,6 +2,7 @@
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
+import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { get, postFloats, rawExchange } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
@@ -24,10 +25,6 @@ async function start(options: GatedOptions): Promise<{ g: Gated; url: string }> 
 }
 
 /** The value of one sample line (`name{labels} value`) in Prometheus text. */
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
 
 describe('GET /health', () => {
   it('reports the runtime exactly, 200 when ready, and stays answerable at full capacity', async () => {

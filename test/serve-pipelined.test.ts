@@ -8,6 +8,7 @@ import { type AddressInfo, connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serve } from '../src/serve/index.js';
 import { closeWithConnection } from '../src/serve/pipelined-close.js';
+import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
@@ -16,11 +17,6 @@ const gates: Gated[] = [];
 afterEach(() => {
   for (const g of gates.splice(0)) g.open();
 });
-
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
 
 async function connected(port: number): Promise<Socket> {
   const socket = connect({ host: '127.0.0.1', port });
