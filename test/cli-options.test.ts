@@ -64,11 +64,29 @@ describe('bench flags', () => {
     expect(() => config(['--cuda-library', 'c.so'])).toThrow(/--backend cuda or auto/);
     // With OMNI_BACKEND set and no --backend, the environment picks the backend at start.
     expect(config(['--cuda-library', 'c.so'], { OMNI_BACKEND: 'cuda' }).libraries.cuda).toBe('c.so');
+    expect(config(['--fixture-library', 'f.so'], { OMNI_BACKEND: ' auto ' }).libraries.fixture).toBe('f.so');
   });
 
-  it('leaves the backend to OMNI_BACKEND when it is set and --backend is not', () => {
+  it('a library for the backend OMNI_BACKEND picks against is a usage mistake too; --backend overrides it', () => {
+    for (const [argv, env] of [
+      [['--cuda-library', 'c.so'], { OMNI_BACKEND: 'fixture' }],
+      [['--fixture-library', 'f.so'], { OMNI_BACKEND: ' cuda ' }],
+    ] as const) {
+      expect(() => config([...argv], env)).toThrow(expect.objectContaining({ code: 'OMNI_ERR_USAGE' }));
+      expect(() => config([...argv], env)).toThrow(/OMNI_BACKEND=/);
+    }
+    expect(
+      config(['--backend', 'cuda', '--cuda-library', 'c.so'], { OMNI_BACKEND: 'fixture' }).libraries.cuda,
+    ).toBe('c.so');
+    // A value that names no backend is start's to refuse (coded), not a usage mistake here.
+    expect(config(['--cuda-library', 'c.so'], { OMNI_BACKEND: 'gpu' }).libraries.cuda).toBe('c.so');
+  });
+
+  it('leaves the backend to OMNI_BACKEND when it is set and --backend is not; blank is unset', () => {
     expect(config([], { OMNI_BACKEND: 'cuda' }).backend).toBeUndefined();
     expect(config(['--backend', 'auto'], { OMNI_BACKEND: 'cuda' }).backend).toBe('auto');
+    // Blank: selection reads it as unset (auto), so bench keeps its own default.
+    expect(config([], { OMNI_BACKEND: '  ' }).backend).toBe('fixture');
   });
 
   it('parses absolute and relative rates; rejects anything else with a UsageError', () => {

@@ -148,6 +148,19 @@ describe('serve flags', () => {
     });
   });
 
+  it('so is one for the backend OMNI_BACKEND picks, without --backend (serve defaults to auto)', () => {
+    expect(() => parseServeArgs(['--cuda-library', 'c.so'], { OMNI_BACKEND: 'fixture' })).toThrow(
+      expect.objectContaining({ code: 'OMNI_ERR_USAGE' }),
+    );
+    expect(() => parseServeArgs(['--fixture-library', 'f.so'], { OMNI_BACKEND: 'cuda' })).toThrow(
+      expect.objectContaining({ code: 'OMNI_ERR_USAGE' }),
+    );
+    expect(parseServeArgs(['--cuda-library', 'c.so'], {})).toMatchObject({ libraries: { cuda: 'c.so' } });
+    expect(parseServeArgs(['--cuda-library', 'c.so'], { OMNI_BACKEND: 'auto' })).toMatchObject({
+      libraries: { cuda: 'c.so' },
+    });
+  });
+
   it('the built CLI: a library that is not there is one coded line on stderr, exit 1', async () => {
     const missing = launch(CLI, [
       'serve',

@@ -5,6 +5,7 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { checkBounds } from '../admission/bounds.js';
 import { isDecimal } from '../decimal.js';
+import { BACKEND_ENV, type BackendPreference, backendFromEnv } from '../native/backend.js';
 
 export class UsageError extends Error {
   readonly code = 'OMNI_ERR_USAGE';
@@ -124,17 +125,30 @@ function pathFlag(name: string, raw: string | undefined): string | undefined {
 
 /**
  * --cuda-library and --fixture-library for the backend the command will run: a path for a
- * backend it will certainly not load (`backend`: the flag, or the command's own default) is a
- * usage mistake rather than a flag silently ignored (bench on the CPU fixture while the user
- * named a CUDA library). `undefined` (OMNI_BACKEND decides) and 'auto' may load either.
+ * backend it will certainly not load is a usage mistake rather than a flag silently ignored
+ * (bench on the CPU fixture while the user named a CUDA library). That backend is --backend,
+ * else OMNI_BACKEND (read as selection reads it), else the command's own default; 'auto' may
+ * load either, and an OMNI_BACKEND that names no backend is left for start to refuse.
  */
 export function libraryFlags(
-  backend: 'fixture' | 'cuda' | 'auto' | undefined,
-  values: { readonly 'cuda-library'?: string | undefined; readonly 'fixture-library'?: string | undefined },
-  defaultNote = '',
+  values: {
+    readonly 'cuda-library'?: string | undefined;
+    readonly 'fixture-library'?: string | undefined;
+  },
+  backendFlag: BackendPreference | undefined,
+  env: NodeJS.ProcessEnv,
+  commandDefault: BackendPreference = 'auto',
 ): { cuda: string | undefined; fixture: string | undefined } {
   const cuda = pathFlag('cuda-library', values['cuda-library']);
   const fixture = pathFlag('fixture-library', values['fixture-library']);
+  const fromEnv = backendFromEnv(env);
+  const backend = backendFlag ?? fromEnv ?? commandDefault;
+  const defaultNote =
+    backendFlag !== undefined
+      ? ''
+      : fromEnv !== undefined
+        ? ` (${BACKEND_ENV}=${fromEnv})`
+        : ' (the default)';
   const unused =
     backend === 'fixture' && cuda !== undefined
       ? 'cuda'

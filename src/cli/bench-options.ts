@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { isDecimal } from '../decimal.js';
 import { type NativeLibraryPaths, rowsPerCall } from '../linear/linear-runtime.js';
+import { backendFromEnv } from '../native/backend.js';
 import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
 
 export type BackendFlag = 'fixture' | 'cuda' | 'auto';
@@ -222,7 +223,7 @@ export function parseBenchArgs(
     values.backend === undefined
       ? undefined
       : choiceFlag('backend', values.backend, ['fixture', 'cuda', 'auto'] as const, 'fixture');
-  const backend = backendFlag ?? (env.OMNI_BACKEND ? undefined : 'fixture');
+  const backend = backendFlag ?? (backendFromEnv(env) === undefined ? 'fixture' : undefined);
   return {
     durationS,
     phaseS,
@@ -232,7 +233,7 @@ export function parseBenchArgs(
     units,
     rates,
     backend,
-    libraries: libraryFlags(backend, values, backendFlag === undefined ? " (bench's default)" : ''),
+    libraries: libraryFlags(values, backendFlag, env, 'fixture'),
     outDir: outDirFlag(values.out),
     json: values.json === true,
     seed: numberFlag('seed', values.seed, 1, { min: 0, max: 2 ** 32 - 1, integer: true }),

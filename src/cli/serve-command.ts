@@ -100,7 +100,10 @@ const optional = (name: string, raw: string | undefined, options: Parameters<typ
   raw === undefined ? undefined : numberFlag(name, raw, 0, options);
 
 /** Parses the flags; 'help' for --help. Throws UsageError. */
-export function parseServeArgs(argv: readonly string[]): ServeConfig | 'help' {
+export function parseServeArgs(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): ServeConfig | 'help' {
   const { values, positionals } = parseFlags('serve', argv, FLAGS);
   if (values.help === true) return 'help';
   if (positionals.length > 0) throw new UsageError(`serve: unexpected argument '${positionals[0]}'`);
@@ -125,7 +128,7 @@ export function parseServeArgs(argv: readonly string[]): ServeConfig | 'help' {
     requests,
     units,
     backend,
-    libraries: libraryFlags(backend, values),
+    libraries: libraryFlags(values, backend, env),
     bodyLimit: numberFlag('body-limit', values['body-limit'], DEFAULT_BODY_LIMIT, {
       min: 1,
       max: 2 ** 31 - 1,

@@ -31,6 +31,11 @@ export interface SelectOptions {
   cudaPath?: string;
 }
 
+/** OMNI_BACKEND as selection reads it: trimmed, and unset when blank. */
+export function backendFromEnv(env: NodeJS.ProcessEnv): string | undefined {
+  return env[BACKEND_ENV]?.trim() || undefined;
+}
+
 function parsePreference(value: string, source: string): BackendPreference {
   if (value === 'fixture' || value === 'cuda' || value === 'auto') return value;
   throw new InvalidArgumentError(
@@ -43,7 +48,7 @@ export function selectBackend(
   env: NodeJS.ProcessEnv = process.env,
   options: SelectOptions = {},
 ): BackendChoice {
-  const fromEnv = env[BACKEND_ENV]?.trim();
+  const fromEnv = backendFromEnv(env);
   const wanted =
     preference !== undefined
       ? parsePreference(preference, 'backend')
