@@ -2,8 +2,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ADMISSION_HELP } from '../src/cli/admission-bench-command.js';
 import { UsageError } from '../src/cli/args.js';
+import { BENCH_HELP } from '../src/cli/bench-options.js';
 import { errorLine, exitCodeFor, HELP, main } from '../src/cli/main.js';
+import { SERVE_HELP } from '../src/cli/serve-command.js';
 import { packageRoot } from '../src/paths.js';
 
 const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string })
@@ -32,8 +35,22 @@ describe('main', () => {
     expect(await run(argv)).toEqual({ code: 0, stdout: HELP });
   });
 
-  it('an unknown command or flag is a usage mistake (exit 2); anything else exits 1', async () => {
-    for (const argv of [['frobnicate'], ['--frobnicate']]) {
+  it.each([
+    [['help', 'bench'], BENCH_HELP],
+    [['--help', 'bench', 'admission'], ADMISSION_HELP],
+    [['-h', 'serve'], SERVE_HELP],
+  ])("%j prints that command's help, exits 0", async (argv, help) => {
+    expect(await run(argv)).toEqual({ code: 0, stdout: help });
+  });
+
+  it('an unknown command or flag, or an argument help or version does not take, is a usage mistake (exit 2); anything else exits 1', async () => {
+    for (const argv of [
+      ['frobnicate'],
+      ['--frobnicate'],
+      ['--version', 'extra'],
+      ['-v', '--frobnicate'],
+      ['help', 'me'],
+    ]) {
       const err = await main(argv).then(
         () => undefined,
         (e: unknown) => e,

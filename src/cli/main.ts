@@ -19,7 +19,8 @@ Commands:
   serve              the HTTP front for the native worker
 
 Flags:
-  -h, --help         this help; every command has its own (omni-runtime bench --help)
+  -h, --help         this help; every command has its own (omni-runtime bench --help, or
+                     omni-runtime help bench)
   -v, --version      the package version
 
 A command takes a value flag once: a second value for one is a usage mistake (exit 2).
@@ -38,10 +39,16 @@ export async function main(argv: readonly string[]): Promise<number> {
     case 'help':
     case '-h':
     case '--help':
-      process.stdout.write(HELP);
-      return 0;
+      if (rest.length === 0) {
+        process.stdout.write(HELP);
+        return 0;
+      }
+      // `help bench`, `--help serve`: that command's own help. Anything else was not asked for.
+      if (rest[0] === 'bench' || rest[0] === 'serve') return main([...rest, '--help']);
+      throw new UsageError(`${command} takes a command (bench, serve), got '${rest[0]}'`);
     case '-v':
     case '--version':
+      if (rest.length > 0) throw new UsageError(`${command} takes no arguments, got '${rest[0]}'`);
       process.stdout.write(`${version()}\n`);
       return 0;
     case 'bench':
