@@ -89,6 +89,16 @@ describe.concurrent('command line errors', () => {
     expect(existsSync(out)).toBe(false);
   });
 
+  it('leaves no output folder of its own behind when the line is rejected only after calibration', async () => {
+    const out = join(scratch, 'made-then-rejected', 'results');
+    const { code } = await runCli([
+      ...['bench', '--rates', '1e9x', '--duration', '1', '--calibrate', '0.05'],
+      ...['--in-features', '8', '--out-features', '8', '--out', out],
+    ]);
+    expect(code).toBe(2);
+    expect(existsSync(join(scratch, 'made-then-rejected'))).toBe(false);
+  });
+
   const helps: string[][] = [
     [],
     ['--help'],

@@ -1,10 +1,10 @@
 /** The --out folder, in-process: made (with its parents) and checked before any load runs. */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../src/cli/args.js';
-import { prepareOutDir, writeOutputs } from '../src/cli/output-dir.js';
+import { discardOutDir, prepareOutDir, removeOutputs, writeOutputs } from '../src/cli/output-dir.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'omni-out-dir-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -21,9 +21,9 @@ function usageError(fn: () => unknown): unknown {
 describe('prepareOutDir', () => {
   it('makes a folder several levels deep, and takes one that exists', () => {
     const deep = join(scratch, 'a', 'b', 'c');
-    expect(prepareOutDir(deep, ['results.json'])).toBe(deep);
+    expect(prepareOutDir(deep, ['results.json'])).toEqual({ dir: deep, created: join(scratch, 'a') });
     expect(statSync(deep).isDirectory()).toBe(true);
-    expect(prepareOutDir(deep, ['results.json'])).toBe(deep);
+    expect(prepareOutDir(deep, ['results.json'])).toEqual({ dir: deep, created: undefined });
     expect(statSync(deep).isDirectory()).toBe(true);
   });
 
@@ -31,7 +31,7 @@ describe('prepareOutDir', () => {
     const dir = join(scratch, 'existing');
     mkdirSync(dir);
     writeFileSync(join(dir, 'results.json'), '{}');
-    expect(prepareOutDir(dir, ['results.json', 'latency.svg'])).toBe(dir);
+    expect(prepareOutDir(dir, ['results.json', 'latency.svg']).dir).toBe(dir);
     // Checked, not touched: replacing them is writeOutputs' job.
     expect(readFileSync(join(dir, 'results.json'), 'utf8')).toBe('{}');
   });
@@ -53,7 +53,7 @@ describe('prepareOutDir', () => {
 
 describe('writeOutputs', () => {
   it('writes every file under the folder and returns their paths', () => {
-    const dir = prepareOutDir(join(scratch, 'written'));
+    const { dir } = prepareOutDir(join(scratch, 'written'));
     const paths = writeOutputs(dir, [
       ['results.json', '{"a":1}\n'],
       ['latency.svg', '<svg/>'],
@@ -61,5 +61,36 @@ describe('writeOutputs', () => {
     expect(paths).toEqual([join(dir, 'results.json'), join(dir, 'latency.svg')]);
     expect(readFileSync(paths[0]!, 'utf8')).toBe('{"a":1}\n');
     expect(readFileSync(paths[1]!, 'utf8')).toBe('<svg/>');
+  });
+});
+
+describe('discardOutDir', () => {
+  it('removes the folders prepareOutDir made while they are empty, never one that existed', () => {
+    const kept = join(scratch, 'kept');
+    mkdirSync(kept);
+    const out = prepareOutDir(join(kept, 'x', 'y'));
+    discardOutDir(out);
+    expect(existsSync(join(kept, 'x'))).toBe(false);
+    expect(existsSync(kept)).toBe(true);
+    discardOutDir(prepareOutDir(kept)); // it existed: left alone
+    expect(existsSync(kept)).toBe(true);
+  });
+
+  it('keeps a made folder that something was written to', () => {
+    const out = prepareOutDir(join(scratch, 'used', 'inner'));
+    writeOutputs(out.dir, [['results.json', '{}']]);
+    discardOutDir(out);
+    expect(readFileSync(join(out.dir, 'results.json'), 'utf8')).toBe('{}');
+  });
+});
+
+describe('removeOutputs', () => {
+  it('removes the names that exist, skips the missing, and throws any other failure with its own code', () => {
+    const { dir } = prepareOutDir(join(scratch, 'removed'));
+    writeOutputs(dir, [['a.svg', '<svg/>']]);
+    removeOutputs(dir, ['a.svg', 'missing.svg']);
+    expect(existsSync(join(dir, 'a.svg'))).toBe(false);
+    mkdirSync(join(dir, 'folder.svg'));
+    expect(() => removeOutputs(dir, ['folder.svg'])).toThrow(expect.objectContaining({ code: 'EISDIR' }));
   });
 });

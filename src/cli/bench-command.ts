@@ -8,7 +8,7 @@ import { formatReport, summarize } from './bench-report.js';
 import { runBench } from './bench-run.js';
 import { CHART_INSTALL_COMMAND, type ImportPackage, loadChartLibraries } from './chart-libraries.js';
 import { CHART_FILES, charts, renderSvg } from './charts.js';
-import { prepareOutDir, removeOutputs, writeOutputs } from './output-dir.js';
+import { discardOutDir, prepareOutDir, removeOutputs, writeOutputs } from './output-dir.js';
 import { Progress } from './progress.js';
 
 const RESULTS_FILE = 'results.json';
@@ -29,23 +29,29 @@ export async function runBenchCommand(
     process.stdout.write(BENCH_HELP);
     return 0;
   }
-  const outDir = prepareOutDir(config.outDir, [RESULTS_FILE, ...CHART_FILES]);
+  const out = prepareOutDir(config.outDir, [RESULTS_FILE, ...CHART_FILES]);
+  const outDir = out.dir;
   const plannedS = config.calibrateS + config.durationS;
   const progress = new Progress(plannedS);
   let result: Awaited<ReturnType<typeof runBench>>;
   try {
     result = await deps.runBench(config, progress);
+  } catch (err) {
+    // Rejected after its flags were read (a multiple of capacity known only from calibration),
+    // or failed: nothing was written, so no folder made for it stays behind.
+    discardOutDir(out);
+    throw err;
   } finally {
     progress.stop();
   }
   // The measurement is written first: a chart library that fails to load or render must not
   // cost the run its results.
   const files = writeOutputs(outDir, [[RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`]]);
-  // An earlier run's charts beside these results would pass for this run's, if charts are
-  // skipped or fail below.
-  removeOutputs(outDir, CHART_FILES);
   let chartError: unknown;
   try {
+    // An earlier run's charts beside these results would pass for this run's, if charts are
+    // skipped or fail below. One that cannot be removed is reported after the results.
+    removeOutputs(outDir, CHART_FILES);
     const libraries = await loadChartLibraries(deps.importPackage);
     if (libraries === undefined) {
       process.stderr.write(

@@ -1,15 +1,23 @@
 /**
  * The --out folder: created and checked for writing before any load runs, so a bad path is a
- * one-line usage error at once rather than a failure after the benchmark.
+ * one-line usage error at once rather than a failure after the benchmark; removed again if the
+ * run ends before writing anything into it.
  */
-import { accessSync, constants, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, constants, mkdirSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { UsageError } from './args.js';
 
+export interface OutDir {
+  readonly dir: string;
+  /** The first folder prepareOutDir made (its parents existed), or undefined: it existed. */
+  readonly created: string | undefined;
+}
+
 /** Creates `dir` and checks it, and each of `names` already in it, can be written. */
-export function prepareOutDir(dir: string, names: readonly string[] = []): string {
+export function prepareOutDir(dir: string, names: readonly string[] = []): OutDir {
+  let created: string | undefined;
   try {
-    mkdirSync(dir, { recursive: true });
+    created = mkdirSync(dir, { recursive: true });
     accessSync(dir, constants.W_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
@@ -29,7 +37,24 @@ export function prepareOutDir(dir: string, names: readonly string[] = []): strin
       throw new UsageError(`--out ${JSON.stringify(dir)}: ${name} there cannot be written (${problem})`);
     }
   }
-  return dir;
+  return { dir, created };
+}
+
+/**
+ * Removes the folders prepareOutDir made, deepest first, while they are empty: a run that
+ * failed before writing anything leaves no folder of its own behind.
+ */
+export function discardOutDir({ dir, created }: OutDir): void {
+  if (created === undefined) return;
+  const top = resolve(created);
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    try {
+      rmdirSync(d);
+    } catch {
+      return; // not empty (or not ours to remove): keep it and everything above it
+    }
+    if (d === top || dirname(d) === d) return;
+  }
 }
 
 /** Writes `files` (name -> contents) under `dir`; returns their paths. */
@@ -43,5 +68,13 @@ export function writeOutputs(dir: string, files: ReadonlyArray<readonly [string,
 
 /** Removes `names` under `dir` where they exist (prepareOutDir checked they are plain files). */
 export function removeOutputs(dir: string, names: readonly string[]): void {
-  for (const name of names) rmSync(join(dir, name), { force: true });
+  for (const name of names) {
+    try {
+      unlinkSync(join(dir, name));
+    } catch (err) {
+      // Anything but "not there" is the real reason, told as it is (rmSync's force turned a
+      // refused unlink into a misleading ENOTDIR).
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
 }
