@@ -32,5 +32,8 @@ export function withMovedBuffers(movable: Movable, transfer: readonly ArrayBuffe
   // piscina concatenates it: one transferable or a list of them.
   const own = movable[kTransferable];
   const list = (Array.isArray(own) ? own : own == null ? [] : [own]) as ArrayBuffer[];
-  return [...transfer, ...list.filter((buffer) => !transfer.includes(buffer))];
+  // Its own list may name a buffer twice too (two views over one buffer, each listing it).
+  const merged = [...transfer];
+  for (const buffer of list) if (!merged.includes(buffer)) merged.push(buffer);
+  return merged;
 }

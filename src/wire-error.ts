@@ -145,7 +145,12 @@ const classes: Record<string, (message: string, f: WireFields, wire: WireError) 
 export function fromWire(wire: WireError): Error {
   const fields = wire.fields ?? {};
   const make = wire.code !== undefined && Object.hasOwn(classes, wire.code) ? classes[wire.code] : undefined;
-  if (make !== undefined) return make(wire.message, fields, wire);
+  if (make !== undefined) {
+    const rebuilt = make(wire.message, fields, wire);
+    // fatal: true failed the runtime whatever the code: the caller sees why (NativeError has its own).
+    if (wire.fatal !== undefined && !('fatal' in rebuilt)) Object.assign(rebuilt, { fatal: wire.fatal });
+    return rebuilt;
+  }
   const e =
     wire.code === undefined ? new TaskFailedError(wire.message) : new OmniError(wire.code, wire.message);
   if (wire.name && (wire.code !== undefined || wire.name !== 'Error')) e.name = wire.name;

@@ -173,6 +173,35 @@ describe('results that look postable but are not', () => {
     expect(rt.report()).toMatchObject({ running: 0 });
   });
 
+  it('a Transferable result whose own list names one buffer twice is moved, even where the worker owns uncaught errors', async () => {
+    // Posted unchecked, piscina's postMessage threw "duplicate ArrayBuffer" outside the task: the
+    // call was never answered (the deadline below only bounds that hang).
+    const rt = await start({ worker: POST_CHECKS, workerData: { ownUncaught: true }, threads: 1 });
+    const view = await rt.run<Uint8Array>({ mode: 'transferable-dup' }, { deadlineMs: 30_000 });
+    expect(view.byteLength).toBe(8);
+    await expect(rt.run({ mode: 'thread' })).resolves.toBeTypeOf('number');
+  });
+
+  it.each([
+    ['an Error', 'name-getter'],
+    ['a value clone refuses', 'name-getter-unclonable'],
+  ])('an error whose name getter throws %s keeps its code, and the thread serves on', async (_what, mode) => {
+    const rt = await start({ worker: POST_CHECKS, workerData: { ownUncaught: true }, threads: 1 });
+    expect(await codeOf(rt.run({ mode }, { deadlineMs: 30_000 }))).toBe('X_GET_NAME');
+    await expect(rt.run({ mode: 'thread' })).resolves.toBeTypeOf('number');
+  });
+
+  it('fatal: true reaches the caller whatever the code, an omni-runtime one included', async () => {
+    const rt = await start({ worker: POST_CHECKS, threads: 1 });
+    const err = (await rejection(rt.run({ mode: 'fatal-known' }))) as Error & {
+      code?: string;
+      fatal?: unknown;
+    };
+    expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(err.fatal).toBe(true);
+    expect(rt.report().state).toBe('failed');
+  });
+
   it('an input that cannot be posted (a revoked Proxy) is OMNI_ERR_INVALID_ARGUMENT, capacity back', async () => {
     const rt = await start({ worker: POST_CHECKS, threads: 1, admission: { requests: 2 } });
     const { proxy, revoke } = Proxy.revocable({}, {});

@@ -62,7 +62,13 @@ export class WorkerTaskContext implements TaskContext {
    * caller sees it end (deadline, or abort), not as a failure. Undefined for anything else.
    */
   stoppedBy(err: unknown): SkipReason | undefined {
-    if ((err as { name?: unknown } | null)?.name !== 'AbortError') return undefined;
+    let name: unknown;
+    try {
+      name = (err as { name?: unknown } | null)?.name;
+    } catch {
+      return undefined; // a getter that throws: not an AbortError, and toWire leaves it out
+    }
+    if (name !== 'AbortError') return undefined;
     if (this.#abortedFor !== undefined) return this.#abortedFor;
     if (isCancelled(this.#words, this.#claim)) return 'aborted';
     return this.#pastDeadline() ? 'deadline' : undefined;
