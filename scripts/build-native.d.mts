@@ -5,6 +5,8 @@ export interface BuildResult {
   built: boolean;
   /** Set when the CUDA build was not attempted (no nvcc). */
   skipped?: string;
+  /** With `skipped`: the library there, kept, is older than its sources. */
+  stale?: boolean;
 }
 export interface BuildOptions {
   outDir?: string;

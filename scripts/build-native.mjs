@@ -3,9 +3,10 @@
 //   libomni_fixture.so  with cc (required: everything falls back to it; a failure exits non-zero)
 //   libomni_cuda.so     with nvcc when it is on PATH or under CUDA_HOME/bin (optional: a missing or
 //                       failing nvcc is reported and the script still exits 0)
-// A library older than its sources that cannot be rebuilt (the compiler fails, or there is no
-// nvcc) is removed rather than left to load as if it were the current one: the loader checks
-// only the ABI version.
+// A library older than its sources whose rebuild fails is removed rather than left to load as if
+// it were the current one (the loader checks only the ABI version). Without nvcc a CUDA library
+// is kept, as it may have been built elsewhere and carried here, and one older than its sources
+// is reported as such.
 // A library is rebuilt only when a source, a header or this script is newer than it, so `npm test`
 // stays fast. Outputs are written to a temporary name and renamed, so a process that has the old
 // library mapped never sees a half-written file.
@@ -102,8 +103,9 @@ export function buildFixture({ outDir = nativeBuildDir, defines = [], force = fa
   try {
     compileTo(output, (tmp) => run(process.env.CC || 'cc', fixtureArgs(tmp, defines)));
   } catch (err) {
-    // As for CUDA: a library older than its sources must not pass for the current one.
-    rmSync(output, { force: true });
+    // As for CUDA: a library older than its sources must not pass for the current one (an
+    // up-to-date one that --force failed to redo stays).
+    if (!upToDate(output, inputs)) rmSync(output, { force: true });
     throw err;
   }
   return { path: output, built: true };
@@ -162,16 +164,17 @@ export function buildCuda({ outDir = nativeBuildDir, defines = [], force = false
     fileURLToPath(import.meta.url),
   ];
   if (nvcc === null) {
-    // Nothing can rebuild it here: a library older than its sources must not stay behind.
-    if (existsSync(output) && !upToDate(output, inputs)) rmSync(output, { force: true });
-    return { path: output, built: false, skipped: 'nvcc not found on PATH or under CUDA_HOME/bin' };
+    // Kept (it may be a library built elsewhere, carried here), but said when it is stale.
+    const stale = existsSync(output) && !upToDate(output, inputs);
+    return { path: output, built: false, skipped: 'nvcc not found on PATH or under CUDA_HOME/bin', stale };
   }
   if (!force && defines.length === 0 && upToDate(output, inputs)) return { path: output, built: false };
   try {
     compileTo(output, (tmp) => run(nvcc, cudaArgs(tmp, defines)));
   } catch (err) {
-    // A library older than its sources must not pass for the current one.
-    rmSync(output, { force: true });
+    // A library older than its sources must not pass for the current one (an up-to-date one
+    // that --force failed to redo stays).
+    if (!upToDate(output, inputs)) rmSync(output, { force: true });
     throw err;
   }
   return { path: output, built: true };
@@ -208,6 +211,11 @@ function main() {
   }
   try {
     const cuda = buildCuda({ force });
+    if (cuda.stale) {
+      console.error(
+        `native: WARNING: ${cuda.path} is older than its sources and there is no nvcc here to rebuild it`,
+      );
+    }
     if (cuda.skipped && requireCuda && existsSync(cuda.path)) {
       // A GPU machine without a toolkit can still run a library built elsewhere (carried over).
       console.error(`native: WARNING: ${cuda.skipped}; using the prebuilt ${cuda.path} as it is`);

@@ -48,15 +48,36 @@ describe('a library older than its sources', () => {
     expect(existsSync(out)).toBe(false);
   });
 
-  it('is removed when there is no nvcc to rebuild it; an up-to-date one is kept', () => {
+  it('is kept but reported stale when there is no nvcc (it may have been built elsewhere)', () => {
     const stale = staleLibrary(tempDir(), 'libomni_cuda.so');
-    expect(buildCuda({ outDir: join(stale, '..'), nvcc: null }).skipped).toBeTypeOf('string');
-    expect(existsSync(stale)).toBe(false);
+    expect(buildCuda({ outDir: join(stale, '..'), nvcc: null })).toMatchObject({ built: false, stale: true });
+    expect(existsSync(stale)).toBe(true);
 
     const fresh = join(tempDir(), 'libomni_cuda.so');
     copyFileSync(defaultLibraryPath('fixture'), fresh); // written now: newer than every source
-    expect(buildCuda({ outDir: join(fresh, '..'), nvcc: null }).skipped).toBeTypeOf('string');
+    expect(buildCuda({ outDir: join(fresh, '..'), nvcc: null })).toMatchObject({
+      built: false,
+      stale: false,
+    });
+  });
+
+  it('an up-to-date library stays when a forced rebuild fails', () => {
+    const dir = tempDir();
+    const fresh = join(dir, 'libomni_fixture.so');
+    copyFileSync(defaultLibraryPath('fixture'), fresh);
+    const saved = process.env.CC;
+    process.env.CC = '/bin/false';
+    try {
+      expect(() => buildFixture({ outDir: dir, force: true })).toThrow();
+    } finally {
+      if (saved === undefined) delete process.env.CC;
+      else process.env.CC = saved;
+    }
     expect(existsSync(fresh)).toBe(true);
+    const cuda = join(dir, 'libomni_cuda.so');
+    copyFileSync(defaultLibraryPath('fixture'), cuda); // a stand-in, newer than every source
+    expect(() => buildCuda({ outDir: dir, nvcc: '/bin/false', force: true })).toThrow();
+    expect(existsSync(cuda)).toBe(true);
   });
 });
 

@@ -126,3 +126,26 @@ describe('x-omni-deadline-ms of any length', () => {
     expect(heard.statuses).toEqual([200]);
   });
 });
+
+describe('Transfer-Encoding with an empty list element', () => {
+  // RFC 9110 5.6.1: empty list elements are ignored; node decodes these as chunked.
+  it.each([', chunked', ',chunked', ',\r\nTransfer-Encoding: chunked'])(
+    '%j is chunked: computed, 200',
+    async (te) => {
+      const { g, s } = await shared();
+      const before = g.entered();
+      const body = floats([1, 2, 3, 4]);
+      const request = Buffer.concat([
+        Buffer.from(
+          'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+            `Transfer-Encoding: ${te}\r\n\r\n${body.length.toString(16)}\r\n`,
+        ),
+        body,
+        Buffer.from('\r\n0\r\n\r\n'),
+      ]);
+      const heard = await pipelinedExchange(s.port, request, 1);
+      expect(heard.statuses).toEqual([200]);
+      expect(g.entered() - before).toBe(1);
+    },
+  );
+});

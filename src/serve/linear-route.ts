@@ -54,7 +54,12 @@ function checkEncoding(
   }
   // node decodes only the chunked transfer coding: any other (gzip, chunked) would reach the
   // route still compressed.
-  if (transfer?.split(',').some((t) => t.trim().toLowerCase() !== 'chunked')) {
+  // Empty list elements (`, chunked`) are legal and ignored (RFC 9110 5.6.1), as node does.
+  const codings = transfer
+    ?.split(',')
+    .map((t) => t.trim().toLowerCase())
+    .filter((t) => t !== '');
+  if (codings?.some((t) => t !== 'chunked')) {
     throw new UnsupportedMediaTypeError(
       `Transfer-Encoding ${JSON.stringify(transfer)} is not supported; send it uncompressed`,
     );
