@@ -76,6 +76,16 @@ describe('discardOutDir', () => {
     expect(existsSync(kept)).toBe(true);
   });
 
+  it('cannot cost another run its results: a folder removed meanwhile is made again to write them', () => {
+    // Run A made the folder, run B found it there, A failed and removed it while still empty.
+    const a = prepareOutDir(join(scratch, 'shared-out'));
+    const b = prepareOutDir(a.dir);
+    discardOutDir(a);
+    expect(existsSync(a.dir)).toBe(false);
+    writeOutputs(b.dir, [['results.json', '{}']]);
+    expect(readFileSync(join(b.dir, 'results.json'), 'utf8')).toBe('{}');
+  });
+
   it('keeps a made folder that something was written to', () => {
     const out = prepareOutDir(join(scratch, 'used', 'inner'));
     writeOutputs(out.dir, [['results.json', '{}']]);

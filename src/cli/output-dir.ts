@@ -59,6 +59,9 @@ export function discardOutDir({ dir, created }: OutDir): void {
 
 /** Writes `files` (name -> contents) under `dir`; returns their paths. */
 export function writeOutputs(dir: string, files: ReadonlyArray<readonly [string, string]>): string[] {
+  // Made again if it went: another run that made the same folder and then failed removes it
+  // while it is still empty (discardOutDir), and this run's results must not be lost to that.
+  mkdirSync(dir, { recursive: true });
   return files.map(([name, text]) => {
     const path = join(dir, name);
     writeFileSync(path, text);
