@@ -86,6 +86,15 @@ describe('discardOutDir', () => {
     expect(readFileSync(join(b.dir, 'results.json'), 'utf8')).toBe('{}');
   });
 
+  it("never takes a folder that existed for one it made ('new/../existing')", () => {
+    const existing = join(scratch, 'existing-empty');
+    mkdirSync(existing);
+    const out = prepareOutDir(join(scratch, 'not-made', '..', 'existing-empty'));
+    expect(out).toEqual({ dir: existing, created: undefined });
+    discardOutDir(out);
+    expect(existsSync(existing)).toBe(true);
+  });
+
   it('keeps a made folder that something was written to', () => {
     const out = prepareOutDir(join(scratch, 'used', 'inner'));
     writeOutputs(out.dir, [['results.json', '{}']]);

@@ -14,27 +14,29 @@ export interface OutDir {
 }
 
 /** Creates `dir` and checks it, and each of `names` already in it, can be written. */
-export function prepareOutDir(dir: string, names: readonly string[] = []): OutDir {
+export function prepareOutDir(path: string, names: readonly string[] = []): OutDir {
+  // Resolved first: in 'new/../old' the folder made would be 'new', not the one written to.
+  const dir = resolve(path);
   let created: string | undefined;
   try {
     created = mkdirSync(dir, { recursive: true });
     accessSync(dir, constants.W_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new UsageError(`--out ${JSON.stringify(dir)} cannot be used as an output folder (${code})`);
+    throw new UsageError(`--out ${JSON.stringify(path)} cannot be used as an output folder (${code})`);
   }
   for (const name of names) {
-    const path = join(dir, name);
+    const file = join(dir, name);
     let problem: string | undefined;
     try {
-      if (!statSync(path).isFile()) problem = 'not a regular file';
-      else accessSync(path, constants.W_OK);
+      if (!statSync(file).isFile()) problem = 'not a regular file';
+      else accessSync(file, constants.W_OK);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT') problem = code ?? 'error';
     }
     if (problem !== undefined) {
-      throw new UsageError(`--out ${JSON.stringify(dir)}: ${name} there cannot be written (${problem})`);
+      throw new UsageError(`--out ${JSON.stringify(path)}: ${name} there cannot be written (${problem})`);
     }
   }
   return { dir, created };
