@@ -1,0 +1,123 @@
+/**
+ * Edges of the command line the other tests left unguarded (found by changing the code on
+ * purpose and seeing which changes no test noticed): inclusive flag bounds, rate keys, the
+ * report's number formatting, which signal is named, and the exit status of a signal during
+ * start. In-process only,
+ * on the parsers, the report formatter, ShutdownSignals and runServeCommand (signals from an
+ * EventEmitter, the gated fixture worker as the runtime); ordered by events, never by sleeps.
+ */
+import { EventEmitter } from 'node:events';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseBenchArgs } from '../src/cli/bench-options.js';
+import { formatTable } from '../src/cli/bench-report.js';
+import type { PhaseResult } from '../src/cli/phase-recorder.js';
+import { parseServeArgs, runServeCommand } from '../src/cli/serve-command.js';
+import { ShutdownSignals } from '../src/cli/shutdown-signals.js';
+import { benchResult } from './fixtures/bench-result.js';
+import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { thrownCode } from './fixtures/thrown.js';
+
+const gates: Gated[] = [];
+afterEach(async () => {
+  for (const g of gates.splice(0)) {
+    g.open();
+    await g.lr.close();
+  }
+});
+
+describe('bench flags', () => {
+  // Kills: rateListFlag's duplicate key without the 'x' ('2' and '2x' would be one rate).
+  it('--rates 2,2x are two loads (absolute and relative), not one listed twice', () => {
+    const config = parseBenchArgs(['--rates', '2,2x'], {});
+    expect(config).not.toBe('help');
+    expect(config !== 'help' && config.rates).toEqual([
+      { value: 2, relative: false },
+      { value: 2, relative: true },
+    ]);
+  });
+});
+
+describe('serve flags', () => {
+  // Kills: --retry-after's inclusive minimum 0 turned into 1.
+  it('--retry-after 0 is accepted (serve() takes 0 too)', () => {
+    const config = parseServeArgs(['--retry-after', '0'], {});
+    expect(config !== 'help' && config.retryAfterSeconds).toBe(0);
+  });
+
+  // Kills: --drain-timeout-ms's minimum 1 lowered to 0 (serve() would then refuse it with
+  // OMNI_ERR_INVALID_ARGUMENT: exit 1 after starting the runtime, not a usage mistake, exit 2).
+  it.each(['0', '0.5'])('--drain-timeout-ms %s is a usage mistake', (value) => {
+    expect(thrownCode(() => parseServeArgs(['--drain-timeout-ms', value], {}))).toBe('OMNI_ERR_USAGE');
+  });
+});
+
+describe('the bench table', () => {
+  // Kills: ms()'s `x >= 100` turned into `x > 100` (100 ms would show as 100.0: four figures).
+  it('shows latencies of exactly 100, 10 and 1 ms with three significant figures', () => {
+    const p: PhaseResult = {
+      mode: 'bounded',
+      offeredRate: 500,
+      rateLabel: '1x',
+      windowS: 2.5,
+      totalS: 2.6,
+      sent: 10,
+      sentUnits: 10,
+      completed: 10,
+      refused: 0,
+      refusedBy: {},
+      deadline: 0,
+      failed: 0,
+      failedBy: {},
+      achievedRate: 4,
+      latencyMs: { count: 10, p50: 1, p99: 10, p999: 100, max: 100, mean: 5 },
+      depth: { mean: 1, max: 1 },
+      timeline: [],
+    };
+    const row = formatTable(benchResult([p]))
+      .split('\n')[1]!
+      .trim()
+      .split(/\s{2,}/);
+    expect(row.slice(4, 7)).toEqual(['1.00', '10.0', '100']);
+  });
+});
+
+describe('ShutdownSignals', () => {
+  // Kills: `received` naming the latest signal instead of the first.
+  it('received names the first signal, whatever came after it', () => {
+    const source = new EventEmitter();
+    const signals = new ShutdownSignals(source as unknown as NodeJS.Process);
+    source.emit('SIGTERM');
+    source.emit('SIGINT');
+    expect(signals.received).toBe('SIGTERM');
+    signals.dispose();
+  });
+});
+
+describe('runServeCommand', () => {
+  // Kills: `return closed.clean ? 0 : 1` of a signal while starting turned into `return 0`.
+  it('a signal while starting, then a runtime close that abandoned work: exit 1', async () => {
+    const signals = new EventEmitter();
+    const lines: string[] = [];
+    let closedWith: unknown;
+    const exitCode = await runServeCommand(['--port', '0', '--in-features', '2', '--drain-timeout-ms', '7'], {
+      signals: signals as unknown as NodeJS.Process,
+      out: (l) => lines.push(l),
+      startRuntime: async (given) => {
+        signals.emit('SIGTERM');
+        const g = await startGated({ ...given, inFeatures: 2, outFeatures: 2, open: true });
+        gates.push(g);
+        // The real runtime, but its close says it abandoned work (as after a stuck native call).
+        return Object.assign(Object.create(g.lr) as typeof g.lr, {
+          close: async (options?: { timeoutMs?: number }) => {
+            closedWith = options;
+            await g.lr.close(options);
+            return { clean: false, abandoned: 1 };
+          },
+        });
+      },
+    });
+    expect(lines).toEqual(['omni-runtime serve: SIGTERM while starting: stopping']);
+    expect(closedWith).toEqual({ timeoutMs: 7 });
+    expect(exitCode).toBe(1);
+  });
+});

@@ -1,0 +1,152 @@
+/**
+ * Edges of the HTTP front the other serve tests left unguarded (found by changing the code on
+ * purpose and seeing which changes no test noticed): inclusive bounds, report fields copied
+ * into /health and /metrics, 100-continue at the body limit and on other methods, a runtime
+ * whose close resolves nothing. The gated
+ * fixture worker holds calls; ordering is by its control words, the runtime's report and the
+ * bytes heard on the wire, never by sleeps.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
+import { sample } from './fixtures/metrics-text.js';
+import { until } from './fixtures/runtime-harness.js';
+import { get, postFloats, rawExchange } from './fixtures/serve-client.js';
+import { ENTERED } from './fixtures/serve-gate-layout.js';
+import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
+
+const IN = 4;
+const servers: ServeHandle[] = [];
+const gates: Gated[] = [];
+
+afterEach(async () => {
+  for (const g of gates.splice(0)) g.open();
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+async function gated(options: GatedOptions = {}): Promise<Gated> {
+  const g = await startGated({ inFeatures: IN, outFeatures: 2, threads: 1, ...options });
+  gates.push(g);
+  return g;
+}
+
+async function served(runtime: Served, options: Parameters<typeof serve>[1] = {}): Promise<ServeHandle> {
+  const s = await serve(runtime, { port: 0, ...options });
+  servers.push(s);
+  return s;
+}
+
+describe('options', () => {
+  // Kills: retryAfterSeconds' inclusive minimum 0 turned into 1 (0 refused as an invalid option).
+  it('retryAfterSeconds: 0 is accepted and is the Retry-After of a capacity 503', async () => {
+    const g = await gated({ admission: { requests: 1 } });
+    const s = await served(g.lr, { retryAfterSeconds: 0 });
+    const held = postFloats(s.address, [1, 2, 3, 4]);
+    await g.reach(ENTERED, 1);
+    const refused = await postFloats(s.address, [1, 2, 3, 4]);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('0');
+    g.open();
+    expect((await held).status).toBe(200);
+  });
+});
+
+describe('drain', () => {
+  // Kills: `closed?.clean === true` turned into `closed?.clean !== false` (a runtime whose
+  // close resolves nothing, e.g. hand-written JavaScript, would make the drain look clean).
+  it('a runtime whose close() resolves nothing: the drain is not clean', async () => {
+    const g = await gated({ open: true, admission: { requests: 2 } });
+    const lr = g.lr;
+    const runtime: Served = {
+      run: lr.run.bind(lr),
+      report: lr.report.bind(lr),
+      close: (async (options?: { timeoutMs?: number }) => {
+        await lr.close(options);
+        return undefined;
+      }) as unknown as Served['close'],
+      inFeatures: lr.inFeatures,
+      outFeatures: lr.outFeatures,
+      backend: lr.backend,
+    };
+    const s = await serve(runtime, { port: 0 });
+    expect((await postFloats(s.address, [1, 2, 3, 4])).status).toBe(200);
+    expect(await s.close()).toEqual({ clean: false, abandonedRequests: 0 });
+    expect(lr.report().state).toBe('stopped');
+  });
+});
+
+describe('GET /health and /metrics', () => {
+  // Kills: /health's `waiting` not taken from the report (always 0).
+  it('/health counts a caller waiting for admission (bounded wait mode)', async () => {
+    const g = await gated({ admission: { requests: 1, wait: true } });
+    const s = await served(g.lr);
+    const first = postFloats(s.address, [1, 2, 3, 4]);
+    await g.reach(ENTERED, 1);
+    const second = postFloats(s.address, [1, 2, 3, 4]);
+    await until(() => g.lr.report().waiting === 1, 'the second call to wait for admission');
+    const health = await get(s.address, '/health');
+    expect(health.status).toBe(200);
+    expect(health.json).toMatchObject({ depth: 1, capacity: 1, waiting: 1 });
+    g.open();
+    expect([(await first).status, (await second).status]).toEqual([200, 200]);
+  });
+
+  // Kills: 'unavailable' missing from the outcomes calls_total exports.
+  it('calls_total counts the calls a stopped runtime refused as unavailable', async () => {
+    const g = await gated({ open: true, admission: { requests: 2 } });
+    const s = await served(g.lr, { closeRuntime: false });
+    await g.lr.close();
+    const refused = await postFloats(s.address, [1, 2, 3, 4]);
+    expect(refused.status).toBe(503);
+    expect(refused.json?.code).toBe('OMNI_ERR_UNAVAILABLE');
+    expect(g.lr.report().unavailable).toBe(1);
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, 'omni_runtime_calls_total{outcome="unavailable"}')).toBe(1);
+  });
+});
+
+describe('Expect: 100-continue', () => {
+  const BODY_LIMIT = 64;
+  let shared: Promise<ServeHandle> | undefined;
+  const server = (): Promise<ServeHandle> => {
+    shared ??= (async () => {
+      const g = await startGated({ inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } });
+      return serve(g.lr, { port: 0, bodyLimit: BODY_LIMIT });
+    })();
+    return shared;
+  };
+  afterAll(async () => {
+    // The drain closes the runtime too (the server owns it).
+    await (await shared)?.close();
+  });
+
+  // Kills: `Number(length) <= bodyLimit` turned into `<` (a body of exactly the limit, which is
+  // read and served, would get no 100 Continue: a client that waits for it never sends it).
+  it('a body of exactly the limit hears 100 Continue, then its answer', async () => {
+    const s = await server();
+    const body = Buffer.from(new Float32Array(BODY_LIMIT / 4).fill(1).buffer);
+    const answer = await rawExchange(s.port, [
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+        `Content-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+      body,
+    ]);
+    expect(answer.status).toBe(100);
+    expect(answer.body).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  });
+
+  // Kills: BODY_METHODS cut to POST only (fastify reads the JSON body of these methods too, on
+  // a 404 as on a route; without the 100 the client would wait for it while the server waits
+  // for the body).
+  it.each(['PUT', 'PATCH', 'DELETE'])(
+    'a %s with a JSON body to an unknown route hears 100 Continue, then 404',
+    async (method) => {
+      const s = await server();
+      const answer = await rawExchange(s.port, [
+        `${method} /nope HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+          'Content-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n',
+        '{}',
+      ]);
+      expect(answer.status).toBe(100);
+      expect(answer.body).toMatch(/^HTTP\/1\.1 404 /);
+    },
+  );
+});
