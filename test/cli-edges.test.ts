@@ -2,9 +2,9 @@
  * Edges of the command line the other tests left unguarded (found by changing the code on
  * purpose and seeing which changes no test noticed): inclusive flag bounds, rate keys, the
  * report's number formatting, which signal is named, and the exit status of a signal during
- * start. In-process only,
- * on the parsers, the report formatter, ShutdownSignals and runServeCommand (signals from an
- * EventEmitter, the gated fixture worker as the runtime); ordered by events, never by sleeps.
+ * start. In-process only, on the parsers, the report formatter, ShutdownSignals and
+ * runServeCommand (signals from an EventEmitter, the gated fixture worker as the runtime);
+ * ordered by events, never by sleeps.
  */
 import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
