@@ -2,9 +2,8 @@
  * Edges of the HTTP front the other serve tests left unguarded (found by changing the code on
  * purpose and seeing which changes no test noticed): inclusive bounds, report fields copied
  * into /health and /metrics, 100-continue at the body limit and on other methods, a runtime
- * whose close resolves nothing. The gated
- * fixture worker holds calls; ordering is by its control words, the runtime's report and the
- * bytes heard on the wire, never by sleeps.
+ * whose close resolves nothing. The gated fixture worker holds calls; ordering is by its
+ * control words, the runtime's report and the bytes heard on the wire, never by sleeps.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
