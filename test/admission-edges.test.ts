@@ -1,0 +1,407 @@
+/**
+ * Edges of the admission core the other admission tests left unguarded (found by changing the
+ * code on purpose and seeing which changes no test noticed, each named in its test's comment):
+ * the order of a wake's SEQ bump and notify, of counting and flagging a waiter, of CLOSED and
+ * its wake; a drain racing a release; a forged buffer header; the leak net's timer cohorts. Like test/admission-wake-races.test.ts, the interleaving tests stand in for
+ * another thread by wrapping one Atomics call, so they depend on the protocol's current call
+ * order; a lost wake-up shows as a waiter still pending after 1,000 event-loop turns.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ID_I32, SLOTS_I32 } from '../src/admission/layout.js';
+import { ROTATE_MS } from '../src/admission/leak-guard.js';
+import { type QueueNode, WaitQueue } from '../src/admission/wait-queue.js';
+import { BoundedAdmission, type Permit } from '../src/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+import {
+  admitted,
+  deferFirstWaitAsync,
+  rejection,
+  settles,
+  track,
+  turn,
+} from './fixtures/admission-interleave.js';
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+function thrown(fn: () => unknown): Error & { code?: string } {
+  try {
+    fn();
+  } catch (err) {
+    return err as Error & { code?: string };
+  }
+  throw new Error('expected the call to throw');
+}
+
+/** True for the admission's state word (Int32 or BigUint64 index 0 of the header view). */
+function isStateWord(
+  array: Int32Array | BigInt64Array | BigUint64Array,
+  index: number,
+  buffer: SharedArrayBuffer,
+) {
+  return array.buffer === buffer && array.byteOffset === 0 && index === 0;
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe.each([
+  ['request-only', undefined],
+  ['with units', 10],
+  ['with wide units (64-bit word)', 2 ** 40],
+])('admission core under mutation (%s)', (_mode, units) => {
+  // Kills: bounded-admission.ts admit(), the `this.#countRefusal()` dropped in the branch for an
+  // instance that has waiters and was closed by another instance.
+  it('admit() counts its OMNI_ERR_CLOSED refusal on an instance whose own waiters are still queued', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const queued = admission.admit(1);
+    const drained = otherThread.close(); // this instance's waiter learns of it only on its next wake
+    const before = admission.report().rejected;
+    const late = admission.admit(1);
+    expect(admission.report().rejected).toBe(before + 1);
+    expect((await rejection(late)).code).toBe('OMNI_ERR_CLOSED');
+    expect((await rejection(queued)).code).toBe('OMNI_ERR_CLOSED');
+    holder.release();
+    await settles(drained);
+  });
+
+  // Kills: bounded-admission.ts #wake with Atomics.notify before the SEQ bump (a waiter that goes
+  // to sleep between the two sleeps on the old value and is never woken).
+  it('a release bumps SEQ before it notifies: a waiter falling asleep in between still wakes', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const claim = admitted(admission, 1).toClaim();
+    const deferred = deferFirstWaitAsync(admission.buffer);
+    let waiter: Promise<Permit>;
+    try {
+      waiter = admission.admit(1); // reads SEQ, tries, fails; its sleep is held back
+    } finally {
+      deferred.restore();
+    }
+    const realNotify = Atomics.notify;
+    let fired = false;
+    Atomics.notify = ((array: Int32Array, index: number, count?: number) => {
+      const woken = realNotify(array, index, count);
+      if (!fired && array.buffer === admission.buffer) {
+        fired = true;
+        deferred.resume(); // the waiter goes to sleep right after the releaser's notify
+      }
+      return woken;
+    }) as typeof Atomics.notify;
+    try {
+      otherThread.releaseClaim(claim);
+    } finally {
+      Atomics.notify = realNotify;
+    }
+    expect(fired).toBe(true);
+    const permit = await settles(waiter);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
+    permit.release();
+  });
+
+  // Kills: bounded-admission.ts #clearWaitingFlag with Atomics.notify before the SEQ bump.
+  it('re-setting the WAITING flag bumps SEQ before it notifies: a waiter falling asleep in between still wakes', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const leaving = admission.admit(1, { signal: controller.signal });
+    const deferred = deferFirstWaitAsync(admission.buffer);
+    const realAnd = Atomics.and;
+    const realNotify = Atomics.notify;
+    let cleared = false;
+    let resumed = false;
+    let pending: Promise<Permit> | undefined;
+    Atomics.and = ((array: Int32Array, index: number, value: number) => {
+      if (cleared || array.buffer !== admission.buffer) return realAnd(array, index, value);
+      cleared = true;
+      pending = otherThread.admit(1); // counted before the clear; reads SEQ, fails, sleep held back
+      const old = realAnd(array, index, value);
+      holder.release(); // flag down: this release wakes nobody itself
+      return old;
+    }) as typeof Atomics.and;
+    Atomics.notify = ((array: Int32Array, index: number, count?: number) => {
+      const woken = realNotify(array, index, count);
+      if (cleared && !resumed && array.buffer === admission.buffer) {
+        resumed = true;
+        deferred.resume(); // goes to sleep right after the re-set's notify
+      }
+      return woken;
+    }) as typeof Atomics.notify;
+    try {
+      controller.abort(); // last local waiter leaves: clear, re-check the count, re-set + wake
+    } finally {
+      Atomics.and = realAnd;
+      Atomics.notify = realNotify;
+      deferred.restore();
+    }
+    expect(cleared).toBe(true);
+    expect(resumed).toBe(true);
+    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
+    const permit = await settles(pending!);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
+    permit.release();
+  });
+
+  // Kills: waiting-room.ts wait() setting the WAITING flag before counting the waiter in WAITERS
+  // (another instance's last waiter leaving in between clears the flag for good).
+  it('a new waiter is counted before it sets the flag: another instance emptying its queue meanwhile keeps it', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const leaving = otherThread.admit(1, { signal: controller.signal });
+    const realOr = Atomics.or;
+    let armed = true;
+    Atomics.or = ((array: Int32Array, index: number, value: number) => {
+      const old = realOr(array, index, value);
+      if (armed && array.buffer === admission.buffer) {
+        armed = false;
+        controller.abort(); // the other thread's last waiter leaves right after this write
+      }
+      return old;
+    }) as typeof Atomics.or;
+    let waiter: Promise<Permit>;
+    try {
+      waiter = admission.admit(1);
+    } finally {
+      Atomics.or = realOr;
+    }
+    expect(armed).toBe(false);
+    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
+    expect(otherThread.tryAdmit(0)).toEqual({ ok: false, reason: 'queued' });
+    holder.release(); // must see the flag and wake the waiter
+    const permit = await settles(waiter);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
+    permit.release();
+  });
+
+  // Kills: waiting-room.ts onChange reading SEQ for a drain after the depth check instead of
+  // before (a release between the two is lost and close() never resolves).
+  it("close()'s drain does not lose a release that lands between reading SEQ and reading the depth", async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const claim = admitted(admission, 1).toClaim();
+    const realLoad = Atomics.load;
+    let fired = false;
+    Atomics.load = ((array: Int32Array, index: number) => {
+      const value = realLoad(array, index);
+      if (!fired && isStateWord(array, index, admission.buffer)) {
+        fired = true;
+        otherThread.releaseClaim(claim); // right after the drain read the depth (1)
+      }
+      return value;
+    }) as typeof Atomics.load;
+    let drained: Promise<void>;
+    try {
+      drained = admission.close();
+    } finally {
+      Atomics.load = realLoad;
+    }
+    expect(fired).toBe(true);
+    await settles(drained);
+    expect(admission.report()).toMatchObject({ depth: 0 });
+  });
+
+  // Kills: bounded-admission.ts #wake calling onChange only for waiters (`waiting`, not
+  // `interested`): a drain on the releasing instance then settles only a task later.
+  it('a release on the closing instance settles its drain at once, without an event-loop turn', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const permit = admitted(admission, 1);
+    const drained = track(admission.close());
+    await turn();
+    expect(drained.settled).toBe(false);
+    permit.release();
+    for (let i = 0; i < 10; i++) await Promise.resolve(); // microtasks only
+    expect(drained.settled).toBe(true);
+  });
+
+  // Kills: waiting-room.ts #watch without its `#watching` guard (every failed try arms another
+  // Atomics.waitAsync; the doc promises one per instance).
+  it('keeps one pending Atomics.waitAsync per instance however often the head retries', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const realWaitAsync = Atomics.waitAsync;
+    let armed = 0;
+    Atomics.waitAsync = ((array: Int32Array, index: number, value: number, timeout?: number) => {
+      const result = realWaitAsync(array, index, value, timeout);
+      if (array.buffer === admission.buffer && result.async) armed++;
+      return result;
+    }) as typeof Atomics.waitAsync;
+    const head = admission.admit(1);
+    const behind: Promise<Permit>[] = [];
+    try {
+      const controllers = Array.from({ length: 20 }, () => new AbortController());
+      for (const controller of controllers) behind.push(admission.admit(1, { signal: controller.signal }));
+      for (const controller of controllers) controller.abort(); // each leave makes the head retry
+    } finally {
+      Atomics.waitAsync = realWaitAsync;
+    }
+    for (const waiter of behind) expect((await rejection(waiter)).code).toBe('OMNI_ERR_ABORTED');
+    expect(armed).toBe(1);
+    holder.release();
+    (await settles(head)).release();
+  });
+
+  // Kills: leak-guard.ts, the rotation timer opening a cohort without registering it (permits
+  // leaked in any cohort opened by the timer are never found).
+  it('reclaims a permit leaked in a cohort that the rotation timer opened', async () => {
+    if (!gc) throw new Error('global.gc is missing: run with --expose-gc (see vitest.config.ts)');
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const admission = new BoundedAdmission({ requests: 1, units });
+    admitted(admission, 1).release(); // the first cohort is used ...
+    vi.advanceTimersByTime(ROTATE_MS); // ... so the timer opens the next one
+    (() => {
+      admitted(admission, 1); // dropped without release, in the timer's cohort
+    })();
+    vi.advanceTimersByTime(ROTATE_MS); // that cohort is rotated out too
+    vi.useRealTimers();
+    expect(admission.tryAdmit(0)).toMatchObject({ ok: false, reason: 'requests' });
+    for (let i = 0; i < 200 && admission.report().leaked === 0; i++) {
+      gc();
+      await turn(); // finalizers run as tasks
+    }
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, leaked: 1 });
+    admitted(admission, 1).release();
+  });
+});
+
+describe('attach refuses a forged header', () => {
+  // Kills: bounded-admission.ts isAdmissionBuffer without `slots >= 1` (M35) or without the
+  // non-zero id check (M46); the zeroed buffer of test/admission.test.ts fails both at once.
+  it.each([
+    ['claims no slot', SLOTS_I32],
+    ['has no id', ID_I32],
+  ])('a copy of a real buffer that %s: OMNI_ERR_INVALID_ARGUMENT', (_what, index) => {
+    const whole = new BoundedAdmission({ requests: 8, units: 100 }).buffer;
+    const forged = new SharedArrayBuffer(whole.byteLength);
+    new Uint8Array(forged).set(new Uint8Array(whole));
+    expect(BoundedAdmission.attach(forged).report().capacity).toBe(8); // the copy itself attaches
+    new Int32Array(forged)[index] = 0;
+    expect(thrown(() => BoundedAdmission.attach(forged)).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+  });
+});
+
+describe('WaitQueue', () => {
+  // Kills: wait-queue.ts remove() without its `if (!node.queued) return false` guard. No path of
+  // BoundedAdmission removes a waiter twice today, so only the unit's own contract shows it.
+  it('remove() of a node that already left returns false and changes nothing', () => {
+    const node = (): QueueNode => ({ prev: undefined, next: undefined, queued: false });
+    const queue = new WaitQueue<QueueNode>();
+    const a = node();
+    const b = node();
+    const c = node();
+    queue.push(a);
+    queue.push(b);
+    queue.push(c);
+    expect(queue.remove(b)).toBe(true);
+    expect(queue.remove(b)).toBe(false);
+    expect(queue.size).toBe(2);
+    expect(queue.head).toBe(a);
+    expect(queue.remove(a)).toBe(true);
+    expect(queue.head).toBe(c);
+    expect(queue.remove(c)).toBe(true);
+    expect(queue.size).toBe(0);
+    expect(queue.head).toBeUndefined();
+  });
+});
+
+// Kills: bounded-admission.ts close() waking before it sets CLOSED: another thread's waiter woken
+// by that wake retries before the flag is up, goes back to sleep, and nothing wakes it again.
+// A real worker thread; the main thread's close() is held (SharedArrayBuffer handshake, bounded)
+// between its two steps only when it has already notified, which the real order never does.
+const indexUrl = builtModuleUrl('src/index.js');
+const WORKER_SOURCE = `
+const { workerData } = require('node:worker_threads');
+(async () => {
+  const control = new Int32Array(workerData.control);
+  const realWaitAsync = Atomics.waitAsync;
+  Atomics.waitAsync = (array, index, value, timeout) => {
+    const result = realWaitAsync(array, index, value, timeout);
+    if (array.buffer === workerData.buffer) {
+      Atomics.add(control, 0, 1); // the waiter went (back) to sleep
+      Atomics.notify(control, 0);
+    }
+    return result;
+  };
+  let outcome = 3;
+  try {
+    const { BoundedAdmission } = await import(workerData.url);
+    const admission = BoundedAdmission.attach(workerData.buffer);
+    (await admission.admit(1)).release();
+    outcome = 2;
+  } catch (err) {
+    outcome = err && err.code === 'OMNI_ERR_CLOSED' ? 1 : 3;
+  }
+  Atomics.store(control, 1, outcome);
+  Atomics.notify(control, 1);
+})();
+`;
+
+async function untilChanged(control: Int32Array, index: number, from: number, ms: number): Promise<number> {
+  const wait = Atomics.waitAsync(control, index, from, ms);
+  if (wait.async) await wait.value;
+  return Atomics.load(control, index);
+}
+
+describe.each([
+  ['request-only', undefined],
+  ['with units', 10],
+  ['with wide units (64-bit word)', 2 ** 40],
+])('close() across threads (%s)', (_mode, units) => {
+  it('has dist built (npm run build:ts)', () => {
+    expect(existsSync(fileURLToPath(indexUrl))).toBe(true);
+  });
+
+  it('sets CLOSED before waking, so a waiter in another thread that wakes at once is rejected', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const control = new Int32Array(new SharedArrayBuffer(8));
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { url: indexUrl, buffer: admission.buffer, control: control.buffer },
+    });
+    const realOr = Atomics.or;
+    const realNotify = Atomics.notify;
+    try {
+      // Bounded handshake: the worker's waiter is queued and asleep.
+      expect(await untilChanged(control, 0, 0, 30_000)).toBe(1);
+      expect(admission.report()).toMatchObject({ waiting: 1 });
+      let notified = false;
+      let held = false;
+      Atomics.notify = ((array: Int32Array, index: number, count?: number) => {
+        if (array.buffer === admission.buffer) notified = true;
+        return realNotify(array, index, count);
+      }) as typeof Atomics.notify;
+      Atomics.or = ((array: Int32Array, index: number, value: number) => {
+        if (!held && notified && isStateWord(array, index, admission.buffer)) {
+          held = true; // woken before the flag: let the worker retry and sleep again first
+          Atomics.wait(control, 0, 1, 30_000);
+        }
+        return realOr(array, index, value);
+      }) as typeof Atomics.or;
+      let drained: Promise<void>;
+      try {
+        drained = admission.close();
+      } finally {
+        Atomics.or = realOr;
+        Atomics.notify = realNotify;
+      }
+      // Bounded: the real order rejects the worker's waiter at once; a lost wake-up never does.
+      expect(await untilChanged(control, 1, 0, 30_000)).toBe(1); // 1: OMNI_ERR_CLOSED
+      expect(held).toBe(false);
+      holder.release();
+      await drained;
+      expect(admission.report()).toMatchObject({ depth: 0, waiting: 0 });
+    } finally {
+      Atomics.or = realOr;
+      Atomics.notify = realNotify;
+      await worker.terminate();
+    }
+  });
+});
