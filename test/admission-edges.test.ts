@@ -22,18 +22,11 @@ import {
   settles,
   track,
   turn,
+  WORD_MODES,
 } from './fixtures/admission-interleave.js';
+import { thrown } from './fixtures/thrown.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;
-
-function thrown(fn: () => unknown): Error & { code?: string } {
-  try {
-    fn();
-  } catch (err) {
-    return err as Error & { code?: string };
-  }
-  throw new Error('expected the call to throw');
-}
 
 /** True for the admission's state word (Int32 or BigUint64 index 0 of the header view). */
 function isStateWord(
@@ -48,11 +41,7 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-describe.each([
-  ['request-only', undefined],
-  ['with units', 10],
-  ['with wide units (64-bit word)', 2 ** 40],
-])('admission core under mutation (%s)', (_mode, units) => {
+describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) => {
   // Kills: bounded-admission.ts admit(), the `this.#countRefusal()` dropped in the branch for an
   // instance that has waiters and was closed by another instance.
   it('admit() counts its OMNI_ERR_CLOSED refusal on an instance whose own waiters are still queued', async () => {
@@ -349,11 +338,7 @@ async function untilChanged(control: Int32Array, index: number, from: number, ms
   return Atomics.load(control, index);
 }
 
-describe.each([
-  ['request-only', undefined],
-  ['with units', 10],
-  ['with wide units (64-bit word)', 2 ** 40],
-])('close() across threads (%s)', (_mode, units) => {
+describe.each(WORD_MODES)('close() across threads (%s)', (_mode, units) => {
   it('has dist built (npm run build:ts)', () => {
     expect(existsSync(fileURLToPath(indexUrl))).toBe(true);
   });

@@ -6,6 +6,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { WAITERS_I32 } from '../src/admission/layout.js';
 import { type AdmitOptions, BoundedAdmission, type Permit } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { WORD_MODES } from './fixtures/admission-interleave.js';
 import {
   ADMITTED,
   CLOSED,
@@ -53,11 +54,7 @@ function track<T>(promise: Promise<T>): { settled: boolean; value?: T; error?: u
   return state;
 }
 
-describe.each([
-  ['request-only', undefined],
-  ['with units', 10],
-  ['with wide units (64-bit word)', 2 ** 40],
-])('admit (%s)', (_mode, units) => {
+describe.each(WORD_MODES)('admit (%s)', (_mode, units) => {
   it('resolves at once when there is room, without queueing', async () => {
     const admission = new BoundedAdmission({ requests: 2, units });
     const permit = await admission.admit(3);

@@ -6,17 +6,13 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BoundedAdmission, type Permit } from '../src/index.js';
-import { admitted, rejection, track, turn } from './fixtures/admission-interleave.js';
+import { admitted, rejection, track, turn, WORD_MODES } from './fixtures/admission-interleave.js';
 
 afterEach(() => {
   vi.useRealTimers();
 });
 
-describe.each([
-  ['request-only', undefined],
-  ['with units', 10],
-  ['with wide units (64-bit word)', 2 ** 40],
-])('a waiter that leaves (%s)', (_mode, units) => {
+describe.each(WORD_MODES)('a waiter that leaves (%s)', (_mode, units) => {
   it('cancels the timeout timer of a waiter that was admitted', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const admission = new BoundedAdmission({ requests: 1, units });

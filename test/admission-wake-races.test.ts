@@ -14,13 +14,10 @@ import {
   settles,
   track,
   turn,
+  WORD_MODES,
 } from './fixtures/admission-interleave.js';
 
-describe.each([
-  ['request-only', undefined],
-  ['with units', 10],
-  ['with wide units (64-bit word)', 2 ** 40],
-])('wake-ups across instances (%s)', (_mode, units) => {
+describe.each(WORD_MODES)('wake-ups across instances (%s)', (_mode, units) => {
   it('does not lose a release that lands between a waiter reading SEQ and going to sleep', async () => {
     const admission = new BoundedAdmission({ requests: 1, units });
     const otherThread = BoundedAdmission.attach(admission.buffer);
@@ -106,11 +103,7 @@ describe.each([
   });
 });
 
-describe.each([
-  ['request-only', undefined],
-  ['with units', 10],
-  ['with wide units (64-bit word)', 2 ** 40],
-])('queue order and refusals across instances (%s)', (_mode, units) => {
+describe.each(WORD_MODES)('queue order and refusals across instances (%s)', (_mode, units) => {
   it("tryAdmit refuses 'closed', not 'queued', on an instance with waiters once another instance closed", async () => {
     const admission = new BoundedAdmission({ requests: 1, units });
     const otherThread = BoundedAdmission.attach(admission.buffer);

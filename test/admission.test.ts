@@ -7,18 +7,10 @@ import {
   type Permit,
   type Refusal,
 } from '../src/index.js';
+import { WORD_MODES } from './fixtures/admission-interleave.js';
+import { thrown } from './fixtures/thrown.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
-
-/** The error `fn` throws (tests assert its `code`, never its message). */
-function thrown(fn: () => unknown): Error & { code?: string } {
-  try {
-    fn();
-  } catch (err) {
-    return err as Error & { code?: string };
-  }
-  throw new Error('expected the call to throw');
-}
 
 function admitted(admission: BoundedAdmission, cost?: number): Permit {
   const result = admission.tryAdmit(cost);
@@ -394,11 +386,7 @@ describe('tryAdmit', () => {
 });
 
 describe('release', () => {
-  describe.each([
-    ['request-only', undefined],
-    ['with units', 10],
-    ['with wide units (64-bit word)', 2 ** 40],
-  ])('%s', (_mode, units) => {
+  describe.each(WORD_MODES)('%s', (_mode, units) => {
     const expectUnits = (n: number): number => (units === undefined ? 0 : n);
 
     it.each(['A then B', 'B then A'])('drops back to zero releasing %s', (order) => {

@@ -4,15 +4,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import { ABI_VERSION, defaultLibraryPath, loadNativeLibrary } from '../src/native/index.js';
-
-function thrown(fn: () => unknown): Record<string, unknown> {
-  try {
-    fn();
-  } catch (err) {
-    return err as Record<string, unknown>;
-  }
-  throw new Error('expected the call to throw');
-}
+import { thrown } from './fixtures/thrown.js';
 
 describe('native library loading and the ABI handshake', () => {
   const dir = mkdtempSync(join(tmpdir(), 'omni-abi-'));

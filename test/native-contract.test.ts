@@ -23,21 +23,13 @@ import {
   seededFloats,
 } from '../src/native/index.js';
 import { maxViolation } from './fixtures/native-tolerance.js';
+import { thrown } from './fixtures/thrown.js';
 
 const [IN, OUT] = [16, 8];
 const w = seededFloats(1, OUT * IN);
 const b = seededFloats(2, OUT);
 const x = (rows: number, inF = IN) => seededFloats(100 + rows, rows * inF);
 const wsBytes = (capacity: number, inF = IN, outF = OUT) => 2 * 4 * capacity * (inF + outF);
-
-function thrown(fn: () => unknown): Error & { code?: string; nativeCode?: number; fatal?: boolean } {
-  try {
-    fn();
-  } catch (err) {
-    return err as Error & { code?: string; nativeCode?: number; fatal?: boolean };
-  }
-  throw new Error('expected the call to throw');
-}
 
 describe('the native contract at its edges (fixture)', () => {
   let lib: NativeLibrary;

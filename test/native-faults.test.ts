@@ -10,6 +10,7 @@ import {
   NativeStatus,
   seededFloats,
 } from '../src/native/index.js';
+import { thrown } from './fixtures/thrown.js';
 
 const [IN, OUT] = [16, 8];
 const w = seededFloats(1, OUT * IN);
@@ -21,15 +22,6 @@ const wsBytes = (capacity: number) => 2 * 4 * capacity * (IN + OUT);
 const capacityFor = (rows: number) => 2 ** Math.ceil(Math.log2(rows));
 /** Allocations one new workspace takes: device x, device y, staging x, staging y. */
 const WS_ALLOCATIONS = 4;
-
-function thrown(fn: () => unknown): { code?: string; nativeCode?: number; fatal?: boolean } {
-  try {
-    fn();
-  } catch (err) {
-    return err as { code?: string; nativeCode?: number; fatal?: boolean };
-  }
-  throw new Error('expected the call to throw');
-}
 
 describe('native fault injection (fixture)', () => {
   let lib: NativeLibrary;
