@@ -1,0 +1,292 @@
+/**
+ * Edges of the runtime the other runtime tests left unguarded (found by changing the code on
+ * purpose and seeing which changes no test noticed, each named in its test's comment): no
+ * failure left by close's own thread exits, timers and listeners let go when a call ends, a
+ * task context that outlives its task, a replacement stuck in a native call during init. Threads are ordered by shared-memory words and bounded polling, never by sleeps.
+ */
+import { getEventListeners } from 'node:events';
+import { closeSync, readdirSync, readFileSync, writeSync } from 'node:fs';
+import koffi from 'koffi';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { builtModuleUrl } from '../src/paths.js';
+import { CANCELLED, CANCELLED_FALSE, open, SIGNALLED, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, control, gate, start, turns, until } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+const CONTEXT_WORKER = builtModuleUrl('test/fixtures/task-context-worker.js');
+const NATIVE_INIT_WORKER = builtModuleUrl('test/fixtures/native-init-block-worker.js');
+
+describe('close() stopping its own threads', () => {
+  // Mutant: #checkThreads without its `#tearingDown` guard (src/runtime.ts): the threads a
+  // close stops would read as a lost pool and leave a sticky failure behind.
+  it('a clean close leaves no failure behind', async () => {
+    const rt = await start({ threads: 2 });
+    await expect(rt.run({ mode: 'echo', value: 1 })).resolves.toBe(1);
+    await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+    await turns();
+    expect(rt.state).toBe('stopped');
+    expect(rt.failure).toBeUndefined();
+  });
+
+  it('a forced close leaves no failure behind either', async () => {
+    const rt = await start({ threads: 2, admission: { requests: 2 } });
+    const stuck = control();
+    const call = codeOf(rt.run(gate(stuck, { sync: true })));
+    await waitFor(stuck, STARTED);
+    await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: false, abandoned: 1 });
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    await turns();
+    expect(rt.state).toBe('stopped');
+    expect(rt.failure).toBeUndefined();
+  });
+});
+
+/** The fixture loads libc.so.6 and reads /proc: glibc Linux on x64 or arm64 only. */
+const header = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header;
+const linux =
+  process.platform === 'linux' &&
+  (process.arch === 'x64' || process.arch === 'arm64') &&
+  header?.glibcVersionRuntime !== undefined;
+const READ_SYSCALL = process.arch === 'x64' ? '0' : '63';
+
+/** Some thread of this process is blocked in read(fd) now (as in runtime-close-native-call). */
+function blockedInRead(fd: number): boolean {
+  const arg = `0x${fd.toString(16)}`;
+  for (const task of readdirSync('/proc/self/task')) {
+    let fields: string[];
+    try {
+      fields = readFileSync(`/proc/self/task/${task}/syscall`, 'utf8').split(' ');
+    } catch {
+      continue;
+    }
+    if (fields[0] === READ_SYSCALL && fields[1] === arg) return true;
+  }
+  return false;
+}
+
+describe("the runtime's default deadline", () => {
+  // Mutant: checkRunOptions keeping the default deadline only for run() without options
+  // (src/runtime/options.ts): a call that passes options for anything else (a signal, say) would
+  // lose it. The deadline timer runs on a fake clock: it is made due, not waited for.
+  it('applies to a call given options without a deadlineMs', async () => {
+    const rt = await start({ threads: 1, deadlineMs: 60_000 });
+    const c = control();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let code: string | undefined;
+      rt.run(gate(c), { signal: new AbortController().signal }).then(
+        () => {
+          code = 'resolved';
+        },
+        (err: { code?: string }) => {
+          code = err.code ?? 'none';
+        },
+      );
+      await waitFor(c, STARTED);
+      vi.advanceTimersByTime(60_000);
+      await turns();
+      expect(code).toBe('OMNI_ERR_DEADLINE');
+    } finally {
+      vi.useRealTimers();
+      open(c);
+    }
+  });
+});
+
+describe('a call that has ended leaves nothing behind', () => {
+  // Mutant: PendingTask#detach without removeEventListener (src/runtime/pending-task.ts): every
+  // call would leave its listener on the caller's signal, which may be long-lived (a server's).
+  it("its abort listener is removed from the caller's signal", async () => {
+    const rt = await start({ threads: 1 });
+    const ac = new AbortController();
+    await expect(rt.run({ mode: 'echo', value: 1 }, { signal: ac.signal })).resolves.toBe(1);
+    const c = control();
+    const aborted = rt.run(gate(c, { value: 2 }), { signal: ac.signal, deadlineMs: 600_000 });
+    await waitFor(c, STARTED);
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(1); // the running call's own
+    const other = new AbortController();
+    const third = rt.run({ mode: 'echo', value: 3 }, { signal: other.signal }); // queued behind it
+    other.abort();
+    expect(await codeOf(third)).toBe('OMNI_ERR_ABORTED');
+    expect(getEventListeners(other.signal, 'abort')).toHaveLength(0);
+    open(c);
+    await expect(aborted).resolves.toBe(2);
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
+  });
+
+  // Mutant: PendingTask#detach without clearLongTimeout (src/runtime/pending-task.ts): a call's
+  // deadline timer outlives the call (and holds the event loop for as long as the deadline).
+  it('its deadline timer is cleared, whether the call completed or its caller aborted', async () => {
+    const rt = await start({ threads: 1 });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      await expect(rt.run({ mode: 'echo', value: 1 }, { deadlineMs: 600_000 })).resolves.toBe(1);
+      expect(vi.getTimerCount()).toBe(0);
+      const c = control();
+      const ac = new AbortController();
+      const call = rt.run(gate(c), { signal: ac.signal, deadlineMs: 600_000 });
+      await waitFor(c, STARTED);
+      expect(vi.getTimerCount()).toBe(1); // its deadline, armed at dispatch
+      ac.abort();
+      expect(await codeOf(call)).toBe('OMNI_ERR_ABORTED');
+      expect(vi.getTimerCount()).toBe(0);
+      open(c);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe("ctx.signal and the worker's own clock", () => {
+  // Mutant: ctx.signal without its own deadline timer (workers/task-context.ts): it would abort
+  // only on the main thread's cancel, which a busy main thread does not send.
+  it('aborts at the deadline while the main thread is busy', async () => {
+    const rt = await start({ threads: 1 });
+    const c = control();
+    // Whether the caller then hears of its deadline or of the result depends on which the main
+    // thread handles first once it is free: not what this test is about.
+    const call = rt.run(gate(c, { awaitSignal: true }), { deadlineMs: 1_000 }).catch(() => undefined);
+    await waitFor(c, STARTED);
+    // This thread blocks from here on (its deadline timer cannot run): bounded, not a timing check.
+    const giveUpAt = Date.now() + 10_000;
+    for (let left = 10_000; Atomics.load(c, SIGNALLED) === 0 && left > 0; left = giveUpAt - Date.now()) {
+      Atomics.wait(c, SIGNALLED, 0, left);
+    }
+    expect(Atomics.load(c, SIGNALLED)).toBe(1);
+    open(c);
+    await call;
+  });
+});
+
+describe('ctx in the worker once a task has ended', () => {
+  // Mutant: WorkerTaskContext#finish without clearLongTimeout (workers/task-context.ts): the
+  // signal's deadline timer outlives the task and aborts its signal after it has completed.
+  it("a completed task's signal never aborts at its deadline later", async () => {
+    const rt = await start({ worker: CONTEXT_WORKER, threads: 1, admission: { requests: 4 } });
+    const c = control();
+    const input = { control: c.buffer as SharedArrayBuffer };
+    const deadlineMs = 1_000;
+    await expect(rt.run({ mode: 'listen', ...input }, { deadlineMs })).resolves.toBe('listening');
+    const at = Date.now() + deadlineMs; // no earlier than that task's deadline
+    // The same thread waits past that deadline: a timer still armed for it fires first.
+    await expect(rt.run({ mode: 'after', at, ...input })).resolves.toBe(0);
+    expect(rt.report()).toMatchObject({ completed: 2, deadline: 0 });
+  });
+
+  // Mutant: WorkerTaskContext#watch re-arming after finish (`if (!this.#done)` dropped,
+  // workers/task-context.ts): every task that read ctx.signal would leave a waiter on its
+  // cancel word for good, woken (and re-armed) by every later notify of that slot.
+  it('a task that read ctx.signal leaves no waiter on the cancel words', async () => {
+    const rt = await start({ worker: CONTEXT_WORKER, threads: 1, admission: { requests: 4 } });
+    const c = control();
+    const input = { control: c.buffer as SharedArrayBuffer };
+    for (let i = 0; i < 3; i++) await expect(rt.run({ mode: 'listen', ...input })).resolves.toBe('listening');
+    await expect(rt.run({ mode: 'waiters', ...input })).resolves.toBe(0);
+  });
+
+  // Mutant: isCancelled reading any non-zero word as a cancel (src/runtime/cancel-words.ts):
+  // during its own task a ctx cannot tell, but one kept past its task would read the cancel of
+  // the next claim in its slot as its own.
+  it("a ctx kept past its task does not read the next task's cancel as its own", async () => {
+    const rt = await start({ worker: CONTEXT_WORKER, threads: 1, admission: { requests: 1 } });
+    const c = control();
+    const input = { control: c.buffer as SharedArrayBuffer };
+    await expect(rt.run({ mode: 'keep', ...input })).resolves.toBe('kept');
+    const ac = new AbortController();
+    const next = rt.run({ mode: 'stale', ...input }, { signal: ac.signal }); // the same (only) slot
+    await waitFor(c, STARTED);
+    ac.abort();
+    expect(await codeOf(next)).toBe('OMNI_ERR_ABORTED');
+    await waitFor(c, CANCELLED);
+    expect(Atomics.load(c, CANCELLED)).toBe(CANCELLED_FALSE);
+  });
+});
+
+describe('a lost thread whose replacement comes up', () => {
+  // Mutant: `watch.#up > needed` for `>=` (src/runtime/replacement-watch.ts): the n-th loss
+  // would need n + 1 replacements, so one that did come up still fails the runtime at its due
+  // time. The watch's timer runs on a fake clock: it is made due, not waited for.
+  it("is covered: the runtime stays ready after the replacement's due time", async () => {
+    const rt = await start({ threads: 1, startTimeoutMs: 30_000 });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+      // The only thread is the replacement: this call proves it came up.
+      await expect(rt.run({ mode: 'echo', value: 'up' })).resolves.toBe('up');
+      vi.advanceTimersByTime(30_000);
+      expect(rt.state).toBe('ready');
+      expect(rt.failure).toBeUndefined();
+      await expect(rt.run({ mode: 'echo', value: 'still' })).resolves.toBe('still');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe('a forced close', () => {
+  // Mutant: #shutdown running the close-hook rounds after a close timeout too
+  // (`if (!this.#abandoned)` for `if (!this.#abandoned && clean)`, src/runtime.ts): the round,
+  // cut at once by the timeout that already fired, warns that the hooks did not finish.
+  it('runs no close-hook round, so it warns of no hook cut short', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => {
+      if (warning.name === 'OmniRuntimeWarning') warnings.push(warning.message);
+    };
+    process.on('warning', onWarning);
+    try {
+      const rt = await start({ threads: 2, admission: { requests: 2 } });
+      const stuck = control();
+      const call = codeOf(rt.run(gate(stuck, { sync: true })));
+      await waitFor(stuck, STARTED);
+      await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: false, abandoned: 1 });
+      expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+      await turns();
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
+
+describe.skipIf(!linux)('a replacement stuck in a native call in its init', () => {
+  // Mutant: the stuck-replacement callback without `runtime.#abandon()` (src/runtime.ts,
+  // `if (watch.serving <= 0)`): ReplacementWatch then only terminate()s the stuck thread, which
+  // cannot stop inside a native call, so the queued call waits for that call to return.
+  it('one thread: the runtime fails and gives a queued call back while the thread cannot stop yet', async () => {
+    const pipe = koffi.load('libc.so.6').func('int pipe(_Out_ int *fds)') as (fds: Int32Array) => number;
+    const fds = new Int32Array(2);
+    expect(pipe(fds)).toBe(0);
+    const [readEnd, writeEnd] = [fds[0]!, fds[1]!];
+    try {
+      const inits = new Int32Array(new SharedArrayBuffer(4));
+      const rt = await start({
+        worker: NATIVE_INIT_WORKER,
+        threads: 1,
+        admission: { requests: 4 },
+        startTimeoutMs: 2_000,
+        workerData: { fd: readEnd, inits: inits.buffer },
+      });
+      expect(await codeOf(rt.run({ exit: true }))).toBe('OMNI_ERR_WORKER_EXITED');
+      await until(() => blockedInRead(readEnd), 'the replacement to block in read()');
+      let code: string | undefined;
+      rt.run({}).then(
+        () => {
+          code = 'resolved';
+        },
+        (err: { code?: string }) => {
+          code = err.code ?? 'none';
+        },
+      );
+      await until(() => rt.state === 'failed', 'the runtime to fail');
+      await until(() => code !== undefined, 'the queued call to be given back', 10_000);
+      expect(code).toBe('OMNI_ERR_WORKER_EXITED');
+      expect(blockedInRead(readEnd)).toBe(true); // given back while the thread is still stuck
+      expect(rt.report()).toMatchObject({ depth: 0, failed: 2 });
+    } finally {
+      writeSync(writeEnd, 'x'); // lets the native call return, so the thread can stop
+      closeSync(readEnd);
+      closeSync(writeEnd);
+    }
+  }, 30_000);
+});
