@@ -5,44 +5,17 @@
  * thread stops, and close() resolves, only once the native call returns. The thread is seen
  * blocked in read() through /proc, so the test orders nothing by time; Linux (glibc) only.
  */
-import { closeSync, readdirSync, readFileSync, writeSync } from 'node:fs';
-import koffi from 'koffi';
+import { closeSync, writeSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
+import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
 import { cleanup, codeOf, start, turns, until } from './fixtures/runtime-harness.js';
-
-/** The fixture loads libc.so.6 and reads /proc: glibc Linux on x64 or arm64 (musl is skipped too). */
-const header = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header;
-const linux =
-  process.platform === 'linux' &&
-  (process.arch === 'x64' || process.arch === 'arm64') &&
-  header?.glibcVersionRuntime !== undefined;
-/** read's syscall number, as /proc/<pid>/task/<tid>/syscall shows it. */
-const READ_SYSCALL = process.arch === 'x64' ? '0' : '63';
-
-/** Some thread of this process is blocked in read(fd) now. */
-function blockedInRead(fd: number): boolean {
-  const arg = `0x${fd.toString(16)}`;
-  for (const task of readdirSync('/proc/self/task')) {
-    let fields: string[];
-    try {
-      fields = readFileSync(`/proc/self/task/${task}/syscall`, 'utf8').split(' ');
-    } catch {
-      continue; // the thread has gone
-    }
-    if (fields[0] === READ_SYSCALL && fields[1] === arg) return true;
-  }
-  return false;
-}
 
 afterEach(cleanup);
 
-describe.skipIf(!linux)('close() and a thread inside a native call', () => {
+describe.skipIf(!canBlockInRead)('close() and a thread inside a native call', () => {
   it('abandons the call at the timeout; the threads stop, and close() resolves, when the call returns', async () => {
-    const pipe = koffi.load('libc.so.6').func('int pipe(_Out_ int *fds)') as (fds: Int32Array) => number;
-    const fds = new Int32Array(2);
-    expect(pipe(fds)).toBe(0);
-    const [readEnd, writeEnd] = [fds[0]!, fds[1]!];
+    const [readEnd, writeEnd] = libcPipe();
     let returned = false;
     const letItReturn = (): void => {
       if (!returned) writeSync(writeEnd, 'x');

@@ -5,10 +5,10 @@
  * task context that outlives its task, a replacement stuck in a native call during init. Threads are ordered by shared-memory words and bounded polling, never by sleeps.
  */
 import { getEventListeners } from 'node:events';
-import { closeSync, readdirSync, readFileSync, writeSync } from 'node:fs';
-import koffi from 'koffi';
+import { closeSync, writeSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
+import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
 import { CANCELLED, CANCELLED_FALSE, open, SIGNALLED, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, start, turns, until } from './fixtures/runtime-harness.js';
 
@@ -41,29 +41,6 @@ describe('close() stopping its own threads', () => {
     expect(rt.failure).toBeUndefined();
   });
 });
-
-/** The fixture loads libc.so.6 and reads /proc: glibc Linux on x64 or arm64 only. */
-const header = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header;
-const linux =
-  process.platform === 'linux' &&
-  (process.arch === 'x64' || process.arch === 'arm64') &&
-  header?.glibcVersionRuntime !== undefined;
-const READ_SYSCALL = process.arch === 'x64' ? '0' : '63';
-
-/** Some thread of this process is blocked in read(fd) now (as in runtime-close-native-call). */
-function blockedInRead(fd: number): boolean {
-  const arg = `0x${fd.toString(16)}`;
-  for (const task of readdirSync('/proc/self/task')) {
-    let fields: string[];
-    try {
-      fields = readFileSync(`/proc/self/task/${task}/syscall`, 'utf8').split(' ');
-    } catch {
-      continue;
-    }
-    if (fields[0] === READ_SYSCALL && fields[1] === arg) return true;
-  }
-  return false;
-}
 
 describe("the runtime's default deadline", () => {
   // Mutant: checkRunOptions keeping the default deadline only for run() without options
@@ -249,15 +226,12 @@ describe('a forced close', () => {
   });
 });
 
-describe.skipIf(!linux)('a replacement stuck in a native call in its init', () => {
+describe.skipIf(!canBlockInRead)('a replacement stuck in a native call in its init', () => {
   // Mutant: the stuck-replacement callback without `runtime.#abandon()` (src/runtime.ts,
   // `if (watch.serving <= 0)`): ReplacementWatch then only terminate()s the stuck thread, which
   // cannot stop inside a native call, so the queued call waits for that call to return.
   it('one thread: the runtime fails and gives a queued call back while the thread cannot stop yet', async () => {
-    const pipe = koffi.load('libc.so.6').func('int pipe(_Out_ int *fds)') as (fds: Int32Array) => number;
-    const fds = new Int32Array(2);
-    expect(pipe(fds)).toBe(0);
-    const [readEnd, writeEnd] = [fds[0]!, fds[1]!];
+    const [readEnd, writeEnd] = libcPipe();
     try {
       const inits = new Int32Array(new SharedArrayBuffer(4));
       const rt = await start({
