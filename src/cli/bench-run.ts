@@ -117,6 +117,9 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
       4 * config.threads,
     );
     progress.phaseDone(config.calibrateS);
+    if (!(calibration.capacity > 0) && config.rates.some((r) => r.relative)) {
+      throw new BenchError('calibration completed no requests; pass absolute --rates');
+    }
     // The bounded runtime gets as many calls, as many at a time as its bounds always admit, so the
     // first phase does not compare a runtime warmed by thousands of calls with one warmed by two.
     progress.phase('warming the bounded runtime');
@@ -125,9 +128,6 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
     const concurrency = Math.min(4 * config.threads, admitted);
     await repeatCalls(runtimes.bounded, work, calibrationSeed, calibration.calls, concurrency);
     progress.phaseDone(0);
-    if (!(calibration.capacity > 0) && config.rates.some((r) => r.relative)) {
-      throw new BenchError('calibration completed no requests; pass absolute --rates');
-    }
     const rates = resolveRates(config.rates, calibration.capacity, config.seed);
     // Multiples of capacity are known only now; absolute rates were checked with the flags.
     for (const { rate, label } of rates) checkPhaseArrivals(rate, config.phaseS, label);

@@ -160,8 +160,9 @@ export function openLoop(
       // The deadline runs from the request's due time, like its latency: a request sent late
       // (the loop was busy) has that much less time, and none at all once it is past. One sent
       // ahead of its time (SEND_AHEAD_MS) starts now.
-      const from = Math.min(dueAt, performance.now());
-      const left = plan.deadlineMs - (performance.now() - from);
+      const now = performance.now();
+      const from = Math.min(dueAt, now);
+      const left = plan.deadlineMs - (now - from);
       if (!(left > 0)) {
         rec.failed(new DeadlineError('the deadline passed before the request could be sent'));
         return;
