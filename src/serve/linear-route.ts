@@ -53,8 +53,7 @@ function checkEncoding(
     );
   }
   // node decodes only the chunked transfer coding: any other (gzip, chunked) would reach the
-  // route still compressed.
-  // Empty list elements (`, chunked`) are legal and ignored (RFC 9110 5.6.1), as node does.
+  // route still compressed. Empty list elements (`, chunked`) are ignored (RFC 9110 5.6.1).
   const codings = transfer
     ?.split(',')
     .map((t) => t.trim().toLowerCase())
