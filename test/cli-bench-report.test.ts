@@ -5,35 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { describe as describeRun, formatReport, formatTable, summarize } from '../src/cli/bench-report.js';
 import type { PhaseResult } from '../src/cli/phase-recorder.js';
-import { benchResult } from './fixtures/bench-result.js';
-
-function phase(overrides: Partial<PhaseResult>): PhaseResult {
-  return {
-    mode: 'unbounded',
-    offeredRate: 500,
-    rateLabel: '0.5x',
-    windowS: 2.5,
-    totalS: 2.6,
-    sent: 1000,
-    sentUnits: 8500,
-    completed: 1000,
-    refused: 0,
-    refusedBy: {},
-    deadline: 0,
-    failed: 0,
-    failedBy: {},
-    achievedRate: 400,
-    latencyMs: { count: 1000, p50: 2.567, p99: 8.214, p999: 14.31, max: 20, mean: 3 },
-    depth: { mean: 0.94, max: 6 },
-    timeline: [{ t: 0, depth: 0, queued: 0, sent: 0, completed: 0, refused: 0, deadline: 0 }],
-    ...overrides,
-  };
-}
+import { benchPhase, benchResult } from './fixtures/bench-result.js';
 
 const result = (phases: PhaseResult[]) => benchResult(phases);
 
-const low = phase({});
-const high = phase({
+const low = benchPhase({});
+const high = benchPhase({
   mode: 'bounded',
   offeredRate: 2000,
   rateLabel: '2x',
@@ -48,7 +25,7 @@ const high = phase({
   latencyMs: { count: 1000, p50: 9.97, p99: 22.71, p999: 123.4, max: 130, mean: 11 },
   depth: { mean: 13.06, max: 16 },
 });
-const idle = phase({
+const idle = benchPhase({
   mode: 'bounded',
   completed: 0,
   refused: 1000,
@@ -75,7 +52,7 @@ describe('summarize (the --json summary)', () => {
   });
 
   it('gives 0 %, not NaN, for a phase that sent nothing', () => {
-    const s = summarize(result([phase({ sent: 0, completed: 0 })]), []);
+    const s = summarize(result([benchPhase({ sent: 0, completed: 0 })]), []);
     expect(s.phases[0]).toMatchObject({ refusedPct: 0, deadlinePct: 0 });
   });
 });

@@ -10,10 +10,9 @@ import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseBenchArgs } from '../src/cli/bench-options.js';
 import { formatTable } from '../src/cli/bench-report.js';
-import type { PhaseResult } from '../src/cli/phase-recorder.js';
 import { parseServeArgs, runServeCommand } from '../src/cli/serve-command.js';
 import { ShutdownSignals } from '../src/cli/shutdown-signals.js';
-import { benchResult } from './fixtures/bench-result.js';
+import { benchPhase, benchResult } from './fixtures/bench-result.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 import { thrownCode } from './fixtures/thrown.js';
 
@@ -54,25 +53,7 @@ describe('serve flags', () => {
 describe('the bench table', () => {
   // Kills: ms()'s `x >= 100` turned into `x > 100` (100 ms would show as 100.0: four figures).
   it('shows latencies of exactly 100, 10 and 1 ms with three significant figures', () => {
-    const p: PhaseResult = {
-      mode: 'bounded',
-      offeredRate: 500,
-      rateLabel: '1x',
-      windowS: 2.5,
-      totalS: 2.6,
-      sent: 10,
-      sentUnits: 10,
-      completed: 10,
-      refused: 0,
-      refusedBy: {},
-      deadline: 0,
-      failed: 0,
-      failedBy: {},
-      achievedRate: 4,
-      latencyMs: { count: 10, p50: 1, p99: 10, p999: 100, max: 100, mean: 5 },
-      depth: { mean: 1, max: 1 },
-      timeline: [],
-    };
+    const p = benchPhase({ latencyMs: { count: 10, p50: 1, p99: 10, p999: 100, max: 100, mean: 5 } });
     const row = formatTable(benchResult([p]))
       .split('\n')[1]!
       .trim()

@@ -17,6 +17,18 @@ afterEach(cleanup);
 const CONTEXT_WORKER = builtModuleUrl('test/fixtures/task-context-worker.js');
 const NATIVE_INIT_WORKER = builtModuleUrl('test/fixtures/native-init-block-worker.js');
 
+/** A runtime closed with a 0 ms timeout while one call runs: that call abandoned, the pool gone. */
+async function forceClosedWithACallRunning() {
+  const rt = await start({ threads: 2, admission: { requests: 2 } });
+  const stuck = control();
+  const call = codeOf(rt.run(gate(stuck, { sync: true })));
+  await waitFor(stuck, STARTED);
+  await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: false, abandoned: 1 });
+  expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+  await turns();
+  return rt;
+}
+
 describe('close() stopping its own threads', () => {
   // Mutant: #checkThreads without its `#tearingDown` guard (src/runtime.ts): the threads a
   // close stops would read as a lost pool and leave a sticky failure behind.
@@ -30,13 +42,7 @@ describe('close() stopping its own threads', () => {
   });
 
   it('a forced close leaves no failure behind either', async () => {
-    const rt = await start({ threads: 2, admission: { requests: 2 } });
-    const stuck = control();
-    const call = codeOf(rt.run(gate(stuck, { sync: true })));
-    await waitFor(stuck, STARTED);
-    await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: false, abandoned: 1 });
-    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
-    await turns();
+    const rt = await forceClosedWithACallRunning();
     expect(rt.state).toBe('stopped');
     expect(rt.failure).toBeUndefined();
   });
@@ -212,13 +218,7 @@ describe('a forced close', () => {
     };
     process.on('warning', onWarning);
     try {
-      const rt = await start({ threads: 2, admission: { requests: 2 } });
-      const stuck = control();
-      const call = codeOf(rt.run(gate(stuck, { sync: true })));
-      await waitFor(stuck, STARTED);
-      await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: false, abandoned: 1 });
-      expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
-      await turns();
+      await forceClosedWithACallRunning();
       expect(warnings).toEqual([]);
     } finally {
       process.off('warning', onWarning);
