@@ -9,8 +9,9 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, symlinkSync, utimesSync } 
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildCuda, buildFixture } from '../scripts/build-native.mjs';
-import { defaultLibraryPath } from '../src/native/index.js';
+import { defaultLibraryPath, loadNativeLibrary, NativeContext, seededFloats } from '../src/native/index.js';
 import { packageRoot } from '../src/paths.js';
+import { maxViolation } from './fixtures/native-tolerance.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-build-script-');
@@ -78,6 +79,35 @@ describe('a library older than its sources', () => {
     copyFileSync(defaultLibraryPath('fixture'), cuda); // a stand-in, newer than every source
     expect(() => buildCuda({ outDir: dir, nvcc: '/bin/false', force: true })).toThrow();
     expect(existsSync(cuda)).toBe(true);
+  });
+});
+
+// GCC 11 is the compiler of Ubuntu 22.04, the base of most CUDA images, so of the GPU machine
+// gpu-check.sh builds on; GCC 10 and 9 still ship with older ones. Runs where one is installed.
+const olderGcc = ['gcc-11', 'gcc-10', 'gcc-9'].find((cc) => spawnSync(cc, ['--version']).status === 0);
+
+describe.runIf(olderGcc)('built by a GCC older than 12', () => {
+  it('builds the fixture, and it computes within the stated tolerance', () => {
+    const dir = tempDir();
+    const saved = process.env.CC;
+    process.env.CC = olderGcc;
+    try {
+      buildFixture({ outDir: dir, force: true });
+    } finally {
+      if (saved === undefined) delete process.env.CC;
+      else process.env.CC = saved;
+    }
+    const [rows, inF, outF] = [5, 17, 33];
+    const x = seededFloats(1, rows * inF, 2);
+    const w = seededFloats(2, outF * inF, 1 / Math.sqrt(inF));
+    const b = seededFloats(3, outF, 0.5);
+    const ctx = NativeContext.open(loadNativeLibrary('fixture', { path: join(dir, 'libomni_fixture.so') }));
+    try {
+      ctx.uploadWeights(w, b, outF, inF);
+      expect(maxViolation(ctx.linearGelu(x, rows), x, w, b, rows, outF, inF)).toBeLessThanOrEqual(1);
+    } finally {
+      ctx.close();
+    }
   });
 });
 
