@@ -59,12 +59,17 @@ if command -v nvcc >/dev/null; then
 fi
 if ! timeout 240 node scripts/build-native.mjs --require-cuda $force; then
   # No working compiler here (nvcc, or cc for the fixture): the libraries gpu-bundle.sh carried
-  # are the one chance left to run the check at all.
+  # are the one chance left to run the check at all. Only for what failed, though: a library
+  # still here was built now (a failed build removes a stale one), and a CUDA library built here
+  # suits this driver, where the carried one may need a newer driver.
   carried=.gpu/native-build
-  [ -f $carried/libomni_cuda.so ] && [ -f $carried/libomni_fixture.so ] || exit 3
   mkdir -p native/build
-  cp $carried/libomni_cuda.so $carried/libomni_fixture.so native/build/
-  echo "gpu-check: building here failed; using the libraries carried in $carried ($(cat $carried/built-with 2>/dev/null || echo 'built elsewhere'))"
+  for lib in libomni_cuda.so libomni_fixture.so; do
+    [ -f native/build/$lib ] && continue
+    [ -f $carried/$lib ] || { echo "gpu-check: $lib did not build here and .gpu carries none"; exit 3; }
+    cp $carried/$lib native/build/
+    echo "gpu-check: building $lib here failed; using the one carried in $carried ($(cat $carried/built-with 2>/dev/null || echo 'built elsewhere'))"
+  done
 fi
 
 timeout 270 node scripts/gpu-check.mjs "$@"
