@@ -8,7 +8,8 @@ import { LinearRuntime } from '../dist/src/index.js';
 //      bit-identical;
 //   3. GFLOP/s of CUDA beside the fixture, per call including the staging copies;
 //   4. requests/s through LinearRuntime (the native worker) on CUDA and on the fixture.
-// Exit codes: 0 pass, 1 a check failed, 2 the CUDA device could not be opened.
+// Exit codes: 0 pass, 1 a check failed, 2 the CUDA device could not be opened, 3 a library could
+// not be loaded.
 // --dry-run runs every step with the fixture standing in for CUDA (smaller shapes), so the script
 // itself can be exercised on a machine without a GPU.
 import {
@@ -29,8 +30,18 @@ const fail = (what) => {
 };
 
 const dryRun = process.argv.includes('--dry-run');
-const fixtureLib = loadNativeLibrary('fixture');
-const cudaLib = dryRun ? fixtureLib : loadNativeLibrary('cuda');
+// A library that cannot be loaded (missing, built for another driver or glibc, another ABI) is a
+// setup failure, not a failed check: gpu-check.sh's exit 3, with the reason on one line.
+function load(backend) {
+  try {
+    return loadNativeLibrary(backend);
+  } catch (err) {
+    console.log(`gpu-check: cannot load the ${backend} library: ${err.code} ${err.message}`);
+    process.exit(3);
+  }
+}
+const fixtureLib = load('fixture');
+const cudaLib = dryRun ? fixtureLib : load('cuda');
 if (dryRun) console.log('gpu-check: DRY RUN, the fixture stands in for CUDA');
 console.log(
   `libraries: ${fixtureLib.path} (ABI ${fixtureLib.abiVersion}), ${cudaLib.path} (ABI ${cudaLib.abiVersion})`,

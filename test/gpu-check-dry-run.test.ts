@@ -2,10 +2,14 @@
  * scripts/gpu-check.mjs runs once, unattended, on a GPU machine lent for minutes: it must not have
  * rotted. Its --dry-run takes every step with the fixture standing in for CUDA.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import { copyFileSync, cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
+
+const tempDir = tempDirs('omni-gpu-check-load-');
 
 function dryRun(): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve) => {
@@ -18,8 +22,10 @@ function dryRun(): Promise<{ code: number | null; stdout: string }> {
   });
 }
 
-describe('gpu-check --dry-run', () => {
-  it('passes every step: parity on every shape, no residue, both tables', { timeout: 150_000 }, async () => {
+describe('gpu-check.mjs', () => {
+  it('--dry-run passes every step: parity on every shape, no residue, both tables', {
+    timeout: 150_000,
+  }, async () => {
     const { code, stdout } = await dryRun();
     const lines = stdout.trim().split('\n');
     expect(lines.at(-1)).toBe('gpu-check: PASS');
@@ -28,5 +34,28 @@ describe('gpu-check --dry-run', () => {
     expect(lines.filter((l) => /^ok {3}\d+ x \d+ -> \d+:/.test(l)).length).toBeGreaterThanOrEqual(5);
     expect(lines.some((l) => l.startsWith('no residue: ok'))).toBe(true);
     expect(lines.some((l) => l.startsWith('| cuda (fixture stand-in) |'))).toBe(true);
+  });
+
+  // The CUDA library built here may need a newer driver or glibc than the GPU machine has.
+  it('a CUDA library that cannot be loaded is a setup failure (exit 3), not a failed check', () => {
+    const root = tempDir();
+    cpSync(join(packageRoot, 'dist', 'src'), join(root, 'dist', 'src'), { recursive: true });
+    mkdirSync(join(root, 'scripts'));
+    copyFileSync(join(packageRoot, 'scripts', 'gpu-check.mjs'), join(root, 'scripts', 'gpu-check.mjs'));
+    symlinkSync(join(packageRoot, 'node_modules'), join(root, 'node_modules'));
+    mkdirSync(join(root, 'native', 'build'), { recursive: true });
+    const build = join(packageRoot, 'native', 'build');
+    copyFileSync(join(build, 'libomni_fixture.so'), join(root, 'native', 'build', 'libomni_fixture.so'));
+    writeFileSync(join(root, 'native', 'build', 'libomni_cuda.so'), 'not a shared library\n');
+    const run = spawnSync(process.execPath, [join(root, 'scripts', 'gpu-check.mjs')], {
+      cwd: root,
+      env: { ...process.env, OMNI_BACKEND: '', OMNI_CUDA_DEVICE: '' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.stdout.trim().split('\n').at(-1)).toMatch(
+      /^gpu-check: cannot load the cuda library: OMNI_ERR_\w+ /,
+    );
+    expect(run.status).toBe(3);
   });
 });
