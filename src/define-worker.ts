@@ -24,7 +24,7 @@ export type WorkerHandler<I, O> = (input: I, ctx: TaskContext) => O | Promise<O>
 
 export interface WorkerOptions {
   /** Runs once per thread before its first task, with the runtime's `workerData`. */
-  readonly init?: (data: unknown) => void | Promise<void>;
+  readonly init?: ((data: unknown) => void | Promise<void>) | undefined;
   /**
    * Runs once per thread whose init succeeded, when the runtime closes cleanly (after the last
    * task) or when start() fails because another thread's init threw: free what init took
@@ -33,7 +33,7 @@ export interface WorkerOptions {
    * has to force termination, on a thread that dies (an uncaught error, process.exit), nor on a
    * thread whose own init threw: init frees what it took before throwing.
    */
-  readonly close?: () => void | Promise<void>;
+  readonly close?: (() => void | Promise<void>) | undefined;
 }
 
 export interface WorkerDefinition<I = unknown, O = unknown> {

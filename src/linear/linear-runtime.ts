@@ -19,27 +19,27 @@ import type { LinearWeights, NativeWorkerData, NativeWorkerInput } from './proto
 
 export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'workerData'> {
   /** 'fixture' (CPU), 'cuda', or 'auto' (CUDA when a device opens); default OMNI_BACKEND, else auto. */
-  readonly backend?: BackendPreference;
+  readonly backend?: BackendPreference | undefined;
   /** CUDA device; default OMNI_CUDA_DEVICE, else 0. */
-  readonly device?: number;
+  readonly device?: number | undefined;
   /**
    * Native libraries to load instead of this package's native/build ones, e.g. a CUDA library
    * built for your GPUs (relative paths from the working directory). Each must be the backend
    * it is given for; 'auto' probes the `cuda` one.
    */
-  readonly libraries?: NativeLibraryPaths;
+  readonly libraries?: NativeLibraryPaths | undefined;
   /** The layer's weights. Without them, seeded random weights of the given shape are used. */
-  readonly weights?: LinearWeights;
+  readonly weights?: LinearWeights | undefined;
   /** The layer's shape without `weights` (default 256 -> 256); with them, it must agree. */
-  readonly inFeatures?: number;
-  readonly outFeatures?: number;
+  readonly inFeatures?: number | undefined;
+  readonly outFeatures?: number | undefined;
   /** Seed of the random weights (an integer in 0..2^32-1; default 1). */
-  readonly seed?: number;
+  readonly seed?: number | undefined;
   /** Per-context workspace cache bounds (defaults 4 and 512 MiB). */
-  readonly workspaceCount?: number;
-  readonly workspaceBytes?: number;
+  readonly workspaceCount?: number | undefined;
+  readonly workspaceBytes?: number | undefined;
   /** Test hook: allows `inject` calls (fixture backend only). */
-  readonly faultInjection?: boolean;
+  readonly faultInjection?: boolean | undefined;
 }
 
 export interface NativeLibraryPaths {
@@ -49,7 +49,7 @@ export interface NativeLibraryPaths {
 
 export interface LinearRunOptions extends RunOptions {
   /** Rows in x (default x.length / inFeatures). Cost defaults to rows. */
-  readonly rows?: number;
+  readonly rows?: number | undefined;
 }
 
 /** Seeded weights, scaled so outputs stay in GELU's interesting range. */

@@ -7,7 +7,7 @@ import { describeValue, InvalidArgumentError } from '../errors.js';
 
 export interface RuntimeAdmissionOptions extends AdmissionBounds {
   /** Queue FIFO for room (honouring the caller's signal and deadline) instead of refusing. */
-  readonly wait?: boolean;
+  readonly wait?: boolean | undefined;
 }
 
 export interface RuntimeOptions {
@@ -16,42 +16,42 @@ export interface RuntimeOptions {
   /** Handed to the worker's `init` in every thread (structured clone). */
   readonly workerData?: unknown;
   /** Worker threads (default 1). */
-  readonly threads?: number;
+  readonly threads?: number | undefined;
   /**
    * The bound. Without it the runtime is the default serial scheduler: one task per worker at
    * a time, an unbounded queue in submission order, never a refusal.
    */
-  readonly admission?: RuntimeAdmissionOptions;
+  readonly admission?: RuntimeAdmissionOptions | undefined;
   /** Default deadline for run() in milliseconds (none by default; Infinity: none). */
-  readonly deadlineMs?: number;
+  readonly deadlineMs?: number | undefined;
   /**
    * piscina's: no effect on a runtime, whose thread count is fixed (piscina ends idle threads
    * only above its minimum, which is `threads` here). Checked and passed on all the same.
    */
-  readonly idleTimeout?: number;
+  readonly idleTimeout?: number | undefined;
   /**
    * Node's limits for each thread (the four `...Mb` fields, numbers > 0). A misspelt or
    * non-numeric one is OMNI_ERR_INVALID_ARGUMENT: Node would ignore it without a word.
    */
-  readonly resourceLimits?: ResourceLimits;
+  readonly resourceLimits?: ResourceLimits | undefined;
   /** How long start() waits for every thread to load and answer (default 30 s). */
-  readonly startTimeoutMs?: number;
+  readonly startTimeoutMs?: number | undefined;
 }
 
 export interface RunOptions {
   /** The request's cost in the admission's unit (default 1). */
-  readonly cost?: number;
+  readonly cost?: number | undefined;
   /** The caller's signal: rejects the caller at once; the work is asked to stop, not killed. */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
   /** Overrides the runtime's default deadline for this call (Infinity: none). */
-  readonly deadlineMs?: number;
+  readonly deadlineMs?: number | undefined;
   /**
    * ArrayBuffers in `input` to move zero-copy: detached on the caller's side when a thread takes
    * the call (for a queued call, after run() returned; the input is read then too). Treat them as
    * given away at run(): a queued call settled by an abort or deadline is still taken (then
    * skipped), and detaches them then. piscina's `move(input)` works too.
    */
-  readonly transfer?: readonly ArrayBuffer[];
+  readonly transfer?: readonly ArrayBuffer[] | undefined;
 }
 
 export interface CheckedRuntimeOptions {
@@ -178,7 +178,7 @@ export interface CloseOptions {
    * After this long, in-flight work is abandoned: threads are terminated (default: wait). A
    * thread inside a native call stops, and close() resolves, only once that call returns.
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** close()'s timeout: 0 abandons in-flight work at once; any length is honoured (Infinity: none). */

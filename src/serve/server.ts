@@ -43,22 +43,22 @@ export type Served = Pick<
 
 export interface ServeOptions {
   /** Interface to listen on (default 127.0.0.1: loopback only; 'localhost': each address it names). */
-  readonly host?: string;
+  readonly host?: string | undefined;
   /** Port (default 8080; 0 picks a free one, see ServeHandle.port). */
-  readonly port?: number;
+  readonly port?: number | undefined;
   /** Largest request body in bytes (default 8 MiB); larger ones are answered 413. */
-  readonly bodyLimit?: number;
+  readonly bodyLimit?: number | undefined;
   /**
    * Deadline for every call in milliseconds (default: the runtime's own). A client's
    * x-omni-deadline-ms may shorten it, never lengthen it.
    */
-  readonly deadlineMs?: number;
+  readonly deadlineMs?: number | undefined;
   /** Retry-After, in seconds, on a 503 for full capacity (default 1). */
-  readonly retryAfterSeconds?: number;
+  readonly retryAfterSeconds?: number | undefined;
   /** How long a drain waits for in-flight work before abandoning it (default 10 s). */
-  readonly drainTimeoutMs?: number;
+  readonly drainTimeoutMs?: number | undefined;
   /** Close the runtime when the server drains (default true: the server owns it). */
-  readonly closeRuntime?: boolean;
+  readonly closeRuntime?: boolean | undefined;
 }
 
 export interface ServeHandle {
@@ -73,7 +73,7 @@ export interface ServeHandle {
    * Graceful shutdown (drain.ts); runs once, later calls share its result. The listener is
    * closed before this returns: connections attempted afterwards are refused.
    */
-  drain(options?: { timeoutMs?: number }): Promise<DrainResult>;
+  drain(options?: { timeoutMs?: number | undefined }): Promise<DrainResult>;
   /** Cuts a drain's wait for in-flight requests short (a second SIGINT). */
   expireDrain(): void;
   /** The same as drain() with the default timeout. */
