@@ -91,6 +91,25 @@ describe('the published types, from a consumer project', () => {
     expect(status).toBe(0);
   });
 
+  it('check with skipLibCheck off, under exactOptionalPropertyTypes and under module node16', () => {
+    // What these settings check in the .d.ts files the two entry points reach, dependencies'
+    // included: none of them may fail the consumer's build.
+    const code = `
+import { LinearRuntime, Runtime } from 'omni-runtime';
+import { serve } from 'omni-runtime/serve';
+export type Used = [Runtime, LinearRuntime, typeof serve];
+`;
+    const exact = typecheck('lib-exact', code, { exactOptionalPropertyTypes: true, skipLibCheck: false });
+    expect(exact.output).toBe('');
+    const node16 = typecheck('lib-node16', code, {
+      module: 'Node16',
+      moduleResolution: 'Node16',
+      skipLibCheck: false,
+    });
+    expect(node16.output).toBe('');
+    expect([exact.status, node16.status]).toEqual([0, 0]);
+  });
+
   it('reject what the runtime would refuse', () => {
     // Each @ts-expect-error must meet an error, or tsc reports the directive unused.
     const code = `

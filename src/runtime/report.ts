@@ -2,7 +2,6 @@
  * What Runtime.report() returns: the admission's counts, piscina's queue and latency
  * histograms, and how every call ended, as one plain object.
  */
-import type { Piscina } from 'piscina';
 import type { AdmissionReport } from '../admission/index.js';
 import type { Outcomes } from './pending-task.js';
 
@@ -36,7 +35,20 @@ export interface RuntimeReport extends Outcomes {
   runTimeMs: LatencySummary;
 }
 
-const summary = (h: { p50: number; p99: number; max: number } | undefined): LatencySummary => ({
+/**
+ * The part of a piscina pool a report reads. Declared here, not imported: this module's .d.ts
+ * is part of the public types, and piscina's own .d.ts fails a consumer's type-check under
+ * `skipLibCheck: false` with `exactOptionalPropertyTypes` or `module: node16`.
+ */
+export interface PoolCounts {
+  readonly queueSize: number;
+  readonly histogram: {
+    readonly waitTime: LatencySummary | undefined;
+    readonly runTime: LatencySummary | undefined;
+  };
+}
+
+const summary = (h: LatencySummary | undefined): LatencySummary => ({
   p50: h?.p50 ?? 0,
   p99: h?.p99 ?? 0,
   max: h?.max ?? 0,
@@ -52,7 +64,7 @@ export function runtimeReport(
   state: RuntimeState,
   admission: AdmissionReport,
   bounded: boolean,
-  pool: Piscina | undefined,
+  pool: PoolCounts | undefined,
   inflight: number,
   outcomes: Outcomes,
 ): RuntimeReport {
