@@ -1,0 +1,122 @@
+/**
+ * What `npm pack` puts in the published tarball (package.json `files`): everything the package
+ * loads at run time, from its entry points, bin and worker threads, and nothing built here or
+ * private (native/build, source maps, tests, benchmarks).
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { join, posix } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { packageRoot } from '../src/paths.js';
+
+interface PackResult {
+  unpackedSize: number;
+  files: { path: string }[];
+}
+
+// --ignore-scripts: the list of what is already built (tests run after the build), without
+// building again.
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const [packed] = JSON.parse(
+  execFileSync(npm, ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+    cwd: packageRoot,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  }),
+) as PackResult[];
+if (packed === undefined) throw new Error('npm pack --dry-run printed no package');
+const files = new Set(packed.files.map((f) => f.path));
+const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as {
+  main: string;
+  types: string;
+  bin: Record<string, string>;
+  exports: Record<string, { types: string; default: string }>;
+  dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+};
+
+const strip = (path: string): string => path.replace(/^\.\//, '');
+
+/** Module specifiers a built file names: static and dynamic imports, re-exports, import types. */
+function specifiers(file: string): string[] {
+  const text = readFileSync(join(packageRoot, file), 'utf8');
+  const found: string[] = [];
+  for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])([^'"\n]+)\1/g)) {
+    if (m[2] !== undefined) found.push(m[2]);
+  }
+  return found;
+}
+
+const code = [...files].filter((f) => /\.(m?js|d\.ts)$/.test(f));
+
+describe('the published package', () => {
+  it('holds every entry point package.json names', () => {
+    const targets = [pkg.main, pkg.types, ...Object.values(pkg.bin)];
+    for (const entry of Object.values(pkg.exports)) targets.push(entry.types, entry.default);
+    for (const target of targets) expect(files, target).toContain(strip(target));
+  });
+
+  it('holds every file its modules import by relative path', () => {
+    const missing: string[] = [];
+    for (const file of code) {
+      for (const spec of specifiers(file)) {
+        if (!spec.startsWith('.')) continue;
+        let target = posix.normalize(posix.join(posix.dirname(file), spec));
+        // A .d.ts names its neighbours by their .js path.
+        if (file.endsWith('.d.ts') && target.endsWith('.js')) target = target.replace(/\.js$/, '.d.ts');
+        if (!files.has(target)) missing.push(`${file} -> ${spec}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('holds the worker modules threads are started from', () => {
+    // builtModuleUrl() takes them from dist/ at run time: no import names them.
+    const sources = execFileSync('git', ['grep', '-h', '-o', "builtModuleUrl('[^']*')", '--', 'src'], {
+      cwd: packageRoot,
+      encoding: 'utf8',
+    });
+    const workers = [...sources.matchAll(/builtModuleUrl\('([^']+)'\)/g)].map((m) => `dist/${m[1]}`);
+    expect(workers.length).toBeGreaterThan(0);
+    for (const worker of workers) expect(files, worker).toContain(worker);
+  });
+
+  it('imports no package it does not depend on', () => {
+    const declared = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)]);
+    const builtins = new Set(builtinModules);
+    const undeclared = new Set<string>();
+    for (const file of code.filter((f) => !f.endsWith('.d.ts'))) {
+      for (const spec of specifiers(file)) {
+        if (spec.startsWith('.') || spec.startsWith('node:') || builtins.has(spec)) continue;
+        const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0];
+        if (name !== undefined && !declared.has(name)) undeclared.add(`${file} -> ${spec}`);
+      }
+    }
+    expect([...undeclared]).toEqual([]);
+  });
+
+  it('holds the native sources the install step builds from, and no built library', () => {
+    const tracked = execFileSync('git', ['ls-files', 'native', 'scripts/build-native.mjs'], {
+      cwd: packageRoot,
+      encoding: 'utf8',
+    })
+      .split('\n')
+      .filter((f) => /^(native\/(include|common|fixture|cuda)\/|scripts\/build-native\.mjs$)/.test(f));
+    expect(tracked.length).toBeGreaterThan(0);
+    for (const source of tracked) expect(files, source).toContain(source);
+    expect([...files].filter((f) => f.startsWith('native/build/') || f.endsWith('.so'))).toEqual([]);
+  });
+
+  it('leaves out source maps, tests, benchmarks and what only this repository uses', () => {
+    const stray = [...files].filter(
+      (f) =>
+        f.endsWith('.map') ||
+        /^(test|bench|docs|\.ci|\.gpu|src|workers)\//.test(f) ||
+        /^dist\/(test|bench|readme)\//.test(f),
+    );
+    expect(stray).toEqual([]);
+    // The whole package today is about 0.5 MB unpacked; a stray build or data file is far more.
+    expect(packed.unpackedSize).toBeLessThan(2 * 1024 * 1024);
+  });
+});
