@@ -52,7 +52,9 @@ function typecheck(
 // Every documented option, given as a variable that may be undefined: what a wrapper that
 // forwards its own optional settings writes. The runtime treats undefined as absent.
 const forwarded = `
-import { BoundedAdmission, defineWorker, LinearRuntime, Runtime } from 'omni-runtime';
+import {
+  BoundedAdmission, defineWorker, LinearRuntime, loadNativeLibrary, NativeContext, Runtime, selectBackend,
+} from 'omni-runtime';
 import { serve } from 'omni-runtime/serve';
 
 declare const n: number | undefined;
@@ -79,6 +81,11 @@ const server = await serve(lr, {
 });
 await server.drain({ timeoutMs: n });
 await new BoundedAdmission({ requests: 1, units: n }).admit(1, { signal, timeoutMs: n });
+declare const path: string | undefined;
+selectBackend('fixture', process.env, { device: n, fixturePath: path, cudaPath: path });
+NativeContext.open(loadNativeLibrary('fixture', { path }), {
+  device: n, workspaceCount: n, workspaceBytes: n, env: undefined,
+}).close();
 `;
 
 describe('the published types, from a consumer project', () => {

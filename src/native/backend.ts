@@ -26,9 +26,9 @@ export interface BackendChoice {
 }
 
 export interface SelectOptions {
-  device?: number;
-  fixturePath?: string;
-  cudaPath?: string;
+  device?: number | undefined;
+  fixturePath?: string | undefined;
+  cudaPath?: string | undefined;
 }
 
 /** OMNI_BACKEND as selection reads it: trimmed, and unset when blank. */

@@ -30,13 +30,13 @@ export const kRawHandle: unique symbol = Symbol('omni.native.rawHandle');
 
 export interface NativeOpenOptions {
   /** Device index; defaults to OMNI_CUDA_DEVICE, then 0 (see resolveDevice). */
-  device?: number;
+  device?: number | undefined;
   /** Cached workspaces (1..64, default 4); reuse and eviction rule in native/include/omni.h. */
-  workspaceCount?: number;
+  workspaceCount?: number | undefined;
   /** Bytes the cached workspaces may hold together (default 512 MiB). */
-  workspaceBytes?: number;
+  workspaceBytes?: number | undefined;
   /** Environment consulted for OMNI_CUDA_DEVICE; defaults to process.env. */
-  env?: NodeJS.ProcessEnv;
+  env?: NodeJS.ProcessEnv | undefined;
 }
 
 const EMPTY = new Float32Array(0);

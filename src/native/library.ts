@@ -31,7 +31,7 @@ export interface NativeLibrary {
 
 export interface LoadOptions {
   /** Overrides the default native/build/libomni_<backend>.so. */
-  path?: string;
+  path?: string | undefined;
 }
 
 // Module state is per thread (each worker evaluates its own copy), which is what koffi needs:
