@@ -3,7 +3,7 @@
  * loads at run time, from its entry points, bin and worker threads, and nothing built here or
  * private (native/build, source maps, tests, benchmarks).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { join, posix } from 'node:path';
@@ -55,6 +55,18 @@ describe('the published package', () => {
     const targets = [pkg.main, pkg.types, ...Object.values(pkg.bin)];
     for (const entry of Object.values(pkg.exports)) targets.push(entry.types, entry.default);
     for (const target of targets) expect(files, target).toContain(strip(target));
+  });
+
+  it('publishes without npm rewriting its package.json', () => {
+    // npm publish normalizes the manifest and warns for each field it had to change (a bin
+    // target written as './x' is one): the published metadata would differ from the file.
+    // --dry-run: nothing leaves this machine; --offline: no registry is asked.
+    const run = spawnSync(npm, ['publish', '--dry-run', '--offline', '--ignore-scripts'], {
+      cwd: packageRoot,
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(0);
+    expect(run.stderr).not.toContain('auto-corrected');
   });
 
   it('holds every file its modules import by relative path', () => {
