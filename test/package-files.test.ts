@@ -57,6 +57,12 @@ describe('the published package', () => {
     for (const target of targets) expect(files, target).toContain(strip(target));
   });
 
+  it('holds the license package.json names', () => {
+    expect(JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')).license).toBe('MIT');
+    expect(readFileSync(join(packageRoot, 'LICENSE'), 'utf8')).toMatch(/^MIT License\n/);
+    expect(files).toContain('LICENSE');
+  });
+
   it('publishes without npm rewriting its package.json', () => {
     // npm publish normalizes the manifest and warns for each field it had to change (a bin
     // target written as './x' is one): the published metadata would differ from the file.
