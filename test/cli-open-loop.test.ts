@@ -165,6 +165,42 @@ describe('openLoop', () => {
     expect(result.latencyMs.max).toBeLessThanOrEqual(0.001);
   });
 
+  it('times a request sent ahead of its due time from its send: work of 5 ms is 5 ms of latency', async () => {
+    // With no stall every request goes out up to SEND_AHEAD_MS before it is due; timed from its
+    // due time instead, its latency would read less than the work it waited for.
+    const rt = fakeRuntime({ workEndsAt: (t) => t + 5 });
+    const plan = { rate: 1000, windowMs: 200, seed: 5, deadlineMs: 1000 };
+    const { start, result } = await runPhase(rt.lr, plan, 1000);
+    const expected = expectedArrivals(5, 1000, 200);
+    expect(rt.calls.some((c, i) => c.sentAt < start + expected[i]!.at)).toBe(true);
+    expect(result.completed).toBe(expected.length);
+    for (const x of [result.latencyMs.p50, result.latencyMs.max, result.latencyMs.mean]) {
+      expect(x).toBeGreaterThanOrEqual(5 * 0.999);
+      expect(x).toBeLessThanOrEqual(5 * 1.001);
+    }
+  });
+
+  it('samples the runtime from the first arrival on: depth and queue as reported, onSample after each', async () => {
+    const rt = fakeRuntime({ workEndsAt: (t) => t + 30 });
+    const report = rt.lr.report.bind(rt.lr);
+    // A queue distinct from the depth, so a sample that took one for the other is seen.
+    vi.spyOn(rt.lr, 'report').mockImplementation(() => {
+      const r = report();
+      return { ...r, queued: r.depth * 10 + 1 };
+    });
+    const rec = new PhaseRecorder('unbounded', 500, 'x');
+    const seen: Array<number | undefined> = [];
+    const plan = { rate: 500, windowMs: 50, seed: 3, deadlineMs: 1000, sampleMs: 10 };
+    const done = openLoop(rt.lr, work, { ...plan, onSample: () => seen.push(rec.lastSample?.t) }, rec);
+    await vi.advanceTimersByTimeAsync(1000);
+    const end = await done;
+    const { timeline } = rec.result(end);
+    expect(timeline.length).toBeGreaterThan(5);
+    expect(seen).toEqual(timeline.map((s) => s.t));
+    expect(timeline.some((s) => s.depth > 0)).toBe(true);
+    for (const s of timeline) expect(s.queued).toBe(s.depth * 10 + 1);
+  });
+
   it('catches up after a stall; latency and deadline run from each arrival scheduled time', async () => {
     // Work that ends at once: each latency is exactly how late its request went out.
     const rt = fakeRuntime({ workEndsAt: (t) => t });
@@ -278,6 +314,27 @@ describe('openLoop', () => {
     await done;
     expect(outcome).toBe('rejected OMNI_ERR_BENCH');
   });
+
+  it('waits ten deadlines longer for a phase with a long deadline to drain', async () => {
+    const rt = fakeRuntime({ workEndsAt: () => undefined });
+    const plan = { rate: 200, windowMs: 50, seed: 3, deadlineMs: 10_000 };
+    const rec = new PhaseRecorder('unbounded', plan.rate, 'x');
+    let outcome: string = 'pending';
+    const done = openLoop(rt.lr, work, { ...plan, sampleMs: 1000 }, rec).then(
+      () => {
+        outcome = 'resolved';
+      },
+      (err: { code?: string }) => {
+        outcome = `rejected ${err.code}`;
+      },
+    );
+    // Limit: the window + 60 s + 10 x 10 s.
+    await vi.advanceTimersByTimeAsync(159_000);
+    expect(outcome).toBe('pending');
+    await vi.advanceTimersByTimeAsync(2_000);
+    await done;
+    expect(outcome).toBe('rejected OMNI_ERR_BENCH');
+  });
 });
 
 /** A fake runtime whose calls take `ms(rows)` of fake time; it records each call's rows and the most outstanding at once. */
@@ -332,6 +389,15 @@ describe('calibrate', () => {
     const c = await done;
     expect(c.completed).toBe(1);
     expect(c.capacity).toBeCloseTo(1 / 0.75, 6);
+  });
+  it('reports a capacity of 0, not NaN, when the measured part is too short to hold any time', async () => {
+    // --calibrate 1e-320 is a number > 0, but a quarter of it added to the clock changes nothing.
+    const { lr } = countingRuntime(() => 1);
+    const done = calibrate(lr, work, 1, 1e-320, 1);
+    await vi.advanceTimersByTimeAsync(10);
+    const c = await done;
+    expect(c.completed).toBe(0);
+    expect(c.capacity).toBe(0);
   });
 });
 

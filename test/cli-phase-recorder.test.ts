@@ -70,6 +70,14 @@ describe('PhaseRecorder', () => {
     expect(latencyMs.max).toBeCloseTo(0.75, 2);
   });
 
+  it('records a latency to the nearest microsecond, not truncated to the one below', () => {
+    const rec = new PhaseRecorder('unbounded', 100, '1x');
+    rec.begin(0, 1000);
+    rec.sentOne(1);
+    rec.completed(1, 0.0016); // 1.6 us: 2 us, not 1
+    expect(rec.result(1000).latencyMs).toMatchObject({ p50: 0.002, max: 0.002 });
+  });
+
   it('counts completions inside the arrival window per second of it', () => {
     const rec = new PhaseRecorder('bounded', 10, '10/s');
     rec.begin(1000, 2000); // the window is [1000, 3000]
@@ -113,17 +121,27 @@ describe('PhaseRecorder', () => {
     rec.failed(new RejectedError('requests', snapshot));
     rec.sample(600, 3, 1);
     rec.failed(new DeadlineError());
-    rec.sample(1100, 2, 2); // t = 1000: the window's last instant
+    // t = 1000: the window's last instant, so its depth (the largest in the window) counts.
+    rec.sample(1100, 5, 2);
     rec.sample(1600, 50, 0); // the drain: not part of the depth statistics
     const r = rec.result(1700);
     expect(r.timeline).toEqual([
       { t: 0, depth: 1, queued: 0, sent: 2, completed: 0, refused: 0, deadline: 0 },
       { t: 500, depth: 3, queued: 1, sent: 2, completed: 0, refused: 1, deadline: 0 },
-      { t: 1000, depth: 2, queued: 2, sent: 2, completed: 0, refused: 1, deadline: 1 },
+      { t: 1000, depth: 5, queued: 2, sent: 2, completed: 0, refused: 1, deadline: 1 },
       { t: 1500, depth: 50, queued: 0, sent: 2, completed: 0, refused: 1, deadline: 1 },
     ]);
-    expect(r.depth).toEqual({ mean: 2, max: 3 });
+    expect(r.depth).toEqual({ mean: 3, max: 5 });
     expect(rec.lastSample?.t).toBe(1500);
+  });
+
+  it('takes depth statistics from every sample when none fell inside a window that short', () => {
+    // --duration 0.0001: a window of hundredths of a millisecond ends before the first sample.
+    const rec = new PhaseRecorder('unbounded', 10, '10/s');
+    rec.begin(0, 0.01);
+    rec.sample(5, 4, 0);
+    rec.sample(10, 6, 0);
+    expect(rec.result(10).depth).toEqual({ mean: 5, max: 6 });
   });
 
   it('summarizes a long phase: more depth samples than a call can take as arguments', () => {
