@@ -57,6 +57,10 @@ describe('bench flag ranges', () => {
     ['--max-rows', 'maxRows', '4096', '4097', ['--in-features', '16']],
     ['--in-features', 'inFeatures', '16384', '16385', []],
     ['--duration', 'durationS', '86400', '86401', []],
+    ['--out-features', 'outFeatures', '16384', '16385', []],
+    ['--calibrate', 'calibrateS', '3600', '3601', []],
+    // The same ceiling as serve's --deadline-ms (a timer's longest single delay).
+    ['--deadline-ms', 'deadlineMs', '2147483647', '2147483648', []],
   ] as const)('%s (%s) takes %s, refuses %s', (flag, field, last, first, others) => {
     const units = ['--units', '100000', ...others];
     expect(config([flag, last, ...units])[field]).toBe(Number(last));

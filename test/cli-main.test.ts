@@ -71,4 +71,10 @@ describe('errorLine', () => {
     expect(errorLine(new UsageError('a\nb')).split('\n')).toHaveLength(1);
     expect(errorLine('a plain string').split('\n')).toHaveLength(1);
   });
+
+  it('gives a usage mistake its message and the pointer to --help, without its code', () => {
+    expect(errorLine(new UsageError('--duration must be a number > 0, got "0"'))).toBe(
+      'omni-runtime: --duration must be a number > 0, got "0" (see --help)',
+    );
+  });
 });

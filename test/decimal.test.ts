@@ -1,0 +1,23 @@
+/** isDecimal: the one notation for numbers the command line's flags and the HTTP front accept. */
+import { describe, expect, it } from 'vitest';
+import { isDecimal } from '../src/decimal.js';
+
+describe('isDecimal', () => {
+  it('takes decimal notation, signed, with a fraction or an exponent, around blanks as Number() does', () => {
+    for (const text of ['5', '+5', '-5', '0.5', '.5', '5.', '1e3', '1E-3', '2.5e+2', ' 5 ', '\t7\n']) {
+      expect(isDecimal(text), JSON.stringify(text)).toBe(true);
+    }
+  });
+
+  it("refuses what Number() would also take: other bases, '' and blanks, Infinity", () => {
+    for (const text of ['0x10', '0b11', '0o7', '', ' ', 'Infinity', '-Infinity', 'NaN']) {
+      expect(isDecimal(text), JSON.stringify(text)).toBe(false);
+    }
+  });
+
+  it('refuses what is not a number at all', () => {
+    for (const text of ['.', '+', '1e', 'e5', '5..', '1.2.3', '--5', '5 5', '1_000']) {
+      expect(isDecimal(text), JSON.stringify(text)).toBe(false);
+    }
+  });
+});
