@@ -135,6 +135,33 @@ describe('formatTable', () => {
   });
 });
 
+describe('describe (the header over the table)', () => {
+  it('names every setting the run used, each where it belongs', () => {
+    // Every value distinct, so a header that showed one in another's place is seen.
+    const r = benchResult([low], {
+      threads: 3,
+      cpus: 5,
+      deadlineMs: 750,
+      phaseS: 1.25,
+      seed: 42,
+      layer: { inFeatures: 64, outFeatures: 32, op: 'y = GELU(x W^T + b)' },
+      cost: { unit: 'rows', distribution: 'uniform', min: 1, max: 12 },
+      bounds: { requests: 7, units: 56 },
+      calibration: { seconds: 0.5, concurrency: 12, completed: 300, calls: 420, capacity: 800.4 },
+    });
+    const lines = describeRun(r).split('\n');
+    expect(lines).toHaveLength(6);
+    expect(lines[0]).toContain(
+      'backend fixture (requested), 3 worker thread(s) per runtime, 5 CPU(s), Node v20.20.0',
+    );
+    expect(lines[1]).toContain('64 -> 32; cost = rows per request, uniform in 1..12 (seeded, seed 42)');
+    expect(lines[2]).toContain('every request has a 750 ms deadline');
+    expect(lines[3]).toBe('capacity: 800 req/s (closed loop, 12 outstanding, 0.5 s)');
+    expect(lines[4]).toContain('bounded = admission { requests: 7, units: 56 }');
+    expect(lines[5]).toContain('each phase offers load for 1.25 s, then drains');
+  });
+});
+
 describe('formatReport', () => {
   it('says what was measured, then the table, then where the files went', () => {
     const r = result([low, high]);

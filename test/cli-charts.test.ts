@@ -59,6 +59,7 @@ const phases: PhaseResult[] = [
 // A deadline and a capacity unlike the fixture's defaults, so the charts are seen to use them.
 const result = benchResult(phases, {
   deadlineMs: 750,
+  phaseS: 1.25,
   calibration: { seconds: 1, concurrency: 8, completed: 750, calls: 1008, capacity: 1000.4 },
 });
 
@@ -90,6 +91,7 @@ describe('chart specs', () => {
     ]);
     // The deadline is drawn on the same (millisecond) axis as the latencies.
     expect(deadline!.data!.values).toEqual([{ y: 750, label: 'deadline' }]);
+    expect(s.title.subtitle).toBe('completed requests; deadline 750 ms; backend fixture');
   });
 
   it('throughput: achieved against offered per phase, and the achieved = offered diagonal', () => {
@@ -111,6 +113,7 @@ describe('chart specs', () => {
   it('timeline: the highest offered load only, in seconds, refusals and deadline misses apart', () => {
     const s = spec(timelineSpec(result));
     expect(s.title.text).toBe('Depth and refusals over time at 2000 req/s (2x)');
+    expect(s.title.subtitle).toBe('arrivals stop at 1.25 s, then the phase drains');
     expect(s.data!.values).toEqual([
       { t: 0, mode: 'unbounded', depth: 3, outcome: 'refused', count: 0 },
       { t: 0, mode: 'unbounded', depth: 3, outcome: 'deadline missed', count: 0 },
