@@ -97,6 +97,54 @@ describe('runBench', () => {
     }
   });
 
+  // Two threads under a 4-unit ceiling: warm-up calls of 2 rows each fit, two of --max-rows 4
+  // would not. Two threads under a 1-request bound: one warm-up call at a time, not one a thread.
+  // Either mistake has the bounded runtime refuse a warm-up call, failing the run before any load.
+  it.each([
+    ['units', ['--requests', '2', '--units', '4']],
+    ['requests', ['--requests', '1', '--units', '8']],
+  ])(
+    'warms the bounded runtime within its bounds: a %s bound below one full call a thread',
+    async (_, bounds) => {
+      const c = parseBenchArgs(
+        [
+          ...['--threads', '2', '--max-rows', '4', ...bounds],
+          ...['--rates', '50', '--duration', '0.2', '--calibrate', '0.05', '--deadline-ms', '5000'],
+          ...['--in-features', '8', '--out-features', '8', '--out', 'unused'],
+        ],
+        {},
+      );
+      if (c === 'help') throw new Error('unexpected help');
+      const r = await runBench(c, new Progress(1, quiet));
+      expect(r.phases).toHaveLength(2);
+      expect(r.threads).toBe(2);
+    },
+  );
+
+  it('closes the runtime already started when the second one fails to start', async () => {
+    const start = LinearRuntime.start.bind(LinearRuntime);
+    const failure = Object.assign(new Error('second start failed'), { code: 'OMNI_ERR_TEST' });
+    let first: LinearRuntime | undefined;
+    let closed = 0;
+    vi.spyOn(LinearRuntime, 'start').mockImplementation(async (options) => {
+      if (first !== undefined) throw failure;
+      first = await start(options);
+      const close = first.close.bind(first);
+      vi.spyOn(first, 'close').mockImplementation((opts) => {
+        closed++;
+        return close(opts);
+      });
+      return first;
+    });
+    try {
+      const c = config(['--rates', '50', '--duration', '0.2', '--calibrate', '0.05']);
+      await expect(runBench(c, new Progress(1, quiet))).rejects.toBe(failure);
+      expect(closed).toBe(1);
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+
   it('fails a run whose calibration completed nothing when a load is relative to it', async () => {
     // A microsecond of calibration: no request can come back within it.
     const c = config(['--rates', '1x', '--duration', '0.2', '--calibrate', '0.000001']);
