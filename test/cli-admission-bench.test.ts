@@ -1,5 +1,6 @@
-/** `omni-runtime bench admission` through the built command line: both sides measured, a ratio. */
-import { describe, expect, it } from 'vitest';
+/** `omni-runtime bench admission`: both sides measured and a ratio; its flags' edges; its table. */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { runAdmissionBenchCommand } from '../src/cli/admission-bench-command.js';
 import { runCli } from './fixtures/cli-process.js';
 
 interface Side {
@@ -7,6 +8,8 @@ interface Side {
   opsPerSec: number;
   rounds: number[];
 }
+
+afterEach(() => vi.restoreAllMocks());
 
 describe('omni-runtime bench admission', () => {
   it.each([[[]], [['--cost', '3']]])('measures admission against raw Atomics %j', async (extra: string[]) => {
@@ -21,5 +24,68 @@ describe('omni-runtime bench admission', () => {
     expect(result.raw.opsPerSec).toBeGreaterThan(0);
     expect(result.admission.opsPerSec).toBeGreaterThan(0);
     expect(result.ratio).toBeCloseTo(result.admission.opsPerSec / result.raw.opsPerSec, 10);
+  });
+});
+
+describe('bench admission flags', () => {
+  // Refused while parsing, before any thread starts. The other flags are tiny, so that were one
+  // of these taken, the test would cost a short run, not a benchmark.
+  const tiny = ['--threads', '1', '--rounds', '1', '--duration', '0.01'];
+  it.each([
+    ['--threads', '65'],
+    ['--cost', '1048577'],
+    ['--rounds', '101'],
+    // Not request-only: --cost 0 would silently measure something other than what was asked.
+    ['--cost', '0'],
+    ['--rounds', '0'],
+    ['--duration', '0'],
+  ])('%s %s is a usage mistake', async (flag, value) => {
+    // The tiny pairs less the one of the flag under test (a flag given twice is its own mistake).
+    const argv = [...tiny.filter((_, i, a) => a[i - (i % 2)] !== flag), flag, value];
+    await expect(runAdmissionBenchCommand(argv)).rejects.toMatchObject({ code: 'OMNI_ERR_USAGE' });
+  });
+});
+
+/** Runs the command in-process and returns what it printed. */
+async function table(argv: string[]): Promise<string> {
+  let stdout = '';
+  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    stdout += String(chunk);
+    return true;
+  });
+  expect(await runAdmissionBenchCommand(argv)).toBe(0);
+  vi.restoreAllMocks();
+  return stdout;
+}
+
+describe('the bench admission table', () => {
+  it.each([
+    [['--threads', '2'], 2, '0.7'],
+    [['--threads', '1', '--cost', '3'], 1, '0.8'],
+  ])('%j: per-thread ns from pairs/s, the ratio of the two, its target', async (extra, threads, target) => {
+    const text = await table([...extra, '--rounds', '1', '--duration', '0.2']);
+    const lines = text.trimEnd().split('\n');
+    expect(lines[0]).toContain(
+      `${threads} thread(s) contending on one shared word, 1 round(s) x 0.10 s per side`,
+    );
+    const rows = lines.slice(2, 5).map((l) => l.trim().split(/\s{2,}/));
+    expect(rows[0]).toEqual(['case', 'pairs/s (median)', 'ns/pair per thread', 'vs raw']);
+    const [raw, ours] = rows.slice(1).map(([name, pairs, ns, vs]) => ({
+      name: name!,
+      pairs: Number(pairs!.replaceAll(',', '')),
+      ns: Number(ns),
+      vs: Number(vs),
+    }));
+    for (const side of [raw!, ours!]) {
+      expect(side.pairs).toBeGreaterThan(0);
+      // Nanoseconds one thread spends on one pair: threads x 1e9 / pairs per second (the pairs
+      // are printed rounded to a whole number, the nanoseconds to a tenth).
+      expect(Math.abs(side.ns - (threads * 1e9) / side.pairs)).toBeLessThan(0.051);
+    }
+    expect(raw!.vs).toBe(1);
+    expect(Math.abs(ours!.vs - ours!.pairs / raw!.pairs)).toBeLessThan(0.0051);
+    expect(lines.at(-1)).toBe(
+      `ratio ${ours!.vs.toFixed(2)} (admission pairs/s / raw pairs/s; target >= ${target})`,
+    );
   });
 });
