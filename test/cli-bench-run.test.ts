@@ -55,7 +55,21 @@ describe('runBench', () => {
       ...['--rates', '200,50', '--duration', '0.4', '--calibrate', '0.05'],
       ...['--requests', '3', '--units', '6', '--max-rows', '5', '--seed', '9', '--deadline-ms', '5000'],
     ]);
-    const r = await runBench(c, new Progress(1, quiet));
+    // Each phase's sampler: 1 % of its window, within [10, 100] ms.
+    const samplers: Array<number | undefined> = [];
+    const setInterval = globalThis.setInterval;
+    vi.spyOn(globalThis, 'setInterval').mockImplementation(((fn: () => void, ms?: number) => {
+      if (fn.name === 'sample') samplers.push(ms);
+      return setInterval(fn, ms);
+    }) as typeof globalThis.setInterval);
+    let r: Awaited<ReturnType<typeof runBench>>;
+    try {
+      r = await runBench(c, new Progress(1, quiet));
+    } finally {
+      vi.restoreAllMocks();
+    }
+    // Four 100 ms windows: 1 ms is below the floor.
+    expect(samplers).toEqual([10, 10, 10, 10]);
     expect(r.rates).toEqual([50, 200]);
     expect(r.phases.map((p) => [p.mode, p.offeredRate, p.rateLabel])).toEqual([
       ['unbounded', 50, '50/s'],
