@@ -35,6 +35,10 @@ describe('resolveRates', () => {
     const above = resolveRates(specs, 500, 9); // 1x = 500/s runs last
     expect(below.map((r) => r.label)).toEqual(['1x', '100/s']);
     expect(above.map((r) => r.label)).toEqual(['100/s', '1x']);
+    // A multiple of capacity is that many times the capacity; an absolute rate is itself.
+    expect(below.map((r) => r.rate)).toEqual([50, 100]);
+    expect(above.map((r) => r.rate)).toEqual([100, 500]);
+    expect(resolveRates([{ value: 2.5, relative: true }], 40, 9).map((r) => r.rate)).toEqual([100]);
     for (const resolved of [below, above]) {
       expect(resolved.find((r) => r.label === '1x')?.seed).toBe(phaseSeed(9, 0));
       expect(resolved.find((r) => r.label === '100/s')?.seed).toBe(phaseSeed(9, 1));
