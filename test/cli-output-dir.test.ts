@@ -1,5 +1,14 @@
 /** The --out folder, in-process: made (with its parents) and checked before any load runs. */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -48,6 +57,15 @@ describe('prepareOutDir', () => {
       expect(err).toBeInstanceOf(UsageError);
       expect((err as UsageError).code).toBe('OMNI_ERR_USAGE');
     }
+  });
+  it('refuses an output name it cannot even look at (a symbolic link to itself: ELOOP)', () => {
+    // Found only when writing, after the whole run, it would cost the run its results.
+    const dir = join(scratch, 'looped');
+    mkdirSync(dir);
+    symlinkSync('results.json', join(dir, 'results.json'));
+    const err = usageError(() => prepareOutDir(dir, ['results.json']));
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as UsageError).code).toBe('OMNI_ERR_USAGE');
   });
 });
 
