@@ -116,6 +116,23 @@ describe('formatTable', () => {
     expect(cells(formatTable(result([justOver])))[1]!.slice(7, 9)).toEqual(['0.1', '0.1']);
   });
 
+  it('shows rates below 100/s with three significant figures, not rounded to whole requests', () => {
+    // A slow layer (capacity 1.3/s): 0.5x offers 0.65/s; a whole number showed it as 1, and its
+    // achieved 0.4/s as 0. From 100/s up, whole requests are three figures or more.
+    const slow = { ...low, offeredRate: 0.65, achievedRate: 0.4 };
+    const mid = { ...low, offeredRate: 32.5, achievedRate: 9.876 };
+    const rows = cells(formatTable(result([slow, mid, high])));
+    expect([rows[1]![1], rows[1]![3]]).toEqual(['0.650', '0.400']);
+    expect([rows[2]![1], rows[2]![3]]).toEqual(['32.5', '9.88']);
+    expect([rows[3]![1], rows[3]![3]]).toEqual(['2000', '1441']);
+    const capacity = (c: number): string | undefined =>
+      describeRun(benchResult([low], { calibration: { ...benchResult([]).calibration, capacity: c } }))
+        .split('\n')
+        .find((l) => l.startsWith('capacity:'));
+    expect(capacity(1.3)).toMatch(/^capacity: 1\.30 req\/s /);
+    expect(capacity(1153.4)).toMatch(/^capacity: 1153 req\/s /);
+  });
+
   it('shows sub-millisecond latencies to the microsecond', () => {
     const fast = { ...low, latencyMs: { count: 10, p50: 0.073, p99: 0.5, p999: 1.004, max: 2, mean: 0.1 } };
     const rows = cells(formatTable(result([fast])));

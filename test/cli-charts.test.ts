@@ -126,6 +126,15 @@ describe('chart specs', () => {
     ]);
   });
 
+  it("names a slow layer's rates with three significant figures, not rounded to whole requests", () => {
+    const slow = benchResult([phase('unbounded', 0.65, '0.5x', {}), phase('bounded', 0.65, '0.5x', {})], {
+      rates: [0.65],
+      calibration: { seconds: 1, concurrency: 8, completed: 1, calls: 9, capacity: 1.3 },
+    });
+    expect(spec(throughputSpec(slow)).title.subtitle).toBe('calibrated capacity 1.30 req/s');
+    expect(spec(timelineSpec(slow)).title.text).toBe('Depth and refusals over time at 0.650 req/s (0.5x)');
+  });
+
   it('charts(): one spec per chart file, in CHART_FILES order', () => {
     const all = charts(result);
     expect(all.map((c) => c.file)).toEqual([...CHART_FILES]);

@@ -41,14 +41,20 @@ function share(part: number, whole: number): string {
 }
 
 /**
- * Latency: three significant figures from 1 ms up; below, whole microseconds (the histogram's
- * resolution), so 0.0734 ms shows as 0.073, not 0.07. Never exponent notation.
+ * Three significant figures from 1 up, three decimals below; whole numbers from 100 up. Never
+ * exponent notation. Latency: below 1 ms that is whole microseconds (the histogram's
+ * resolution), so 0.0734 ms shows as 0.073, not 0.07. A rate: a whole number misstated a slow
+ * layer's (0.4/s showed as 0).
  */
-function ms(x: number, count: number): string {
-  if (count === 0) return '-';
+export function figures(x: number): string {
   if (x >= 100) return fixed(x, 0);
   if (x >= 10) return fixed(x, 1);
   return fixed(x, x >= 1 ? 2 : 3);
+}
+
+/** A latency in ms, or '-' for a phase that completed nothing. */
+function ms(x: number, count: number): string {
+  return count === 0 ? '-' : figures(x);
 }
 
 function table(rows: string[][], rightAligned: (col: number) => boolean): string {
@@ -70,7 +76,7 @@ export function describe(r: BenchResult): string {
     `omni-runtime bench: backend ${r.backend} (${r.backendReason}), ${r.threads} worker thread(s) per runtime, ${r.cpus} CPU(s), Node ${r.node}`,
     `work: ${r.layer.op}, ${r.layer.inFeatures} -> ${r.layer.outFeatures}; cost = rows per request, uniform in 1..${r.cost.max} (seeded, seed ${r.seed})`,
     `arrivals: ${r.arrivals}; every request has a ${r.deadlineMs} ms deadline`,
-    `capacity: ${Math.round(c.capacity)} req/s (closed loop, ${c.concurrency} outstanding, ${c.seconds} s)`,
+    `capacity: ${figures(c.capacity)} req/s (closed loop, ${c.concurrency} outstanding, ${c.seconds} s)`,
     `modes: unbounded = default serial scheduler (no admission, unbounded queue); bounded = admission { requests: ${r.bounds.requests}, units: ${r.bounds.units} }`,
     `each phase offers load for ${fixed(r.phaseS, 2)} s, then drains; latency percentiles are of completed requests (HdrHistogram)`,
   ].join('\n');
@@ -93,9 +99,9 @@ export function formatTable(r: BenchResult): string {
   ];
   const rows = r.phases.map((p) => [
     p.mode,
-    fixed(p.offeredRate, 0),
+    figures(p.offeredRate),
     p.rateLabel,
-    fixed(p.achievedRate, 0),
+    figures(p.achievedRate),
     ms(p.latencyMs.p50, p.latencyMs.count),
     ms(p.latencyMs.p99, p.latencyMs.count),
     ms(p.latencyMs.p999, p.latencyMs.count),

@@ -4,6 +4,7 @@
  * dependencies, loaded only when charts are drawn (see chart-libraries.ts).
  */
 import type { TopLevelSpec } from 'vega-lite';
+import { figures } from './bench-report.js';
 import type { BenchResult } from './bench-run.js';
 import type { ChartLibraries } from './chart-libraries.js';
 import type { PhaseResult } from './phase-recorder.js';
@@ -98,7 +99,7 @@ export function throughputSpec(r: BenchResult): ChartSpec {
     $schema: SCHEMA,
     title: {
       text: 'Throughput vs offered load',
-      subtitle: `calibrated capacity ${Math.round(r.calibration.capacity)} req/s`,
+      subtitle: `calibrated capacity ${figures(r.calibration.capacity)} req/s`,
     },
     width: 480,
     height: 300,
@@ -144,7 +145,7 @@ export function timelineSpec(r: BenchResult): ChartSpec {
   return {
     $schema: SCHEMA,
     title: {
-      text: `Depth and refusals over time at ${Math.round(top)} req/s (${label})`,
+      text: `Depth and refusals over time at ${figures(top)} req/s (${label})`,
       subtitle: `arrivals stop at ${r.phaseS.toFixed(2)} s, then the phase drains`,
     },
     data: { values: timelineValues(phases) },
