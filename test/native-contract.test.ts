@@ -8,6 +8,7 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import koffi from 'koffi';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import type { NativeLibrary, RawNativeApi } from '../src/native/index.js';
@@ -207,6 +208,79 @@ describe('the native contract at its edges (fixture)', () => {
     const fresh = track(NativeContext.open(lib));
     fresh.uploadWeights(w2, b2, OUT2, IN2);
     expect(y).toEqual(fresh.linearGelu(x2, 4));
+  });
+
+  // Either feature count alone tells shapes apart: a workspace sized for (in, out) is too small
+  // (or mis-strided) for (in, out') and for (in', out).
+  it.each([
+    ['out features', IN, 40],
+    ['in features', 64, OUT],
+  ])('after an upload changing only the %s, calls get a workspace of the new shape', (_name, in2, out2) => {
+    const ctx = track(NativeContext.open(lib));
+    ctx.uploadWeights(w, b, OUT, IN);
+    ctx.linearGelu(x(8), 8);
+    const w2 = seededFloats(30, out2 * in2, 0.2);
+    const b2 = seededFloats(31, out2);
+    ctx.uploadWeights(w2, b2, out2, in2);
+    const x2 = seededFloats(32, 4 * in2);
+    const y = ctx.linearGelu(x2, 4);
+    expect(ctx.stats()).toMatchObject({
+      cachedWorkspaces: 2,
+      workspaceBytes: wsBytes(8) + wsBytes(4, in2, out2),
+    });
+    const fresh = track(NativeContext.open(lib));
+    fresh.uploadWeights(w2, b2, out2, in2);
+    expect(y).toEqual(fresh.linearGelu(x2, 4));
+  });
+
+  // The magic check: memory that is not an open context (here zeroed memory of the caller's) is
+  // refused by every entry point, which neither writes to it nor frees it.
+  it('a handle that is not an open context is OMNI_E_INVALID_ARGUMENT everywhere, its memory untouched', () => {
+    const foreign = new Uint8Array(4096);
+    const fx = lib.fixture!;
+    const y = new Float32Array(OUT);
+    const calls: Array<[string, () => number]> = [
+      ['upload', () => raw.omni_upload_weights(foreign, w, w.length, b, b.length, OUT, IN)],
+      ['linear', () => raw.omni_linear_gelu(foreign, x(1), IN, 1, y, OUT)],
+      ['stats', () => raw.omni_stats(foreign, {})],
+      ['fail copy', () => fx.omni_fixture_fail_copy_after(foreign, 1)],
+      ['inject fatal', () => fx.omni_fixture_inject_fatal(foreign)],
+      ['close', () => raw.omni_close(foreign)],
+    ];
+    for (const [name, call] of calls) {
+      expect({ name, status: call() }).toEqual({ name, status: NativeStatus.INVALID_ARGUMENT });
+      // The thread slot holds this failure, and a foreign handle's message is that slot's.
+      expect(raw.omni_last_error(foreign)).toBe(raw.omni_last_error(null));
+      expect(raw.omni_last_error(null)).not.toBe('no error');
+    }
+    expect(foreign.every((v) => v === 0)).toBe(true);
+  });
+
+  // omni.h: "On failure *out is set to NULL", whatever the caller's variable held before.
+  it('a failed omni_open sets *out to NULL even when it held a pointer', () => {
+    // The package binds *out as out-only; an in-out binding hands C the caller's old value.
+    const options = koffi.struct({
+      workspace_count: 'uint32',
+      reserved: 'uint32',
+      workspace_bytes: 'uint64',
+    });
+    const openInOut = koffi
+      .load(lib.path)
+      .func('omni_open', 'int', [
+        'int',
+        koffi.pointer(options),
+        koffi.inout(koffi.pointer(koffi.pointer(koffi.opaque()))),
+      ]);
+    const stale = track(NativeContext.open(lib))[kRawHandle];
+    for (const [device, opts] of [
+      [-1, null],
+      [0, { workspace_count: 65, reserved: 0, workspace_bytes: 0 }],
+      [0, { workspace_count: 0, reserved: 1, workspace_bytes: 0 }],
+    ] as const) {
+      const out: [unknown] = [stale];
+      expect(openInOut(device, opts, out)).toBe(NativeStatus.INVALID_ARGUMENT);
+      expect(out[0]).toBeNull();
+    }
   });
 
   // The output's element type is checked even when its length happens to match.
