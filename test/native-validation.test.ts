@@ -3,6 +3,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import type { NativeLibrary, NativeStats, RawNativeApi } from '../src/native/index.js';
 import {
+  FixtureFaults,
   kRawHandle,
   loadNativeLibrary,
   MAX_FEATURES,
@@ -26,6 +27,7 @@ function codeOf(fn: () => unknown): { code?: string; nativeCode?: number; fatal?
 describe('native validation (fixture)', () => {
   let lib: NativeLibrary;
   let raw: RawNativeApi;
+  let faults: FixtureFaults;
   let ctx: NativeContext;
   let handle: unknown;
   let expected: Float32Array;
@@ -33,11 +35,40 @@ describe('native validation (fixture)', () => {
   const w = seededFloats(1, OUT * IN);
   const b = seededFloats(2, OUT);
   const x = seededFloats(3, ROWS * IN);
+  /** One row more than the limit, every length agreeing with it (in = out = 1). */
+  const tooManyRows = (): unknown => {
+    const small = NativeContext.open(lib);
+    try {
+      small.uploadWeights(new Float32Array([1]), new Float32Array([0]), 1, 1);
+      return small.linearGelu(new Float32Array(MAX_ROWS + 1), MAX_ROWS + 1, new Float32Array(MAX_ROWS + 1));
+    } finally {
+      small.close();
+    }
+  };
+  /** The fixture's reference with these arguments replacing valid ones. */
+  const reference = (args: {
+    x?: unknown;
+    rows?: number;
+    w?: unknown;
+    b?: unknown;
+    inF?: number;
+    out?: unknown;
+  }): unknown =>
+    faults.referenceLinearGelu(
+      (args.x ?? x) as Float32Array,
+      args.rows ?? ROWS,
+      (args.w ?? w) as Float32Array,
+      (args.b ?? b) as Float32Array,
+      OUT,
+      args.inF ?? IN,
+      (args.out ?? new Float32Array(ROWS * OUT)) as Float32Array,
+    );
 
   beforeAll(() => {
     buildFixture();
     lib = loadNativeLibrary('fixture');
     raw = lib.raw;
+    faults = new FixtureFaults(lib);
   });
   beforeEach(() => {
     ctx = NativeContext.open(lib);
@@ -94,6 +125,30 @@ describe('native validation (fixture)', () => {
       ['workspaceBytes NaN', () => NativeContext.open(lib, { workspaceBytes: Number.NaN })],
       ['device -1', () => NativeContext.open(lib, { device: -1 })],
       ['OMNI_CUDA_DEVICE=abc', () => NativeContext.open(lib, { env: { OMNI_CUDA_DEVICE: 'abc' } })],
+      ['device 1024', () => NativeContext.open(lib, { device: 1024 })],
+      // Sizes out of range whose lengths agree with them: TypeScript refuses them, not C.
+      ['MAX_ROWS + 1 rows of matching length', () => tooManyRows()],
+      ['zero input features with an empty w', () => ctx.uploadWeights(new Float32Array(0), b, OUT, 0)],
+      [
+        'MAX_FEATURES + 1 input features with a matching w',
+        () => ctx.uploadWeights(new Float32Array(MAX_FEATURES + 1), b.subarray(0, 1), 1, MAX_FEATURES + 1),
+      ],
+      // The fixture's reference and hooks are bound the same way, so they check the same way.
+      ['reference x as an Int32Array', () => reference({ x: new Int32Array(ROWS * IN) })],
+      ['reference w as an Int32Array', () => reference({ w: new Int32Array(OUT * IN) })],
+      ['reference b as an Int32Array', () => reference({ b: new Int32Array(OUT) })],
+      ['reference out as an Int32Array', () => reference({ out: new Int32Array(ROWS * OUT) })],
+      ['reference with zero rows', () => reference({ rows: 0, x: new Float32Array(0) })],
+      ['reference with fractional rows', () => reference({ rows: 1.5, x: new Float32Array(24) })],
+      [
+        'reference with 0 input features',
+        () => reference({ inF: 0, x: new Float32Array(0), w: new Float32Array(0) }),
+      ],
+      ['failAllocAfter(-1)', () => faults.failAllocAfter(-1)],
+      ['failAllocAfter(1.5)', () => faults.failAllocAfter(1.5)],
+      ['failAllocAfter(2^32)', () => faults.failAllocAfter(2 ** 32)],
+      ['failCopyAfter(ctx, -1)', () => faults.failCopyAfter(ctx, -1)],
+      ['failCopyAfter(ctx, 1.5)', () => faults.failCopyAfter(ctx, 1.5)],
     ])('%s: OMNI_ERR_INVALID_ARGUMENT', (_name, call) => {
       expect(codeOf(call).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
     });
@@ -142,6 +197,31 @@ describe('native validation (fixture)', () => {
 
   describe('C checks (raw calls past TypeScript)', () => {
     const y = new Float32Array(ROWS * OUT);
+    // y's first element is b's last: one shared float is an overlap.
+    const shared = new Float32Array(OUT + ROWS * OUT);
+    shared.set(b);
+    const bShared = shared.subarray(0, OUT);
+    const overlapsB = shared.subarray(OUT - 1, OUT - 1 + ROWS * OUT);
+    const rawReference = (args: {
+      rows?: number;
+      xLen?: number;
+      bLen?: number;
+      y?: Float32Array | null;
+      yLen?: number;
+    }): number =>
+      lib.fixture!.omni_fixture_reference_linear_gelu(
+        x,
+        args.xLen ?? x.length,
+        args.rows ?? ROWS,
+        w,
+        w.length,
+        args.y === overlapsB ? bShared : b,
+        args.bLen ?? OUT,
+        OUT,
+        IN,
+        args.y === undefined ? y : args.y,
+        args.yLen ?? ROWS * OUT,
+      );
     it.each([
       ['x_len mismatch', 'ctx', () => raw.omni_linear_gelu(handle, x, x.length - 1, ROWS, y, y.length)],
       ['y_len mismatch', 'ctx', () => raw.omni_linear_gelu(handle, x, x.length, ROWS, y, y.length + 1)],
@@ -176,6 +256,10 @@ describe('native validation (fixture)', () => {
         () => raw.omni_open(0, { workspace_count: 0, reserved: 1, workspace_bytes: 0 }, [null]),
       ],
       ['open on device -1', 'thread', () => raw.omni_open(-1, null, [null])],
+      ['reference with zero rows', 'thread', () => rawReference({ rows: 0, xLen: 0, yLen: 0 })],
+      ['reference b_len mismatch', 'thread', () => rawReference({ bLen: OUT - 1 })],
+      ['reference null y', 'thread', () => rawReference({ y: null })],
+      ['reference y sharing bytes with b', 'thread', () => rawReference({ y: overlapsB })],
     ] as const)('%s: OMNI_E_INVALID_ARGUMENT with a message', (_name, where, call) => {
       expect(call()).toBe(NativeStatus.INVALID_ARGUMENT);
       // A fresh context says "no error" until something fails on it; without one, the thread slot speaks.
