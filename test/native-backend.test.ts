@@ -1,12 +1,47 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import { NativeContext, resolveDevice, selectBackend } from '../src/native/index.js';
 import { thrownCode } from './fixtures/thrown.js';
 
+/** A stand-in CUDA library (the real one needs a GPU to open): a device opens only if it is `only`. */
+const STUB_CUDA = `
+#include <stddef.h>
+#define API __attribute__((visibility("default")))
+static int token;
+API int omni_abi_version(void) { return 1; }
+API const char *omni_backend_name(void) { return "cuda"; }
+API int omni_open(int device, const void *options, void **out) {
+  (void)options;
+  *out = device == ONLY ? &token : NULL;
+  return device == ONLY ? 0 : 4;
+}
+API int omni_close(void *ctx) { (void)ctx; return 0; }
+API int omni_upload_weights(void) { return 1; }
+API int omni_linear_gelu(void) { return 1; }
+API int omni_stats(void) { return 1; }
+API const char *omni_last_error(void *ctx) { (void)ctx; return "stub: no such device"; }
+`;
+
 describe('backend selection and device resolution', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'omni-backend-'));
+  /** Builds the stub under a new path (the loader caches libraries by path). */
+  const stubCuda = (only: number): string => {
+    const source = join(dir, `stub-${only}.c`);
+    writeFileSync(source, STUB_CUDA);
+    const path = join(dir, `libomni_cuda_stub_${only}.so`);
+    execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', `-DONLY=${only}`, source, '-o', path], {
+      stdio: 'pipe',
+    });
+    return path;
+  };
   beforeAll(() => {
     buildFixture();
   });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('resolveDevice: the option wins, then OMNI_CUDA_DEVICE, then 0', () => {
     expect(resolveDevice(undefined, {})).toBe(0);
@@ -21,6 +56,8 @@ describe('backend selection and device resolution', () => {
     ['OMNI_CUDA_DEVICE=-1', () => resolveDevice(undefined, { OMNI_CUDA_DEVICE: '-1' })],
     ['OMNI_CUDA_DEVICE=1.5', () => resolveDevice(undefined, { OMNI_CUDA_DEVICE: '1.5' })],
     ['OMNI_CUDA_DEVICE=0x1', () => resolveDevice(undefined, { OMNI_CUDA_DEVICE: '0x1' })],
+    ['OMNI_CUDA_DEVICE=1024', () => resolveDevice(undefined, { OMNI_CUDA_DEVICE: '1024' })],
+    ['device 1024', () => resolveDevice(1024, {})],
     ['device NaN', () => resolveDevice(Number.NaN, {})],
     ['device 0.5', () => resolveDevice(0.5, {})],
     ['OMNI_BACKEND=tpu', () => selectBackend(undefined, { OMNI_BACKEND: 'tpu' })],
@@ -55,6 +92,15 @@ describe('backend selection and device resolution', () => {
     expect(thrownCode(() => selectBackend('auto', {}, { cudaPath, device: -1 }))).toBe(
       'OMNI_ERR_INVALID_ARGUMENT',
     );
+  });
+
+  // DESIGN.md: device selection is explicit, never a hard-coded device 0; 'auto' probes that device.
+  it("'auto' probes the resolved device: the option, else OMNI_CUDA_DEVICE, never device 0 instead", () => {
+    const cudaPath = stubCuda(3);
+    expect(selectBackend('auto', {}, { cudaPath, device: 3 }).backend).toBe('cuda');
+    expect(selectBackend('auto', { OMNI_CUDA_DEVICE: '3' }, { cudaPath }).backend).toBe('cuda');
+    expect(selectBackend('auto', { OMNI_CUDA_DEVICE: '3' }, { cudaPath, device: 0 }).backend).toBe('fixture');
+    expect(selectBackend('auto', {}, { cudaPath }).backend).toBe('fixture');
   });
 
   it('an explicit cuda preference with no library throws OMNI_ERR_LIBRARY_NOT_FOUND', () => {

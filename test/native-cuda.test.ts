@@ -4,12 +4,14 @@ import { buildCuda, buildFixture, findNvcc } from '../scripts/build-native.mjs';
 import {
   ABI_VERSION,
   defaultLibraryPath,
+  FixtureFaults,
   loadNativeLibrary,
   NativeContext,
   NativeStatus,
   seededFloats,
   selectBackend,
 } from '../src/native/index.js';
+import { thrownCode } from './fixtures/thrown.js';
 
 const hasNvcc = findNvcc() !== null;
 // A GPU machine without a toolkit may still carry a library built elsewhere: test that one.
@@ -26,6 +28,12 @@ describe.skipIf(!hasCudaLibrary)('CUDA backend', () => {
   it('the library built here loads through koffi and reports the ABI version', () => {
     const lib = loadNativeLibrary('cuda');
     expect(lib).toMatchObject({ backend: 'cuda', backendName: 'cuda', abiVersion: ABI_VERSION });
+  });
+
+  it('has no fault hooks: FixtureFaults on it is OMNI_ERR_INVALID_ARGUMENT', () => {
+    const lib = loadNativeLibrary('cuda');
+    expect(lib.fixture).toBeNull();
+    expect(thrownCode(() => new FixtureFaults(lib))).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });
 
   it('validates its arguments before touching a device', () => {

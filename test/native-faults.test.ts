@@ -1,4 +1,7 @@
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
@@ -10,7 +13,7 @@ import {
   NativeStatus,
   seededFloats,
 } from '../src/native/index.js';
-import { thrown } from './fixtures/thrown.js';
+import { thrown, thrownCode } from './fixtures/thrown.js';
 
 const [IN, OUT] = [16, 8];
 const w = seededFloats(1, OUT * IN);
@@ -237,6 +240,31 @@ describe('native fault injection (fixture)', () => {
     }
     ctx.close();
     expect(faults.liveBytes()).toBe(before);
+  });
+
+  it('the hooks refuse a closed context, and a context of another library, before any native call', () => {
+    const closed = NativeContext.open(lib);
+    closed.close();
+    // A copy of the fixture at another path is another library, with its own hooks.
+    const dir = mkdtempSync(join(tmpdir(), 'omni-faults-'));
+    try {
+      const copy = join(dir, 'libomni_fixture.so');
+      copyFileSync(lib.path, copy);
+      const other = NativeContext.open(loadNativeLibrary('fixture', { path: copy }));
+      try {
+        for (const ctx of [closed, other]) {
+          expect(thrownCode(() => faults.injectFatal(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+          expect(thrownCode(() => faults.failCopyAfter(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+        }
+        // Neither hook reached the other library's context: it still serves.
+        other.uploadWeights(w, b, OUT, IN);
+        expect(other.linearGelu(x(3), 3).length).toBe(3 * OUT);
+      } finally {
+        other.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a call reuses the smallest cached workspace whose row capacity fits it', () => {

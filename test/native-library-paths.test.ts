@@ -45,6 +45,10 @@ describe('native libraries from a path of your own', () => {
   });
 
   it("a library given for the other backend is refused, in either order, and doesn't poison the path", () => {
+    // A copy no test has loaded yet: the first load itself must check the name, not only the cache.
+    const unseen = join(dir, 'libomni_unseen.so');
+    copyFileSync(defaultLibraryPath('fixture'), unseen);
+    expect(thrownCode(() => loadNativeLibrary('cuda', { path: unseen }))).toBe('OMNI_ERR_LIBRARY_NOT_FOUND');
     expect(thrownCode(() => loadNativeLibrary('cuda', { path: fixtureCopy }))).toBe(
       'OMNI_ERR_LIBRARY_NOT_FOUND',
     );
