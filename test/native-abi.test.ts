@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import { ABI_VERSION, defaultLibraryPath, loadNativeLibrary } from '../src/native/index.js';
@@ -19,6 +19,8 @@ describe('native library loading and the ABI handshake', () => {
     expect(lib.path).toBe(defaultLibraryPath('fixture'));
     expect(lib.raw.omni_abi_version()).toBe(ABI_VERSION);
     expect(loadNativeLibrary('fixture', { path: defaultLibraryPath('fixture') })).toBe(lib);
+    // A relative path names the same file: the same library, reporting its absolute path.
+    expect(loadNativeLibrary('fixture', { path: relative(process.cwd(), lib.path) })).toBe(lib);
   });
 
   it('refuses a library built with another OMNI_ABI_VERSION, naming both versions', () => {
