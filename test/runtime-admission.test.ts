@@ -4,6 +4,7 @@
  * admission) never refuses and runs in submission order.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_CLAIM_SLOTS } from '../src/admission/layout.js';
 import { INVOKED, newControl, open, readLog, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, rejection, start, until } from './fixtures/runtime-harness.js';
 
@@ -92,6 +93,14 @@ describe('refusing admission', () => {
       'OMNI_ERR_INVALID_ARGUMENT',
     );
     expect(rt.report().depth).toBe(0);
+  });
+
+  it('admission.requests may be as many as there are claim slots, not one more (OMNI_ERR_INVALID_BOUND)', async () => {
+    const rt = await start({ threads: 1, admission: { requests: MAX_CLAIM_SLOTS } });
+    await expect(rt.run({ mode: 'echo', value: 'fits' })).resolves.toBe('fits');
+    expect(rt.report()).toMatchObject({ capacity: MAX_CLAIM_SLOTS, depth: 0 });
+    const over = start({ threads: 1, admission: { requests: MAX_CLAIM_SLOTS + 1 } });
+    expect(await codeOf(over)).toBe('OMNI_ERR_INVALID_BOUND');
   });
 });
 
