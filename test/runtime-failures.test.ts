@@ -4,10 +4,13 @@
  * keeps serving. A fatal worker error moves the runtime to 'failed'.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { BoundedAdmission } from '../src/admission/index.js';
 import { NativeError } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { CancelWords } from '../src/runtime/cancel-words.js';
+import { PendingTask } from '../src/runtime/pending-task.js';
 import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, control, rejection, start, until } from './fixtures/runtime-harness.js';
+import { cleanup, codeOf, control, gate, rejection, start, until } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
 
@@ -144,6 +147,82 @@ describe('a fatal worker error', () => {
     expect(err).toBeInstanceOf(NativeError);
     expect(err).toMatchObject({ name: 'NativeError', code: 'OMNI_ERR_NATIVE', fatal: true });
     expect(rt.state).toBe('failed');
+  });
+
+  it('the first fatal error stays the failure: a later one, from a call queued before, does not replace it', async () => {
+    const rt = await start({ threads: 1 });
+    const a = control();
+    const first = rt.run(gate(a));
+    const fatals = [rejection(rt.run({ mode: 'fatal', code: 'X_FIRST' }))];
+    fatals.push(rejection(rt.run({ mode: 'fatal', code: 'X_SECOND' })));
+    open(a);
+    await first;
+    const [one, two] = await Promise.all(fatals);
+    expect([one?.code, two?.code]).toEqual(['X_FIRST', 'X_SECOND']);
+    expect(rt.state).toBe('failed');
+    expect(rt.failure).toBe(one);
+  });
+
+  it("during close()'s drain: the runtime stays 'draining', records the failure and ends 'stopped'", async () => {
+    const rt = await start({ threads: 1 });
+    const a = control();
+    const first = rt.run(gate(a));
+    const fatal = rejection(rt.run({ mode: 'fatal', code: 'X_DURING_DRAIN' }));
+    const closing = rt.close();
+    expect(rt.state).toBe('draining');
+    open(a);
+    await first;
+    const err = await fatal;
+    expect(rt.state).toBe('draining');
+    expect(rt.failure).toBe(err);
+    await closing;
+    expect(rt.state).toBe('stopped');
+  });
+});
+
+describe('a call whose work ends without a reply', () => {
+  // Who gave the capacity back tells a thread that died mid-task from a reply lost after the
+  // worker's finally had released the claim (the work itself ended).
+  function pendingTask(admission: BoundedAdmission) {
+    const outcomes = {
+      completed: 0,
+      failed: 0,
+      aborted: 0,
+      deadline: 0,
+      refused: 0,
+      invalid: 0,
+      unavailable: 0,
+    };
+    const owner = { admission, cancel: new CancelWords(1), outcomes, fail: () => {}, ended: () => {} };
+    const admitted = admission.tryAdmit(1);
+    if (!admitted.ok) throw new Error('expected room');
+    const claim = admitted.toClaim();
+    let settle: (err: unknown) => void = () => {};
+    const settled = new Promise<unknown>((resolve) => {
+      settle = resolve;
+    });
+    const task = new PendingTask(owner, claim, settle, settle, undefined, undefined);
+    return { claim, task, settled, outcomes };
+  }
+
+  it('the worker had released its claim: OMNI_ERR_TASK_FAILED', async () => {
+    const admission = new BoundedAdmission({ requests: 1 });
+    const { claim, task, settled, outcomes } = pendingTask(admission);
+    expect(admission.reclaim(claim)).toBe(true); // what the worker's finally does
+    task.follow(Promise.reject(new Error('the reply could not be posted')));
+    expect(await settled).toMatchObject({ code: 'OMNI_ERR_TASK_FAILED' });
+    expect(outcomes.failed).toBe(1);
+    expect(admission.report().depth).toBe(0);
+  });
+
+  it('nobody had released it (the thread died mid-task): OMNI_ERR_WORKER_EXITED, reclaimed here', async () => {
+    const admission = new BoundedAdmission({ requests: 1 });
+    const { task, settled, outcomes } = pendingTask(admission);
+    expect(admission.report().depth).toBe(1);
+    task.follow(Promise.reject(new Error('worker exited with code 1')));
+    expect(await settled).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
+    expect(outcomes.failed).toBe(1);
+    expect(admission.report().depth).toBe(0);
   });
 });
 
