@@ -6,7 +6,7 @@
  * release): the main thread cannot read the old task's reply during it.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { cancelledWord } from '../src/runtime/cancel-words.js';
+import { CancelWords, cancelledWord, isCancelled } from '../src/runtime/cancel-words.js';
 import { WorkerTaskContext } from '../workers/task-context.js';
 import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, start, until } from './fixtures/runtime-harness.js';
@@ -105,5 +105,23 @@ describe('ctx.signal', () => {
     await aborted;
     expect(signal.aborted).toBe(true);
     ctx.finish();
+  });
+});
+
+describe("a slot's cancel word", () => {
+  // The word keeps only a generation's low 31 bits: one left from 2^31 reuses of the slot ago
+  // reads as the new claim's own cancel unless dispatch clears it.
+  it('starts uncancelled for each claim dispatched, even one whose word would match a stale cancel', () => {
+    const words = new CancelWords(1);
+    const old = { admission: 1, slot: 0, generation: 5, units: 1 };
+    words.dispatched(old);
+    words.request(old);
+    expect(isCancelled(words.words, old)).toBe(true);
+    const next = { ...old, generation: old.generation + 2 ** 31 };
+    expect(cancelledWord(next)).toBe(cancelledWord(old));
+    words.dispatched(next);
+    expect(isCancelled(words.words, next)).toBe(false);
+    words.request(next);
+    expect(isCancelled(words.words, next)).toBe(true);
   });
 });
