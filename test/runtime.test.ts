@@ -137,6 +137,23 @@ describe('Runtime.start', () => {
     expect(rt.report().state).toBe('stopped');
   }, 20_000);
 
+  it('so does one given after an earlier close timeout that only bounded the drain', async () => {
+    const closed = newControl();
+    const rt = await Runtime.start({
+      worker: INIT_WORKER,
+      threads: 2,
+      startTimeoutMs: 600_000, // the hooks' own bound is out of reach: only the timeout can end it
+      workerData: { closed: closed.buffer, closeHangs: true },
+    });
+    // Nothing in flight: the drain ends at once; its 0 ms timeout does not reach the hooks.
+    const closing = rt.close({ timeoutMs: 0 });
+    await waitFor(closed, INVOKED, 2); // both hooks are running, and neither will return
+    // Due no sooner than the first one was: it still applies, as the first no longer does.
+    await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: true, abandoned: 0 });
+    await expect(closing).resolves.toEqual({ clean: true, abandoned: 0 });
+    expect(rt.report().state).toBe('stopped');
+  }, 20_000);
+
   it('defineWorker without a handler function throws OMNI_ERR_INVALID_ARGUMENT', () => {
     for (const handler of [42, undefined, 'run']) {
       expect(() => defineWorker(handler as never)).toThrow(
