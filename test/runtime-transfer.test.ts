@@ -3,6 +3,7 @@
  * intact in the worker; buffers a handler names with ctx.transfer are detached in the worker
  * and arrive intact with the result. Without `transfer` the input is copied.
  */
+import { Piscina } from 'piscina';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TransferReply } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, start } from './fixtures/runtime-harness.js';
@@ -87,5 +88,28 @@ describe('transfer', () => {
     expect(code).toBe('OMNI_ERR_INVALID_ARGUMENT');
     expect(view.byteLength).toBe(8);
     expect(rt.report().depth).toBe(0);
+  });
+
+  it('a buffer the handler returns, named with ctx.transfer, is moved: detached in the worker', async () => {
+    const rt = await start({ threads: 1 });
+    const buffer = await rt.run<ArrayBuffer>({ mode: 'transfer-twice' });
+    expect(buffer.byteLength).toBe(8);
+    await expect(rt.run({ mode: 'last-sent-length' })).resolves.toBe(0);
+  });
+
+  it('a move()-style input whose value getter throws fails its call once, and its capacity returns', async () => {
+    // It throws after the call was admitted and its claim taken, while the envelope is built.
+    const rt = await start({ threads: 1, admission: { requests: 1 } });
+    const input = {
+      get [Piscina.transferableSymbol]() {
+        return [];
+      },
+      get [Piscina.valueSymbol]() {
+        throw new Error('no value');
+      },
+    };
+    expect(await codeOf(rt.run(input))).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(rt.report()).toMatchObject({ depth: 0, failed: 1, running: 0 });
+    await expect(rt.run({ mode: 'echo', value: 'next' })).resolves.toBe('next');
   });
 });
