@@ -99,6 +99,14 @@ describe('errors crossing a thread', () => {
     expect(rebuilt).toMatchObject({ name: 'QuotaError', code: 'APP_QUOTA', tenant: 't1', remaining: 0 });
   });
 
+  it("a user's code named like an Object.prototype member is the user's own, not a class to rebuild", () => {
+    for (const code of ['constructor', 'toString', '__proto__']) {
+      const rebuilt = crossed(Object.assign(new Error('own code'), { code, fatal: true }));
+      expect(rebuilt).toBeInstanceOf(OmniError);
+      expect(rebuilt).toMatchObject({ code, message: 'own code', fatal: true });
+    }
+  });
+
   it("a user's coded error keeps fatal and nativeCode (fatal: true fails the runtime: the caller sees why)", () => {
     const rebuilt = crossed(
       Object.assign(new Error('device lost'), { code: 'X_DEVICE', fatal: true, nativeCode: 7 }),
