@@ -5,6 +5,7 @@
  * when time passes; the worker's clock stays real and far from any of these deadlines.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { clearLongTimeout, MAX_TIMER_MS, setLongTimeout } from '../src/long-timeout.js';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, start, turns } from './fixtures/runtime-harness.js';
 
@@ -117,5 +118,35 @@ describe('close({ timeoutMs }) of 2^31 ms or more, or Infinity (none)', () => {
     await expect(call).resolves.toBe('done');
     await closing;
     expect(rt.report()).toMatchObject({ state: 'stopped', completed: 1, failed: 0 });
+  });
+});
+
+describe('setLongTimeout', () => {
+  it('clearLongTimeout stops a timer longer than one setTimeout, whichever step is armed', () => {
+    fakeTimers();
+    const fired = vi.fn();
+    const timer = setLongTimeout(fired, 2 * LONG + 5, 'due');
+    vi.advanceTimersByTime(MAX_TIMER_MS + 1); // its first step has fired: the second is armed
+    clearLongTimeout(timer);
+    vi.advanceTimersByTime(4 * LONG);
+    expect(fired).not.toHaveBeenCalled();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('fires once, when due, across its steps', () => {
+    fakeTimers();
+    const fired = vi.fn();
+    setLongTimeout(fired, 2 * LONG + 5, 'due');
+    vi.advanceTimersByTime(2 * LONG + 4);
+    expect(fired).not.toHaveBeenCalled();
+    vi.advanceTimersByTime(1);
+    expect(fired).toHaveBeenCalledExactlyOnceWith('due');
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('Infinity arms no timer at all (one would hold the process open for nothing)', () => {
+    fakeTimers();
+    expect(setLongTimeout(() => {}, Number.POSITIVE_INFINITY, undefined)).toBeUndefined();
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
