@@ -4,13 +4,16 @@
  * abort, whichever thread's clock saw the deadline first; before, a worker that got there first
  * turned it into a failure (OMNI_ERR_TASK_FAILED named AbortError, counted `failed`).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Claim } from '../src/admission/index.js';
 import { cancelledWord } from '../src/runtime/cancel-words.js';
 import { WorkerTaskContext } from '../workers/task-context.js';
-import { cleanup, start } from './fixtures/runtime-harness.js';
+import { cleanup, codeOf, start } from './fixtures/runtime-harness.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  vi.useRealTimers();
+  await cleanup();
+});
 
 describe('a handler that gives up on ctx.signal', () => {
   it('past its deadline: every call is OMNI_ERR_DEADLINE and counted so, none failed', async () => {
@@ -25,6 +28,16 @@ describe('a handler that gives up on ctx.signal', () => {
     const codes = await Promise.all(calls);
     expect(new Set(codes)).toEqual(new Set(['OMNI_ERR_DEADLINE']));
     expect(rt.report()).toMatchObject({ deadline: 120, failed: 0 });
+  });
+
+  it("past its deadline on the worker's clock alone: OMNI_ERR_DEADLINE and counted so, not failed", async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    // The main thread's deadline timer is faked and never made due: only the worker's clock runs,
+    // so the worker's reply, not the main thread's timer, is what ends the call.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    expect(await codeOf(rt.run({ mode: 'give-up' }, { deadlineMs: 20 }))).toBe('OMNI_ERR_DEADLINE');
+    vi.useRealTimers();
+    expect(rt.report()).toMatchObject({ deadline: 1, failed: 0, depth: 0 });
   });
 
   // The abort settles the caller first, always: this guards that the worker's reply after it
@@ -58,6 +71,20 @@ describe('WorkerTaskContext.stoppedBy', () => {
     // The signal's own reason, read before the clock agrees: the deadline that aborted it.
     expect(late.signal.aborted).toBe(true);
     expect(late.stoppedBy(late.signal.reason)).toBe('deadline');
+  });
+
+  it('a signal its deadline timer aborted says deadline even before the clock reaches it', () => {
+    // The timer is faked and made due while the real clock is still a minute short of the
+    // deadline: what a timer firing a moment early looks like.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const words = new Int32Array(new SharedArrayBuffer(4));
+    const ctx = new WorkerTaskContext(words, claim, 1, Date.now() + 60_000);
+    const signal = ctx.signal;
+    vi.advanceTimersByTime(60_000);
+    expect(signal.aborted).toBe(true);
+    expect(ctx.cancelled).toBe(false); // neither cancelled nor, by the clock, past its deadline
+    expect(ctx.stoppedBy(signal.reason)).toBe('deadline');
+    ctx.finish();
   });
 
   it('anything but an AbortError is a failure, cancelled or not', () => {
