@@ -3,7 +3,7 @@
  * that cannot be posted, piscina's own move() both ways, ctx.cancelled by the worker's clock,
  * ctx.transfer's checks, and the codes of errors a handler throws from anywhere.
  */
-import { move } from 'piscina';
+import { move, Piscina } from 'piscina';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defineWorker } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
@@ -89,6 +89,24 @@ describe("piscina's own move()", () => {
     const echoed = await rt.run<ArrayBuffer>(move(buffer));
     expect(buffer.byteLength).toBe(0); // moved, not copied
     expect(Array.from(new Uint8Array(echoed))).toEqual([9, 8, 7]);
+  });
+
+  it("an input with only one of piscina's two symbols is no Transferable: it is sent as itself", async () => {
+    const rt = await start({ worker: API_WORKER, threads: 1 });
+    const inner = { mode: 'echo', value: 'inner' };
+    const valueOnly = { mode: 'echo', value: 'outer', [Piscina.valueSymbol]: inner };
+    await expect(rt.run(valueOnly)).resolves.toBe('outer');
+    const listOnly = { mode: 'echo', value: 'outer', [Piscina.transferableSymbol]: [] };
+    await expect(rt.run(listOnly)).resolves.toBe('outer');
+  });
+
+  it('a Transferable input that lists nothing to move (null) is sent as its value, copied', async () => {
+    const rt = await start({ worker: API_WORKER, threads: 1 });
+    const buffer = new Uint8Array([5, 6]).buffer;
+    const input = { [Piscina.transferableSymbol]: null, [Piscina.valueSymbol]: buffer };
+    const echoed = await rt.run<ArrayBuffer>(input);
+    expect(Array.from(new Uint8Array(echoed))).toEqual([5, 6]);
+    expect(buffer.byteLength).toBe(2);
   });
 });
 
