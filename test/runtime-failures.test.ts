@@ -267,6 +267,8 @@ describe('close() options', () => {
   it('rejects an invalid timeoutMs with OMNI_ERR_INVALID_ARGUMENT and accepts 0', async () => {
     const rt = await start({ threads: 1 });
     expect(await codeOf(rt.close({ timeoutMs: -1 }))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    // NaN would arm a timer that Node fires after 1 ms: a forced close nobody asked for.
+    expect(await codeOf(rt.close({ timeoutMs: Number.NaN }))).toBe('OMNI_ERR_INVALID_ARGUMENT');
     expect(rt.state).toBe('ready');
     await rt.close({ timeoutMs: 0 });
     expect(rt.state).toBe('stopped');

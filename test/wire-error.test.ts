@@ -99,6 +99,11 @@ describe('errors crossing a thread', () => {
     expect(rebuilt).toMatchObject({ name: 'QuotaError', code: 'APP_QUOTA', tenant: 't1', remaining: 0 });
   });
 
+  it("an error-like object's own enumerable stack stays where it was thrown, not among the fields", () => {
+    const wire = toWire({ message: 'm', code: 'X_STACK', stack: 'at somewhere', retry: true });
+    expect(wire.fields).toEqual({ retry: true });
+  });
+
   it("a user's code named like an Object.prototype member is the user's own, not a class to rebuild", () => {
     for (const code of ['constructor', 'toString', '__proto__']) {
       const rebuilt = crossed(Object.assign(new Error('own code'), { code, fatal: true }));

@@ -156,6 +156,10 @@ describe('defineWorker options', () => {
     expect(thrownCode(() => defineWorker(handler, { init: 42 as unknown as () => void }))).toBe(
       'OMNI_ERR_INVALID_ARGUMENT',
     );
+    // null is no function either: only a missing (undefined) hook is left out.
+    expect(thrownCode(() => defineWorker(handler, { init: null as unknown as () => void }))).toBe(
+      'OMNI_ERR_INVALID_ARGUMENT',
+    );
     expect(thrownCode(() => defineWorker(handler, { close: 'stop' as unknown as () => void }))).toBe(
       'OMNI_ERR_INVALID_ARGUMENT',
     );
