@@ -44,7 +44,9 @@ function request(agent: Agent, url: string, method = 'GET', body?: Buffer): Prom
           resolve({
             status: res.statusCode ?? 0,
             connection: res.headers.connection,
-            json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>,
+            json: res.headers['content-type']?.includes('json')
+              ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>)
+              : {},
           }),
         );
       },
@@ -98,6 +100,28 @@ describe('drain', () => {
     expect(s.state).toBe('closed');
     expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
     expect(g.entered()).toBe(1);
+  });
+
+  it('a request in flight when the drain starts is answered with Connection: close', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0 });
+    const agent = keepAlive();
+    // The request arrives while serving, on a kept-alive connection, and is answered during the
+    // drain: a client reusing that connection would otherwise be reset when the drain ends.
+    const inflight = request(
+      agent,
+      `${s.address}/v1/linear`,
+      'POST',
+      Buffer.from(new Float32Array(4).buffer),
+    );
+    await g.reach(ENTERED, 1);
+    const drained = s.drain();
+    g.open();
+    const answer = await inflight;
+    expect(answer.status).toBe(200);
+    expect(answer.connection).toBe('close');
+    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
   });
 
   /** A drain with no request in flight but work still running (its caller heard 504). */

@@ -184,8 +184,6 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
       }
     });
     closeWithConnection(reply.raw, request.raw.socket);
-    // While draining, every answer closes its connection: keep-alive clients go elsewhere.
-    if (drain.state !== 'serving') reply.header('connection', 'close');
   });
   app.addHook('onResponse', async (request, reply) => {
     metrics.observe(
@@ -198,6 +196,9 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   // Every answer, errors (415, 413, draining) and GETs whose body nobody reads included.
   app.addHook('onSend', (request, reply, payload, done) => {
     closeIfUnread(request.raw, reply);
+    // While draining, every answer closes its connection, those of requests that came before
+    // the drain too: a client reusing a kept-alive one would be reset when the drain ends.
+    if (drain.state !== 'serving') reply.header('connection', 'close');
     // fastify closes the connection after every body parser error, even one found once the
     // whole body was read (malformed JSON): node still runs the requests pipelined behind it,
     // whose answers that close would then drop (RFC 9112 9.6: such requests must not run).
