@@ -6,7 +6,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ServeHandle, serve } from '../src/serve/index.js';
+import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
 import { codeOf, until } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
@@ -62,6 +62,47 @@ describe('drain', () => {
     expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
     expect([500, 'connection closed']).toContain(await stuck);
   }, 20_000);
+
+  it('expireDrain() while the runtime closes: a close() that rejects a second call is not an unhandled rejection', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, open: true });
+    gates.push(g);
+    // A hand-written runtime that refuses a second close(), as many libraries do.
+    let finish: (result: { clean: boolean; abandoned: number }) => void = () => {};
+    let closes = 0;
+    const served: Served = {
+      run: (x, options) => g.lr.run(x, options),
+      report: () => g.lr.report(),
+      inFeatures: g.lr.inFeatures,
+      outFeatures: g.lr.outFeatures,
+      backend: g.lr.backend,
+      close: () =>
+        ++closes === 1
+          ? new Promise((resolve) => {
+              finish = resolve;
+            })
+          : Promise.reject(new Error('already closing')),
+    };
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const s = await serve(served, { port: 0 });
+      const drained = s.drain(); // nothing in flight: the drain closes the runtime at once
+      expect(closes).toBe(1);
+      s.expireDrain(); // a second signal: the drain forces the runtime's close again
+      expect(closes).toBe(2);
+      // Unhandled rejections are reported once the microtasks have run.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+      finish({ clean: true, abandoned: 0 });
+      expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+    } finally {
+      process.removeListener('unhandledRejection', onUnhandled);
+      await g.lr.close();
+    }
+  });
 
   it('a timeout that passes while work whose caller heard 504 still runs: not clean', async () => {
     const { g, s } = await start();

@@ -84,7 +84,9 @@ export class Drain {
    */
   expire(): void {
     this.#expire?.();
-    if (this.#closingRuntime) void this.#runtime?.close({ timeoutMs: 0 });
+    // The drain hears how the close ends through its own call; a runtime that rejects this
+    // second one (already closing) must not become an unhandled rejection (a crash).
+    if (this.#closingRuntime) Promise.resolve(this.#runtime?.close({ timeoutMs: 0 })).catch(() => {});
   }
 
   async #run(app: FastifyInstance, timeoutMs: number): Promise<DrainResult> {
