@@ -114,6 +114,18 @@ describe('Expect: 100-continue edges', () => {
     expect(answer.body).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
   });
 
+  it('a body of exactly the limit hears 100 Continue: the limit is inclusive', async () => {
+    const { s } = await shared();
+    const atLimit = Buffer.from(new Float32Array(16).buffer); // 64 bytes: the shared server's limit
+    const answer = await rawExchange(s.port, [
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+        `Content-Length: ${atLimit.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+      atLimit,
+    ]);
+    expect(answer.status).toBe(100);
+    expect(answer.body).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  });
+
   it('a 404 with a body it reads (JSON) hears 100 Continue: without it the client would wait for it', async () => {
     const { s } = await shared();
     const answer = await rawExchange(s.port, [
