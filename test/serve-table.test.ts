@@ -100,6 +100,9 @@ describe('fromHttpStack', () => {
   it('leaves omni-runtime errors and unknown errors alone', () => {
     const ours = new DeadlineError();
     expect(fromHttpStack(ours, 1)).toBe(ours);
+    // A worker's Error('aborted') arrives as a TaskFailedError: a 500, not node's aborted body.
+    const failed = new TaskFailedError('aborted');
+    expect(answerFor(fromHttpStack(failed, 1)).status).toBe(500);
     const other = new Error('boom');
     expect(fromHttpStack(other, 1)).toBe(other);
   });
