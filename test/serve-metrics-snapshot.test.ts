@@ -30,4 +30,13 @@ describe('a /metrics scrape', () => {
     expect(second.text).toMatch(/^omni_runtime_depth 2$/m);
     expect(second.text).toMatch(/^omni_runtime_running 2$/m);
   });
+
+  it('its registry read directly (merged into an application registry) reads the report afresh', async () => {
+    let reads = 0;
+    const metrics = new ServeMetrics({ report: () => reportWith(++reads), inflight: () => 0 });
+    await metrics.scrape();
+    // Outside a scrape each series reads the report itself: never the last scrape's moment.
+    expect(await metrics.registry.metrics()).toMatch(/^omni_runtime_depth [2-9]\d*$/m);
+    expect(reads).toBeGreaterThan(1);
+  });
 });
