@@ -35,6 +35,18 @@ function settled(answer: Promise<{ status: number }>): Promise<number | string> 
   );
 }
 
+/** The gated runtime behind a hand-written Served whose close() is `close` (the test closes it). */
+function withClose(g: Gated, close: Served['close']): Served {
+  return {
+    run: (x, options) => g.lr.run(x, options),
+    report: () => g.lr.report(),
+    inFeatures: g.lr.inFeatures,
+    outFeatures: g.lr.outFeatures,
+    backend: g.lr.backend,
+    close,
+  };
+}
+
 describe('drain', () => {
   it('runs once: a second drain() or close() shares the first one, timeout included', async () => {
     const { g, s } = await start();
@@ -69,19 +81,13 @@ describe('drain', () => {
     // A hand-written runtime that refuses a second close(), as many libraries do.
     let finish: (result: { clean: boolean; abandoned: number }) => void = () => {};
     let closes = 0;
-    const served: Served = {
-      run: (x, options) => g.lr.run(x, options),
-      report: () => g.lr.report(),
-      inFeatures: g.lr.inFeatures,
-      outFeatures: g.lr.outFeatures,
-      backend: g.lr.backend,
-      close: () =>
-        ++closes === 1
-          ? new Promise((resolve) => {
-              finish = resolve;
-            })
-          : Promise.reject(new Error('already closing')),
-    };
+    const served = withClose(g, () =>
+      ++closes === 1
+        ? new Promise((resolve) => {
+            finish = resolve;
+          })
+        : Promise.reject(new Error('already closing')),
+    );
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown): void => {
       unhandled.push(reason);
@@ -100,6 +106,21 @@ describe('drain', () => {
       expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
     } finally {
       process.removeListener('unhandledRejection', onUnhandled);
+      await g.lr.close();
+    }
+  });
+
+  it.each([
+    ['rejects', () => Promise.reject(new Error('cannot close'))],
+    ['resolves nothing', () => Promise.resolve(undefined)],
+  ])('a runtime whose close() %s: the drain still ends, not clean', async (_, close) => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, open: true });
+    gates.push(g);
+    try {
+      const s = await serve(withClose(g, close as unknown as Served['close']), { port: 0 });
+      expect(await s.drain()).toEqual({ clean: false, abandonedRequests: 0 });
+      expect(s.state).toBe('closed');
+    } finally {
       await g.lr.close();
     }
   });
