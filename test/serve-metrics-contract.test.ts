@@ -5,7 +5,9 @@
  * URLs. Capacity is held at the fixture worker's gate.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import type { RuntimeReport } from '../src/runtime/report.js';
 import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import { ServeMetrics } from '../src/serve/metrics.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { get, postFloats, rawExchange } from './fixtures/serve-client.js';
@@ -81,6 +83,28 @@ describe('GET /metrics', () => {
       expect(sample(text, 'omni_runtime_calls_total{outcome="completed"}')).toBe(1);
       expect(sample(text, 'omni_runtime_calls_total{outcome="deadline"}')).toBe(1);
       expect(sample(text, 'omni_runtime_calls_total{outcome="refused"}')).toBe(1);
+    }
+  });
+
+  it('calls_total has a series for every outcome report() counts, each equal to it', async () => {
+    // Distinct counts, so a series dropped or read from the wrong field shows.
+    const outcomes = {
+      completed: 1,
+      failed: 2,
+      aborted: 3,
+      deadline: 4,
+      refused: 5,
+      invalid: 6,
+      unavailable: 7,
+    };
+    const latency = { p50: 0, p99: 0, max: 0 };
+    const report: RuntimeReport = {
+      ...{ state: 'ready', depth: 0, capacity: 1, rejected: 0, units: 0, unitCapacity: null, waiting: 0 },
+      ...{ leaked: 0, queued: 0, running: 0, waitTimeMs: latency, runTimeMs: latency, ...outcomes },
+    };
+    const text = (await new ServeMetrics({ report: () => report, inflight: () => 0 }).scrape()).text;
+    for (const [outcome, count] of Object.entries(outcomes)) {
+      expect(sample(text, `omni_runtime_calls_total{outcome="${outcome}"}`)).toBe(count);
     }
   });
 
