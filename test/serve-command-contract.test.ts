@@ -188,6 +188,24 @@ describe('runServeCommand in-process', () => {
     expect([200, 500, 'connection closed']).toContain(await stuck);
   });
 
+  it('a second signal during the drain abandons the held request at once, whatever --drain-timeout-ms', async () => {
+    const run = runInProcess(['--port', '0', '--in-features', '2', '--drain-timeout-ms', '600000']);
+    const { url, gated } = await run.started;
+    const stuck = postFloats(url, [1, 2]).then(
+      (a) => a.status,
+      () => 'connection closed',
+    );
+    await gated.reach(ENTERED, 1);
+    run.signals.emit('SIGTERM');
+    // The drain has begun and waits for the held request; only the second signal can end it.
+    await run.line(/SIGTERM: draining/);
+    run.signals.emit('SIGINT');
+    expect(await run.exitCode).toBe(1);
+    expect(run.lines).toContain('omni-runtime serve: SIGINT again: abandoning in-flight requests');
+    expect(gated.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+    expect([500, 'connection closed']).toContain(await stuck);
+  }, 20_000);
+
   it('a signal while the runtime starts: it never listens, closes the runtime, exit 0', async () => {
     const signals = new EventEmitter();
     const lines: string[] = [];
