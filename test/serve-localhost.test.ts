@@ -2,7 +2,8 @@
  * host 'localhost' where it names both loopbacks (127.0.0.1 and ::1, as in Docker's and many
  * distributions' /etc/hosts): fastify then listens on each. This machine's localhost is IPv4
  * only, so the lookup fastify makes for every address is answered with both here. A drain must
- * stop accepting on every address, and malformed HTTP is answered the same on every address.
+ * stop accepting on every address, and malformed HTTP and Expect: 100-continue are answered the
+ * same on every address.
  */
 import dns from 'node:dns';
 import { connect } from 'node:net';
@@ -96,6 +97,21 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
       expect(JSON.parse(expectation.slice(expectation.indexOf('\r\n\r\n') + 4))).toMatchObject({
         code: 'OMNI_ERR_EXPECTATION_FAILED',
       });
+    },
+  );
+
+  it.each(['127.0.0.1', '::1'])(
+    'a request refused before its body is read on %s hears no 100 Continue first',
+    async (host) => {
+      const { s } = await start();
+      // The body is never sent: a 100 Continue would have asked for it only to refuse it.
+      const refused = await exchange(
+        host,
+        s.port,
+        'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 16\r\n' +
+          'Expect: 100-continue\r\n\r\n',
+      );
+      expect(refused).toMatch(/^HTTP\/1\.1 415 /);
     },
   );
 
