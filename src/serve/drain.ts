@@ -6,8 +6,8 @@
  * close (every address of host 'localhost'), so no new connection is accepted (open keep-alive
  * connections are left to hear their 503 rather than being reset under a request in flight);
  * (3) requests already being answered run to their end (their answers close their connections
- * too); (4) the runtime closes, which waits
- * for work still running after its caller left (a 504 keeps its capacity until the work ends);
+ * too); (4) the runtime closes, which waits for work still running after its caller left (a 504
+ * keeps its capacity until the work ends);
  * (5) the remaining connections and the HTTP server close. Steps 3 and 4 share one timeout:
  * work still running then is abandoned (the runtime terminates its threads and reclaims their
  * capacity). A second signal (expire()) also cuts the runtime's close hooks short.
