@@ -1,11 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import { NativeContext, resolveDevice, selectBackend } from '../src/native/index.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
 import { thrownCode } from './fixtures/thrown.js';
+
+const tempDir = tempDirs('omni-backend-');
 
 /** A stand-in CUDA library (the real one needs a GPU to open): a device opens only if it is `only`. */
 const STUB_CUDA = `
@@ -27,9 +29,9 @@ API const char *omni_last_error(void *ctx) { (void)ctx; return "stub: no such de
 `;
 
 describe('backend selection and device resolution', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'omni-backend-'));
   /** Builds the stub under a new path (the loader caches libraries by path). */
   const stubCuda = (only: number): string => {
+    const dir = tempDir();
     const source = join(dir, `stub-${only}.c`);
     writeFileSync(source, STUB_CUDA);
     const path = join(dir, `libomni_cuda_stub_${only}.so`);
@@ -41,7 +43,6 @@ describe('backend selection and device resolution', () => {
   beforeAll(() => {
     buildFixture();
   });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('resolveDevice: the option wins, then OMNI_CUDA_DEVICE, then 0', () => {
     expect(resolveDevice(undefined, {})).toBe(0);

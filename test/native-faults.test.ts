@@ -1,6 +1,5 @@
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +12,10 @@ import {
   NativeStatus,
   seededFloats,
 } from '../src/native/index.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
 import { thrown, thrownCode } from './fixtures/thrown.js';
+
+const tempDir = tempDirs('omni-faults-');
 
 const [IN, OUT] = [16, 8];
 const w = seededFloats(1, OUT * IN);
@@ -246,24 +248,19 @@ describe('native fault injection (fixture)', () => {
     const closed = NativeContext.open(lib);
     closed.close();
     // A copy of the fixture at another path is another library, with its own hooks.
-    const dir = mkdtempSync(join(tmpdir(), 'omni-faults-'));
+    const copy = join(tempDir(), 'libomni_fixture.so');
+    copyFileSync(lib.path, copy);
+    const other = NativeContext.open(loadNativeLibrary('fixture', { path: copy }));
     try {
-      const copy = join(dir, 'libomni_fixture.so');
-      copyFileSync(lib.path, copy);
-      const other = NativeContext.open(loadNativeLibrary('fixture', { path: copy }));
-      try {
-        for (const ctx of [closed, other]) {
-          expect(thrownCode(() => faults.injectFatal(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
-          expect(thrownCode(() => faults.failCopyAfter(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
-        }
-        // Neither hook reached the other library's context: it still serves.
-        other.uploadWeights(w, b, OUT, IN);
-        expect(other.linearGelu(x(3), 3).length).toBe(3 * OUT);
-      } finally {
-        other.close();
+      for (const ctx of [closed, other]) {
+        expect(thrownCode(() => faults.injectFatal(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+        expect(thrownCode(() => faults.failCopyAfter(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
       }
+      // Neither hook reached the other library's context: it still serves.
+      other.uploadWeights(w, b, OUT, IN);
+      expect(other.linearGelu(x(3), 3).length).toBe(3 * OUT);
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      other.close();
     }
   });
 

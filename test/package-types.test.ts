@@ -4,14 +4,13 @@
  * `exports` to the built dist/), type-checked by tsc under strict settings a user may choose.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'omni-package-types-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirs('omni-package-types-')();
 mkdirSync(join(dir, 'node_modules'));
 symlinkSync(packageRoot, join(dir, 'node_modules', 'omni-runtime'), 'dir');
 symlinkSync(join(packageRoot, 'node_modules', '@types'), join(dir, 'node_modules', '@types'), 'dir');
