@@ -125,6 +125,7 @@ describe('setLongTimeout', () => {
   it('clearLongTimeout stops a timer longer than one setTimeout, whichever step is armed', () => {
     fakeTimers();
     const fired = vi.fn();
+    clearLongTimeout(setLongTimeout(fired, 2 * LONG + 5, 'due')); // its first step is armed
     const timer = setLongTimeout(fired, 2 * LONG + 5, 'due');
     vi.advanceTimersByTime(MAX_TIMER_MS + 1); // its first step has fired: the second is armed
     clearLongTimeout(timer);
