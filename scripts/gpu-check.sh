@@ -59,9 +59,9 @@ if command -v nvcc >/dev/null; then
 fi
 if ! timeout 240 node scripts/build-native.mjs --require-cuda $force; then
   # No working compiler here (nvcc, or cc for the fixture): the libraries gpu-bundle.sh carried
-  # are the one chance left to run the check at all. Only for what failed, though: a library
-  # still here was built now (a failed build removes a stale one), and a CUDA library built here
-  # suits this driver, where the carried one may need a newer driver.
+  # are the one chance left to run the check at all. Only for what is missing, though: a library
+  # still here was built on this machine (native/build is not carried), so it suits this driver,
+  # where the carried one may need a newer driver.
   carried=.gpu/native-build
   mkdir -p native/build
   for lib in libomni_cuda.so libomni_fixture.so; do
