@@ -1,0 +1,106 @@
+/**
+ * Each shared step of the admission is one atomic operation: the check and the reservation (one
+ * compare-exchange on the state word), taking a claim slot, and a claim's release (one
+ * compare-exchange on its slot word, the cost read before it). Another thread is an attached
+ * instance in this thread, run between two steps by wrapping one Atomics call, so each test
+ * depends on the current call order. The threaded stress test can catch a split step only when
+ * the scheduler happens to interleave there (it missed three of these in one run); these cannot miss.
+ */
+import { describe, expect, it } from 'vitest';
+import { SLOTS_BYTE_OFFSET } from '../src/admission/layout.js';
+import { BoundedAdmission, type Claim, type Permit, type Refusal } from '../src/index.js';
+import { admitted, interleaveAfter, WORD_MODES } from './fixtures/admission-interleave.js';
+
+/** The state word, in either view (Int32 or BigUint64: both index 0 at byte 0). */
+const stateWord = (array: ArrayBufferView, index: number): boolean => array.byteOffset === 0 && index === 0;
+/** A claim slot word (the BigUint64 view that starts at SLOTS_BYTE_OFFSET). */
+const slotWord = (array: ArrayBufferView): boolean => array.byteOffset === SLOTS_BYTE_OFFSET;
+
+function during<T>(restore: () => void, step: () => T): T {
+  try {
+    return step();
+  } finally {
+    restore();
+  }
+}
+
+describe.each(WORD_MODES)('reservation at the check (%s)', (_mode, units) => {
+  // Kills: bounded-admission.ts #reserveNarrow / #reserveWide taking room with Atomics.add after
+  // the check instead of the compare-exchange (both survived the stress test once).
+  it('takes nothing when another thread takes the last room between its check and its reservation', () => {
+    const admission = new BoundedAdmission({ requests: 2, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const first = admitted(admission);
+    let between: Permit | Refusal | undefined;
+    const result = during(
+      interleaveAfter('load', admission.buffer, stateWord, () => {
+        between = otherThread.tryAdmit();
+      }),
+      () => admission.tryAdmit(),
+    );
+    expect(between?.ok).toBe(true);
+    expect(result).toEqual({ ok: false, reason: 'requests' });
+    expect(admission.report().depth).toBe(2);
+    first.release();
+    if (between?.ok) between.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
+  });
+});
+
+describe('claims across threads', () => {
+  // Kills: claims.ts acquire() taking a free slot with a store instead of the compare-exchange.
+  it('two instances taking a slot at once end up with different slots', () => {
+    const admission = new BoundedAdmission({ requests: 4 });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const mine = admitted(admission);
+    const theirs = admitted(otherThread);
+    let theirClaim: Claim | undefined;
+    const myClaim = during(
+      interleaveAfter('load', admission.buffer, slotWord, () => {
+        theirClaim = theirs.toClaim();
+      }),
+      () => mine.toClaim(),
+    );
+    expect(theirClaim).toBeDefined();
+    expect(myClaim.slot).not.toBe(theirClaim!.slot);
+    admission.releaseClaim(myClaim);
+    otherThread.releaseClaim(theirClaim!);
+    expect(admission.report().depth).toBe(0);
+  });
+
+  // Kills: claims.ts release() as a check of the held bit followed by a store. The release today
+  // loads nothing from the slot, so the hook fires only for such a split release.
+  it('two copies of a claim released at once: exactly one wins', () => {
+    const admission = new BoundedAdmission({ requests: 4, units: 10 });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const claim = admitted(admission, 3).toClaim();
+    let theirs = false;
+    const mine = during(
+      interleaveAfter('load', admission.buffer, slotWord, () => {
+        theirs = otherThread.reclaim(structuredClone(claim));
+      }),
+      () => admission.reclaim(claim),
+    );
+    expect([mine, theirs].filter(Boolean)).toHaveLength(1);
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
+  });
+
+  // Kills: claims.ts release() reading the slot's cost after its compare-exchange, when the
+  // freed slot may already hold another claim's cost.
+  it('a release gives back the cost its claim held, even if the freed slot is taken again at once', () => {
+    const admission = new BoundedAdmission({ requests: 2, units: 100 });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const claim = admitted(admission, 7).toClaim();
+    let reused: Claim | undefined;
+    during(
+      interleaveAfter('compareExchange', admission.buffer, slotWord, () => {
+        reused = admitted(otherThread, 50).toClaim();
+      }),
+      () => admission.releaseClaim(claim),
+    );
+    expect(reused?.slot).toBe(claim.slot);
+    expect(admission.report()).toMatchObject({ depth: 1, units: 50 });
+    otherThread.releaseClaim(reused!);
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
+  });
+});
