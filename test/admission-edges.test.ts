@@ -258,6 +258,90 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
     expect(admission.report()).toMatchObject({ depth: 0, units: 0, leaked: 1 });
     admitted(admission, 1).release();
   });
+
+  // Kills: bounded-admission.ts refusalFor32 / refusalFor64 with `word > WAITING_BIT` instead of
+  // `>=`: a word that is the bare WAITING flag, nothing held, was refused as full ('requests').
+  it("tryAdmit refuses 'queued', not 'requests', while another instance's waiter holds the flag over an empty word", async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission);
+    const waiter = otherThread.admit();
+    // The release sees WAITING and bumps SEQ; the other instance's waiter takes the room only on
+    // a later turn, so until then the word is the flag alone.
+    holder.release();
+    expect(admission.report().depth).toBe(0);
+    expect(admission.tryAdmit()).toEqual({ ok: false, reason: 'queued' });
+    (await settles(waiter)).release();
+  });
+
+  // Kills: bounded-admission.ts #reserveWide with `fields > #requestLimit` instead of `>=`. A
+  // full word with units above the request field hid it; costs of 0 leave exactly the limit.
+  it("admits exactly `requests` of cost 0 and refuses the next with 'requests'", () => {
+    const admission = new BoundedAdmission({ requests: 2, units });
+    const permits = [admitted(admission, 0), admitted(admission, 0)];
+    expect(admission.tryAdmit(0)).toEqual({ ok: false, reason: 'requests' });
+    for (const permit of permits) permit.release();
+    expect(admission.report()).toMatchObject({ depth: 0, rejected: 1 });
+  });
+
+  // Kills: bounded-admission.ts `closed` on the wide word with `> CLOSED_BIT_64` instead of `>=`:
+  // only the stress test noticed (a closed word with nothing held is exactly the flag).
+  it('reads closed once closed with nothing outstanding', async () => {
+    const admission = new BoundedAdmission({ requests: 2, units });
+    expect(admission.closed).toBe(false);
+    await admission.close();
+    expect(admission.closed).toBe(true);
+  });
+
+  // Kills: bounded-admission.ts admit() validating `timeoutMs > 0`: 0 is documented as valid
+  // (any value >= 0); only the stress test's waiting mode passed 0.
+  it('takes timeoutMs 0: admits when there is room, times out (counted) when full', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const permit = await admission.admit(1, { timeoutMs: 0 });
+    expect((await rejection(admission.admit(1, { timeoutMs: 0 }))).code).toBe('OMNI_ERR_TIMEOUT');
+    expect(admission.report()).toMatchObject({ depth: 1, rejected: 1, waiting: 0 });
+    permit.release();
+  });
+
+  // Kills: waiting-room.ts #watch's callback without `this.#watching = false`: the instance
+  // never arms its wait again, so only its first wake-up from another thread arrives (only the
+  // stress test noticed).
+  it('wakes the same instance again after its first wake-up from another instance', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission);
+    const first = otherThread.admit();
+    const second = otherThread.admit();
+    holder.release(); // wakes the other instance through SEQ only
+    admission.releaseClaim((await settles(first)).toClaim()); // the second wake-up, the same way
+    (await settles(second)).release();
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 0 });
+  });
+});
+
+describe('holding the event loop', () => {
+  // Only ref'd timers are listed: the admission's hold while it has waiters or drains.
+  const holds = (): number => process.getActiveResourcesInfo().filter((name) => name === 'Timeout').length;
+
+  // Kills: waiting-room.ts onChange() settling drains without #unholdIfIdle (a process that
+  // awaited close() would never exit), and drain() without #hold.
+  it('holds the event loop only while waiters or drains are pending', async () => {
+    const admission = new BoundedAdmission({ requests: 1 });
+    const before = holds();
+    const holder = admitted(admission);
+    const waiter = admission.admit();
+    expect(holds()).toBe(before + 1);
+    holder.release(); // admits the waiter at once, on this instance
+    const permit = await waiter;
+    expect(holds()).toBe(before);
+    const drained = admission.close();
+    expect(holds()).toBe(before + 1);
+    permit.release();
+    await drained;
+    expect(holds()).toBe(before);
+    await admission.close(); // nothing outstanding: settles at once and holds nothing
+    expect(holds()).toBe(before);
+  });
 });
 
 describe('attach refuses a forged header', () => {
@@ -297,6 +381,21 @@ describe('WaitQueue', () => {
     expect(queue.remove(c)).toBe(true);
     expect(queue.size).toBe(0);
     expect(queue.head).toBeUndefined();
+  });
+
+  // Kills: wait-queue.ts remove() leaving #tail on a removed tail node: the next push hangs off
+  // the removed node and is lost to the queue (only the stress test noticed).
+  it('keeps FIFO order after the tail leaves: a later push follows the nodes still queued', () => {
+    const node = (): QueueNode => ({ prev: undefined, next: undefined, queued: false });
+    const queue = new WaitQueue<QueueNode>();
+    const [a, b, c] = [node(), node(), node()];
+    queue.push(a);
+    queue.push(b);
+    expect(queue.remove(b)).toBe(true);
+    queue.push(c);
+    expect(queue.remove(a)).toBe(true);
+    expect(queue.head).toBe(c);
+    expect(queue.size).toBe(1);
   });
 });
 

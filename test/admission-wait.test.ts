@@ -253,6 +253,9 @@ describe.each(WORD_MODES)('admit (%s)', (_mode, units) => {
 
   it.each([
     ['a plain object signal', { signal: {} }],
+    // Kills: abort-signal.ts isAbortSignal without its `instanceof AbortSignal` (the getter check
+    // alone let any object with a boolean `aborted` through).
+    ['a look-alike with a boolean aborted', { signal: { aborted: false } }],
     ['an EventTarget that is not an AbortSignal', { signal: new EventTarget() }],
     [
       'an object made from AbortSignal.prototype (its getters throw)',
