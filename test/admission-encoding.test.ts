@@ -1,9 +1,11 @@
 /**
  * The state word's encoding at its edges: the wide word's precomputed deltas (costs below 512)
- * and the costs past them, the narrow/wide choice at exactly 29 bits, and the claim slot cap the
- * README documents (65,536, written out here rather than taken from the constant).
+ * and the costs past them, the narrow/wide choice at exactly 29 bits, and the claim slots: the cap
+ * the README documents (65,536, written out here rather than taken from the constant) and the
+ * wrap of the search for a free one.
  */
 import { describe, expect, it } from 'vitest';
+import { CLOSED_BIT_32 } from '../src/admission/layout.js';
 import { BoundedAdmission } from '../src/index.js';
 import { admitted } from './fixtures/admission-interleave.js';
 
@@ -36,6 +38,18 @@ describe('bounds at the narrow/wide word boundary', () => {
     expect(admission.report()).toMatchObject({ depth: 0, units: 0, rejected: 1 });
     admitted(admission, units).release();
   });
+
+  // Kills: bounds.ts choosing the wide word at `bits >= 29`: every behaviour stays the same, but
+  // the hot path then works in BigInt. Both words keep the fields in their low 29 bits; where
+  // close() puts its flag shows which one is in use (bit 30 of the Int32 word, bit 63 otherwise).
+  it.each([
+    [2 ** 10 - 1, 2 ** 19 - 1, true],
+    [2 ** 10, 2 ** 19 - 1, false],
+  ])('requests %i with units %i keep the Int32 word: %s', async (requests, units, narrow) => {
+    const admission = new BoundedAdmission({ requests, units });
+    await admission.close();
+    expect(new Int32Array(admission.buffer, 0, 2)[0]).toBe(narrow ? CLOSED_BIT_32 : 0);
+  });
 });
 
 describe('claim slot cap', () => {
@@ -54,5 +68,29 @@ describe('claim slot cap', () => {
     extra.release();
     for (const claim of claims) admission.releaseClaim(claim);
     expect(admission.report()).toMatchObject({ depth: 0 });
+  });
+  // Kills: bounded-admission.ts isAdmissionBuffer with `slots < MAX_CLAIM_SLOTS`: an admission
+  // with the documented 65,536 slots could not be attached.
+  it('attaches to an admission that has all 65,536 slots', () => {
+    const admission = new BoundedAdmission({ requests: 70_000 });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    otherThread.releaseClaim(admitted(admission, 1).toClaim());
+    expect(admission.report()).toMatchObject({ depth: 0 });
+  });
+
+  // Kills: claims.ts acquire() wrapping its search with `slot > n` instead of `>=` (it then reads
+  // past the last slot); only the stress test noticed.
+  it('wraps its search for a free slot past the last slot', () => {
+    const admission = new BoundedAdmission({ requests: 3 });
+    const claim = () => admitted(admission, 1).toClaim();
+    const [a, b, c] = [claim(), claim(), claim()];
+    expect([a.slot, b.slot, c.slot]).toEqual([0, 1, 2]);
+    admission.releaseClaim(a);
+    admission.releaseClaim(b);
+    const d = claim(); // slot 0
+    const e = claim(); // slot 1: the next search starts at slot 2, which c holds
+    admission.releaseClaim(d);
+    expect(claim().slot).toBe(0);
+    for (const held of [c, e]) admission.releaseClaim(held);
   });
 });
