@@ -317,6 +317,19 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
     (await settles(second)).release();
     expect(admission.report()).toMatchObject({ depth: 0, waiting: 0 });
   });
+
+  // Kills: waiting-room.ts onChange() settling only the oldest pending drain: with three close()
+  // calls pending, the release and the wake-up after it settled two, and the third never.
+  it('resolves every close() made while work was outstanding once the last permit is released', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission);
+    const closes = [admission.close(), admission.close(), admission.close()];
+    const pending = closes.map((close) => track(close));
+    await turn();
+    expect(pending.map((p) => p.settled)).toEqual([false, false, false]);
+    holder.release();
+    for (const close of closes) await settles(close);
+  });
 });
 
 describe('holding the event loop', () => {

@@ -39,6 +39,29 @@ describe.each(WORD_MODES)('a waiter that leaves (%s)', (_mode, units) => {
     expect(getEventListeners(signal, 'abort')).toHaveLength(0);
     permit.release();
   });
+
+  // Kills: waiting-room.ts wait() arming the timer, or adding the abort listener, after the
+  // queue's first try: a waiter admitted by that very try had left already, so the timer (which
+  // holds the event loop until it fires) or the listener stayed behind.
+  it('leaves no timer and no listener when it is admitted by its first try', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const elsewhere = otherThread.admit(1); // sets WAITING
+    // Room comes back, but the other instance's waiter takes it only on a later turn: this
+    // admit() is refused 'queued' at first, queues, and is admitted by its own first try.
+    holder.release();
+    const signal = new AbortController().signal;
+    const timers = vi.getTimerCount();
+    const permit = track(admission.admit(1, { signal, timeoutMs: 3_600_000 }));
+    await Promise.resolve();
+    expect(permit.settled).toBe(true);
+    expect(vi.getTimerCount()).toBe(timers);
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+    (permit.value as Permit).release();
+    (await elsewhere).release();
+  });
 });
 
 describe.each([
