@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { COHORT_SIZE, ROTATE_MS } from '../src/admission/leak-guard.js';
 import { BoundedAdmission, type Claim, type Permit } from '../src/index.js';
 
@@ -137,5 +137,43 @@ describe('leak safety net', () => {
     }
     expect(admission.report()).toMatchObject({ depth: 0, leaked: 2 });
     admitted(admission, 1).release();
+  });
+
+  // The rotation timer's callback shared its closure context with the FinalizationRegistry's
+  // callback, whose onLeak holds the admission: the timer (held by the event loop) kept every
+  // admission ever made alive, with its buffer (up to 1 MiB of claim slots), and firing forever.
+  it('lets a dropped admission be collected', async () => {
+    let collected = false;
+    const registry = new FinalizationRegistry(() => {
+      collected = true;
+    });
+    (() => {
+      registry.register(new BoundedAdmission({ requests: 1, units: 10 }), 0);
+    })();
+    await collectUntil(() => collected);
+  });
+
+  // Kills also: leak-guard.ts's rotation timer going on once its guard is gone (no clearInterval):
+  // an unref'd interval, so nothing hangs, but every dropped admission left one firing forever.
+  it('stops its rotation timer once the admission is collected', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const before = vi.getTimerCount();
+      (() => {
+        new BoundedAdmission({ requests: 1 }); // dropped at once
+      })();
+      expect(vi.getTimerCount()).toBe(before + 1);
+      if (!gc) throw new Error('global.gc is missing: run with --expose-gc (see vitest.config.ts)');
+      for (let i = 0; i < 200 && vi.getTimerCount() !== before; i++) {
+        gc();
+        await turn();
+        vi.advanceTimersByTime(ROTATE_MS);
+        // The timer's deref() keeps its target alive to the end of this task: collect in the next.
+        await turn();
+      }
+      expect(vi.getTimerCount()).toBe(before);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -37,8 +37,15 @@ export class LeakGuard {
       if (record.count > 0) onLeak(record.count, record.units);
     });
     this.#cohort = this.#open();
-    // Weak: the timer must not keep a dropped admission (and its guard) alive.
-    const self = new WeakRef(this);
+    LeakGuard.#rotate(new WeakRef(this));
+  }
+
+  /**
+   * Weak: the timer must not keep a dropped admission (and its guard) alive. A function of its
+   * own, not a closure in the constructor: closures made in one scope share one context, so the
+   * timer's callback would hold the registry callback's `onLeak`, and through it the admission.
+   */
+  static #rotate(self: WeakRef<LeakGuard>): void {
     const timer: ReturnType<typeof setInterval> = setInterval(() => {
       const guard = self.deref();
       if (guard === undefined) clearInterval(timer);
