@@ -23,6 +23,21 @@ afterEach(cleanup);
 
 const INIT_WORKER = builtModuleUrl('test/fixtures/runtime-init-worker.js');
 
+/**
+ * Two threads whose close hooks never return. startTimeoutMs also bounds those hooks: 600,000 puts
+ * that bound out of reach, so only a close timeout can end them.
+ */
+async function withHangingCloseHooks(startTimeoutMs: number) {
+  const closed = newControl();
+  const rt = await Runtime.start({
+    worker: INIT_WORKER,
+    threads: 2,
+    startTimeoutMs,
+    workerData: { closed: closed.buffer, closeHangs: true },
+  });
+  return { closed, rt };
+}
+
 describe('Runtime.start', () => {
   it('runs init once per thread with workerData, then serves', async () => {
     const c = newControl();
@@ -92,13 +107,8 @@ describe('Runtime.start', () => {
   });
 
   it('close() still stops the threads when a close hook never returns (after startTimeoutMs)', async () => {
-    const closed = newControl();
-    const rt = await Runtime.start({
-      worker: INIT_WORKER,
-      threads: 2,
-      startTimeoutMs: 2_000, // also bounds the close hooks; start must fit in it too
-      workerData: { closed: closed.buffer, closeHangs: true },
-    });
+    // 2 s bounds the close hooks, and start must fit in it too.
+    const { closed, rt } = await withHangingCloseHooks(2_000);
     await rt.close();
     expect(Atomics.load(closed, INVOKED)).toBe(2); // both hooks ran, and neither returned
     expect(rt.report().state).toBe('stopped');
@@ -122,13 +132,7 @@ describe('Runtime.start', () => {
   });
 
   it('a close timeout, given while the close hooks run, cuts a hook that never returns short', async () => {
-    const closed = newControl();
-    const rt = await Runtime.start({
-      worker: INIT_WORKER,
-      threads: 2,
-      startTimeoutMs: 600_000, // the hooks' own bound is out of reach: only the timeout can end it
-      workerData: { closed: closed.buffer, closeHangs: true },
-    });
+    const { closed, rt } = await withHangingCloseHooks(600_000);
     const closing = rt.close();
     await waitFor(closed, INVOKED, 2); // both hooks are running, and neither will return
     // What serve's second signal does: the drain is over, the teardown is what it cuts short.
@@ -138,13 +142,7 @@ describe('Runtime.start', () => {
   }, 20_000);
 
   it('so does one given after an earlier close timeout that only bounded the drain', async () => {
-    const closed = newControl();
-    const rt = await Runtime.start({
-      worker: INIT_WORKER,
-      threads: 2,
-      startTimeoutMs: 600_000, // the hooks' own bound is out of reach: only the timeout can end it
-      workerData: { closed: closed.buffer, closeHangs: true },
-    });
+    const { closed, rt } = await withHangingCloseHooks(600_000);
     // Nothing in flight: the drain ends at once; its 0 ms timeout does not reach the hooks.
     const closing = rt.close({ timeoutMs: 0 });
     await waitFor(closed, INVOKED, 2); // both hooks are running, and neither will return
