@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import { LinearRuntime, type LinearRuntimeOptions } from '../src/index.js';
-import { defaultLibraryPath, loadNativeLibrary } from '../src/native/index.js';
+import { defaultLibraryPath, FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
 import { codeOf } from './fixtures/runtime-harness.js';
 import { thrownCode } from './fixtures/thrown.js';
 
@@ -33,6 +33,20 @@ describe('native libraries from a path of your own', () => {
     } finally {
       await lr.close();
     }
+  });
+
+  it('every worker thread loads the given library, not the package build', async () => {
+    // Each copy of the library keeps its own live-byte counter: the workers' contexts show up in the copy's.
+    const copyFaults = new FixtureFaults(loadNativeLibrary('fixture', { path: fixtureCopy }));
+    const before = copyFaults.liveBytes();
+    const lr = await start({ backend: 'fixture', threads: 2, libraries: { fixture: fixtureCopy } });
+    try {
+      await lr.run(new Float32Array(2 * 8).fill(0.5));
+      expect(copyFaults.liveBytes()).toBeGreaterThan(before);
+    } finally {
+      await lr.close();
+    }
+    expect(copyFaults.liveBytes()).toBe(before);
   });
 
   it('without libraries it loads the package build', async () => {

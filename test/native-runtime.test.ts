@@ -21,6 +21,7 @@ import type { NativeLibrary } from '../src/native/index.js';
 import {
   FixtureFaults,
   loadNativeLibrary,
+  MAX_FEATURES,
   MAX_ROWS,
   NativeContext,
   NativeStatus,
@@ -282,6 +283,13 @@ describe('native backend through the runtime (fixture)', () => {
       expect((await lr.stats()).cachedWorkspaces).toBe(baseline.cachedWorkspaces + 1);
     });
 
+    it('an alloc injection without `after` disarms an armed one', async () => {
+      const lr = await start({ threads: 1, weights, faultInjection: true });
+      await lr.runtime.run({ inject: 'alloc', after: 1 });
+      await lr.runtime.run({ inject: 'alloc' });
+      expect(await lr.run(x(3))).toHaveLength(3 * OUT);
+    });
+
     it('fault injection is refused unless the runtime was started with it', async () => {
       const lr = await start({ threads: 1, weights });
       expect((await rejection(lr.runtime.run({ inject: 'fatal' }))).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
@@ -424,5 +432,129 @@ describe('LinearRuntime.start option checks', () => {
   it('a shape given with the weights that agrees with them is accepted', async () => {
     const lr = await start({ threads: 1, weights: seededWeights(4, 2), inFeatures: 4, outFeatures: 2 });
     expect((await lr.run(seededFloats(1, 2 * 4))).length).toBe(2 * 2);
+  });
+});
+
+describe('LinearRuntime passes its options through (each one observed)', () => {
+  afterEach(async () => {
+    await Promise.all(runtimes.splice(0).map((lr) => lr.close({ timeoutMs: 10_000 })));
+  });
+
+  function expectedFor(weights: LinearWeights, x: Float32Array, rows: number): Float32Array {
+    const ctx = NativeContext.open(loadNativeLibrary('fixture'));
+    try {
+      ctx.uploadWeights(weights.w, weights.b, weights.outFeatures, weights.inFeatures);
+      return ctx.linearGelu(x, rows);
+    } finally {
+      ctx.close();
+    }
+  }
+
+  it('without a shape or seed it runs seeded weights 256 -> 256 with seed 1', async () => {
+    const lr = await start({ threads: 1 });
+    expect([lr.inFeatures, lr.outFeatures]).toEqual([256, 256]);
+    const x = seededFloats(5, 2 * 256);
+    expect(await lr.run(x.slice())).toEqual(expectedFor(seededWeights(256, 256, 1), x, 2));
+  });
+
+  it('the seed chooses the weights the workers run', async () => {
+    const lr = await start({ threads: 1, inFeatures: 8, outFeatures: 4, seed: 9 });
+    const x = seededFloats(6, 3 * 8);
+    const y = await lr.run(x.slice());
+    expect(y).toEqual(expectedFor(seededWeights(8, 4, 9), x, 3));
+    expect(y).not.toEqual(expectedFor(seededWeights(8, 4, 1), x, 3));
+  });
+
+  it('the cost defaults to rows: more rows than the unit ceiling is OMNI_ERR_TOO_LARGE unless a cost is given', async () => {
+    const lr = await start({
+      threads: 1,
+      inFeatures: 4,
+      outFeatures: 2,
+      admission: { requests: 4, units: 2 },
+    });
+    expect(await lr.run(seededFloats(1, 2 * 4))).toHaveLength(2 * 2);
+    await expect(lr.run(seededFloats(2, 3 * 4))).rejects.toMatchObject({
+      code: 'OMNI_ERR_TOO_LARGE',
+      cost: 3,
+    });
+    expect(await lr.run(seededFloats(2, 3 * 4), { cost: 1 })).toHaveLength(3 * 2);
+  });
+
+  it('stats() is admitted at cost 1: refused while the units are full', async () => {
+    const lr = await start({
+      threads: 1,
+      inFeatures: 4,
+      outFeatures: 2,
+      admission: { requests: 4, units: 2 },
+    });
+    // Admission is decided inside run(): the first call holds both units until its reply.
+    const first = lr.run(seededFloats(1, 2 * 4));
+    await expect(lr.stats()).rejects.toMatchObject({ code: 'OMNI_ERR_REJECTED', reason: 'units' });
+    await first;
+    expect((await lr.stats()).calls).toBe(1);
+  });
+
+  it('a per-call deadlineMs reaches the runtime: an invalid one is OMNI_ERR_INVALID_ARGUMENT', async () => {
+    const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2 });
+    await expect(lr.run(seededFloats(1, 4), { deadlineMs: -1 })).rejects.toMatchObject({
+      code: 'OMNI_ERR_INVALID_ARGUMENT',
+    });
+    expect(lr.report()).toMatchObject({ invalid: 1, completed: 0 });
+  });
+
+  it('fractional rows that happen to match the length of x are still OMNI_ERR_INVALID_ARGUMENT before admission', async () => {
+    const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2 });
+    await expect(lr.run(new Float32Array(6), { rows: 1.5 })).rejects.toMatchObject({
+      code: 'OMNI_ERR_INVALID_ARGUMENT',
+    });
+    expect(lr.report()).toMatchObject({ invalid: 1, failed: 0 });
+  });
+
+  it('the workspace byte limit reaches the workers: their cache stays within it', async () => {
+    // 16 -> 8 takes 192 bytes a row: 1024 bytes hold 5 rows, and not the workspaces of 1, 2, 4 and 5 rows together.
+    const lr = await start({ threads: 1, inFeatures: 16, outFeatures: 8, workspaceBytes: 1024 });
+    for (const rows of [1, 2, 4, 5]) await lr.run(seededFloats(rows, rows * 16));
+    expect((await lr.stats()).workspaceBytes).toBeLessThanOrEqual(1024);
+  });
+});
+
+describe('shape and workspace limits at their edges', () => {
+  afterEach(async () => {
+    await Promise.all(runtimes.splice(0).map((lr) => lr.close({ timeoutMs: 10_000 })));
+  });
+
+  it('a workspace byte limit of exactly one row serves one row', async () => {
+    const lr = await start({ threads: 1, inFeatures: 16, outFeatures: 8, workspaceBytes: 192 });
+    expect(lr.maxRows).toBe(1);
+    expect(await lr.run(seededFloats(1, 16))).toHaveLength(8);
+  });
+
+  it('MAX_FEATURES is accepted as a width', async () => {
+    const lr = await start({ threads: 1, inFeatures: MAX_FEATURES, outFeatures: 1 });
+    expect(await lr.run(seededFloats(1, MAX_FEATURES))).toHaveLength(1);
+  });
+
+  it.each([
+    ['inFeatures 0', { inFeatures: 0 }],
+    ['outFeatures 0', { outFeatures: 0 }],
+    ['inFeatures above MAX_FEATURES', { inFeatures: MAX_FEATURES + 1 }],
+  ])('%s: OMNI_ERR_INVALID_ARGUMENT before any thread starts', async (_what, options) => {
+    const spawn = vi.spyOn(Runtime, 'start');
+    try {
+      const err = await rejection(LinearRuntime.start({ backend: 'fixture', ...options }));
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(spawn).not.toHaveBeenCalled();
+    } finally {
+      spawn.mockRestore();
+    }
+  });
+
+  it('weights that are not an object fail start() with OMNI_ERR_INVALID_ARGUMENT', async () => {
+    for (const weights of [null, 7, 'w']) {
+      const err = await rejection(
+        LinearRuntime.start({ backend: 'fixture', weights } as unknown as LinearRuntimeOptions),
+      );
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    }
   });
 });
