@@ -348,6 +348,18 @@ describe('native backend through the runtime (fixture)', () => {
     expect(faults.liveBytes()).toBe(before);
   });
 
+  it('a native worker whose init throws anywhere after opening its context frees it', async () => {
+    // Not only the upload: whatever throws once the context is open (here, reading weights that
+    // are missing) must close it, since a thread whose init threw never runs its close hook.
+    const faults = new FixtureFaults(loadNativeLibrary('fixture'));
+    const before = faults.liveBytes();
+    const data = { backend: 'fixture', device: undefined, weights: null } as unknown as NativeWorkerData;
+    await rejection(
+      Runtime.start({ worker: builtModuleUrl('workers/native.js'), threads: 2, workerData: data }),
+    );
+    expect(faults.liveBytes()).toBe(before);
+  });
+
   it("a clean close frees every worker thread's native context (close hook before termination)", async () => {
     // Process-wide fixture counter: worker threads share the library with this thread.
     const faults = new FixtureFaults(loadNativeLibrary('fixture'));

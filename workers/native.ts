@@ -14,21 +14,22 @@ let faults: FixtureFaults | undefined;
 function init(data: unknown): void {
   const config = data as NativeWorkerData;
   const library = loadNativeLibrary(config.backend, config.libraryPath ? { path: config.libraryPath } : {});
-  context = NativeContext.open(library, {
+  const opened = NativeContext.open(library, {
     device: config.device,
     ...(config.workspaceCount !== undefined ? { workspaceCount: config.workspaceCount } : {}),
     ...(config.workspaceBytes !== undefined ? { workspaceBytes: config.workspaceBytes } : {}),
   });
-  const { w, b, outFeatures, inFeatures } = config.weights;
+  // Everything that can throw once the context is open stays inside the try: a thread whose
+  // init threw never runs its close hook, so the context would otherwise leak.
   try {
-    context.uploadWeights(w, b, outFeatures, inFeatures);
+    const { w, b, outFeatures, inFeatures } = config.weights;
+    opened.uploadWeights(w, b, outFeatures, inFeatures);
+    if (config.faultInjection === true && config.backend === 'fixture') faults = new FixtureFaults(library);
   } catch (err) {
-    // A thread whose init threw never runs its close hook: free the context here.
-    context.close();
-    context = undefined;
+    opened.close();
     throw err;
   }
-  if (config.faultInjection === true && config.backend === 'fixture') faults = new FixtureFaults(library);
+  context = opened;
 }
 
 export default defineWorker(
