@@ -570,3 +570,45 @@ describe('shape and workspace limits at their edges', () => {
     }
   });
 });
+
+describe('LinearRuntime hands its remaining options and results through unchanged', () => {
+  afterEach(async () => {
+    await Promise.all(runtimes.splice(0).map((lr) => lr.close({ timeoutMs: 10_000 })));
+  });
+
+  it('the row count comes from the array itself, not from an own length property', async () => {
+    const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2 });
+    const x = seededFloats(1, 2 * 4);
+    Object.defineProperty(x, 'length', { value: 4 });
+    expect(await lr.run(x)).toHaveLength(2 * 2);
+  });
+
+  it('libraries with an undefined entry are accepted', async () => {
+    const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2, libraries: { fixture: undefined } });
+    expect(await lr.run(seededFloats(1, 4))).toHaveLength(2);
+  });
+
+  it('seed 0 is a seed like any other', async () => {
+    const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2, seed: 0 });
+    expect(await lr.run(seededFloats(1, 4))).toHaveLength(2);
+  });
+
+  it('deadlineMs reads the runtime default given at start', async () => {
+    const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2, deadlineMs: 60_000 });
+    expect(lr.deadlineMs).toBe(60_000);
+  });
+
+  it('close() checks its options: a negative timeout is OMNI_ERR_INVALID_ARGUMENT', async () => {
+    const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2 });
+    expect((await rejection(lr.close({ timeoutMs: -1 }))).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+  });
+
+  it('too many rows names the rows and the row limit in its error', async () => {
+    const lr = await start({ threads: 1, inFeatures: 16, outFeatures: 8, workspaceBytes: 1024 });
+    await expect(lr.run(seededFloats(2, 6 * 16))).rejects.toMatchObject({
+      code: 'OMNI_ERR_TOO_LARGE',
+      cost: 6,
+      unitCapacity: 5,
+    });
+  });
+});
