@@ -612,3 +612,20 @@ describe('LinearRuntime hands its remaining options and results through unchange
     });
   });
 });
+
+describe("stats() is the worker's own context", () => {
+  afterEach(async () => {
+    await Promise.all(runtimes.splice(0).map((lr) => lr.close({ timeoutMs: 10_000 })));
+  });
+
+  it('it counts the calls that thread served and the bytes its context holds', async () => {
+    const lr = await start({ threads: 1, inFeatures: 16, outFeatures: 8 });
+    const before = await lr.stats();
+    // The context holds at least its weights and bias from the start.
+    expect(before.liveBytes).toBeGreaterThanOrEqual((16 * 8 + 8) * Float32Array.BYTES_PER_ELEMENT);
+    await lr.run(seededFloats(1, 2 * 16));
+    const after = await lr.stats();
+    expect(after.calls).toBe(before.calls + 1);
+    expect(after.liveBytes).toBeGreaterThan(before.liveBytes);
+  });
+});
