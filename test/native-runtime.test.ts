@@ -541,6 +541,15 @@ describe('shape and workspace limits at their edges', () => {
     expect(await lr.run(seededFloats(1, 16))).toHaveLength(8);
   });
 
+  it('an invalid device is OMNI_ERR_INVALID_ARGUMENT from start(), on the fixture too', async () => {
+    // The fixture has no devices, but the option is still checked (in each thread's context).
+    for (const device of [-1, 1.5]) {
+      expect((await rejection(start({ threads: 1, inFeatures: 4, outFeatures: 2, device }))).code).toBe(
+        'OMNI_ERR_INVALID_ARGUMENT',
+      );
+    }
+  });
+
   it('MAX_FEATURES is accepted as a width', async () => {
     const lr = await start({ threads: 1, inFeatures: MAX_FEATURES, outFeatures: 1 });
     expect(await lr.run(seededFloats(1, MAX_FEATURES))).toHaveLength(1);
