@@ -29,7 +29,7 @@ import {
   type RunOptions,
   type RuntimeOptions,
 } from './runtime/options.js';
-import { type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
+import { noOutcomes, type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
 import { startPool, teardown } from './runtime/pool.js';
 import type { TaskReply } from './runtime/protocol.js';
 import { ReplacementWatch } from './runtime/replacement-watch.js';
@@ -78,15 +78,7 @@ export class Runtime {
   readonly #waits: boolean;
   readonly #cancel: CancelWords;
   /** Every call made ends in exactly one of these: they add up to the calls made. */
-  readonly #outcomes: Outcomes = {
-    completed: 0,
-    failed: 0,
-    aborted: 0,
-    deadline: 0,
-    refused: 0,
-    invalid: 0,
-    unavailable: 0,
-  };
+  readonly #outcomes: Outcomes = noOutcomes();
   readonly #owner: TaskOwner;
   /** run() without options: checked once, not per call. */
   readonly #defaultCall: CheckedRunOptions;

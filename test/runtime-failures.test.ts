@@ -8,7 +8,7 @@ import { BoundedAdmission } from '../src/admission/index.js';
 import { NativeError } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { CancelWords } from '../src/runtime/cancel-words.js';
-import { PendingTask } from '../src/runtime/pending-task.js';
+import { noOutcomes, PendingTask } from '../src/runtime/pending-task.js';
 import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, rejection, start, until } from './fixtures/runtime-harness.js';
 
@@ -184,15 +184,7 @@ describe('a call whose work ends without a reply', () => {
   // Who gave the capacity back tells a thread that died mid-task from a reply lost after the
   // worker's finally had released the claim (the work itself ended).
   function pendingTask(admission: BoundedAdmission) {
-    const outcomes = {
-      completed: 0,
-      failed: 0,
-      aborted: 0,
-      deadline: 0,
-      refused: 0,
-      invalid: 0,
-      unavailable: 0,
-    };
+    const outcomes = noOutcomes();
     const owner = { admission, cancel: new CancelWords(1), outcomes, fail: () => {}, ended: () => {} };
     const admitted = admission.tryAdmit(1);
     if (!admitted.ok) throw new Error('expected room');

@@ -84,6 +84,23 @@ function runInProcess(argv: string[]): InProcess {
   };
 }
 
+/**
+ * Starts serve with `argv`, holds one request at the worker's gate, sends SIGTERM and waits until
+ * the drain has begun: it now waits for that request. `stuck` is how the request ended.
+ */
+async function drainingWithOneHeld(argv: string[]) {
+  const run = runInProcess(argv);
+  const { url, gated } = await run.started;
+  const stuck = postFloats(url, [1, 2]).then(
+    (a) => a.status,
+    () => 'connection closed',
+  );
+  await gated.reach(ENTERED, 1);
+  run.signals.emit('SIGTERM');
+  await run.line(/SIGTERM: draining/);
+  return { run, gated, stuck };
+}
+
 /** A 2 -> 2 gated runtime with its gate open, stopped by afterEach if a test leaves it. */
 async function openGated(given: LinearRuntimeOptions): Promise<Gated> {
   const gated = await startGated({ ...given, inFeatures: 2, outFeatures: 2, open: true });
@@ -160,7 +177,7 @@ describe('runServeCommand in-process', () => {
   });
 
   it('--drain-timeout-ms bounds the drain: a request still held then is abandoned, exit 1', async () => {
-    const run = runInProcess([
+    const { run, gated, stuck } = await drainingWithOneHeld([
       '--port',
       '0',
       '--threads',
@@ -172,14 +189,6 @@ describe('runServeCommand in-process', () => {
       '--in-features',
       '2',
     ]);
-    const { url, gated } = await run.started;
-    const stuck = postFloats(url, [1, 2]).then(
-      (a) => a.status,
-      () => 'connection closed',
-    );
-    await gated.reach(ENTERED, 1);
-    run.signals.emit('SIGTERM');
-    await run.line(/SIGTERM: draining/);
     // Set after the drain's 1 ms timer: by the time it fires, the drain has given up.
     expect(await codeOf(gated.lr.run(new Float32Array(2), { deadlineMs: 1 }))).toBe('OMNI_ERR_DEADLINE');
     gated.open();
@@ -189,16 +198,15 @@ describe('runServeCommand in-process', () => {
   });
 
   it('a second signal during the drain abandons the held request at once, whatever --drain-timeout-ms', async () => {
-    const run = runInProcess(['--port', '0', '--in-features', '2', '--drain-timeout-ms', '600000']);
-    const { url, gated } = await run.started;
-    const stuck = postFloats(url, [1, 2]).then(
-      (a) => a.status,
-      () => 'connection closed',
-    );
-    await gated.reach(ENTERED, 1);
-    run.signals.emit('SIGTERM');
-    // The drain has begun and waits for the held request; only the second signal can end it.
-    await run.line(/SIGTERM: draining/);
+    const { run, gated, stuck } = await drainingWithOneHeld([
+      '--port',
+      '0',
+      '--in-features',
+      '2',
+      '--drain-timeout-ms',
+      '600000',
+    ]);
+    // The drain waits for the held request; only the second signal can end it.
     run.signals.emit('SIGINT');
     expect(await run.exitCode).toBe(1);
     expect(run.lines).toContain('omni-runtime serve: SIGINT again: abandoning in-flight requests');

@@ -19,6 +19,11 @@ export interface Outcomes {
   unavailable: number;
 }
 
+/** Every count at zero: a runtime's start, before any call. */
+export function noOutcomes(): Outcomes {
+  return { completed: 0, failed: 0, aborted: 0, deadline: 0, refused: 0, invalid: 0, unavailable: 0 };
+}
+
 export interface TaskOwner {
   readonly admission: BoundedAdmission;
   readonly cancel: CancelWords;
