@@ -388,20 +388,20 @@ export class Runtime {
    * that is alive and serves then (the entry runs a thread's close hook once; a second turn
    * answers at once). A replacement's ready message may trail the round's replies, so each round
    * first waits until the watch has heard of every thread that has loaded. One still loading
-   * when the last round ends gets no turn: pool.close() terminates it without its close hook.
+   * when the last round ends gets no turn: the pool's destroy() terminates it without its close
+   * hook. Ends early when a hook does not return in time or `cut` settles.
    */
-  async #teardown(pool: Piscina, cut: Promise<void>): Promise<boolean> {
+  async #teardown(pool: Piscina, cut: Promise<void>): Promise<void> {
     const watch = this.#watch;
     const closed = new Set<number>();
     let threads = watch?.serving ?? this.#options.threads;
     for (;;) {
       const answered = await teardown(pool, threads, this.#options.startTimeoutMs, cut);
-      if (answered === undefined) return false;
-      if (watch === undefined) return true;
+      if (answered === undefined || watch === undefined) return;
       for (const id of answered) closed.add(id);
       await watch.caughtUp(cut);
       const serving = watch.servingNow();
-      if (serving.every((id) => closed.has(id))) return true;
+      if (serving.every((id) => closed.has(id))) return;
       threads = serving.length;
     }
   }
@@ -420,15 +420,19 @@ export class Runtime {
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!this.#abandoned && clean) {
       // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
-      // hook that never returns would hold pool.close() forever: destroy the pool then. A close
-      // timeout given so far bounded the wait for work, not the hooks (a 0 ms one on an idle
-      // runtime must not skip them); one given while they run (a server's second signal: stop
-      // waiting) cuts them short instead of leaving close() to wait out startTimeoutMs.
+      // hook that never returns is not waited for past startTimeoutMs. A close timeout given so
+      // far bounded the wait for work, not the hooks (a 0 ms one on an idle runtime must not
+      // skip them); one given while they run (a server's second signal: stop waiting) cuts them
+      // short instead of leaving close() to wait out startTimeoutMs.
       clearLongTimeout(this.#forceTimer);
       this.#forceAt = Number.POSITIVE_INFINITY;
       const cut = expired.then(() => undefined);
-      if (await this.#teardown(pool, cut)) await pool.close();
-      else await pool.destroy();
+      await this.#teardown(pool, cut);
+      // destroy(), not piscina's close(): the work has drained and every thread's turn came after
+      // its last task, so there is nothing left for close() to wait for, and close() leaves its
+      // own 30 s timeout armed, which (through the pool's listeners) kept this runtime and its
+      // buffers reachable for 30 s after close() resolved.
+      await pool.destroy();
     } else if (!this.#abandoned) {
       await pool.destroy();
     } else {
