@@ -153,6 +153,63 @@ describe('leak safety net', () => {
     await collectUntil(() => collected);
   });
 
+  // A waiter that gives up leaves the instance's one Atomics.waitAsync pending, and a release
+  // with nobody waiting notifies nobody: its continuation held the room, and through it the
+  // admission (buffer and rotation timer included), for good.
+  it.each(['aborted', 'timed out'] as const)(
+    'lets a dropped admission be collected after a waiter %s',
+    async (how) => {
+      let collected = false;
+      const registry = new FinalizationRegistry(() => {
+        collected = true;
+      });
+      // Only the code leaves the scope: vitest keeps an asserted error, whose stack holds the room.
+      const code = await (async () => {
+        const admission = new BoundedAdmission({ requests: 1 });
+        const held = admitted(admission, 1);
+        const ac = new AbortController();
+        const waiter = admission.admit(1, how === 'aborted' ? { signal: ac.signal } : { timeoutMs: 0 });
+        ac.abort();
+        const gaveUp = await waiter.then(
+          () => 'admitted',
+          (err: { code?: string }) => err.code,
+        );
+        held.release();
+        registry.register(admission, 0);
+        return admission.report().waiting === 0 ? gaveUp : 'still waiting';
+      })();
+      expect(code).toBe(how === 'aborted' ? 'OMNI_ERR_ABORTED' : 'OMNI_ERR_TIMEOUT');
+      await collectUntil(() => collected);
+    },
+  );
+
+  // The other side of the weak hold above: a caller may keep only admit()'s promise while it
+  // waits for another thread's release; the room must then still be there to admit it.
+  it('still admits a waiter whose admission only it awaits', async () => {
+    if (!gc) throw new Error('global.gc is missing: run with --expose-gc (see vitest.config.ts)');
+    let collected = false;
+    const registry = new FinalizationRegistry(() => {
+      collected = true;
+    });
+    const elsewhere = BoundedAdmission.attach(new BoundedAdmission({ requests: 1 }).buffer);
+    const held = admitted(elsewhere, 1);
+    const waiting = (() => {
+      const admission = BoundedAdmission.attach(elsewhere.buffer);
+      registry.register(admission, 0);
+      return admission.admit(1).then((permit) => {
+        permit.release();
+        return 'admitted';
+      });
+    })();
+    for (let i = 0; i < 20; i++) {
+      gc();
+      await turn();
+    }
+    expect(collected).toBe(false);
+    held.release(); // wakes the waiting instance through the shared word, as another thread would
+    await expect(waiting).resolves.toBe('admitted');
+  });
+
   // Kills also: leak-guard.ts's rotation timer going on once its guard is gone (no clearInterval):
   // an unref'd interval, so nothing hangs, but every dropped admission left one firing forever.
   it('stops its rotation timer once the admission is collected', async () => {

@@ -40,7 +40,7 @@ class Waiter implements QueueNode {
   ) {}
 }
 
-const noop = (): void => {};
+const holdRoom = (_room: WaitingRoom): void => {};
 
 export function abortError(signal: AbortSignal): AbortError {
   return new AbortError('admission wait was aborted', { cause: signal.reason });
@@ -53,10 +53,13 @@ export class WaitingRoom {
   readonly #drains: Array<() => void> = [];
   #watching = false;
   #keepAlive: ReturnType<typeof setInterval> | undefined;
+  /** The continuation of every wait on SEQ, made once (see #wakeUp). */
+  readonly #woken: () => void;
 
   constructor(i32: Int32Array, host: WaitingHost) {
     this.#i32 = i32;
     this.#host = host;
+    this.#woken = WaitingRoom.#wakeUp(new WeakRef(this));
   }
 
   get waiting(): boolean {
@@ -142,10 +145,23 @@ export class WaitingRoom {
       return;
     }
     this.#watching = true;
-    void result.value.then(() => {
-      this.#watching = false;
-      this.onChange();
-    });
+    void result.value.then(this.#woken);
+  }
+
+  /**
+   * The wait's continuation holds the room weakly: once its waiters have left (abort, timeout)
+   * the wait stays pending until some notify, which a release with nobody waiting never sends,
+   * and a strong hold would keep a dropped admission (its buffer and its rotation timer) for
+   * good. While anyone is here, #hold's timer holds the room. A function of its own: a closure
+   * made where `this` is captured would share that context, and hold the room through it.
+   */
+  static #wakeUp(self: WeakRef<WaitingRoom>): () => void {
+    return () => {
+      const room = self.deref();
+      if (room === undefined) return;
+      room.#watching = false;
+      room.onChange();
+    };
   }
 
   #giveUp(waiter: Waiter, err: Error, isRefusal: boolean): void {
@@ -166,9 +182,11 @@ export class WaitingRoom {
   }
 
   // A pending Atomics.waitAsync does not keep Node 20 alive: hold a ref'd handle while this
-  // instance has waiters or drains, or the process could exit under them.
+  // instance has waiters or drains, or the process could exit under them. The handle also holds
+  // the room itself (its argument), which the wait's continuation holds only weakly: a caller
+  // may drop the admission while it waits for another thread's release.
   #hold(): void {
-    this.#keepAlive ??= setInterval(noop, 1 << 30);
+    this.#keepAlive ??= setInterval(holdRoom, 1 << 30, this);
   }
 
   #unholdIfIdle(): void {
