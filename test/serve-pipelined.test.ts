@@ -51,6 +51,52 @@ describe('pipelined requests', () => {
     expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
   });
 
+  // Mutant: closeWithConnection without its detach (src/serve/pipelined-close.ts): each queued
+  // response would leave a 'close' listener on its connection for as long as the connection
+  // lives, and a kept-alive client would grow the list with every batch it pipelines.
+  it('a kept-alive connection keeps no listener per request it pipelined', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, open: true });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0 });
+    const accepted = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
+    const socket = await connected(s.port);
+    const connection = await accepted;
+    let answers = 0;
+    let heard = '';
+    const waiters: Array<() => void> = [];
+    socket.on('data', (chunk: Buffer) => {
+      heard += chunk.toString('latin1');
+      answers = heard.split('HTTP/1.1 ').length - 1;
+      for (const wake of waiters.splice(0)) wake();
+    });
+    const inflight = async (): Promise<number | undefined> =>
+      sample((await s.metrics.scrape()).text, 'omni_http_inflight');
+    // The client may read an answer before the server has closed its response: once none is in
+    // flight, every response of the batch has closed, and let go of what it registered.
+    const answered = async (n: number): Promise<void> => {
+      while (answers < n) await new Promise<void>((resolve) => waiters.push(resolve));
+      await until(async () => (await inflight()) === 0, 'the answered responses to close');
+    };
+    const post = (body: string): string =>
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const ok = post('{"rows":[[1,2,3,4]]}');
+    // A call, a row the route refuses, an unknown route and a call, back to back.
+    const batch = [ok, post('{"rows":[[1,2,3]]}'), 'GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n', ok].join('');
+    const listeners = (): Record<string, number> =>
+      Object.fromEntries(connection.eventNames().map((e) => [String(e), connection.listenerCount(e)]));
+    socket.write(batch);
+    await answered(4);
+    const after1 = listeners();
+    for (let i = 2; i <= 25; i++) {
+      socket.write(batch);
+      await answered(4 * i);
+    }
+    expect(listeners()).toEqual(after1);
+    socket.destroy();
+    expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+
   it('closeWithConnection ends a queued response at once when its connection is already gone', async () => {
     const server = createServer();
     const queued = new Promise<{ res: ServerResponse; connection: Socket }>((resolve) => {
