@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CancelWords, cancelledWord, isCancelled } from '../src/runtime/cancel-words.js';
 import { WorkerTaskContext } from '../workers/task-context.js';
 import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, control, gate, start, until } from './fixtures/runtime-harness.js';
+import { cleanup, codeOf, control, gate, start, turns, until } from './fixtures/runtime-harness.js';
 
 afterEach(async () => {
   vi.useRealTimers();
@@ -93,6 +93,7 @@ describe('ctx.signal', () => {
     const ctx = new WorkerTaskContext(words, claim, 1, 0);
     const signal = ctx.signal;
     const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+    await turns(1); // the context arms its wait on this thread's next turn (immediates run in order)
     // Queued behind the context's waiter: woken by the same notify, resumed after it.
     const behind = Atomics.waitAsync(words, 1, 0);
     Atomics.store(words, 1, cancelledWord({ ...claim, generation: 4 }));
@@ -104,6 +105,24 @@ describe('ctx.signal', () => {
     expect(Atomics.notify(words, 1)).toBe(1);
     await aborted;
     expect(signal.aborted).toBe(true);
+    ctx.finish();
+  });
+
+  // The wait is armed on the thread's next turn: a cancel notified before then wakes nobody, and
+  // must still be seen when the wait is armed.
+  it('aborts on a cancel that came before its wait was armed', async () => {
+    const words = new Int32Array(new SharedArrayBuffer(8));
+    const claim = { admission: 1, slot: 1, generation: 5, units: 1 };
+    const ctx = new WorkerTaskContext(words, claim, 1, 0);
+    const signal = ctx.signal;
+    const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+    Atomics.store(words, 1, cancelledWord(claim));
+    expect(Atomics.notify(words, 1)).toBe(0);
+    await aborted;
+    expect({ aborted: signal.aborted, stoppedBy: ctx.stoppedBy(signal.reason) }).toEqual({
+      aborted: true,
+      stoppedBy: 'aborted',
+    });
     ctx.finish();
   });
 });

@@ -16,6 +16,10 @@ export class WorkerTaskContext implements TaskContext {
   /** Why the signal aborted: its deadline timer may fire a moment before Date.now() agrees. */
   #abortedFor: SkipReason | undefined;
   #deadlineTimer: LongTimer;
+  /** The watch on the cancel word, armed on this thread's next turn (see `signal`). */
+  #arming: ReturnType<typeof setImmediate> | undefined;
+  /** A wait on the cancel word is pending: finish() must wake it. */
+  #waiting = false;
   #done = false;
 
   constructor(words: Int32Array, claim: Claim, cost: number, deadlineAt: number) {
@@ -38,9 +42,17 @@ export class WorkerTaskContext implements TaskContext {
     const controller = new AbortController();
     this.#controller = controller;
     if (this.#pastDeadline()) this.#abort(controller, 'deadline');
+    else if (isCancelled(this.#words, this.#claim)) this.#abort(controller, 'aborted');
     else if (!this.#done) {
-      // Only while the task runs: nothing may be left armed by a read after finish().
-      this.#watch(controller);
+      // Only while the task runs: nothing may be left armed by a read after finish(). The wait is
+      // armed once this thread's event loop turns, not here: its wake-up (finish's notify
+      // included) is delivered only on a turn, and piscina runs one task after another without
+      // one while each ends in microtasks (a synchronous or native handler), so every such task
+      // that read ctx.signal left a resolved wait, and with it this context, behind for good.
+      // A task that never turns the loop cannot hear the event anyway; finish() clears this.
+      this.#arming = setImmediate((c) => {
+        if (!this.#done) this.#watch(c);
+      }, controller);
       if (this.deadlineAt !== 0) {
         // Deadlines may lie beyond one setTimeout (2^31-1 ms), which Node would cut to 1 ms.
         const left = this.deadlineAt - Date.now();
@@ -85,6 +97,8 @@ export class WorkerTaskContext implements TaskContext {
    * later, real cancel unseen.
    */
   #watch(controller: AbortController): void {
+    this.#arming = undefined;
+    this.#waiting = false;
     const seen = Atomics.load(this.#words, this.#claim.slot);
     if (seen === cancelledWord(this.#claim)) {
       this.#abort(controller, 'aborted');
@@ -92,10 +106,13 @@ export class WorkerTaskContext implements TaskContext {
     }
     const wait = Atomics.waitAsync(this.#words, this.#claim.slot, seen);
     const onWake = (): void => {
+      this.#waiting = false;
       if (!this.#done) this.#watch(controller);
     };
-    if (wait.async) void wait.value.then(onWake);
-    else onWake();
+    if (wait.async) {
+      this.#waiting = true;
+      void wait.value.then(onWake);
+    } else onWake();
   }
 
   /** Listing a buffer twice is harmless (a transfer list with duplicates cannot be posted). */
@@ -112,6 +129,7 @@ export class WorkerTaskContext implements TaskContext {
   finish(): void {
     this.#done = true;
     clearLongTimeout(this.#deadlineTimer);
-    if (this.#controller) Atomics.notify(this.#words, this.#claim.slot);
+    clearImmediate(this.#arming);
+    if (this.#waiting) Atomics.notify(this.#words, this.#claim.slot);
   }
 }
