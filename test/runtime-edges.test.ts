@@ -218,6 +218,24 @@ describe('a lost thread whose replacement comes up', () => {
       vi.useRealTimers();
     }
   });
+
+  // Each loss armed a startTimeoutMs timer that stayed armed after its replacement came up: a
+  // thread crashing on every call left one per crash (holding the watch) for the whole timeout.
+  it("clears the loss's due timer once its replacement is up", async () => {
+    const rt = await start({ threads: 1, startTimeoutMs: 30_000 });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      for (let i = 0; i < 3; i++) {
+        expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+        // The only thread is the replacement: this call proves it came up.
+        await expect(rt.run({ mode: 'echo', value: i })).resolves.toBe(i);
+      }
+      expect(vi.getTimerCount()).toBe(0);
+      expect(rt.state).toBe('ready');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
 
 describe('a forced close', () => {

@@ -23,7 +23,8 @@ export class ReplacementWatch {
   readonly #pool: Piscina;
   readonly #timeoutMs: number;
   readonly #stuck: (error: Error) => void;
-  readonly #timers = new Set<LongTimer>();
+  /** Each loss not yet covered: its due timer, and how many replacements cover it. */
+  readonly #timers = new Map<LongTimer, number>();
   /** Int32[0]: threads whose module has loaded, counted by each thread itself (EntryData.loaded). */
   readonly #loaded: Int32Array;
   /** Loads counted when the watch attached: start() had heard of each (it waited for them). */
@@ -46,6 +47,7 @@ export class ReplacementWatch {
     this.#serving = new Set(pool.threads);
     pool.on('workerCreate', (worker: { id: number }) => {
       this.#up++;
+      this.#covered();
       // The thread is alive here, so its threadId still names it (an exited one reads -1).
       const thread = pool.threads.find((t) => t.threadId === worker.id);
       if (thread) this.#serving.add(thread);
@@ -91,7 +93,19 @@ export class ReplacementWatch {
     );
     // A process with nothing else to do may end while a replacement is still due.
     (timer as { unref?: () => void } | undefined)?.unref?.();
-    this.#timers.add(timer);
+    this.#timers.set(timer, needed);
+  }
+
+  /**
+   * Clears the due timers of the losses covered now: a thread that crashes on every call would
+   * otherwise leave one armed for startTimeoutMs per crash, long after its replacement came up.
+   */
+  #covered(): void {
+    for (const [timer, needed] of this.#timers) {
+      if (this.#up < needed) continue;
+      clearLongTimeout(timer);
+      this.#timers.delete(timer);
+    }
   }
 
   /** Terminates the threads in the pool that are not up (replacements stuck in init). */
@@ -151,7 +165,7 @@ export class ReplacementWatch {
 
   stop(): void {
     this.#stopped = true;
-    for (const timer of this.#timers) clearLongTimeout(timer);
+    for (const timer of this.#timers.keys()) clearLongTimeout(timer);
     this.#timers.clear();
   }
 }
