@@ -11,3 +11,56 @@ export function isAbortSignal(value: unknown): value is AbortSignal {
     return false;
   }
 }
+
+/** What follows a signal's abort (a call, a waiter): told once, when the signal aborts. */
+export interface AbortFollower {
+  handleEvent(): void;
+}
+
+/**
+ * The followers of each signal that has any. Calls share one listener per signal: a listener
+ * each would make every add walk the signal's whole list (EventTarget checks for duplicates),
+ * quadratic in the calls in flight on one long-lived signal, and past 10 Node warns of a
+ * "possible EventTarget memory leak".
+ */
+const followers = new WeakMap<AbortSignal, Set<AbortFollower>>();
+
+/**
+ * The one listener (a function's `this` is the signal): the followers hear the abort in the order
+ * they came; as with listeners of their own, one that leaves before its turn is not told.
+ */
+function tellFollowers(this: AbortSignal): void {
+  const following = followers.get(this);
+  if (following === undefined) return;
+  // Each follower leaves the set as it is told (or before): iteration skips those gone.
+  for (const follower of following) {
+    try {
+      follower.handleEvent();
+    } catch (err) {
+      // As EventTarget does for a listener that throws: reported, and the others still hear it.
+      process.nextTick(() => {
+        throw err;
+      });
+    }
+  }
+  followers.delete(this);
+}
+
+/** `follower` hears `signal`'s abort once, unless unfollowAbort() comes first. */
+export function followAbort(signal: AbortSignal, follower: AbortFollower): void {
+  let following = followers.get(signal);
+  if (following === undefined) {
+    following = new Set();
+    followers.set(signal, following);
+    signal.addEventListener('abort', tellFollowers, { once: true });
+  }
+  following.add(follower);
+}
+
+/** Stops `follower` hearing `signal`; the last to go removes the listener. */
+export function unfollowAbort(signal: AbortSignal, follower: AbortFollower): void {
+  const following = followers.get(signal);
+  if (following === undefined || !following.delete(follower) || following.size !== 0) return;
+  followers.delete(signal);
+  signal.removeEventListener('abort', tellFollowers);
+}

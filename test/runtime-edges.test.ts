@@ -121,6 +121,60 @@ describe('a call that has ended leaves nothing behind', () => {
   });
 });
 
+describe('one long-lived signal shared by many calls in flight', () => {
+  // Every call added a listener of its own to the caller's signal: with more than 10 in flight
+  // Node warned of a "possible EventTarget memory leak" (MaxListenersExceededWarning), and each
+  // add walked the whole list (a server-wide signal with thousands of calls in flight paid a
+  // quadratic cost). The calls now share one listener per signal.
+  it.each([
+    ['serial', undefined],
+    ['wait mode (waiting for admission, then dispatched)', { requests: 1, wait: true }],
+  ] as const)('%s: one listener, no leak warning, none left after', async (_mode, admission) => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => {
+      warnings.push(warning.name);
+    };
+    process.on('warning', onWarning);
+    try {
+      const rt = await start({ threads: 1, ...(admission ? { admission } : {}) });
+      const ac = new AbortController();
+      const c = control();
+      const first = rt.run(gate(c, { value: 'first' }), { signal: ac.signal, deadlineMs: 600_000 });
+      await waitFor(c, STARTED);
+      const calls = Array.from({ length: 20 }, (_, i) =>
+        rt.run({ mode: 'echo', value: i }, { signal: ac.signal, deadlineMs: 600_000 }),
+      );
+      expect(getEventListeners(ac.signal, 'abort')).toHaveLength(1);
+      open(c);
+      await expect(first).resolves.toBe('first');
+      await expect(Promise.all(calls)).resolves.toEqual(calls.map((_, i) => i));
+      expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
+      await turns(); // process 'warning' is emitted on a later tick
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('an abort reaches every call that follows the signal, and leaves none behind', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2, wait: true } });
+    const ac = new AbortController();
+    const c = control();
+    const running = rt.run(gate(c), { signal: ac.signal });
+    await waitFor(c, STARTED);
+    const queued = rt.run({ mode: 'echo', value: 1 }, { signal: ac.signal }); // dispatched, queued
+    const waiting = Array.from({ length: 3 }, () => rt.run({ mode: 'echo' }, { signal: ac.signal }));
+    expect(rt.report()).toMatchObject({ depth: 2, waiting: 3 });
+    ac.abort();
+    const codes = await Promise.all([running, queued, ...waiting].map((call) => codeOf(call)));
+    expect(codes).toEqual(Array(5).fill('OMNI_ERR_ABORTED'));
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
+    open(c);
+    await until(() => rt.report().depth === 0, 'depth 0');
+    expect(rt.report()).toMatchObject({ aborted: 5, waiting: 0 });
+  });
+});
+
 describe("ctx.signal and the worker's own clock", () => {
   // Mutant: ctx.signal without its own deadline timer (workers/task-context.ts): it would abort
   // only on the main thread's cancel, which a busy main thread does not send.

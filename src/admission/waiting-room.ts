@@ -8,6 +8,7 @@
  * per instance, armed with the SEQ value read before the failed try (see BoundedAdmission,
  * "Memory ordering").
  */
+import { type AbortFollower, followAbort, unfollowAbort } from '../abort-signal.js';
 import { AbortError, ClosedError, TimeoutError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { SEQ_I32, WAITERS_I32 } from './layout.js';
@@ -26,13 +27,16 @@ export interface WaitingHost {
   depth(): number;
 }
 
-class Waiter implements QueueNode {
+class Waiter implements QueueNode, AbortFollower {
   prev: QueueNode | undefined;
   next: QueueNode | undefined;
   queued = false;
   timer: LongTimer;
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
+  handleEvent(): void {
+    this.onAbort?.();
+  }
   constructor(
     readonly cost: number,
     readonly resolve: (permit: Permit) => void,
@@ -86,7 +90,7 @@ export class WaitingRoom {
       if (signal) {
         waiter.signal = signal;
         waiter.onAbort = () => this.#giveUp(waiter, abortError(signal), false);
-        signal.addEventListener('abort', waiter.onAbort, { once: true });
+        followAbort(signal, waiter);
       }
       this.onChange();
     });
@@ -176,7 +180,7 @@ export class WaitingRoom {
     if (!this.#queue.remove(waiter)) return false;
     if (Atomics.sub(this.#i32, WAITERS_I32, 1) === 1) this.#host.clearWaitingFlag();
     clearLongTimeout(waiter.timer);
-    if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
+    if (waiter.signal) unfollowAbort(waiter.signal, waiter);
     this.#unholdIfIdle();
     return true;
   }

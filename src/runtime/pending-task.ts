@@ -1,3 +1,4 @@
+import { followAbort, unfollowAbort } from '../abort-signal.js';
 import type { BoundedAdmission, Claim } from '../admission/index.js';
 import { AbortError, DeadlineError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
@@ -66,7 +67,7 @@ export class PendingTask {
     this.#resolve = resolve;
     this.#reject = reject;
     this.#signal = signal;
-    signal?.addEventListener('abort', this, { once: true });
+    if (signal) followAbort(signal, this);
     // One plain setTimeout for any deadline up to ~24.8 days; longer ones re-arm in steps.
     if (deadlineMs !== undefined) this.#timer = setLongTimeout(fireDeadline, deadlineMs, this);
   }
@@ -156,6 +157,6 @@ export class PendingTask {
   #detach(): void {
     if (this.#timer !== undefined) clearLongTimeout(this.#timer);
     this.#timer = undefined;
-    this.#signal?.removeEventListener('abort', this);
+    if (this.#signal) unfollowAbort(this.#signal, this);
   }
 }

@@ -1,0 +1,54 @@
+/**
+ * Followers of a caller's AbortSignal (src/abort-signal.ts): calls and waiters share one
+ * listener per signal, however many follow it, and each hears the abort once.
+ */
+import { getEventListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { type AbortFollower, followAbort, unfollowAbort } from '../src/abort-signal.js';
+
+function recorder(heard: string[], name: string, also?: () => void): AbortFollower {
+  return {
+    handleEvent() {
+      heard.push(name);
+      also?.();
+    },
+  };
+}
+
+describe('followAbort', () => {
+  it('adds one listener for every follower, and the last to leave removes it', () => {
+    const ac = new AbortController();
+    const heard: string[] = [];
+    const followers = Array.from({ length: 50 }, (_, i) => recorder(heard, `f${i}`));
+    for (const f of followers) followAbort(ac.signal, f);
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(1);
+    for (const f of followers.slice(1)) unfollowAbort(ac.signal, f);
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(1);
+    unfollowAbort(ac.signal, followers[0]!);
+    unfollowAbort(ac.signal, followers[0]!); // leaving twice changes nothing
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
+    ac.abort();
+    expect(heard).toEqual([]);
+  });
+
+  it('tells each follower once, in the order they came, unless it left before its turn', () => {
+    const ac = new AbortController();
+    const other = new AbortController();
+    const heard: string[] = [];
+    const b = recorder(heard, 'b');
+    const a = recorder(heard, 'a', () => unfollowAbort(ac.signal, b));
+    followAbort(ac.signal, a);
+    followAbort(ac.signal, b);
+    followAbort(
+      ac.signal,
+      recorder(heard, 'c', () => unfollowAbort(ac.signal, a)),
+    );
+    followAbort(other.signal, recorder(heard, 'other'));
+    ac.abort();
+    ac.signal.dispatchEvent(new Event('abort')); // a second event tells nobody again
+    // As listeners of their own: b, removed by a before its turn, is not told.
+    expect(heard).toEqual(['a', 'c']);
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
+    expect(getEventListeners(other.signal, 'abort')).toHaveLength(1);
+  });
+});
