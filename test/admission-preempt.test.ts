@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { WORD_MODES } from './fixtures/admission-interleave.js';
 import { NEVER, type Schedule, sweep, World } from './fixtures/admission-preempt.js';
-import { OPS, opNamed, STATES } from './fixtures/admission-preempt-ops.js';
+import { OPS, opNamed, STATES, stateNamed } from './fixtures/admission-preempt-ops.js';
 
 /** Small, so that filling the bound takes few steps; room for what the operations prepare. */
 const REQUESTS = 5;
@@ -34,7 +34,7 @@ describe.each(WORD_MODES)('one preemption (%s)', (_mode, units) => {
 
 const twice = (state: string, a: string, b: string, second: Pick<Schedule, 'inside' | 'later'>) => ({
   name: `${a} | ${b} | ${second.inside ? `inside it: ${second.inside.name}` : `later: ${second.later === 'rest' ? 'its rest' : second.later?.name}`} (${state})`,
-  schedule: { state: STATES.find((s) => s.name === state)!, a: opNamed(a), b: opNamed(b), ...second },
+  schedule: { state: stateNamed(state), a: opNamed(a), b: opNamed(b), ...second },
 });
 
 const TWICE = [
@@ -47,6 +47,11 @@ const TWICE = [
     later: 'rest',
   }),
   twice('closed, one permit held', 'permit.release', 'close()', { later: opNamed('permit.release') }),
+  // A slot freed behind a claim's scan of the slots and another taken ahead of it: the scan
+  // must still find a slot (there are as many as requests).
+  twice('full of claims on instance 3', 'permit.toClaim', 'releaseClaim', {
+    later: opNamed('tryAdmit(0) and toClaim'),
+  }),
   // Three copies of one claim: exactly one wins.
   twice('empty', 'releaseClaim(copy of a shared claim)', 'reclaim(copy of a shared claim)', {
     inside: opNamed('releaseClaim(copy of a shared claim)'),
@@ -71,10 +76,7 @@ describe.each(WORD_MODES)('two preemptions (%s)', (_mode, units) => {
 describe('the explorer reaches what it claims to', () => {
   async function stepsOf(state: string, a: string): Promise<string[]> {
     const world = new World(REQUESTS, 10);
-    await world.run(STATES.find((s) => s.name === state)!, opNamed(a), {
-      op: opNamed('report()'),
-      at: NEVER,
-    });
+    await world.run(stateNamed(state), opNamed(a), { op: opNamed('report()'), at: NEVER });
     expect(world.violations).toEqual([]);
     return world.frameLog[0]!.steps.map((s) => `${s.thread}:${s.op}(${s.word})`);
   }
