@@ -43,6 +43,11 @@ const TWICE = [
   // A waiter counted before that clear's re-check and gone before its re-set.
   twice('full on requests', 'abort of a waiting admit', 'admit(1), aborted later', { later: 'rest' }),
   twice('full on requests', 'admit timeout', 'admit(1), timing out later', { later: 'rest' }),
+  // A release that lands while a waiter has read SEQ and failed, but is not asleep yet.
+  twice('full on requests', 'permit.release', 'admit(1), asleep later', { later: 'rest' }),
+  twice('a waiter queued on instance 1', 'abort of a waiting admit', 'admit(1), asleep later', {
+    later: 'rest',
+  }),
   twice('a waiter queued on instance 2', 'admit woken by a release', 'admit(1), aborted later', {
     later: 'rest',
   }),
