@@ -68,6 +68,32 @@ describe('claims across threads', () => {
     expect(admission.report().depth).toBe(0);
   });
 
+  // Found by the preemption explorer (admission-preempt.test.ts). There are as many slots as
+  // requests, so a permit always has a free slot; one scan of the slots could still miss it
+  // when another thread frees a slot the scan has passed and takes one it has not reached.
+  it('a claim finds a slot when one is freed behind its scan and another taken ahead of it', () => {
+    const admission = new BoundedAdmission({ requests: 3 });
+    const second = BoundedAdmission.attach(admission.buffer);
+    const third = BoundedAdmission.attach(admission.buffer);
+    const secondClaim = admitted(second).toClaim();
+    const thirdClaim = admitted(third).toClaim();
+    expect([secondClaim.slot, thirdClaim.slot]).toEqual([0, 1]);
+    const mine = admitted(admission); // the bound is full; slot 2 is free
+    let taken: Claim | undefined;
+    const myClaim = during(
+      interleaveAfter('load', admission.buffer, slotWord, () => {
+        second.releaseClaim(secondClaim); // frees slot 0, which my scan has just passed
+        taken = admitted(third).toClaim(); // takes slot 2, which my scan has not reached
+      }),
+      () => mine.toClaim(),
+    );
+    expect(taken?.slot).toBe(2);
+    expect(myClaim.slot).toBe(0);
+    expect(admission.report().depth).toBe(3);
+    for (const claim of [myClaim, thirdClaim, taken!]) admission.releaseClaim(claim);
+    expect(admission.report().depth).toBe(0);
+  });
+
   // Kills: claims.ts release() as a check of the held bit followed by a store. The release today
   // loads nothing from the slot, so the hook fires only for such a split release.
   it('two copies of a claim released at once: exactly one wins', () => {

@@ -1,6 +1,13 @@
 import { ClaimsExhaustedError } from '../errors.js';
 import type { Claim } from './internal.js';
-import { costsByteOffset, GENERATION_LIMIT, ID_I32, SLOT_HELD, SLOTS_BYTE_OFFSET } from './layout.js';
+import {
+  CLAIMS_I32,
+  costsByteOffset,
+  GENERATION_LIMIT,
+  ID_I32,
+  SLOT_HELD,
+  SLOTS_BYTE_OFFSET,
+} from './layout.js';
 
 /**
  * Per-permit shared slots, used only once a permit becomes a claim that another thread may
@@ -8,7 +15,10 @@ import { costsByteOffset, GENERATION_LIMIT, ID_I32, SLOT_HELD, SLOTS_BYTE_OFFSET
  *
  * Invariants: a claim's release succeeds at most once across all its copies (one CAS from
  * held-at-generation-g to free-at-generation-g+1); a stale claim (generation g while the slot
- * holds a later one) never matches. The generation is 53 bits so that it never wraps in
+ * holds a later one) never matches. Exhaustion is exact: a claim first reserves one of the
+ * slots in CLAIMS and is refused only when all are reserved; once reserved, a free slot
+ * exists at every instant (a slot is held only under a reservation, and freed before its
+ * reservation is given back), so acquire scans until it takes one. The generation is 53 bits so that it never wraps in
  * practice (2^53 reuses of one slot take decades at ten million a second): a 30-bit one wrapped
  * after ~10^9 reuses, a minute or two of one slot reused nonstop, and a stale copy could then
  * match the new holder.
@@ -23,6 +33,7 @@ export const SPENT = -1;
 export const NOT_A_CLAIM = -2;
 
 export class ClaimTable {
+  readonly #header: Int32Array;
   readonly #words: BigUint64Array;
   readonly #costs: Float64Array;
   readonly #count: number;
@@ -31,7 +42,8 @@ export class ClaimTable {
 
   constructor(buffer: SharedArrayBuffer, count: number) {
     this.#count = count;
-    this.#id = new Int32Array(buffer, 0, 16)[ID_I32]!;
+    this.#header = new Int32Array(buffer, 0, 16);
+    this.#id = this.#header[ID_I32]!;
     this.#words = new BigUint64Array(buffer, SLOTS_BYTE_OFFSET, count);
     this.#costs = new Float64Array(buffer, costsByteOffset(count), count);
   }
@@ -40,8 +52,14 @@ export class ClaimTable {
   acquire(units: number): Claim {
     const words = this.#words;
     const n = this.#count;
-    for (let k = 0; k < n; k++) {
-      let slot = this.#hint + k;
+    // Reserve first: the count decides exhaustion (see CLAIMS_I32), then a slot surely is free.
+    if (Atomics.add(this.#header, CLAIMS_I32, 1) >= n) {
+      Atomics.sub(this.#header, CLAIMS_I32, 1);
+      throw new ClaimsExhaustedError(`all ${n} claim slots are in use`);
+    }
+    // A pass finds nothing only if other threads moved the free slot meanwhile; scan again.
+    for (let k = 0; ; k++) {
+      let slot = this.#hint + (k % n);
       if (slot >= n) slot -= n;
       const word = Atomics.load(words, slot);
       // CAS, not store: another thread's instance may be taking the same free slot.
@@ -54,7 +72,6 @@ export class ClaimTable {
         return { admission: this.#id, slot, generation: Number(word >> 1n), units };
       }
     }
-    throw new ClaimsExhaustedError(`all ${n} claim slots are in use`);
   }
 
   /**
@@ -76,7 +93,10 @@ export class ClaimTable {
     // If the CAS wins, the slot was held at this generation throughout, so the cost is ours.
     const units = this.#costs[slot]!;
     const next = generation + 1 === GENERATION_LIMIT ? 0 : generation + 1;
-    return Atomics.compareExchange(this.#words, slot, held, BigInt(next) << 1n) === held ? units : SPENT;
+    if (Atomics.compareExchange(this.#words, slot, held, BigInt(next) << 1n) !== held) return SPENT;
+    // After the slot is free: a reservation never counts fewer slots than are held.
+    Atomics.sub(this.#header, CLAIMS_I32, 1);
+    return units;
   }
 }
 

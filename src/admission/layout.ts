@@ -42,6 +42,13 @@ export const SHIFT_I32 = 7;
  * admission is refused instead of releasing a reservation whose slot happens to match.
  */
 export const ID_I32 = 12;
+/**
+ * Int32 index: claims outstanding (slots reserved). A claim reserves here before it looks for
+ * a slot, so exhaustion is decided by one count, not by a scan of slots that other threads
+ * free and take meanwhile (a scan can pass a slot just before it is freed and reach the last
+ * free one just after it is taken, finding all "in use" while one never stopped being free).
+ */
+export const CLAIMS_I32 = 13;
 /** BigUint64 index: refusals, 64-bit so the count stays exact far past 2^32. */
 export const REJECTED_U64 = 4;
 /** Float64 index: the unit ceiling, or -1 in request-only mode (units up to 2^53 - 1). */
