@@ -136,6 +136,26 @@ describe('clientErrorHandler', () => {
     expect(await clientErrors(m)).not.toContain('detail=');
   });
 
+  it('bytes after a closing request whose answer is pending: left to that answer, nothing counted', async () => {
+    const m = metrics();
+    const socket = fakeSocket({ headersSent: false });
+    const handler = clientErrorHandler(m);
+    handler(error('HPE_CLOSED_CONNECTION'), socket as unknown as Socket);
+    handler(error('HPE_CLOSED_CONNECTION'), socket as unknown as Socket);
+    expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
+      written: '',
+      destroyed: false,
+    });
+    expect(await clientErrors(m)).not.toContain('detail=');
+  });
+
+  it('bytes after a closing request already answered: closed as any parse error', async () => {
+    const socket = fakeSocket();
+    clientErrorHandler(metrics())(error('HPE_CLOSED_CONNECTION'), socket as unknown as Socket);
+    expect(parse(socket.written).status).toBe(400);
+    expect(socket.destroyed).toBe(true);
+  });
+
   it('a request whose response already started: no second answer on the wire, still closed', async () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: true });

@@ -42,6 +42,14 @@ export const ANSWERED_STATUS = Symbol('omni.serve.answeredStatus');
 
 export type AnsweredSocket = Socket & { [ANSWERED_STATUS]?: number };
 
+/**
+ * llhttp's error for bytes after a request that closes its connection (`Connection: close`, or
+ * HTTP/1.0 without keep-alive). Those bytes are no request of the server's to answer (RFC 9112
+ * 9.6: it answers the closing request, processes nothing after it): that request's own answer
+ * is still to come, and node closes the connection after it.
+ */
+const DATA_AFTER_CLOSE = 'HPE_CLOSED_CONNECTION';
+
 /** A server 'clientError' listener: one JSON answer if nothing was sent yet, then close. */
 export function clientErrorHandler(
   metrics: ServeMetrics,
@@ -50,12 +58,15 @@ export function clientErrorHandler(
     // A reset connection has nobody to answer.
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const code = err.code ?? 'unknown';
+    const pending = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+    // Not counted: the connection is not closed for it, nor answered 400 (every later read
+    // reports it again, as the parser stays failed).
+    if (code === DATA_AFTER_CLOSE && pending != null) return;
     metrics.clientError(code);
     const answer = answerFor(errorFor(code, err.message));
     const body = JSON.stringify(answer.body);
     // The request may already be routed (a chunked body fails mid-way): answer only if its
     // response has not started, as node:http's own default handler does.
-    const pending = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (socket.writable && pending?.headersSent !== true) {
       (socket as AnsweredSocket)[ANSWERED_STATUS] = answer.status;
       socket.write(
