@@ -1,7 +1,8 @@
 /**
  * Answers for requests node:http cannot parse (bad framing, a non-hex chunk size, a truncated
  * body, oversized headers). These never reach a route, so they never reach a worker: the parser
- * fails, the socket is answered from here and closed.
+ * fails, the socket is answered from here (after the answers of requests pipelined before the
+ * bad one) and closed.
  */
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
@@ -45,37 +46,85 @@ export type AnsweredSocket = Socket & { [ANSWERED_STATUS]?: number };
 /**
  * llhttp's error for bytes after a request that closes its connection (`Connection: close`, or
  * HTTP/1.0 without keep-alive). Those bytes are no request of the server's to answer (RFC 9112
- * 9.6: it answers the closing request, processes nothing after it): that request's own answer
- * is still to come, and node closes the connection after it.
+ * 9.6: it answers the closing request, processes nothing after it): node closes the connection
+ * after that request's own answer.
  */
 const DATA_AFTER_CLOSE = 'HPE_CLOSED_CONNECTION';
 
-/** A server 'clientError' listener: one JSON answer if nothing was sent yet, then close. */
+/** The response of the latest request node routed on a connection (see rememberResponse). */
+const LATEST_RESPONSE = Symbol('omni.serve.latestResponse');
+/** Set on a socket once its parser failed: llhttp stays failed and reports again on every read. */
+const PARSE_FAILED = Symbol('omni.serve.parseFailed');
+
+type ClientSocket = AnsweredSocket & {
+  [LATEST_RESPONSE]?: ServerResponse;
+  [PARSE_FAILED]?: true;
+  _httpMessage?: { headersSent?: boolean } | null;
+  parser?: { incoming?: IncomingMessage | null } | null;
+};
+
+/**
+ * A server 'request' listener (after fastify's): remembers each connection's latest response,
+ * so that a parse error in a request pipelined behind it is answered after it, not in its place.
+ */
+export function rememberResponse(req: IncomingMessage, res: ServerResponse): void {
+  (req.socket as ClientSocket)[LATEST_RESPONSE] = res;
+}
+
+function errorAnswer(code: string, message: string): { status: number; text: string } {
+  const answer = answerFor(errorFor(code, message));
+  const body = JSON.stringify(answer.body);
+  return {
+    status: answer.status,
+    text:
+      `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  };
+}
+
+/**
+ * A server 'clientError' listener: one JSON answer, then close. An error in a request
+ * pipelined behind requests still being answered waits for their answers (their order is the
+ * requests'); otherwise it is answered at once if nothing was sent yet.
+ */
 export function clientErrorHandler(
   metrics: ServeMetrics,
 ): (err: Error & { code?: string }, socket: Socket) => void {
   return (err, socket) => {
+    const s = socket as ClientSocket;
     // A reset connection has nobody to answer.
-    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    if (err.code === 'ECONNRESET' || s.destroyed || s[PARSE_FAILED] === true) return;
+    s[PARSE_FAILED] = true;
     const code = err.code ?? 'unknown';
-    const pending = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
-    // Not counted: the connection is not closed for it, nor answered 400 (every later read
-    // reports it again, as the parser stays failed).
-    if (code === DATA_AFTER_CLOSE && pending != null) return;
+    // Every request routed so far was read whole (none is mid-body): the error is in bytes after
+    // them, and the latest one's answer, if still to come, must come first.
+    const latest = s[LATEST_RESPONSE];
+    const behind =
+      s.parser?.incoming?.complete !== false &&
+      latest !== undefined &&
+      !latest.writableFinished &&
+      !latest.destroyed;
+    if (behind) {
+      // Not counted: the connection is not closed for it, nor answered 400.
+      if (code === DATA_AFTER_CLOSE) return;
+      metrics.clientError(code);
+      latest.once('close', () => {
+        // Finished: the connection is in step, answer. Not finished: the client left.
+        if (latest.writableFinished && s.writable) s.write(errorAnswer(code, err.message).text);
+        s.destroy(err);
+      });
+      return;
+    }
     metrics.clientError(code);
-    const answer = answerFor(errorFor(code, err.message));
-    const body = JSON.stringify(answer.body);
+    const answer = errorAnswer(code, err.message);
     // The request may already be routed (a chunked body fails mid-way): answer only if its
     // response has not started, as node:http's own default handler does.
-    if (socket.writable && pending?.headersSent !== true) {
-      (socket as AnsweredSocket)[ANSWERED_STATUS] = answer.status;
-      socket.write(
-        `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n` +
-          'Content-Type: application/json; charset=utf-8\r\n' +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
+    if (s.writable && s._httpMessage?.headersSent !== true) {
+      s[ANSWERED_STATUS] = answer.status;
+      s.write(answer.text);
     }
-    socket.destroy(err);
+    s.destroy(err);
   };
 }
 

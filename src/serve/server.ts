@@ -20,6 +20,7 @@ import {
   type AnsweredSocket,
   clientErrorHandler,
   expectationHandler,
+  rememberResponse,
 } from './client-error.js';
 import { Drain, type DrainResult, type ServerState } from './drain.js';
 import { continueWhenRead, deferContinue } from './expect-continue.js';
@@ -154,6 +155,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const onExpectation = expectationHandler(metrics);
   app.server.on('checkExpectation', onExpectation);
   app.server.on('checkContinue', deferContinue);
+  app.server.on('request', rememberResponse);
   continueWhenRead(app, bodyLimit);
   // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
   app.removeContentTypeParser('text/plain');
@@ -235,6 +237,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     other.on('clientError', clientErrors);
     other.on('checkExpectation', onExpectation);
     other.on('checkContinue', deferContinue);
+    other.on('request', rememberResponse);
   }
   const bound = app.server.address() as AddressInfo;
   const shownHost = bound.address.includes(':') ? `[${bound.address}]` : bound.address;
