@@ -36,10 +36,33 @@ function readable(request: FastifyRequest, bodyLimit: number): boolean {
   return length === undefined || Number(length) <= bodyLimit;
 }
 
+/**
+ * A pipelined request's response waits behind earlier ones until node attaches it to the
+ * connection, buffering what is written meanwhile; once its answer is ended there, node puts
+ * the head before that buffer, so a 100 written while waiting would land between the head and
+ * the body. Written once the response is attached instead, and only if its head is not out
+ * yet: the client then sends its body only once the answers before it are out.
+ */
+function writeContinue(res: ServerResponse): void {
+  if (res.socket !== null) {
+    res.writeContinue();
+    return;
+  }
+  const onSocket = (): void => {
+    res.removeListener('close', forget);
+    if (!res.headersSent) res.writeContinue();
+  };
+  const forget = (): void => {
+    res.removeListener('socket', onSocket);
+  };
+  res.once('socket', onSocket);
+  res.once('close', forget);
+}
+
 /** Sends the deferred 100 Continue for a request whose body will be read. */
 export function continueWhenRead(app: FastifyInstance, bodyLimit: number): void {
   app.addHook('preParsing', (request, reply, payload, done) => {
-    if (deferred.has(request.raw) && readable(request, bodyLimit)) reply.raw.writeContinue();
+    if (deferred.has(request.raw) && readable(request, bodyLimit)) writeContinue(reply.raw);
     done(null, payload);
   });
 }
