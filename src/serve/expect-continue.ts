@@ -19,6 +19,8 @@ const READ_TYPES = new Set([OCTET_STREAM, 'application/json']);
 const BODY_METHODS = new Set(['DELETE', 'OPTIONS', 'PATCH', 'PUT', 'POST', 'QUERY']);
 /** Requests whose 100 Continue node left to this server. */
 const deferred = new WeakSet<IncomingMessage>();
+/** Responses whose 100 Continue was written. */
+const continued = new WeakSet<ServerResponse>();
 
 /** A server 'checkContinue' listener: the request goes on as any other, without the 100. */
 export function deferContinue(this: Server, req: IncomingMessage, res: ServerResponse): void {
@@ -46,17 +48,29 @@ function readable(request: FastifyRequest, bodyLimit: number): boolean {
 function writeContinue(res: ServerResponse): void {
   if (res.socket !== null) {
     res.writeContinue();
+    continued.add(res);
     return;
   }
   const onSocket = (): void => {
     res.removeListener('close', forget);
-    if (!res.headersSent) res.writeContinue();
+    if (res.headersSent) return;
+    res.writeContinue();
+    continued.add(res);
   };
   const forget = (): void => {
     res.removeListener('socket', onSocket);
   };
   res.once('socket', onSocket);
   res.once('close', forget);
+}
+
+/**
+ * Whether `req` asked for a 100 Continue that `res` has not written (yet, or at all): node
+ * then closes the connection after the answer (the client may still be about to send a body),
+ * so the answer must say `Connection: close`.
+ */
+export function continueOwed(req: IncomingMessage, res: ServerResponse): boolean {
+  return deferred.has(req) && !continued.has(res);
 }
 
 /** Sends the deferred 100 Continue for a request whose body will be read. */

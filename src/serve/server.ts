@@ -23,7 +23,7 @@ import {
   rememberResponse,
 } from './client-error.js';
 import { Drain, type DrainResult, type ServerState } from './drain.js';
-import { continueWhenRead, deferContinue } from './expect-continue.js';
+import { continueOwed, continueWhenRead, deferContinue } from './expect-continue.js';
 import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
 import { listeningServers } from './listeners.js';
@@ -204,7 +204,13 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     // fastify closes the connection after every body parser error, even one found once the
     // whole body was read (malformed JSON): node still runs the requests pipelined behind it,
     // whose answers that close would then drop (RFC 9112 9.6: such requests must not run).
-    if (request.raw.complete && drain.state === 'serving' && reply.getHeader('connection') === 'close') {
+    // Not when node closes after the answer anyway (a 100 Continue owed): the answer says so.
+    if (
+      request.raw.complete &&
+      drain.state === 'serving' &&
+      reply.getHeader('connection') === 'close' &&
+      !continueOwed(request.raw, reply.raw)
+    ) {
       reply.removeHeader('connection');
     }
     done(null, payload);
