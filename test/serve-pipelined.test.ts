@@ -55,6 +55,13 @@ describe('pipelined requests', () => {
   it.each([
     ['headers too large', `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
     ['a method node does not know', 'FOO /health HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+    // Routed (its answer queued behind the first) before its body fails.
+    [
+      'a chunk size that is not hex',
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+        'Transfer-Encoding: chunked\r\n\r\nzz\r\n',
+      400,
+    ],
   ])(
     'a request node cannot parse (%s) behind one still running: that one is answered first, then the error',
     async (_name, broken, status) => {

@@ -65,7 +65,8 @@ type ClientSocket = AnsweredSocket & {
 
 /**
  * A server 'request' listener (after fastify's): remembers each connection's latest response,
- * so that a parse error in a request pipelined behind it is answered after it, not in its place.
+ * so that a parse error in a request pipelined behind it (or in its own body, while it waits
+ * behind others) is answered in order, not in the place of an earlier request's answer.
  */
 export function rememberResponse(req: IncomingMessage, res: ServerResponse): void {
   (req.socket as ClientSocket)[LATEST_RESPONSE] = res;
@@ -84,9 +85,9 @@ function errorAnswer(code: string, message: string): { status: number; text: str
 }
 
 /**
- * A server 'clientError' listener: one JSON answer, then close. An error in a request
- * pipelined behind requests still being answered waits for their answers (their order is the
- * requests'); otherwise it is answered at once if nothing was sent yet.
+ * A server 'clientError' listener: one JSON answer, then close. The answer keeps the requests'
+ * order: an error in a request pipelined behind requests still being answered waits for their
+ * answers; otherwise it is answered at once if nothing was sent yet.
  */
 export function clientErrorHandler(
   metrics: ServeMetrics,
@@ -97,16 +98,26 @@ export function clientErrorHandler(
     if (err.code === 'ECONNRESET' || s.destroyed || s[PARSE_FAILED] === true) return;
     s[PARSE_FAILED] = true;
     const code = err.code ?? 'unknown';
-    // Every request routed so far was read whole (none is mid-body): the error is in bytes after
-    // them, and the latest one's answer, if still to come, must come first.
+    const answerNow = (): void => {
+      const answer = errorAnswer(code, err.message);
+      // The request may already be routed (a chunked body fails mid-way): answer only if its
+      // response has not started, as node:http's own default handler does.
+      if (s.writable && s._httpMessage?.headersSent !== true) {
+        s[ANSWERED_STATUS] = answer.status;
+        s.write(answer.text);
+      }
+      s.destroy(err);
+    };
     const latest = s[LATEST_RESPONSE];
-    const behind =
-      s.parser?.incoming?.complete !== false &&
-      latest !== undefined &&
-      !latest.writableFinished &&
-      !latest.destroyed;
-    if (behind) {
-      // Not counted: the connection is not closed for it, nor answered 400.
+    if (latest === undefined || latest.writableFinished || latest.destroyed) {
+      metrics.clientError(code);
+      answerNow();
+      return;
+    }
+    if (s.parser?.incoming?.complete !== false) {
+      // Every request routed so far was read whole: the error is in bytes after them, and the
+      // latest one's answer must come first. Bytes after a closing request are not counted:
+      // the connection is not closed for them, nor answered 400.
       if (code === DATA_AFTER_CLOSE) return;
       metrics.clientError(code);
       latest.once('close', () => {
@@ -117,14 +128,22 @@ export function clientErrorHandler(
       return;
     }
     metrics.clientError(code);
-    const answer = errorAnswer(code, err.message);
-    // The request may already be routed (a chunked body fails mid-way): answer only if its
-    // response has not started, as node:http's own default handler does.
-    if (s.writable && s._httpMessage?.headersSent !== true) {
-      s[ANSWERED_STATUS] = answer.status;
-      s.write(answer.text);
+    if (latest.socket !== null) {
+      answerNow();
+      return;
     }
-    s.destroy(err);
+    // The latest request's body failed while its answer waits behind earlier ones: the error
+    // answer takes its place when its turn comes, unless it was answered before its body was
+    // read (that answer says Connection: close, and node closes after it).
+    const onSocket = (): void => {
+      latest.removeListener('close', forget);
+      if (!latest.headersSent) answerNow();
+    };
+    const forget = (): void => {
+      latest.removeListener('socket', onSocket);
+    };
+    latest.once('socket', onSocket);
+    latest.once('close', forget);
   };
 }
 
