@@ -94,8 +94,9 @@ export function clientErrorHandler(
 ): (err: Error & { code?: string }, socket: Socket) => void {
   return (err, socket) => {
     const s = socket as ClientSocket;
-    // A reset connection has nobody to answer.
-    if (err.code === 'ECONNRESET' || s.destroyed || s[PARSE_FAILED] === true) return;
+    // A reset connection has nobody to answer; one whose answers ended it (it lingers, see
+    // linger.ts) has nothing more to say: what the client still sends is dropped unread.
+    if (err.code === 'ECONNRESET' || s.destroyed || s.writableEnded || s[PARSE_FAILED] === true) return;
     s[PARSE_FAILED] = true;
     const code = err.code ?? 'unknown';
     const answerNow = (): void => {

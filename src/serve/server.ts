@@ -4,7 +4,8 @@
  * Routes: POST /v1/linear (linear-route.ts), GET /health (health-route.ts), GET /metrics
  * (metrics-route.ts). Body limits, content parsing and their 413/400/415 come from fastify;
  * every error answer goes through the one status table (status.ts); requests node:http cannot
- * parse are answered by client-error.ts; shutdown is drain.ts.
+ * parse are answered by client-error.ts; a connection an answer ends closes in stages
+ * (linger.ts); shutdown is drain.ts.
  *
  * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...).
  */
@@ -26,6 +27,7 @@ import { Drain, type DrainResult, type ServerState } from './drain.js';
 import { continueOwed, continueWhenRead, deferContinue } from './expect-continue.js';
 import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
+import { lingerOnClose } from './linger.js';
 import { listeningServers } from './listeners.js';
 import { ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
@@ -156,6 +158,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   app.server.on('checkExpectation', onExpectation);
   app.server.on('checkContinue', deferContinue);
   app.server.on('request', rememberResponse);
+  app.server.on('connection', lingerOnClose);
   continueWhenRead(app, bodyLimit);
   // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
   app.removeContentTypeParser('text/plain');
@@ -244,6 +247,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     other.on('checkExpectation', onExpectation);
     other.on('checkContinue', deferContinue);
     other.on('request', rememberResponse);
+    other.on('connection', lingerOnClose);
   }
   const bound = app.server.address() as AddressInfo;
   const shownHost = bound.address.includes(':') ? `[${bound.address}]` : bound.address;
