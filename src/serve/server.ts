@@ -12,7 +12,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { describeValue, InvalidArgumentError, NotFoundError } from '../errors.js';
+import { BadRequestError, describeValue, InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
 import type { RuntimeReport } from '../runtime.js';
 import { notUtf8Json, OCTET_STREAM } from './body.js';
@@ -142,6 +142,8 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const app = Fastify({
     logger: false,
     bodyLimit,
+    // The Host check is the onRequest hook's, which answers in this server's JSON.
+    http: { requireHostHeader: false },
     clientErrorHandler: clientErrors,
     // Errors fastify answers before routing (a malformed URL: FST_ERR_BAD_URL) skip the error
     // handler and every hook: answer through the same status table, and count them here.
@@ -189,6 +191,12 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
       }
     });
     closeWithConnection(reply.raw, request.raw.socket);
+    // RFC 9112 3.2: an HTTP/1.1 request without Host is a 400. node's own check (turned off
+    // above) answered it without this server's JSON body, and uncounted.
+    const raw = request.raw;
+    if (raw.httpVersionMajor === 1 && raw.httpVersionMinor === 1 && raw.headers.host === undefined) {
+      throw new BadRequestError('an HTTP/1.1 request must carry a Host header');
+    }
   });
   app.addHook('onResponse', async (request, reply) => {
     metrics.observe(
