@@ -348,6 +348,15 @@ function shown(req: Req): Req {
   return Object.assign(req, { [fc.toStringMethod]: () => `${req.kind}: ${JSON.stringify(short)}` });
 }
 
+/** HTTP/1.1 without Host: a 400 in JSON, the connection kept (nothing unread). */
+const noHostArb: fc.Arbitrary<Req> = fc.constantFrom('/health', '/nope').map((path) => ({
+  kind: `no host ${path}`,
+  method: 'GET',
+  bytes: Buffer.from(`GET ${path} HTTP/1.1\r\n\r\n`),
+  allowed: [400],
+  breaks: false,
+}));
+
 const reqArb: fc.Arbitrary<Req> = fc
   .oneof(
     { weight: 8, arbitrary: linearArb },
@@ -355,6 +364,7 @@ const reqArb: fc.Arbitrary<Req> = fc
     { weight: 2, arbitrary: otherMethodArb },
     { weight: 1, arbitrary: brokenArb },
     { weight: 1, arbitrary: closeArb },
+    { weight: 1, arbitrary: noHostArb },
   )
   .map(shown);
 
