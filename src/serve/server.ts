@@ -251,6 +251,10 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   }
   // fastify gives only its main server our clientError handler; the others answer the same.
   for (const other of listeningServers(app).slice(1)) {
+    // fastify forwards their 'upgrade' to the main server, which has no listener: node would
+    // hand a request asking to upgrade over to nobody, never answered. Without a listener it
+    // is answered as any other, as on the main server.
+    other.removeAllListeners('upgrade');
     other.on('clientError', clientErrors);
     other.on('checkExpectation', onExpectation);
     other.on('checkContinue', deferContinue);
