@@ -4,10 +4,12 @@
  * without a reason is still retryable, and the 'clientError' handler (408, resets, responses
  * already started) driven with a stand-in socket, since node:http's request timeout is minutes.
  */
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { OmniError } from '../src/index.js';
-import { clientErrorHandler } from '../src/serve/client-error.js';
+import { clientErrorHandler, rememberResponse } from '../src/serve/client-error.js';
 import { answerFor, ServeMetrics, statusFor } from '../src/serve/index.js';
 import { fromHttpStack } from '../src/serve/status.js';
 
@@ -133,6 +135,55 @@ describe('clientErrorHandler', () => {
     const socket = fakeSocket();
     clientErrorHandler(m)(error('ECONNRESET'), socket as unknown as Socket);
     expect(socket.written).toBe('');
+    expect(await clientErrors(m)).not.toContain('detail=');
+  });
+
+  /** A response node routed on `socket` and has not finished: what a pipelined error waits for. */
+  function pendingResponse(socket: ReturnType<typeof fakeSocket>) {
+    const res = Object.assign(new EventEmitter(), { writableFinished: false, destroyed: false });
+    rememberResponse({ socket } as unknown as IncomingMessage, res as unknown as ServerResponse);
+    return res;
+  }
+
+  it('an error behind an answer still to come: counted at once, answered once that answer ends', async () => {
+    const m = metrics();
+    const socket = fakeSocket({ headersSent: false });
+    const res = pendingResponse(socket);
+    const handler = clientErrorHandler(m);
+    handler(error('HPE_HEADER_OVERFLOW'), socket as unknown as Socket);
+    // The parser stays failed and says so again on the next read: one answer, one count.
+    handler(error('HPE_HEADER_OVERFLOW'), socket as unknown as Socket);
+    expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
+      written: '',
+      destroyed: false,
+    });
+    expect(await clientErrors(m)).toContain('omni_http_client_errors_total{detail="HPE_HEADER_OVERFLOW"} 1');
+    res.writableFinished = true;
+    res.emit('close');
+    expect(parse(socket.written).status).toBe(431);
+    expect(socket.destroyed).toBe(true);
+  });
+
+  it('an error behind an answer that never finished (the client left): closed, nothing written', () => {
+    const socket = fakeSocket({ headersSent: false });
+    const res = pendingResponse(socket);
+    clientErrorHandler(metrics())(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
+    res.emit('close');
+    expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
+      written: '',
+      destroyed: true,
+    });
+  });
+
+  it('bytes after a closing request whose answer is still to come: left to node, nothing counted', async () => {
+    const m = metrics();
+    const socket = fakeSocket({ headersSent: false });
+    pendingResponse(socket);
+    clientErrorHandler(m)(error('HPE_CLOSED_CONNECTION'), socket as unknown as Socket);
+    expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
+      written: '',
+      destroyed: false,
+    });
     expect(await clientErrors(m)).not.toContain('detail=');
   });
 

@@ -7,10 +7,13 @@
  * list naming 100-continue is one), and is sent only for a body the server reads (a GET's body
  * is never read; a 404's is, when it has a parser).
  */
+import type { ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
+import { until } from './fixtures/runtime-harness.js';
 import { rawExchange } from './fixtures/serve-client.js';
+import { ENTERED, HELD_INPUT } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
 const IN = 4;
@@ -137,5 +140,123 @@ describe('Expect: 100-continue edges', () => {
     ]);
     expect(answer.status).toBe(100);
     expect(answer.body).toMatch(/^HTTP\/1\.1 404 /);
+  });
+});
+
+describe('Expect: 100-continue on a pipelined request', () => {
+  it('whose answer is ready while it waits behind an earlier one: no 100 Continue inside that answer', async () => {
+    const g = await startGated({
+      inFeatures: IN,
+      outFeatures: 3,
+      threads: 2,
+      open: true,
+      admission: { requests: 4 },
+    });
+    const s = await serve(g.lr, { port: 0 });
+    try {
+      const octets = 'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n';
+      const exchange = rawExchange(s.port, [
+        `${octets}Content-Length: 16\r\n\r\n`,
+        Buffer.from(new Float32Array([HELD_INPUT, 0, 0, 0]).buffer),
+        `${octets}Content-Length: ${BODY.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+        BODY,
+      ]);
+      // The second call ends while the first is held: its whole answer is ready while it still
+      // waits behind the first's, and its 100 Continue was decided before that.
+      await until(() => g.lr.report().completed === 1, 'the second call to end');
+      g.open();
+      const { head, body } = await exchange;
+      const wire = `${head}\r\n\r\n${body}`;
+      const heads = [...wire.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+      // Before: 200, 200, 100: node put the second answer's head before the 100 it had buffered
+      // (an octet-stream body), so the 100 sat inside that answer, read as its body. Its answer
+      // was whole before it could be sent: no 100 is due then (its body came unasked).
+      expect(heads).toEqual([200, 200]);
+      const rows = Buffer.from(new Float32Array([10, 11, 12]).buffer).toString('utf8');
+      expect(wire.endsWith(`\r\n\r\n${rows}`)).toBe(true);
+    } finally {
+      g.open();
+      await s.close();
+    }
+  });
+
+  it('answered while it waits, its 100 never sent: its answer says Connection: close, as the server closes', async () => {
+    const g = await startGated({
+      inFeatures: IN,
+      outFeatures: 3,
+      threads: 2,
+      open: true,
+      admission: { requests: 4 },
+    });
+    const s = await serve(g.lr, { port: 0 });
+    const responses: ServerResponse[] = [];
+    s.app.server.on('request', (_req, res: ServerResponse) => responses.push(res));
+    try {
+      const exchange = rawExchange(s.port, [
+        'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 16\r\n\r\n',
+        Buffer.from(new Float32Array([HELD_INPUT, 0, 0, 0]).buffer),
+        // An empty JSON body: fastify's parser error, whose Connection: close the server drops
+        // for a request read whole, so that requests pipelined behind it are answered.
+        'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 0\r\n' +
+          'Expect: 100-continue\r\n\r\n',
+        'GET /health HTTP/1.1\r\nHost: x\r\n\r\n',
+      ]);
+      await until(() => responses[1]?.headersSent === true, 'the second answer to be made while it waits');
+      g.open();
+      const { head, body } = await exchange;
+      const answers = `${head}\r\n\r\n${body}`.split(/(?=HTTP\/1\.1 \d{3} )/);
+      expect(answers.map((a) => Number(a.slice(9, 12)))).toEqual([200, 400]);
+      // Before: the 400 said nothing of it, and the server closed: the client, told nothing,
+      // lost the GET pipelined behind (a 499 on the server).
+      expect(answers[1]).toMatch(/\r\nconnection: close\r\n/i);
+    } finally {
+      g.open();
+      await s.close();
+    }
+  });
+
+  it('whose body waits for its 100 Continue behind an earlier answer: it comes once that answer is out', async () => {
+    const g = await startGated({
+      inFeatures: IN,
+      outFeatures: 3,
+      threads: 2,
+      open: true,
+      admission: { requests: 4 },
+    });
+    const s = await serve(g.lr, { port: 0 });
+    const socket = connect({ host: '127.0.0.1', port: s.port });
+    try {
+      let heard = '';
+      const statuses = (): number[] => [...heard.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+      const hear = (count: number): Promise<void> =>
+        new Promise((resolve) => {
+          const on = (chunk: Buffer): void => {
+            heard += chunk.toString('latin1');
+            if (statuses().length >= count) {
+              socket.off('data', on);
+              resolve();
+            }
+          };
+          socket.on('data', on);
+        });
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      const octets = 'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n';
+      const continued = hear(2);
+      socket.write(`${octets}Content-Length: 16\r\n\r\n`);
+      socket.write(Buffer.from(new Float32Array([HELD_INPUT, 0, 0, 0]).buffer));
+      socket.write(`${octets}Content-Length: ${BODY.length}\r\nExpect: 100-continue\r\n\r\n`);
+      await g.reach(ENTERED, 1);
+      g.open();
+      await continued;
+      expect(statuses()).toEqual([200, 100]);
+      const answered = hear(3);
+      socket.write(BODY);
+      await answered;
+      expect(statuses()).toEqual([200, 100, 200]);
+    } finally {
+      socket.destroy();
+      g.open();
+      await s.close();
+    }
   });
 });

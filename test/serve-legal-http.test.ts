@@ -149,3 +149,34 @@ describe('Transfer-Encoding with an empty list element', () => {
     },
   );
 });
+
+describe('bytes after a request that closes its connection', () => {
+  // RFC 9112 9.6: the server answers the request that asked to close and processes nothing
+  // after it. llhttp reports the bytes after it as HPE_CLOSED_CONNECTION, an error about those
+  // bytes, not about the request before them.
+  it.each([
+    ['Connection: close', 'HTTP/1.1', 'Connection: close\r\n'],
+    ['HTTP/1.0 without keep-alive', 'HTTP/1.0', ''],
+  ])(
+    '%s, then another request: the first is answered as itself and computed, then the connection closes',
+    async (_name, version, connection) => {
+      const { g, s } = await shared();
+      const body = floats([1, 2, 3, 4]);
+      const first = Buffer.concat([
+        Buffer.from(
+          `POST /v1/linear ${version}\r\nHost: x\r\nContent-Type: application/octet-stream\r\n${connection}` +
+            `Content-Length: ${body.length}\r\n\r\n`,
+        ),
+        body,
+      ]);
+      const before = g.lr.report();
+      const heard = await pipelinedExchange(s.port, Buffer.concat([first, octetRequest(body)]), 2);
+      await until(() => g.lr.report().depth === 0, 'the runtime to be idle');
+      // Before: 400 OMNI_ERR_BAD_REQUEST (HPE_CLOSED_CONNECTION) for the first request, whose
+      // work was aborted as if its client had left.
+      expect(heard).toEqual({ statuses: [200], closed: true });
+      expect(g.lr.report().completed - before.completed).toBe(1);
+      expect(g.lr.report().aborted - before.aborted).toBe(0);
+    },
+  );
+});

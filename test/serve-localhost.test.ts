@@ -115,6 +115,24 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     },
   );
 
+  it.each(['127.0.0.1', '::1'])(
+    'a request asking to upgrade the protocol on %s is answered as any other',
+    async (host) => {
+      const { g, s } = await start();
+      g.open();
+      // fastify forwarded the other addresses' 'upgrade' to the main server, which has no
+      // listener: node handed such a request over to it, and nobody ever answered (before:
+      // this exchange never ended on ::1).
+      const answer = await exchange(
+        host,
+        s.port,
+        'GET /health HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, close\r\nUpgrade: websocket\r\n\r\n',
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    },
+    10_000,
+  );
+
   it('a drain stops accepting connections on every address', async () => {
     const { g, s } = await start();
     expect(await tryConnect('127.0.0.1', s.port)).toBe('connected');

@@ -10,6 +10,7 @@ import { serve } from '../src/serve/index.js';
 import { closeWithConnection } from '../src/serve/pipelined-close.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
+import { pipelinedExchange } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
@@ -96,6 +97,43 @@ describe('pipelined requests', () => {
     socket.destroy();
     expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
   });
+
+  it.each([
+    ['headers too large', `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    ['a method node does not know', 'FOO /health HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+    // Routed (its answer queued behind the first) before its body fails.
+    [
+      'a chunk size that is not hex',
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+        'Transfer-Encoding: chunked\r\n\r\nzz\r\n',
+      400,
+    ],
+  ])(
+    'a request node cannot parse (%s) behind one still running: that one is answered first, then the error',
+    async (_name, broken, status) => {
+      const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 4 } });
+      gates.push(g);
+      const s = await serve(g.lr, { port: 0 });
+      const body = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
+      const first = Buffer.from(
+        'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+          `Content-Length: ${body.length}\r\n\r\n`,
+      );
+      const heard = pipelinedExchange(s.port, Buffer.concat([first, body, Buffer.from(broken)]), 2);
+      await g.reach(ENTERED, 1); // the first call is held in the worker
+      // The parser has failed on the second request while the first is still unanswered.
+      await until(
+        async () => /omni_http_client_errors_total\{/.test((await s.metrics.scrape()).text),
+        'the parse error',
+      );
+      g.open();
+      // Before: the error answer took the first request's place ([status], its work aborted).
+      expect(await heard).toEqual({ statuses: [200, status], closed: false });
+      await until(() => g.lr.report().depth === 0, 'the work to end');
+      expect(g.lr.report()).toMatchObject({ completed: 1, aborted: 0 });
+      expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
+    },
+  );
 
   it('closeWithConnection ends a queued response at once when its connection is already gone', async () => {
     const server = createServer();

@@ -6,6 +6,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { MAX_ROWS } from '../src/native/index.js';
 import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import {
   type Answer,
@@ -217,6 +218,23 @@ describe('400: malformed, truncated, unreadable bodies and wrong shapes never re
     // The server still serves, and exactly that one good request reaches a worker.
     expect((await postFloats(url, rows(1))).status).toBe(200);
     expect(g.entered() - before).toBe(1);
+  });
+
+  it('an HTTP/1.1 request without Host: 400 OMNI_ERR_BAD_REQUEST in JSON, counted, no worker invocation', async () => {
+    const { s, g } = await shared();
+    const before = g.entered();
+    const series = 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="400"}';
+    const counted = sample((await s.metrics.scrape()).text, series) ?? 0;
+    const raw = await rawExchange(s.port, [
+      'POST /v1/linear HTTP/1.1\r\nConnection: close\r\n' +
+        'Content-Type: application/octet-stream\r\nContent-Length: 16\r\n\r\n',
+      Buffer.from(new Float32Array(rows(1)).buffer),
+    ]);
+    // Before: node's own bare 400 (an empty body), never counted.
+    expect(raw.status).toBe(400);
+    expect(JSON.parse(raw.body)).toMatchObject({ code: 'OMNI_ERR_BAD_REQUEST' });
+    expect(sample((await s.metrics.scrape()).text, series)).toBe(counted + 1);
+    expect(g.entered() - before).toBe(0);
   });
 
   it("a malformed URL: 400 OMNI_ERR_BAD_REQUEST (not fastify's own code), counted, no worker invocation", async () => {

@@ -4,8 +4,10 @@
  * would go on parsing that body on a kept-alive connection, so a malformed rest of it drew a
  * second, unasked answer; one request must get one answer, and the connection then closes.
  */
+import { connect, type Socket } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
+import { until } from './fixtures/runtime-harness.js';
 import { answerThenMalformedRest } from './fixtures/serve-client.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
@@ -34,5 +36,58 @@ describe('an answer sent before the body was read', () => {
     expect(text.match(/HTTP\/1\.1 \d{3} /g)).toEqual([`HTTP/1.1 ${status} `]);
     expect(text).toMatch(/\r\nconnection: close\r\n/i);
     expect(g.entered() - before).toBe(0);
+  });
+});
+
+describe('a connection that an answer closes', () => {
+  it('bytes the client still sends after the answer do not reset it: the answer is read, the close is clean', async () => {
+    const { s } = await shared();
+    const clientErrors = async (): Promise<string> =>
+      (await s.metrics.scrape()).text
+        .split('\n')
+        .filter((l) => l.startsWith('omni_http_client_errors_total'))
+        .join('\n');
+    const errorsBefore = await clientErrors();
+    const client = connect({ host: '127.0.0.1', port: s.port });
+    client.pause(); // this client reads only once it has sent its whole body
+    const serverSide = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
+    let failed: string | undefined;
+    client.on('error', (err: NodeJS.ErrnoException) => {
+      failed = err.code;
+    });
+    const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+    await new Promise<void>((resolve) => client.once('connect', () => resolve()));
+    const server = await serverSide;
+    // Refused before its body is read (415): answered with Connection: close while uploading.
+    const body = 'x'.repeat(1000);
+    const sent = new Promise<number>((resolve) => {
+      // Runs as the answer has gone out, before anything else the server does then.
+      server.once('finish', () => {
+        client.write(body.slice(10, 500));
+        resolve(server.bytesRead);
+      });
+    });
+    const head = `POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n`;
+    client.write(head + body.slice(0, 10));
+    const readBefore = await sent;
+    // Until the server closed its socket (before: a reset, for the bytes it left unread) or read
+    // those bytes (it lingers).
+    await until(
+      () => server.destroyed || server.bytesRead >= readBefore + 490,
+      'the server to close or read',
+    );
+    client.write(body.slice(500));
+    const chunks: Buffer[] = [];
+    client.on('data', (chunk: Buffer) => chunks.push(chunk));
+    client.resume();
+    await closed;
+    // Before: EPIPE on the write, and the answer never read.
+    expect(failed).toBeUndefined();
+    // The client's close, with the refused body unfinished, is not malformed HTTP.
+    await until(() => server.destroyed, 'the server to close');
+    expect(await clientErrors()).toBe(errorsBefore);
+    expect(Buffer.concat(chunks).toString('latin1')).toMatch(
+      /^HTTP\/1\.1 415 [\s\S]*\r\nconnection: close\r\n/i,
+    );
   });
 });

@@ -1,7 +1,8 @@
 /**
  * Answers for requests node:http cannot parse (bad framing, a non-hex chunk size, a truncated
  * body, oversized headers). These never reach a route, so they never reach a worker: the parser
- * fails, the socket is answered from here and closed.
+ * fails, the socket is answered from here (after the answers of requests pipelined before the
+ * bad one) and closed.
  */
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
@@ -42,29 +43,108 @@ export const ANSWERED_STATUS = Symbol('omni.serve.answeredStatus');
 
 export type AnsweredSocket = Socket & { [ANSWERED_STATUS]?: number };
 
-/** A server 'clientError' listener: one JSON answer if nothing was sent yet, then close. */
+/**
+ * llhttp's error for bytes after a request that closes its connection (`Connection: close`, or
+ * HTTP/1.0 without keep-alive). Those bytes are no request of the server's to answer (RFC 9112
+ * 9.6: it answers the closing request, processes nothing after it): node closes the connection
+ * after that request's own answer.
+ */
+const DATA_AFTER_CLOSE = 'HPE_CLOSED_CONNECTION';
+
+/** The response of the latest request node routed on a connection (see rememberResponse). */
+const LATEST_RESPONSE = Symbol('omni.serve.latestResponse');
+/** Set on a socket once its parser failed: llhttp stays failed and reports again on every read. */
+const PARSE_FAILED = Symbol('omni.serve.parseFailed');
+
+type ClientSocket = AnsweredSocket & {
+  [LATEST_RESPONSE]?: ServerResponse;
+  [PARSE_FAILED]?: true;
+  _httpMessage?: { headersSent?: boolean } | null;
+  parser?: { incoming?: IncomingMessage | null } | null;
+};
+
+/**
+ * A server 'request' listener (after fastify's): remembers each connection's latest response,
+ * so that a parse error in a request pipelined behind it (or in its own body, while it waits
+ * behind others) is answered in order, not in the place of an earlier request's answer.
+ */
+export function rememberResponse(req: IncomingMessage, res: ServerResponse): void {
+  (req.socket as ClientSocket)[LATEST_RESPONSE] = res;
+}
+
+function errorAnswer(code: string, message: string): { status: number; text: string } {
+  const answer = answerFor(errorFor(code, message));
+  const body = JSON.stringify(answer.body);
+  return {
+    status: answer.status,
+    text:
+      `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  };
+}
+
+/**
+ * A server 'clientError' listener: one JSON answer, then close. The answer keeps the requests'
+ * order: an error in a request pipelined behind requests still being answered waits for their
+ * answers; otherwise it is answered at once if nothing was sent yet.
+ */
 export function clientErrorHandler(
   metrics: ServeMetrics,
 ): (err: Error & { code?: string }, socket: Socket) => void {
   return (err, socket) => {
-    // A reset connection has nobody to answer.
-    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    const s = socket as ClientSocket;
+    // A reset connection has nobody to answer; one whose answers ended it (it lingers, see
+    // linger.ts) has nothing more to say: what the client still sends is dropped unread.
+    if (err.code === 'ECONNRESET' || s.destroyed || s.writableEnded || s[PARSE_FAILED] === true) return;
+    s[PARSE_FAILED] = true;
     const code = err.code ?? 'unknown';
-    metrics.clientError(code);
-    const answer = answerFor(errorFor(code, err.message));
-    const body = JSON.stringify(answer.body);
-    // The request may already be routed (a chunked body fails mid-way): answer only if its
-    // response has not started, as node:http's own default handler does.
-    const pending = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    if (socket.writable && pending?.headersSent !== true) {
-      (socket as AnsweredSocket)[ANSWERED_STATUS] = answer.status;
-      socket.write(
-        `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n` +
-          'Content-Type: application/json; charset=utf-8\r\n' +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
+    const answerNow = (): void => {
+      const answer = errorAnswer(code, err.message);
+      // The request may already be routed (a chunked body fails mid-way): answer only if its
+      // response has not started, as node:http's own default handler does.
+      if (s.writable && s._httpMessage?.headersSent !== true) {
+        s[ANSWERED_STATUS] = answer.status;
+        s.write(answer.text);
+      }
+      s.destroy(err);
+    };
+    const latest = s[LATEST_RESPONSE];
+    if (latest === undefined || latest.writableFinished || latest.destroyed) {
+      metrics.clientError(code);
+      answerNow();
+      return;
     }
-    socket.destroy(err);
+    if (s.parser?.incoming?.complete !== false) {
+      // Every request routed so far was read whole: the error is in bytes after them, and the
+      // latest one's answer must come first. Bytes after a closing request are not counted:
+      // the connection is not closed for them, nor answered 400.
+      if (code === DATA_AFTER_CLOSE) return;
+      metrics.clientError(code);
+      latest.once('close', () => {
+        // Finished: the connection is in step, answer. Not finished: the client left.
+        if (latest.writableFinished && s.writable) s.write(errorAnswer(code, err.message).text);
+        s.destroy(err);
+      });
+      return;
+    }
+    metrics.clientError(code);
+    if (latest.socket !== null) {
+      answerNow();
+      return;
+    }
+    // The latest request's body failed while its answer waits behind earlier ones: the error
+    // answer takes its place when its turn comes, unless it was answered before its body was
+    // read (that answer says Connection: close, and node closes after it).
+    const onSocket = (): void => {
+      latest.removeListener('close', forget);
+      if (!latest.headersSent) answerNow();
+    };
+    const forget = (): void => {
+      latest.removeListener('socket', onSocket);
+    };
+    latest.once('socket', onSocket);
+    latest.once('close', forget);
   };
 }
 

@@ -19,6 +19,8 @@ const READ_TYPES = new Set([OCTET_STREAM, 'application/json']);
 const BODY_METHODS = new Set(['DELETE', 'OPTIONS', 'PATCH', 'PUT', 'POST', 'QUERY']);
 /** Requests whose 100 Continue node left to this server. */
 const deferred = new WeakSet<IncomingMessage>();
+/** Responses whose 100 Continue was written. */
+const continued = new WeakSet<ServerResponse>();
 
 /** A server 'checkContinue' listener: the request goes on as any other, without the 100. */
 export function deferContinue(this: Server, req: IncomingMessage, res: ServerResponse): void {
@@ -36,10 +38,45 @@ function readable(request: FastifyRequest, bodyLimit: number): boolean {
   return length === undefined || Number(length) <= bodyLimit;
 }
 
+/**
+ * A pipelined request's response waits behind earlier ones until node attaches it to the
+ * connection, buffering what is written meanwhile; once its answer is ended there, node puts
+ * the head before that buffer, so a 100 written while waiting would land between the head and
+ * the body. Written once the response is attached instead, and only if its head is not out
+ * yet: the client then sends its body only once the answers before it are out.
+ */
+function writeContinue(res: ServerResponse): void {
+  if (res.socket !== null) {
+    res.writeContinue();
+    continued.add(res);
+    return;
+  }
+  const onSocket = (): void => {
+    res.removeListener('close', forget);
+    if (res.headersSent) return;
+    res.writeContinue();
+    continued.add(res);
+  };
+  const forget = (): void => {
+    res.removeListener('socket', onSocket);
+  };
+  res.once('socket', onSocket);
+  res.once('close', forget);
+}
+
+/**
+ * Whether `req` asked for a 100 Continue that `res` has not written (yet, or at all): node
+ * then closes the connection after the answer (the client may still be about to send a body),
+ * so the answer must say `Connection: close`.
+ */
+export function continueOwed(req: IncomingMessage, res: ServerResponse): boolean {
+  return deferred.has(req) && !continued.has(res);
+}
+
 /** Sends the deferred 100 Continue for a request whose body will be read. */
 export function continueWhenRead(app: FastifyInstance, bodyLimit: number): void {
   app.addHook('preParsing', (request, reply, payload, done) => {
-    if (deferred.has(request.raw) && readable(request, bodyLimit)) reply.raw.writeContinue();
+    if (deferred.has(request.raw) && readable(request, bodyLimit)) writeContinue(reply.raw);
     done(null, payload);
   });
 }

@@ -4,14 +4,15 @@
  * Routes: POST /v1/linear (linear-route.ts), GET /health (health-route.ts), GET /metrics
  * (metrics-route.ts). Body limits, content parsing and their 413/400/415 come from fastify;
  * every error answer goes through the one status table (status.ts); requests node:http cannot
- * parse are answered by client-error.ts; shutdown is drain.ts.
+ * parse are answered by client-error.ts; a connection an answer ends closes in stages
+ * (linger.ts); shutdown is drain.ts.
  *
  * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...).
  */
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { describeValue, InvalidArgumentError, NotFoundError } from '../errors.js';
+import { BadRequestError, describeValue, InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
 import type { RuntimeReport } from '../runtime.js';
 import { notUtf8Json, OCTET_STREAM } from './body.js';
@@ -20,11 +21,13 @@ import {
   type AnsweredSocket,
   clientErrorHandler,
   expectationHandler,
+  rememberResponse,
 } from './client-error.js';
 import { Drain, type DrainResult, type ServerState } from './drain.js';
-import { continueWhenRead, deferContinue } from './expect-continue.js';
+import { continueOwed, continueWhenRead, deferContinue } from './expect-continue.js';
 import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
+import { lingerOnClose } from './linger.js';
 import { listeningServers } from './listeners.js';
 import { ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
@@ -139,6 +142,8 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const app = Fastify({
     logger: false,
     bodyLimit,
+    // The Host check is the onRequest hook's, which answers in this server's JSON.
+    http: { requireHostHeader: false },
     clientErrorHandler: clientErrors,
     // Errors fastify answers before routing (a malformed URL: FST_ERR_BAD_URL) skip the error
     // handler and every hook: answer through the same status table, and count them here.
@@ -154,6 +159,8 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const onExpectation = expectationHandler(metrics);
   app.server.on('checkExpectation', onExpectation);
   app.server.on('checkContinue', deferContinue);
+  app.server.on('request', rememberResponse);
+  app.server.on('connection', lingerOnClose);
   continueWhenRead(app, bodyLimit);
   // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
   app.removeContentTypeParser('text/plain');
@@ -184,6 +191,12 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
       }
     });
     closeWithConnection(reply.raw, request.raw.socket);
+    // RFC 9112 3.2: an HTTP/1.1 request without Host is a 400. node's own check (turned off
+    // above) answered it without this server's JSON body, and uncounted.
+    const raw = request.raw;
+    if (raw.httpVersionMajor === 1 && raw.httpVersionMinor === 1 && raw.headers.host === undefined) {
+      throw new BadRequestError('an HTTP/1.1 request must carry a Host header');
+    }
   });
   app.addHook('onResponse', async (request, reply) => {
     metrics.observe(
@@ -202,7 +215,13 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     // fastify closes the connection after every body parser error, even one found once the
     // whole body was read (malformed JSON): node still runs the requests pipelined behind it,
     // whose answers that close would then drop (RFC 9112 9.6: such requests must not run).
-    if (request.raw.complete && drain.state === 'serving' && reply.getHeader('connection') === 'close') {
+    // Not when node closes after the answer anyway (a 100 Continue owed): the answer says so.
+    if (
+      request.raw.complete &&
+      drain.state === 'serving' &&
+      reply.getHeader('connection') === 'close' &&
+      !continueOwed(request.raw, reply.raw)
+    ) {
       reply.removeHeader('connection');
     }
     done(null, payload);
@@ -232,9 +251,15 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   }
   // fastify gives only its main server our clientError handler; the others answer the same.
   for (const other of listeningServers(app).slice(1)) {
+    // fastify forwards their 'upgrade' to the main server, which has no listener: node would
+    // hand a request asking to upgrade over to nobody, never answered. Without a listener it
+    // is answered as any other, as on the main server.
+    other.removeAllListeners('upgrade');
     other.on('clientError', clientErrors);
     other.on('checkExpectation', onExpectation);
     other.on('checkContinue', deferContinue);
+    other.on('request', rememberResponse);
+    other.on('connection', lingerOnClose);
   }
   const bound = app.server.address() as AddressInfo;
   const shownHost = bound.address.includes(':') ? `[${bound.address}]` : bound.address;
