@@ -1,5 +1,6 @@
 import type { Piscina } from 'piscina';
 import { BoundedAdmission, type Claim, type Permit } from './admission/index.js';
+import { kRecount } from './admission/internal.js';
 import { MAX_CLAIM_SLOTS } from './admission/layout.js';
 import { moveEnvelope, TaskEnvelope } from './envelope.js';
 import {
@@ -438,6 +439,9 @@ export class Runtime {
     } else {
       await this.#destroyed;
     }
+    // Every thread has stopped. One terminated inside a claim's release (a forced close) left
+    // that claim's counts behind, which nobody else would ever give back.
+    this.#admission[kRecount]();
     this.#force = undefined;
     clearLongTimeout(this.#forceTimer);
     this.#state = 'stopped';

@@ -22,6 +22,7 @@ import {
 afterEach(cleanup);
 
 const INIT_WORKER = builtModuleUrl('test/fixtures/runtime-init-worker.js');
+const TORN_RELEASE_WORKER = builtModuleUrl('test/fixtures/torn-release-worker.js');
 
 /**
  * Two threads whose close hooks never return. startTimeoutMs also bounds those hooks: 600,000 puts
@@ -329,6 +330,19 @@ describe('Runtime.close', () => {
       failed: 1,
     });
     expect(await codeOf(rt.run({ mode: 'echo' }))).toBe('OMNI_ERR_UNAVAILABLE');
+  });
+
+  it("with timeoutMs, returns the capacity of a thread terminated inside its claim's release", async () => {
+    // The release frees the slot, then gives the counts back: a termination between the two
+    // left depth 1 and units 3 behind for good (nobody was left to give them back).
+    const rt = await start({ worker: TORN_RELEASE_WORKER, threads: 1, admission: { requests: 2, units: 5 } });
+    const c = control();
+    const call = rejection(rt.run({ control: c.buffer }, { cost: 3 }));
+    await waitFor(c, STARTED);
+    expect(rt.report()).toMatchObject({ depth: 1, units: 3 });
+    expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
+    await call;
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, units: 0, leaked: 0 });
   });
 
   it('with timeoutMs and nothing stuck, drains normally', async () => {

@@ -10,7 +10,7 @@ import {
 } from '../errors.js';
 import { type AdmissionBounds, type CheckedBounds, checkBounds, invalidCost, isValidCost } from './bounds.js';
 import { ClaimTable, NOT_A_CLAIM, SPENT } from './claims.js';
-import { type Claim, kClaim, kRelease, type PermitOwner } from './internal.js';
+import { type Claim, kClaim, kRecount, kRelease, type PermitOwner } from './internal.js';
 import {
   bufferBytes,
   CLOSED_BIT_32,
@@ -377,6 +377,25 @@ export class BoundedAdmission implements PermitOwner {
   [kRelease](_units: number, delta: number | bigint): void {
     if (this.#wide) this.#giveWide(delta as bigint);
     else this.#giveNarrow(delta as number);
+  }
+
+  /**
+   * @internal For the owner, once every other thread attached to this admission has stopped
+   * and this one holds no plain permit (a Runtime after its threads are gone; it turns each
+   * permit into a claim in the turn it is granted): gives back whatever the counts hold beyond
+   * the held claims. A claim's release frees its slot and then gives the counts back, two
+   * atomic steps; a thread terminated between them (a forced close) leaves that claim's counts
+   * behind, and nothing else would ever give them back. A claim still held is left alone: its
+   * owner's reclaim gives it back.
+   */
+  [kRecount](): void {
+    const held = this.#claims.held();
+    const { depth, units } = this.report();
+    const count = depth - held.count;
+    if (count <= 0) return;
+    const lost = this.#unitMode ? units - held.units : 0;
+    if (this.#wide) this.#giveWide((BigInt(count) << this.#shift) + BigInt(lost));
+    else this.#giveNarrow(count * this.#one32 + lost);
   }
 
   /** @internal Permit.toClaim. */

@@ -98,6 +98,25 @@ export class ClaimTable {
     Atomics.sub(this.#header, CLAIMS_I32, 1);
     return units;
   }
+
+  /** The claims held now, and their units (every slot read: for a close, not a hot path). */
+  held(): HeldClaims {
+    let count = 0;
+    let units = 0;
+    for (let slot = 0; slot < this.#count; slot++) {
+      if ((Atomics.load(this.#words, slot) & SLOT_HELD) !== 0n) {
+        count++;
+        units += this.#costs[slot]!;
+      }
+    }
+    return { count, units };
+  }
+}
+
+/** What the held claim slots add up to. */
+export interface HeldClaims {
+  readonly count: number;
+  readonly units: number;
 }
 
 function isIndex(value: unknown, limit: number): value is number {

@@ -4,6 +4,7 @@
  */
 export const kRelease = Symbol('omni.admission.release');
 export const kClaim = Symbol('omni.admission.claim');
+export const kRecount = Symbol('omni.admission.recount');
 
 /** What a Permit needs from its admission: give units back, or move them into a claim. */
 export interface PermitOwner {
