@@ -1,13 +1,17 @@
 /**
- * Systematic preemptions of the admission (see fixtures/admission-preempt.ts): every operation
+ * Systematic preemptions of the admission (see fixtures/admission-preempt-sweep.ts): every operation
  * is preempted by every other, on another instance of the same buffer, after each of its steps,
  * from each start state, in each word mode; then some schedules are preempted twice. The hand-
  * picked interleavings of admission-atomicity and admission-wake-races are among them.
  */
 import { describe, expect, it } from 'vitest';
 import { WORD_MODES } from './fixtures/admission-interleave.js';
-import { NEVER, type Schedule, sweep, World } from './fixtures/admission-preempt.js';
-import { OPS, opNamed, STATES, stateNamed } from './fixtures/admission-preempt-ops.js';
+import { NEVER } from './fixtures/admission-preempt-frames.js';
+import { describeStep } from './fixtures/admission-preempt-hook.js';
+import { OPS, opNamed } from './fixtures/admission-preempt-ops.js';
+import { STATES, stateNamed } from './fixtures/admission-preempt-states.js';
+import { type Schedule, sweep } from './fixtures/admission-preempt-sweep.js';
+import { World } from './fixtures/admission-preempt-world.js';
 
 /** Small, so that filling the bound takes few steps; room for what the operations prepare. */
 const REQUESTS = 5;
@@ -83,7 +87,7 @@ describe('the explorer reaches what it claims to', () => {
     const world = new World(REQUESTS, 10);
     await world.run(stateNamed(state), opNamed(a), { op: opNamed('report()'), at: NEVER });
     expect(world.violations).toEqual([]);
-    return world.frameLog[0]!.steps.map((s) => `${s.thread}:${s.op}(${s.word})`);
+    return world.frameLog[0]!.steps.map(describeStep);
   }
 
   it.each([
