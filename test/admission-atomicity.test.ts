@@ -7,7 +7,7 @@
  * the scheduler happens to interleave there (it missed three of these in one run); these cannot miss.
  */
 import { describe, expect, it } from 'vitest';
-import { SLOTS_BYTE_OFFSET } from '../src/admission/layout.js';
+import { CLAIMS_I32, MAX_CLAIM_SLOTS, SLOTS_BYTE_OFFSET } from '../src/admission/layout.js';
 import { BoundedAdmission, type Claim, type Permit, type Refusal } from '../src/index.js';
 import { admitted, interleaveAfter, WORD_MODES } from './fixtures/admission-interleave.js';
 
@@ -91,6 +91,49 @@ describe('claims across threads', () => {
     expect(myClaim.slot).toBe(0);
     expect(admission.report().depth).toBe(3);
     for (const claim of [myClaim, thirdClaim, taken!]) admission.releaseClaim(claim);
+    expect(admission.report().depth).toBe(0);
+  });
+
+  // With more requests than slots, a claim can be refused. One refused while a slot is free
+  // must not be: a refusal that first counted itself among the reserved (an Atomics.add, undone
+  // after) made a claim taken just then see every slot reserved, though one was free.
+  it('a claim refused when every slot is reserved does not make another refused while one is free', () => {
+    const admission = new BoundedAdmission({ requests: MAX_CLAIM_SLOTS + 2 });
+    const other = BoundedAdmission.attach(admission.buffer);
+    const claims: Claim[] = [];
+    for (let i = 0; i < MAX_CLAIM_SLOTS; i++) claims.push(admitted(admission).toClaim());
+    const mine = admitted(admission);
+    const theirs = admitted(other);
+    let theirClaim: Claim | string | undefined;
+    // Right after my claim's first step on the count of reserved slots, whatever that step is.
+    const claimsWord = (array: ArrayBufferView, index: number): boolean =>
+      array instanceof Int32Array && array.byteOffset === 0 && index === CLAIMS_I32;
+    const between = (): void => {
+      if (theirClaim !== undefined) return;
+      other.releaseClaim(claims.shift()!); // one slot free now
+      try {
+        theirClaim = theirs.toClaim();
+      } catch (err) {
+        theirClaim = (err as { code?: string }).code;
+      }
+    };
+    const restores = (['load', 'add'] as const).map((op) =>
+      interleaveAfter(op, admission.buffer, claimsWord, between),
+    );
+    let myCode: string | undefined;
+    try {
+      mine.toClaim();
+    } catch (err) {
+      myCode = (err as { code?: string }).code;
+    } finally {
+      for (const restore of restores) restore();
+    }
+    // Before: theirs refused (OMNI_ERR_CLAIMS_EXHAUSTED) while the freed slot stayed free.
+    expect(typeof theirClaim).toBe('object');
+    expect(myCode).toBe('OMNI_ERR_CLAIMS_EXHAUSTED'); // the freed slot is theirs: all in use
+    expect(mine.moved).toBe(false);
+    mine.release();
+    for (const claim of [...claims, theirClaim as Claim]) admission.releaseClaim(claim);
     expect(admission.report().depth).toBe(0);
   });
 

@@ -27,13 +27,12 @@ import {
   STARTED,
   WORDS,
 } from './fixtures/runtime-chaos-worker.js';
+import { turns, until } from './fixtures/runtime-harness.js';
 
 const WORKER = builtModuleUrl('test/fixtures/runtime-chaos-worker.js');
 const RUNS = Number(process.env.OMNI_CHAOS_RUNS ?? 60);
 const FIRST_SEED = Number(process.env.OMNI_CHAOS_SEED ?? 1);
 const MAX_CALLS = 64;
-/** Bounds a hang (a call or a close that never ends); never an assertion about speed. */
-const HANG_MS = 20_000;
 
 /** mulberry32: a small seeded PRNG (the same sequence for the same seed). */
 function prng(seed: number): () => number {
@@ -120,10 +119,6 @@ function allowed(c: Call, mode: Mode): Set<Tag | string> {
   return tags;
 }
 
-const turns = async (count: number): Promise<void> => {
-  for (let i = 0; i < count; i++) await new Promise((resolve) => setImmediate(resolve));
-};
-
 /** Waits for `word` to leave 0, giving up (silently) after `ms`: a step, not a check. */
 async function awhile(words: Int32Array, index: number, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -133,15 +128,6 @@ async function awhile(words: Int32Array, index: number, ms: number): Promise<voi
   const wait = Atomics.waitAsync(words, index, 0);
   await Promise.race([wait.async ? wait.value : undefined, late]);
   clearTimeout(timer);
-}
-
-/** Polls `done` until it holds; throws `what` after HANG_MS (a hang, reported with the seed). */
-async function within(done: () => boolean, what: string): Promise<void> {
-  const giveUpAt = Date.now() + HANG_MS;
-  while (!done()) {
-    if (Date.now() > giveUpAt) throw new Error(`did not happen: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
 }
 
 /** Worker threads alive in this process (Node's diagnostic report lists them). */
@@ -347,7 +333,7 @@ async function chaosRun(seed: number, trace: string[]): Promise<void> {
     void Promise.all(closes).then((r) => {
       results = r;
     });
-    await within(() => results !== undefined, 'close() resolves');
+    await until(() => results !== undefined, 'close() resolves');
     await turns(2);
     const pending = open().map((c) => c.n);
     expect(pending, 'every call settled by the time close() resolved').toEqual([]);
@@ -394,8 +380,8 @@ async function chaosRun(seed: number, trace: string[]): Promise<void> {
     }
     // Polled, not read once: seen once in about 2,000 runs, two threads were still listed just as
     // close() resolved; a thread left running for good still fails here.
-    await within(() => workerThreads() === baseWorkers, 'no worker thread left');
-    await within(() => extra(baseResources).length === 0, `no extra handle (${extra(baseResources)})`);
+    await until(() => workerThreads() === baseWorkers, 'no worker thread left');
+    await until(() => extra(baseResources).length === 0, `no extra handle (${extra(baseResources)})`);
   } catch (err) {
     // Leave nothing blocked for the report: every gate opens and the threads are cut off.
     openGates();

@@ -144,6 +144,10 @@ describe('one long-lived signal shared by many calls in flight', () => {
       const calls = Array.from({ length: 20 }, (_, i) =>
         rt.run({ mode: 'echo', value: i }, { signal: ac.signal, deadlineMs: 600_000 }),
       );
+      // Serial: each call is dispatched (and follows the signal) once its admit() has resolved;
+      // read before then, the listeners would be those of the first call alone.
+      await turns(1);
+      expect(rt.report()).toMatchObject(admission ? { depth: 1, waiting: 20 } : { depth: 21, waiting: 0 });
       expect(getEventListeners(ac.signal, 'abort')).toHaveLength(1);
       open(c);
       await expect(first).resolves.toBe('first');

@@ -108,6 +108,22 @@ describe('ctx.signal', () => {
     ctx.finish();
   });
 
+  // Mutant: the getter leaving a cancel that came before the first read to its wait, armed a
+  // turn later (workers/task-context.ts): a handler that checks ctx.signal.aborted before a
+  // synchronous or native step would start work its caller already gave up.
+  it('is aborted at once when read after its cancel', () => {
+    const words = new Int32Array(new SharedArrayBuffer(8));
+    const claim = { admission: 1, slot: 1, generation: 5, units: 1 };
+    Atomics.store(words, 1, cancelledWord(claim));
+    const ctx = new WorkerTaskContext(words, claim, 1, 0);
+    const signal = ctx.signal;
+    expect({ aborted: signal.aborted, stoppedBy: ctx.stoppedBy(signal.reason) }).toEqual({
+      aborted: true,
+      stoppedBy: 'aborted',
+    });
+    ctx.finish();
+  });
+
   // The wait is armed on the thread's next turn: a cancel notified before then wakes nobody, and
   // must still be seen when the wait is armed.
   it('aborts on a cancel that came before its wait was armed', async () => {

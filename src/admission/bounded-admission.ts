@@ -383,10 +383,11 @@ export class BoundedAdmission implements PermitOwner {
    * @internal For the owner, once every other thread attached to this admission has stopped
    * and this one holds no plain permit (a Runtime after its threads are gone; it turns each
    * permit into a claim in the turn it is granted): gives back whatever the counts hold beyond
-   * the held claims. A claim's release frees its slot and then gives the counts back, two
+   * the held claims. A claim's release frees its slot and then gives the counts back, separate
    * atomic steps; a thread terminated between them (a forced close) leaves that claim's counts
    * behind, and nothing else would ever give them back. A claim still held is left alone: its
-   * owner's reclaim gives it back.
+   * owner's reclaim gives it back. Its slot reservation (CLAIMS) may be left behind too; it is
+   * not recounted, as an admission closed for good makes no claim again.
    */
   [kRecount](): void {
     const held = this.#claims.held();

@@ -53,9 +53,12 @@ export class ClaimTable {
     const words = this.#words;
     const n = this.#count;
     // Reserve first: the count decides exhaustion (see CLAIMS_I32), then a slot surely is free.
-    if (Atomics.add(this.#header, CLAIMS_I32, 1) >= n) {
-      Atomics.sub(this.#header, CLAIMS_I32, 1);
-      throw new ClaimsExhaustedError(`all ${n} claim slots are in use`);
+    // A compare-exchange, not an add undone on refusal: the add would count the refused claim
+    // among the reserved for a moment, and a claim made then would be refused with a slot free.
+    for (;;) {
+      const reserved = Atomics.load(this.#header, CLAIMS_I32);
+      if (reserved >= n) throw new ClaimsExhaustedError(`all ${n} claim slots are in use`);
+      if (Atomics.compareExchange(this.#header, CLAIMS_I32, reserved, reserved + 1) === reserved) break;
     }
     // A pass finds nothing only if other threads moved the free slot meanwhile; scan again.
     for (let k = 0; ; k++) {

@@ -156,7 +156,10 @@ export function clientErrorHandler(
 export function expectationHandler(
   metrics: ServeMetrics,
 ): (req: IncomingMessage, res: ServerResponse) => void {
-  return (_req, res) => {
+  return (req, res) => {
+    // node calls this listener instead of 'request': the 417 is the connection's latest answer,
+    // and one that closes it, so a parse error pipelined behind must wait for it (and add none).
+    rememberResponse(req, res);
     metrics.clientError('EXPECTATION_FAILED');
     const answer = answerFor(
       new OmniError('OMNI_ERR_EXPECTATION_FAILED', 'only "Expect: 100-continue" is supported'),
