@@ -105,7 +105,7 @@ function cloneCases(): BenchCase[] {
   const task = (value: unknown) => ({
     task: value,
     taskId: 5,
-    filename: 'file:///x/entry.js',
+    filename: 'file:///x/entry-shim.cjs',
     name: 'default',
   });
   const response = (value: unknown) => ({ taskId: 5, result: value, error: null, time: 12 });

@@ -149,7 +149,8 @@ export async function teardown(
 function createPool(options: CheckedRuntimeOptions, entryData: EntryData): Piscina {
   try {
     return new Piscina({
-      filename: builtModuleUrl('workers/entry.js'),
+      // A CommonJS shim: piscina's require() of entry.js itself could abort the process.
+      filename: builtModuleUrl('workers/entry-shim.cjs'),
       minThreads: options.threads,
       maxThreads: options.threads,
       concurrentTasksPerWorker: 1,
