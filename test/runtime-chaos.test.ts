@@ -16,6 +16,7 @@
  * A failure names its seed: OMNI_CHAOS_SEED=<seed> OMNI_CHAOS_RUNS=1 reruns just that run.
  */
 import { expect, it } from 'vitest';
+import { Prng } from '../src/cli/prng.js';
 import { Runtime, type RuntimeReport, type RuntimeState } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import {
@@ -33,18 +34,6 @@ const WORKER = builtModuleUrl('test/fixtures/runtime-chaos-worker.js');
 const RUNS = Number(process.env.OMNI_CHAOS_RUNS ?? 60);
 const FIRST_SEED = Number(process.env.OMNI_CHAOS_SEED ?? 1);
 const MAX_CALLS = 64;
-
-/** mulberry32: a small seeded PRNG (the same sequence for the same seed). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Mode = 'refuse' | 'wait' | 'serial';
 type Tag =
@@ -150,7 +139,8 @@ function extra(before: Map<string, number>): string[] {
 }
 
 async function chaosRun(seed: number, trace: string[]): Promise<void> {
-  const random = prng(seed);
+  const generator = new Prng(seed); // seeded: the same sequence for the same seed
+  const random = (): number => generator.next();
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const mode = pick<Mode>(['refuse', 'wait', 'serial']);
   const requests = 2 + Math.floor(random() * 3);
