@@ -6,7 +6,7 @@
 import { createServer, type ServerResponse } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { serve } from '../src/serve/index.js';
+import { type ServeHandle, serve } from '../src/serve/index.js';
 import { closeWithConnection } from '../src/serve/pipelined-close.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
@@ -24,6 +24,22 @@ async function connected(port: number): Promise<Socket> {
   socket.on('error', () => {}); // it is cut off on purpose
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
   return socket;
+}
+
+/** A server on one worker thread (gated), and a whole call for it to hold while more arrive. */
+async function servedWithOneThread(): Promise<{
+  g: Gated;
+  s: ServeHandle;
+  first: Buffer;
+}> {
+  const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 4 } });
+  gates.push(g);
+  const s = await serve(g.lr, { port: 0 });
+  const body = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
+  const head =
+    'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+    `Content-Length: ${body.length}\r\n\r\n`;
+  return { g, s, first: Buffer.concat([Buffer.from(head), body]) };
 }
 
 describe('pipelined requests', () => {
@@ -111,15 +127,8 @@ describe('pipelined requests', () => {
   ])(
     'a request node cannot parse (%s) behind one still running: that one is answered first, then the error',
     async (_name, broken, status) => {
-      const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 4 } });
-      gates.push(g);
-      const s = await serve(g.lr, { port: 0 });
-      const body = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
-      const first = Buffer.from(
-        'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
-          `Content-Length: ${body.length}\r\n\r\n`,
-      );
-      const heard = pipelinedExchange(s.port, Buffer.concat([first, body, Buffer.from(broken)]), 2);
+      const { g, s, first } = await servedWithOneThread();
+      const heard = pipelinedExchange(s.port, Buffer.concat([first, Buffer.from(broken)]), 2);
       await g.reach(ENTERED, 1); // the first call is held in the worker
       // The parser has failed on the second request while the first is still unanswered.
       await until(
@@ -139,17 +148,10 @@ describe('pipelined requests', () => {
   // which node calls instead of 'request': the error handler took the request before it as the
   // latest, and wrote its 400 once that one's answer ended, after the 417 that closes.
   it('a request node cannot parse behind an answered Expect it does not support: the 417 closes, nothing after it', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 4 } });
-    gates.push(g);
-    const s = await serve(g.lr, { port: 0 });
-    const body = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
-    const first = Buffer.from(
-      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
-        `Content-Length: ${body.length}\r\n\r\n`,
-    );
+    const { g, s, first } = await servedWithOneThread();
     const unsupported = Buffer.from('GET /health HTTP/1.1\r\nHost: x\r\nExpect: x-unsupported\r\n\r\n');
     const broken = Buffer.from('FOO /health HTTP/1.1\r\nHost: x\r\n\r\n');
-    const heard = pipelinedExchange(s.port, Buffer.concat([first, body, unsupported, broken]), 3);
+    const heard = pipelinedExchange(s.port, Buffer.concat([first, unsupported, broken]), 3);
     await g.reach(ENTERED, 1); // the first call is held in the worker
     await until(
       async () => /detail="HPE_INVALID_METHOD"/.test((await s.metrics.scrape()).text),
