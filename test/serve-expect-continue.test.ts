@@ -143,16 +143,21 @@ describe('Expect: 100-continue edges', () => {
   });
 });
 
+/** Two threads: a call pipelined behind a held one can end while that one is held. */
+async function twoThreads(): Promise<{ g: Gated; s: ServeHandle }> {
+  const g = await startGated({
+    inFeatures: IN,
+    outFeatures: 3,
+    threads: 2,
+    open: true,
+    admission: { requests: 4 },
+  });
+  return { g, s: await serve(g.lr, { port: 0 }) };
+}
+
 describe('Expect: 100-continue on a pipelined request', () => {
   it('whose answer is ready while it waits behind an earlier one: no 100 Continue inside that answer', async () => {
-    const g = await startGated({
-      inFeatures: IN,
-      outFeatures: 3,
-      threads: 2,
-      open: true,
-      admission: { requests: 4 },
-    });
-    const s = await serve(g.lr, { port: 0 });
+    const { g, s } = await twoThreads();
     try {
       const octets = 'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n';
       const exchange = rawExchange(s.port, [
@@ -181,14 +186,7 @@ describe('Expect: 100-continue on a pipelined request', () => {
   });
 
   it('answered while it waits, its 100 never sent: its answer says Connection: close, as the server closes', async () => {
-    const g = await startGated({
-      inFeatures: IN,
-      outFeatures: 3,
-      threads: 2,
-      open: true,
-      admission: { requests: 4 },
-    });
-    const s = await serve(g.lr, { port: 0 });
+    const { g, s } = await twoThreads();
     const responses: ServerResponse[] = [];
     s.app.server.on('request', (_req, res: ServerResponse) => responses.push(res));
     try {
@@ -216,14 +214,7 @@ describe('Expect: 100-continue on a pipelined request', () => {
   });
 
   it('whose body waits for its 100 Continue behind an earlier answer: it comes once that answer is out', async () => {
-    const g = await startGated({
-      inFeatures: IN,
-      outFeatures: 3,
-      threads: 2,
-      open: true,
-      admission: { requests: 4 },
-    });
-    const s = await serve(g.lr, { port: 0 });
+    const { g, s } = await twoThreads();
     const socket = connect({ host: '127.0.0.1', port: s.port });
     try {
       let heard = '';
