@@ -115,18 +115,24 @@ describe('pipelined requests', () => {
   });
 
   it.each([
-    ['headers too large', `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
-    ['a method node does not know', 'FOO /health HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+    [
+      'headers too large',
+      `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      431,
+      false,
+    ],
+    ['a method node does not know', 'FOO /health HTTP/1.1\r\nHost: x\r\n\r\n', 400, false],
     // Routed (its answer queued behind the first) before its body fails.
     [
       'a chunk size that is not hex',
       'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
         'Transfer-Encoding: chunked\r\n\r\nzz\r\n',
       400,
+      true,
     ],
   ])(
     'a request node cannot parse (%s) behind one still running: that one is answered first, then the error',
-    async (_name, broken, status) => {
+    async (_name, broken, status, routed) => {
       const { g, s, first } = await servedWithOneThread();
       const heard = pipelinedExchange(s.port, Buffer.concat([first, Buffer.from(broken)]), 2);
       await g.reach(ENTERED, 1); // the first call is held in the worker
@@ -140,6 +146,14 @@ describe('pipelined requests', () => {
       expect(await heard).toEqual({ statuses: [200, status], closed: false });
       await until(() => g.lr.report().depth === 0, 'the work to end');
       expect(g.lr.report()).toMatchObject({ completed: 1, aborted: 0 });
+      // The broken request is recorded as answered (a chunked body's: routed, its 400), not as
+      // a client that left: its answer was written once its response reached the connection.
+      const text = (await s.metrics.scrape()).text;
+      const series = (code: number): string =>
+        `omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="${code}"}`;
+      expect(sample(text, series(499))).toBeUndefined();
+      expect(sample(text, series(200))).toBe(1);
+      expect(sample(text, series(400))).toBe(routed ? 1 : undefined);
       expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
     },
   );

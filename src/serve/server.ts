@@ -179,7 +179,9 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     // fastify's onResponse runs on 'finish', which an answer to a client that already left
     // never reaches: record those as 499 here, or they would be missing from the histogram.
     // A request whose body node:http could not parse was answered by the client-error handler.
-    const socket = reply.raw.socket as AnsweredSocket | null;
+    // The request's socket, not the response's: a response queued behind earlier answers on its
+    // connection has none yet.
+    const socket = request.raw.socket as AnsweredSocket | null;
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) {
         metrics.observe(
