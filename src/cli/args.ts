@@ -4,7 +4,7 @@
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { checkBounds } from '../admission/bounds.js';
-import { isDecimal } from '../decimal.js';
+import { isDecimal, isWholeDecimal } from '../decimal.js';
 import { BACKEND_ENV, type BackendPreference, backendFromEnv } from '../native/backend.js';
 
 export class UsageError extends Error {
@@ -92,7 +92,7 @@ export function numberFlag(
     value < min ||
     value > max ||
     !(value > greater) ||
-    (integer && !Number.isInteger(value))
+    (integer && !(Number.isInteger(value) && isWholeDecimal(raw)))
   ) {
     const kind = integer ? 'an integer' : 'a number';
     const range =
