@@ -5,3 +5,19 @@ const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 export function isDecimal(text: string): boolean {
   return DECIMAL.test(text.trim());
 }
+
+const PARTS = /^[+-]?(\d*)\.?(\d*)(?:e([+-]?\d+))?$/i;
+
+/**
+ * Whether decimal `text` names a whole number exactly. Number() rounds to a double, so
+ * '1.0000000000000001' would read as 1 and '1e-400' as 0: the digits are read instead, and
+ * every one the exponent leaves after the point must be 0 ('2.50e1' and '1e3' are whole).
+ */
+export function isWholeDecimal(text: string): boolean {
+  const trimmed = text.trim();
+  const parts = isDecimal(trimmed) ? PARTS.exec(trimmed) : null;
+  if (parts === null) return false;
+  const [, whole = '', fraction = '', exponent = '0'] = parts;
+  const point = whole.length + Number(exponent);
+  return /^0*$/.test((whole + fraction).slice(Math.max(0, point)));
+}

@@ -127,6 +127,23 @@ describe('bench flag ranges', () => {
     expect(usageCode([...wide, '--max-rows', '4093'])).toBe('OMNI_ERR_USAGE');
   });
 
+  // Number() rounds '1.0000000000000001' to 1 and '1e-400' to 0: a fraction the user wrote was
+  // taken as a whole number without a word. Whole numbers in any decimal notation still pass.
+  it.each([
+    ['--threads', '1.0000000000000001'],
+    ['--seed', '1e-400'],
+    ['--seed', '4294967294.9999999999'],
+    ['--units', '8.00000000000000001'],
+  ])('%s %s: a fraction however small is not an integer', (flag, value) => {
+    expect(usageCode([flag, value])).toBe('OMNI_ERR_USAGE');
+  });
+
+  it('integer flags take whole numbers written with a fraction or an exponent', () => {
+    expect(
+      config(['--threads', '2.0', '--requests', '1e1', '--units', '2.5e1', '--seed', '0e-400']),
+    ).toMatchObject({ threads: 2, requests: 10, units: 25, seed: 0 });
+  });
+
   it('takes no positional argument', () => {
     expect(usageCode(['sideways'])).toBe('OMNI_ERR_USAGE');
   });

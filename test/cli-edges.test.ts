@@ -43,6 +43,23 @@ describe('serve flags', () => {
     expect(config !== 'help' && config.retryAfterSeconds).toBe(0);
   });
 
+  // serve took a deadline of 1 ms or more only, while bench's --deadline-ms, serve()'s
+  // deadlineMs and the x-omni-deadline-ms header take any number of milliseconds > 0.
+  it('--deadline-ms takes a fraction of a millisecond, as bench and x-omni-deadline-ms do', () => {
+    const config = parseServeArgs(['--deadline-ms', '0.5'], {});
+    expect(config !== 'help' && config.deadlineMs).toBe(0.5);
+    const bench = parseBenchArgs(['--deadline-ms', '0.5'], {});
+    expect(bench !== 'help' && bench.deadlineMs).toBe(0.5);
+    expect(thrownCode(() => parseServeArgs(['--deadline-ms', '0'], {}))).toBe('OMNI_ERR_USAGE');
+  });
+
+  it('--port 80.0000000000000001 is not port 80 (Number() would round the fraction away); 8e1 is', () => {
+    expect(thrownCode(() => parseServeArgs(['--port', '80.0000000000000001'], {}))).toBe('OMNI_ERR_USAGE');
+    expect(thrownCode(() => parseServeArgs(['--retry-after', '1e-400'], {}))).toBe('OMNI_ERR_USAGE');
+    const config = parseServeArgs(['--port', '8e1'], {});
+    expect(config !== 'help' && config.port).toBe(80);
+  });
+
   // Kills: --drain-timeout-ms's minimum 1 lowered to 0 (serve() would then refuse it with
   // OMNI_ERR_INVALID_ARGUMENT: exit 1 after starting the runtime, not a usage mistake, exit 2).
   it.each(['0', '0.5'])('--drain-timeout-ms %s is a usage mistake', (value) => {

@@ -35,7 +35,17 @@ describe('main', () => {
     expect(await run(argv)).toEqual({ code: 0, stdout: HELP });
   });
 
+  // `help --help` asked for help twice; it was refused as 'help takes a command, got --help'.
+  it.each([[['help', '--help']], [['--help', '-h']], [['-h', '-h']], [['help', '-h']]])(
+    '%j prints the help too, exits 0',
+    async (argv) => {
+      expect(await run(argv)).toEqual({ code: 0, stdout: HELP });
+    },
+  );
+
   it.each([
+    [['help', '-h', 'serve'], SERVE_HELP],
+    [['--help', '--help', 'bench', 'admission'], ADMISSION_HELP],
     [['help', 'bench'], BENCH_HELP],
     [['--help', 'bench', 'admission'], ADMISSION_HELP],
     [['-h', 'serve'], SERVE_HELP],

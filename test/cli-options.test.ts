@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { UsageError } from '../src/cli/args.js';
 import { type BenchConfig, parseBenchArgs, rateListFlag } from '../src/cli/bench-options.js';
 import { type Arrival, ArrivalProcess } from '../src/cli/prng.js';
+import { parseServeArgs } from '../src/cli/serve-command.js';
 
 function config(argv: string[], env: NodeJS.ProcessEnv = {}): BenchConfig {
   const parsed = parseBenchArgs(argv, env);
@@ -102,6 +103,27 @@ describe('bench flags', () => {
   it('returns help for --help and -h', () => {
     expect(parseBenchArgs(['--help'])).toBe('help');
     expect(parseBenchArgs(['-h', '--duration', 'nonsense'])).toBe('help');
+  });
+
+  // It won over a bad value or a stray argument, but not over a mistake node:util's parser
+  // finds itself: `bench --frobnicate --help` exited 2 telling the user to see --help.
+  it.each([
+    ['an unknown flag', ['--frobnicate', '--help'], ['--duration', '1', '--help']],
+    ['an unknown flag after -h', ['-h', '--frobnicate'], ['-h', '--frobnicate']],
+    ['a flag that lacks its value', ['--duration', '--help'], ['--port', '-h']],
+    ['a value for a boolean flag', ['--json=1', '-h'], ['--help=1', '-h']],
+  ])('--help wins over %s too', (_what, bench, serve) => {
+    expect(parseBenchArgs(bench, {})).toBe('help');
+    expect(parseServeArgs(serve, {})).toBe('help');
+  });
+
+  it('a --help after -- is an argument, not help', () => {
+    expect(() => parseBenchArgs(['--frobnicate', '--', '--help'], {})).toThrow(
+      expect.objectContaining({ code: 'OMNI_ERR_USAGE' }),
+    );
+    expect(() => parseBenchArgs(['--', '--help'], {})).toThrow(
+      expect.objectContaining({ code: 'OMNI_ERR_USAGE' }),
+    );
   });
 
   it('gives negative numbers to their flag, so the error names the flag', () => {

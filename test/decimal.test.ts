@@ -1,6 +1,6 @@
 /** isDecimal: the one notation for numbers the command line's flags and the HTTP front accept. */
 import { describe, expect, it } from 'vitest';
-import { isDecimal } from '../src/decimal.js';
+import { isDecimal, isWholeDecimal } from '../src/decimal.js';
 
 describe('isDecimal', () => {
   it('takes decimal notation, signed, with a fraction or an exponent, around blanks as Number() does', () => {
@@ -18,6 +18,43 @@ describe('isDecimal', () => {
   it('refuses what is not a number at all', () => {
     for (const text of ['.', '+', '1e', 'e5', '5..', '1.2.3', '--5', '5 5', '1_000']) {
       expect(isDecimal(text), JSON.stringify(text)).toBe(false);
+    }
+  });
+});
+
+describe('isWholeDecimal', () => {
+  it('takes a whole number however it is written', () => {
+    for (const text of [
+      '0',
+      '-0',
+      '+7',
+      '7.',
+      '7.000',
+      '1e3',
+      '2.5e1',
+      '2.50E+1',
+      '0.0e-400',
+      '.5e1',
+      ' 4 ',
+      '9007199254740993',
+    ]) {
+      expect(isWholeDecimal(text), JSON.stringify(text)).toBe(true);
+    }
+  });
+
+  it('refuses a fraction that Number() would round away, and what isDecimal refuses', () => {
+    for (const text of [
+      '1.0000000000000001',
+      '1e-400',
+      '4294967294.9999999999',
+      '2.55e1',
+      '.5',
+      '1.5',
+      '0x10',
+      '',
+      'Infinity',
+    ]) {
+      expect(isWholeDecimal(text), JSON.stringify(text)).toBe(false);
     }
   });
 });

@@ -4,7 +4,7 @@
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { checkBounds } from '../admission/bounds.js';
-import { isDecimal } from '../decimal.js';
+import { isDecimal, isWholeDecimal } from '../decimal.js';
 import { BACKEND_ENV, type BackendPreference, backendFromEnv } from '../native/backend.js';
 
 export class UsageError extends Error {
@@ -44,12 +44,24 @@ export function parseFlags<const O extends FlagSpec>(
     return { values: parsed.values, positionals: parsed.positionals };
   } catch (err) {
     if (err instanceof UsageError) throw err;
+    // --help wins here too: `bench --frobnicate --help` is a user looking for the right flag.
+    if (asksHelp(argv, options)) {
+      const help = parseArgs({ args: ['--help'], options, strict: true, allowPositionals: true });
+      return { values: help.values, positionals: [] };
+    }
     // node:util's messages run to several sentences over several lines; the first says it all.
     const first = (err as Error).message.split('\n')[0]!.split('. To specify')[0]!;
     // "argument is ambiguous": the value is missing and the next flag would be taken for it.
     const ambiguous = /^Option '(--[\w-]+)[^']*' argument is ambiguous/.exec(first);
     throw new UsageError(`${command}: ${ambiguous ? `${ambiguous[1]} needs a value` : first}`);
   }
+}
+
+/** A -h or --help before any `--`, where the command has that flag. */
+function asksHelp(argv: readonly string[], options: FlagSpec): boolean {
+  if (options.help === undefined) return false;
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
 }
 
 /**
@@ -92,7 +104,7 @@ export function numberFlag(
     value < min ||
     value > max ||
     !(value > greater) ||
-    (integer && !Number.isInteger(value))
+    (integer && !(Number.isInteger(value) && isWholeDecimal(raw)))
   ) {
     const kind = integer ? 'an integer' : 'a number';
     const range =

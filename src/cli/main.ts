@@ -38,14 +38,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     case undefined:
     case 'help':
     case '-h':
-    case '--help':
-      if (rest.length === 0) {
+    case '--help': {
+      // `help --help`, `help -h serve`: help asked for twice is still help, not a mistake.
+      const topics = rest.filter((arg) => arg !== '-h' && arg !== '--help');
+      if (topics.length === 0) {
         process.stdout.write(HELP);
         return 0;
       }
       // `help bench`, `--help serve`: that command's own help. Anything else was not asked for.
-      if (rest[0] === 'bench' || rest[0] === 'serve') return main([...rest, '--help']);
-      throw new UsageError(`${command} takes a command (bench, serve), got '${rest[0]}'`);
+      if (topics[0] === 'bench' || topics[0] === 'serve') return main([...topics, '--help']);
+      throw new UsageError(`${command} takes a command (bench, serve), got '${topics[0]}'`);
+    }
     case '-v':
     case '--version':
       if (rest.length > 0) throw new UsageError(`${command} takes no arguments, got '${rest[0]}'`);

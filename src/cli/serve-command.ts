@@ -134,7 +134,8 @@ export function parseServeArgs(
       max: 2 ** 31 - 1,
       integer: true,
     }),
-    deadlineMs: optional('deadline-ms', values['deadline-ms'], { min: 1, max: 2 ** 31 - 1 }),
+    // Above 0, as bench's --deadline-ms, serve()'s deadlineMs and x-omni-deadline-ms take.
+    deadlineMs: optional('deadline-ms', values['deadline-ms'], { greater: 0, max: 2 ** 31 - 1 }),
     inFeatures: numberFlag('in-features', values['in-features'], 256, {
       min: 1,
       max: MAX_FEATURES,
