@@ -114,6 +114,25 @@ describe('native backend through the runtime (fixture)', () => {
       expect(moved.byteLength).toBe(0); // it really moved
     });
 
+    it('one buffer given to two calls: the second is OMNI_ERR_INVALID_ARGUMENT; the thread lives, nothing leaks', async () => {
+      // Node posts a view of a detached buffer listed for transfer without a word, and the
+      // worker then fails to read the message: its thread died, taking its native context.
+      const faults = new FixtureFaults(lib);
+      const baseline = faults.liveBytes();
+      const weights = seededWeights(8, 4, 3);
+      const lr = await start({ threads: 1, weights });
+      const x = seededFloats(5, 2 * 8);
+      // The serial scheduler posts after run() returns: both calls pass the check on x.
+      const first = lr.run(x, { transfer: [x.buffer as ArrayBuffer] });
+      const second = lr.run(x, { transfer: [x.buffer as ArrayBuffer] });
+      expect((await first).length).toBe(2 * 4);
+      expect((await rejection(second)).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      // The same thread still serves: its context counts the first call.
+      expect((await lr.stats()).calls).toBe(1);
+      await lr.close();
+      expect(faults.liveBytes()).toBe(baseline);
+    });
+
     it('options that come through a prototype reach the runtime whole, as Runtime.run reads them', async () => {
       // Shared defaults via Object.create: rows and cost were read, signal and transfer dropped.
       const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2 });
