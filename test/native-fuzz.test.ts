@@ -6,14 +6,15 @@
  * and run count (printed; NATIVE_FUZZ_SEED, NATIVE_FUZZ_RUNS) make a failure reproducible.
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
-import { LinearRuntime, seededWeights } from '../src/index.js';
+import { LinearRuntime, type LinearWeights, Runtime, seededWeights } from '../src/index.js';
 import { rowsPerCall } from '../src/linear/linear-runtime.js';
 import type { NativeLibrary } from '../src/native/index.js';
 import {
   FixtureFaults,
   loadNativeLibrary,
+  MAX_FEATURES,
   MAX_ROWS,
   NativeContext,
   NativeStatus,
@@ -451,6 +452,104 @@ describe('LinearRuntime fuzz (fixture)', () => {
   });
   afterAll(async () => {
     await Promise.all(runtimes.map((lr) => lr.close({ timeoutMs: 10_000 })));
+  });
+
+  it('malformed weights or shapes at start: OMNI_ERR_INVALID_ARGUMENT before any thread starts', async () => {
+    type WeightFlaw =
+      | 'w-short'
+      | 'w-long'
+      | 'b-short'
+      | 'b-long'
+      | 'w-f64'
+      | 'b-f64'
+      | 'w-array'
+      | 'b-array'
+      | 'w-detached'
+      | 'b-detached'
+      | 'in-other'
+      | 'in-fraction'
+      | 'in-zero'
+      | 'in-huge'
+      | 'said-disagrees';
+    const spawn = vi.spyOn(Runtime, 'start');
+    const flawed = fc.record({
+      inF: fc.integer({ min: 1, max: 8 }),
+      outF: fc.integer({ min: 1, max: 8 }),
+      // One flaw or two, on weights that are otherwise right (a shared view with an offset included).
+      flaws: fc.uniqueArray(
+        fc.constantFrom<WeightFlaw>(
+          'w-short',
+          'w-long',
+          'b-short',
+          'b-long',
+          'w-f64',
+          'b-f64',
+          'w-array',
+          'b-array',
+          'w-detached',
+          'b-detached',
+          'in-other',
+          'in-fraction',
+          'in-zero',
+          'in-huge',
+          'said-disagrees',
+        ),
+        { minLength: 1, maxLength: 2 },
+      ),
+      shared: fc.boolean(),
+    });
+    const make = (which: 'w' | 'b', length: number, flaws: WeightFlaw[], shared: boolean): unknown => {
+      const n =
+        length + (flaws.includes(`${which}-short`) ? -1 : 0) + (flaws.includes(`${which}-long`) ? 1 : 0);
+      const values = place(seededFloats(n + 7, n), shared ? 'shared-offset' : 'plain', 3);
+      if (flaws.includes(`${which}-f64`)) return Float64Array.from(values);
+      if (flaws.includes(`${which}-array`)) return Array.from(values);
+      if (flaws.includes(`${which}-detached`)) {
+        const own = values.slice();
+        structuredClone(own.buffer, { transfer: [own.buffer as ArrayBuffer] });
+        return own;
+      }
+      return values;
+    };
+    try {
+      await fc.assert(
+        fc.asyncProperty(flawed, async ({ inF, outF, flaws, shared }) => {
+          const has = (flaw: WeightFlaw): boolean => flaws.includes(flaw);
+          const inFeatures = has('in-zero')
+            ? 0
+            : has('in-huge')
+              ? MAX_FEATURES + 1
+              : has('in-fraction')
+                ? inF + 0.5
+                : has('in-other')
+                  ? inF + 1
+                  : inF;
+          const weights = {
+            w: make('w', inF * outF, flaws, shared),
+            b: make('b', outF, flaws, shared),
+            inFeatures,
+            outFeatures: outF,
+          } as unknown as LinearWeights;
+          let code: string | undefined;
+          try {
+            await LinearRuntime.start({
+              backend: 'fixture',
+              threads: 1,
+              weights,
+              ...(has('said-disagrees') ? { outFeatures: outF + 1 } : {}),
+            });
+            code = 'started';
+          } catch (err) {
+            code = (err as { code?: string }).code;
+          }
+          expect({ flaws, code }).toEqual({ flaws, code: 'OMNI_ERR_INVALID_ARGUMENT' });
+          expect(spawn).not.toHaveBeenCalled();
+        }),
+        { seed: SEED, numRuns: RUNS, endOnFailure: true },
+      );
+    } finally {
+      spawn.mockRestore();
+    }
   });
 
   type Flaw =
