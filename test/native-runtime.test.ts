@@ -163,6 +163,8 @@ describe('native backend through the runtime (fixture)', () => {
         ['zero rows (explicit)', () => lr.run(good, { rows: 0 }), 'OMNI_ERR_INVALID_ARGUMENT'],
         ['NaN rows', () => lr.run(good, { rows: Number.NaN }), 'OMNI_ERR_INVALID_ARGUMENT'],
         ['fractional rows', () => lr.run(good, { rows: 1.5 }), 'OMNI_ERR_INVALID_ARGUMENT'],
+        // null is a mistake, not "the default" (as for cost): it must not serve x's own rows.
+        ['null rows', () => lr.run(good, { rows: null as unknown as number }), 'OMNI_ERR_INVALID_ARGUMENT'],
         [
           'a Float64Array',
           () => lr.run(new Float64Array(3 * IN) as unknown as Float32Array),
@@ -194,10 +196,10 @@ describe('native backend through the runtime (fixture)', () => {
         expect((await lr.stats()).liveBytes, what).toBe(baseline.liveBytes);
       }
       expect(lr.report()).toMatchObject({ state: 'ready', depth: 0, units: 0 });
-      // Checked here before admission, and counted: 9 malformed inputs, null options and two
+      // Checked here before admission, and counted: 10 malformed inputs, null options and two
       // bad costs are invalid; too many rows is refused (it can never fit); none failed in a
       // worker.
-      expect(lr.report()).toMatchObject({ invalid: 12, refused: 1, failed: 0 });
+      expect(lr.report()).toMatchObject({ invalid: 13, refused: 1, failed: 0 });
     });
 
     it('rows disagreeing with x hold no capacity: with room for one call, two in a row are both invalid', async () => {

@@ -174,7 +174,9 @@ export class LinearRuntime {
     if (!types.isFloat32Array(x))
       return this.runtime[kEndedEarly]('invalid', new InvalidArgumentError('x must be a Float32Array'));
     const length = lengthOf(x);
-    const rows = options?.rows ?? length / this.inFeatures;
+    // Only undefined means "from x": a null rows is a mistake like a null cost, not the default.
+    const given = options?.rows;
+    const rows = given === undefined ? length / this.inFeatures : given;
     if (!Number.isInteger(rows) || rows < 1) {
       return this.runtime[kEndedEarly](
         'invalid',
