@@ -543,6 +543,26 @@ describe('LinearRuntime passes its options through (each one observed)', () => {
     expect(lr.report()).toMatchObject({ invalid: 1, failed: 0 });
   });
 
+  it('an option whose getter throws rejects the call, as Runtime.run does: never a throw from run(), counted invalid', async () => {
+    const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2 });
+    const keys = ['rows', 'cost', 'signal', 'deadlineMs', 'transfer'];
+    for (const key of keys) {
+      const boom = new Error(key);
+      const options = Object.defineProperty({}, key, {
+        get() {
+          throw boom;
+        },
+      });
+      let call: Promise<unknown> | undefined;
+      expect(() => {
+        call = lr.run(seededFloats(1, 2 * 4), options);
+      }, key).not.toThrow();
+      await expect(call, key).rejects.toBe(boom);
+    }
+    // Every call made ends in one outcome: these ended before admission, each invalid.
+    expect(lr.report()).toMatchObject({ invalid: keys.length, depth: 0, completed: 0, failed: 0 });
+  });
+
   it('the workspace byte limit reaches the workers: their cache stays within it', async () => {
     // 16 -> 8 takes 192 bytes a row: 1024 bytes hold 5 rows, and not the workspaces of 1, 2, 4 and 5 rows together.
     const lr = await start({ threads: 1, inFeatures: 16, outFeatures: 8, workspaceBytes: 1024 });

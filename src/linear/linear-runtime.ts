@@ -173,10 +173,19 @@ export class LinearRuntime {
     }
     if (!types.isFloat32Array(x))
       return this.runtime[kEndedEarly]('invalid', new InvalidArgumentError('x must be a Float32Array'));
+    let given: LinearRunOptions;
+    try {
+      // Each option read once, here, as Runtime.run reads them: inherited properties included
+      // (a spread would keep only own ones and silently drop an inherited signal, deadline or
+      // transfer list), and a getter that throws ends the call with its error, never run().
+      const { rows, cost, signal, deadlineMs, transfer } = options ?? {};
+      given = { rows, cost, signal, deadlineMs, transfer };
+    } catch (err) {
+      return this.runtime[kEndedEarly]('invalid', err);
+    }
     const length = lengthOf(x);
     // Only undefined means "from x": a null rows is a mistake like a null cost, not the default.
-    const given = options?.rows;
-    const rows = given === undefined ? length / this.inFeatures : given;
+    const rows = given.rows === undefined ? length / this.inFeatures : given.rows;
     if (!Number.isInteger(rows) || rows < 1) {
       return this.runtime[kEndedEarly](
         'invalid',
@@ -200,14 +209,11 @@ export class LinearRuntime {
       );
     }
     const input: NativeWorkerInput = { x, rows };
-    const cost = options?.cost === undefined ? rows : options.cost;
-    // Read like Runtime.run reads them (inherited properties included): a spread would keep
-    // only own properties and silently drop an inherited signal, deadline or transfer list.
     return this.runtime.run<Float32Array>(input, {
-      cost,
-      signal: options?.signal,
-      deadlineMs: options?.deadlineMs,
-      transfer: options?.transfer,
+      cost: given.cost === undefined ? rows : given.cost,
+      signal: given.signal,
+      deadlineMs: given.deadlineMs,
+      transfer: given.transfer,
     });
   }
 
