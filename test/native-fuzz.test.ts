@@ -174,6 +174,35 @@ describe('native fuzz (fixture)', () => {
     );
   });
 
+  it('at the documented limits: MAX_ROWS rows, MAX_FEATURES wide in or out, served and right; one more refused', () => {
+    const edge = (max: number): fc.Arbitrary<number> => fc.constantFrom(1, 2, max - 1, max);
+    const shape = fc
+      .record({ rows: edge(MAX_ROWS), inF: edge(MAX_FEATURES), outF: edge(MAX_FEATURES), seed: fc.nat() })
+      // One dimension at its limit at a time keeps each case to a few MiB.
+      .filter((s) => s.rows * s.inF * s.outF <= 2 * MAX_ROWS && s.inF * s.outF <= 2 * MAX_FEATURES);
+    fc.assert(
+      fc.property(shape, ({ rows, inF, outF, seed }) => {
+        const w = floatsWith(seed, inF * outF, 1 / Math.sqrt(inF), 0);
+        const b = floatsWith(seed + 1, outF, 0.5, 0);
+        const x = floatsWith(seed + 2, rows * inF, 2, 0.001);
+        const ctx = NativeContext.open(lib);
+        try {
+          ctx.uploadWeights(w, b, outF, inF);
+          expect(firstMismatch(ctx.linearGelu(x, rows), x, w, b, rows, outF, inF)).toBe(-1);
+          expect(
+            codeOf(() =>
+              ctx.uploadWeights(new Float32Array(MAX_FEATURES + 1), b.subarray(0, 1), 1, MAX_FEATURES + 1),
+            ),
+          ).toBe('OMNI_ERR_INVALID_ARGUMENT');
+          expect(codeOf(() => ctx.linearGelu(x, MAX_ROWS + 1))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+        } finally {
+          ctx.close();
+        }
+      }),
+      { seed: SEED, numRuns: Math.ceil(RUNS / 4), endOnFailure: true },
+    );
+  });
+
   it('the row limit LinearRuntime computes is the one the C side enforces, at any shape and byte limit', () => {
     const limits = fc.record({
       inF: fc.integer({ min: 1, max: 64 }),
