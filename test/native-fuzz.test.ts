@@ -504,8 +504,9 @@ describe('LinearRuntime fuzz (fixture)', () => {
     const flawed = fc.record({
       inF: fc.integer({ min: 1, max: 8 }),
       outF: fc.integer({ min: 1, max: 8 }),
-      // One flaw or two, on weights that are otherwise right (a shared view with an offset included).
-      flaws: fc.uniqueArray(
+      // One flaw at a time (two could cancel out: a wider stated width and a longer w), on weights
+      // that are otherwise right (a shared view with an offset included).
+      flaws: fc.tuple(
         fc.constantFrom<WeightFlaw>(
           'w-short',
           'w-long',
@@ -523,7 +524,6 @@ describe('LinearRuntime fuzz (fixture)', () => {
           'in-huge',
           'said-disagrees',
         ),
-        { minLength: 1, maxLength: 2 },
       ),
       shared: fc.boolean(),
     });
@@ -666,6 +666,8 @@ describe('LinearRuntime fuzz (fixture)', () => {
       runtimes.push(lr);
       expect(lr.maxRows).toBe(MAX);
       const waits = admission === undefined || ('wait' in admission && admission.wait);
+      const direct = NativeContext.open(loadNativeLibrary('fixture'));
+      direct.uploadWeights(weights.w, weights.b, OUT, IN);
       const call = fc.record({
         rows: fc.oneof(fc.integer({ min: 1, max: 20 }), fc.integer({ min: MAX - 10, max: MAX + 10 })),
         seed: fc.integer({ min: 0, max: 2 ** 31 }),
@@ -763,6 +765,8 @@ describe('LinearRuntime fuzz (fixture)', () => {
             if (y instanceof Float32Array) {
               expect(y.length).toBe(c.rows * OUT);
               expect(firstMismatch(y, values, weights.w, weights.b, c.rows, OUT, IN)).toBe(-1);
+              // Bit for bit the direct call's answer: nothing from the thread's earlier calls in it.
+              expect(y).toEqual(direct.linearGelu(values, c.rows));
             }
           }
         }),
@@ -773,6 +777,7 @@ describe('LinearRuntime fuzz (fixture)', () => {
       const stats = await lr.stats();
       expect(stats.cachedWorkspaces).toBeLessThanOrEqual(4);
       await lr.close();
+      direct.close();
       runtimes.length = 0;
       // Every thread survived to run its close hook: the fixture holds what it held before.
       expect(lr.report()).toMatchObject({ depth: 0, units: 0, leaked: 0 });
