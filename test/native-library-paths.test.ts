@@ -125,4 +125,13 @@ describe('native libraries from a path of your own', () => {
       );
     }
   });
+
+  it('loadNativeLibrary options that are not an object, or a path that is not a non-empty string: OMNI_ERR_INVALID_ARGUMENT', () => {
+    for (const options of [null, 'libomni_fixture.so', { path: 7 }, { path: '' }, { path: null }]) {
+      expect({ options, code: thrownCode(() => loadNativeLibrary('fixture', options as never)) }).toEqual({
+        options,
+        code: 'OMNI_ERR_INVALID_ARGUMENT',
+      });
+    }
+  });
 });
