@@ -133,6 +133,31 @@ describe('native backend through the runtime (fixture)', () => {
       expect(faults.liveBytes()).toBe(baseline);
     });
 
+    it('weights whose fields come through a prototype (a class with getters) reach the threads whole', async () => {
+      const seeded = seededWeights(6, 3, 4);
+      class Layer {
+        get w(): Float32Array {
+          return seeded.w;
+        }
+        get b(): Float32Array {
+          return seeded.b;
+        }
+        get inFeatures(): number {
+          return 6;
+        }
+        get outFeatures(): number {
+          return 3;
+        }
+      }
+      const lr = await start({ threads: 1, weights: new Layer() });
+      expect([lr.inFeatures, lr.outFeatures]).toEqual([6, 3]);
+      const ctx = NativeContext.open(lib);
+      contexts.push(ctx);
+      ctx.uploadWeights(seeded.w, seeded.b, 3, 6);
+      const x = seededFloats(8, 2 * 6);
+      expect(await lr.run(x)).toEqual(ctx.linearGelu(x, 2));
+    });
+
     it('options that come through a prototype reach the runtime whole, as Runtime.run reads them', async () => {
       // Shared defaults via Object.create: rows and cost were read, signal and transfer dropped.
       const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2 });

@@ -254,9 +254,14 @@ function checkWeights(
       `inFeatures/outFeatures (${wantIn ?? '-'} -> ${wantOut ?? '-'}) disagree with the weights' ${inFeatures} -> ${outFeatures}`,
     );
   }
-  requireLength('weights.w', requireFloat32Array('weights.w', weights.w), inFeatures * outFeatures);
-  requireLength('weights.b', requireFloat32Array('weights.b', weights.b), outFeatures);
-  return weights;
+  const w = requireFloat32Array('weights.w', weights.w);
+  const b = requireFloat32Array('weights.b', weights.b);
+  requireLength('weights.w', w, inFeatures * outFeatures);
+  requireLength('weights.b', b, outFeatures);
+  // The values checked, as a plain object: the threads get the weights by structured clone,
+  // which keeps own data properties only (a class's getters would arrive as nothing), and a
+  // getter read again could answer differently from what was checked.
+  return { w, b, inFeatures, outFeatures };
 }
 
 function checkLibraries(libraries: NativeLibraryPaths | undefined): {
