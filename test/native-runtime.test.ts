@@ -498,6 +498,24 @@ describe('LinearRuntime passes its options through (each one observed)', () => {
     await Promise.all(runtimes.splice(0).map((lr) => lr.close({ timeoutMs: 10_000 })));
   });
 
+  it("the runtime's options read through a prototype reach it too, as Runtime.start reads them", async () => {
+    // Shared defaults via Object.create: a rest spread kept only own properties and started an
+    // unbounded serial runtime with a default deadline of none.
+    const lr = await LinearRuntime.start(
+      Object.create({
+        backend: 'fixture',
+        threads: 2,
+        admission: { requests: 1, units: 4 },
+        deadlineMs: 60_000,
+        inFeatures: 4,
+        outFeatures: 2,
+      }),
+    );
+    runtimes.push(lr);
+    expect(lr.report()).toMatchObject({ capacity: 1, unitCapacity: 4 });
+    expect(lr.deadlineMs).toBe(60_000);
+  });
+
   function expectedFor(weights: LinearWeights, x: Float32Array, rows: number): Float32Array {
     const ctx = NativeContext.open(loadNativeLibrary('fixture'));
     try {

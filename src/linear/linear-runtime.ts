@@ -17,6 +17,9 @@ import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
 import type { LinearWeights, NativeWorkerData, NativeWorkerInput } from './protocol.js';
 
+/** The runtime's own options, each of which LinearRuntime.start passes on (required here). */
+type PassedOption = Exclude<keyof RuntimeOptions, 'worker' | 'workerData'>;
+
 export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'workerData'> {
   /** 'fixture' (CPU), 'cuda', or 'auto' (CUDA when a device opens); default OMNI_BACKEND, else auto. */
   readonly backend?: BackendPreference | undefined;
@@ -123,7 +126,12 @@ export class LinearRuntime {
       workspaceCount,
       workspaceBytes,
       faultInjection,
-      ...rest
+      threads,
+      admission,
+      deadlineMs,
+      idleTimeout,
+      resourceLimits,
+      startTimeoutMs,
     } = options;
     const weights =
       given === undefined
@@ -147,8 +155,19 @@ export class LinearRuntime {
       workspaceBytes,
       faultInjection,
     };
+    // Each named, not a rest spread: that would keep own properties only and silently drop
+    // runtime options that come through a prototype (Runtime.start reads those). The type makes
+    // an option added to RuntimeOptions a compile error here until it is passed on.
+    const passed: { [K in PassedOption]: RuntimeOptions[K] } = {
+      threads,
+      admission,
+      deadlineMs,
+      idleTimeout,
+      resourceLimits,
+      startTimeoutMs,
+    };
     const runtime = await Runtime.start({
-      ...rest,
+      ...passed,
       worker: builtModuleUrl('workers/native.js'),
       workerData: data,
     });
