@@ -49,6 +49,15 @@ describe('native libraries from a path of your own', () => {
     expect(copyFaults.liveBytes()).toBe(before);
   });
 
+  it('a library path that comes through a prototype is the one loaded, as other options are read', async () => {
+    const lr = await start({ backend: 'fixture', libraries: Object.create({ fixture: fixtureCopy }) });
+    try {
+      expect(lr.libraryPath).toBe(fixtureCopy);
+    } finally {
+      await lr.close();
+    }
+  });
+
   it('without libraries it loads the package build', async () => {
     const lr = await start({ backend: 'fixture' });
     try {

@@ -291,13 +291,18 @@ function checkLibraries(libraries: NativeLibraryPaths | undefined): {
   if (typeof libraries !== 'object' || libraries === null) {
     throw new InvalidArgumentError('libraries must be { fixture?, cuda? } (paths)');
   }
-  const paths: { fixturePath?: string; cudaPath?: string } = {};
-  for (const [backend, path] of Object.entries(libraries)) {
+  // Own keys are checked for a misspelt backend; the paths themselves are read like every
+  // other option, inherited ones included (Object.entries alone would skip those silently).
+  for (const backend of Object.keys(libraries)) {
     if (backend !== 'fixture' && backend !== 'cuda') {
       throw new InvalidArgumentError(
         `libraries has no backend ${JSON.stringify(backend)} (want fixture or cuda)`,
       );
     }
+  }
+  const paths: { fixturePath?: string; cudaPath?: string } = {};
+  for (const backend of ['fixture', 'cuda'] as const) {
+    const path: unknown = libraries[backend];
     if (path === undefined) continue;
     if (typeof path !== 'string' || path === '') {
       throw new InvalidArgumentError(
