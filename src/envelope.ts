@@ -22,7 +22,10 @@ export class TaskEnvelope<I = unknown> {
   readonly #transfer: readonly ArrayBuffer[];
 
   constructor(claim: Claim, input: I, cost: number, deadlineAt: number, transfer: readonly ArrayBuffer[]) {
-    this.#message = { kind: 'task', claim, input, cost, deadlineAt };
+    this.#message =
+      transfer.length === 0
+        ? { kind: 'task', claim, input, cost, deadlineAt }
+        : checkedAtPost({ kind: 'task', claim, cost, deadlineAt }, input, transfer);
     this.#transfer = transfer;
   }
 
@@ -32,6 +35,41 @@ export class TaskEnvelope<I = unknown> {
 
   get [Piscina.valueSymbol](): TaskMessage<I> {
     return this.#message;
+  }
+}
+
+/**
+ * The message with `input` read through a getter, which structured clone calls when piscina
+ * posts the task: for a queued call that is after run() returned, so a listed buffer may have
+ * been detached since (given to another call, or moved elsewhere). Node then posts a view of it
+ * without complaint and the worker fails to read the message, which kills its thread (skipping
+ * its close hook). Refused here instead, as the platform's structured clone refuses a detached
+ * buffer in a transfer list: the post throws and the caller hears OMNI_ERR_INVALID_ARGUMENT.
+ */
+function checkedAtPost<I>(
+  fields: Omit<TaskMessage<I>, 'input'>,
+  input: I,
+  transfer: readonly ArrayBuffer[],
+): TaskMessage<I> {
+  return Object.defineProperty(fields, 'input', {
+    enumerable: true,
+    get(): I {
+      if (transfer.some(isDetached)) {
+        throw new DOMException('an ArrayBuffer listed for transfer is detached', 'DataCloneError');
+      }
+      return input;
+    },
+  }) as TaskMessage<I>;
+}
+
+/** Node 20 has no ArrayBuffer.prototype.detached; only a detached buffer refuses a view. */
+function isDetached(buffer: ArrayBuffer): boolean {
+  if (buffer.byteLength !== 0) return false;
+  try {
+    new Uint8Array(buffer);
+    return false;
+  } catch {
+    return true;
   }
 }
 

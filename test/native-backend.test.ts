@@ -63,6 +63,8 @@ describe('backend selection and device resolution', () => {
     ['device 0.5', () => resolveDevice(0.5, {})],
     ['OMNI_BACKEND=tpu', () => selectBackend(undefined, { OMNI_BACKEND: 'tpu' })],
     ['backend "gpu"', () => selectBackend('gpu' as 'cuda', {})],
+    ['selectBackend options null', () => selectBackend('fixture', {}, null as never)],
+    ['selectBackend options a string', () => selectBackend('fixture', {}, 'fixture' as never)],
   ])('%s: OMNI_ERR_INVALID_ARGUMENT', (_name, call) => {
     expect(thrownCode(call)).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });

@@ -49,6 +49,15 @@ describe('native libraries from a path of your own', () => {
     expect(copyFaults.liveBytes()).toBe(before);
   });
 
+  it('a library path that comes through a prototype is the one loaded, as other options are read', async () => {
+    const lr = await start({ backend: 'fixture', libraries: Object.create({ fixture: fixtureCopy }) });
+    try {
+      expect(lr.libraryPath).toBe(fixtureCopy);
+    } finally {
+      await lr.close();
+    }
+  });
+
   it('without libraries it loads the package build', async () => {
     const lr = await start({ backend: 'fixture' });
     try {
@@ -123,6 +132,15 @@ describe('native libraries from a path of your own', () => {
       expect(await codeOf(start({ backend: 'fixture', libraries } as LinearRuntimeOptions))).toBe(
         'OMNI_ERR_INVALID_ARGUMENT',
       );
+    }
+  });
+
+  it('loadNativeLibrary options that are not an object, or a path that is not a non-empty string: OMNI_ERR_INVALID_ARGUMENT', () => {
+    for (const options of [null, 'libomni_fixture.so', { path: 7 }, { path: '' }, { path: null }]) {
+      expect({ options, code: thrownCode(() => loadNativeLibrary('fixture', options as never)) }).toEqual({
+        options,
+        code: 'OMNI_ERR_INVALID_ARGUMENT',
+      });
     }
   });
 });

@@ -114,6 +114,50 @@ describe('native backend through the runtime (fixture)', () => {
       expect(moved.byteLength).toBe(0); // it really moved
     });
 
+    it('one buffer given to two calls: the second is OMNI_ERR_INVALID_ARGUMENT; the thread lives, nothing leaks', async () => {
+      // Node posts a view of a detached buffer listed for transfer without a word, and the
+      // worker then fails to read the message: its thread died, taking its native context.
+      const faults = new FixtureFaults(lib);
+      const baseline = faults.liveBytes();
+      const weights = seededWeights(8, 4, 3);
+      const lr = await start({ threads: 1, weights });
+      const x = seededFloats(5, 2 * 8);
+      // The serial scheduler posts after run() returns: both calls pass the check on x.
+      const first = lr.run(x, { transfer: [x.buffer as ArrayBuffer] });
+      const second = lr.run(x, { transfer: [x.buffer as ArrayBuffer] });
+      expect((await first).length).toBe(2 * 4);
+      expect((await rejection(second)).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      // The same thread still serves: its context counts the first call.
+      expect((await lr.stats()).calls).toBe(1);
+      await lr.close();
+      expect(faults.liveBytes()).toBe(baseline);
+    });
+
+    it('weights whose fields come through a prototype (a class with getters) reach the threads whole', async () => {
+      const seeded = seededWeights(6, 3, 4);
+      class Layer {
+        get w(): Float32Array {
+          return seeded.w;
+        }
+        get b(): Float32Array {
+          return seeded.b;
+        }
+        get inFeatures(): number {
+          return 6;
+        }
+        get outFeatures(): number {
+          return 3;
+        }
+      }
+      const lr = await start({ threads: 1, weights: new Layer() });
+      expect([lr.inFeatures, lr.outFeatures]).toEqual([6, 3]);
+      const ctx = NativeContext.open(lib);
+      contexts.push(ctx);
+      ctx.uploadWeights(seeded.w, seeded.b, 3, 6);
+      const x = seededFloats(8, 2 * 6);
+      expect(await lr.run(x)).toEqual(ctx.linearGelu(x, 2));
+    });
+
     it('options that come through a prototype reach the runtime whole, as Runtime.run reads them', async () => {
       // Shared defaults via Object.create: rows and cost were read, signal and transfer dropped.
       const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2 });
@@ -144,6 +188,8 @@ describe('native backend through the runtime (fixture)', () => {
         ['zero rows (explicit)', () => lr.run(good, { rows: 0 }), 'OMNI_ERR_INVALID_ARGUMENT'],
         ['NaN rows', () => lr.run(good, { rows: Number.NaN }), 'OMNI_ERR_INVALID_ARGUMENT'],
         ['fractional rows', () => lr.run(good, { rows: 1.5 }), 'OMNI_ERR_INVALID_ARGUMENT'],
+        // null is a mistake, not "the default" (as for cost): it must not serve x's own rows.
+        ['null rows', () => lr.run(good, { rows: null as unknown as number }), 'OMNI_ERR_INVALID_ARGUMENT'],
         [
           'a Float64Array',
           () => lr.run(new Float64Array(3 * IN) as unknown as Float32Array),
@@ -175,10 +221,10 @@ describe('native backend through the runtime (fixture)', () => {
         expect((await lr.stats()).liveBytes, what).toBe(baseline.liveBytes);
       }
       expect(lr.report()).toMatchObject({ state: 'ready', depth: 0, units: 0 });
-      // Checked here before admission, and counted: 9 malformed inputs, null options and two
+      // Checked here before admission, and counted: 10 malformed inputs, null options and two
       // bad costs are invalid; too many rows is refused (it can never fit); none failed in a
       // worker.
-      expect(lr.report()).toMatchObject({ invalid: 12, refused: 1, failed: 0 });
+      expect(lr.report()).toMatchObject({ invalid: 13, refused: 1, failed: 0 });
     });
 
     it('rows disagreeing with x hold no capacity: with room for one call, two in a row are both invalid', async () => {
@@ -452,6 +498,24 @@ describe('LinearRuntime passes its options through (each one observed)', () => {
     await Promise.all(runtimes.splice(0).map((lr) => lr.close({ timeoutMs: 10_000 })));
   });
 
+  it("the runtime's options read through a prototype reach it too, as Runtime.start reads them", async () => {
+    // Shared defaults via Object.create: a rest spread kept only own properties and started an
+    // unbounded serial runtime with a default deadline of none.
+    const lr = await LinearRuntime.start(
+      Object.create({
+        backend: 'fixture',
+        threads: 2,
+        admission: { requests: 1, units: 4 },
+        deadlineMs: 60_000,
+        inFeatures: 4,
+        outFeatures: 2,
+      }),
+    );
+    runtimes.push(lr);
+    expect(lr.report()).toMatchObject({ capacity: 1, unitCapacity: 4 });
+    expect(lr.deadlineMs).toBe(60_000);
+  });
+
   function expectedFor(weights: LinearWeights, x: Float32Array, rows: number): Float32Array {
     const ctx = NativeContext.open(loadNativeLibrary('fixture'));
     try {
@@ -520,6 +584,26 @@ describe('LinearRuntime passes its options through (each one observed)', () => {
       code: 'OMNI_ERR_INVALID_ARGUMENT',
     });
     expect(lr.report()).toMatchObject({ invalid: 1, failed: 0 });
+  });
+
+  it('an option whose getter throws rejects the call, as Runtime.run does: never a throw from run(), counted invalid', async () => {
+    const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2 });
+    const keys = ['rows', 'cost', 'signal', 'deadlineMs', 'transfer'];
+    for (const key of keys) {
+      const boom = new Error(key);
+      const options = Object.defineProperty({}, key, {
+        get() {
+          throw boom;
+        },
+      });
+      let call: Promise<unknown> | undefined;
+      expect(() => {
+        call = lr.run(seededFloats(1, 2 * 4), options);
+      }, key).not.toThrow();
+      await expect(call, key).rejects.toBe(boom);
+    }
+    // Every call made ends in one outcome: these ended before admission, each invalid.
+    expect(lr.report()).toMatchObject({ invalid: keys.length, depth: 0, completed: 0, failed: 0 });
   });
 
   it('the workspace byte limit reaches the workers: their cache stays within it', async () => {

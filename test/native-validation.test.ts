@@ -120,6 +120,8 @@ describe('native validation (fixture)', () => {
         'weights as an Int32Array without a prototype',
         () => ctx.uploadWeights(Object.setPrototypeOf(new Int32Array(OUT * IN), null), b, OUT, IN),
       ],
+      ['open options null', () => NativeContext.open(lib, null as never)],
+      ['open options a number', () => NativeContext.open(lib, 4 as never)],
       ['workspaceCount 0', () => NativeContext.open(lib, { workspaceCount: 0 })],
       ['workspaceCount 65', () => NativeContext.open(lib, { workspaceCount: 65 })],
       ['workspaceBytes NaN', () => NativeContext.open(lib, { workspaceBytes: Number.NaN })],

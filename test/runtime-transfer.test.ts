@@ -5,8 +5,8 @@
  */
 import { Piscina } from 'piscina';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { TransferReply } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, start } from './fixtures/runtime-harness.js';
+import { open, STARTED, type TransferReply, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, control, gate, start } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
 
@@ -112,5 +112,23 @@ describe('transfer', () => {
     expect(await codeOf(rt.run(input))).toBe('OMNI_ERR_WORKER_EXITED');
     expect(rt.report()).toMatchObject({ depth: 0, failed: 1, running: 0 });
     await expect(rt.run({ mode: 'echo', value: 'next' })).resolves.toBe('next');
+  });
+
+  it('a queued call whose listed buffer was detached before its post: OMNI_ERR_INVALID_ARGUMENT, the thread lives', async () => {
+    // Node posts a view of a detached buffer listed for transfer without a word; the worker then
+    // fails to read the message, and that killed its thread (its close hook skipped).
+    const rt = await start({ threads: 1, admission: { requests: 4 } });
+    await rt.run({ mode: 'transfer-twice' }); // marks this thread: last-sent-length 0 here, -1 in a new one
+    const c = control();
+    const busy = rt.run(gate(c));
+    await waitFor(c, STARTED);
+    const sent = new Uint8Array(64);
+    const queued = rt.run({ mode: 'echo', value: sent }, { transfer: [sent.buffer] });
+    structuredClone(sent.buffer, { transfer: [sent.buffer] }); // given elsewhere before the post
+    open(c);
+    await busy;
+    expect(await codeOf(queued)).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    await expect(rt.run({ mode: 'last-sent-length' })).resolves.toBe(0);
+    expect(rt.report()).toMatchObject({ depth: 0, running: 0 });
   });
 });

@@ -17,6 +17,9 @@ import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
 import type { LinearWeights, NativeWorkerData, NativeWorkerInput } from './protocol.js';
 
+/** The runtime's own options, each of which LinearRuntime.start passes on (required here). */
+type PassedOption = Exclude<keyof RuntimeOptions, 'worker' | 'workerData'>;
+
 export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'workerData'> {
   /** 'fixture' (CPU), 'cuda', or 'auto' (CUDA when a device opens); default OMNI_BACKEND, else auto. */
   readonly backend?: BackendPreference | undefined;
@@ -123,7 +126,12 @@ export class LinearRuntime {
       workspaceCount,
       workspaceBytes,
       faultInjection,
-      ...rest
+      threads,
+      admission,
+      deadlineMs,
+      idleTimeout,
+      resourceLimits,
+      startTimeoutMs,
     } = options;
     const weights =
       given === undefined
@@ -147,8 +155,19 @@ export class LinearRuntime {
       workspaceBytes,
       faultInjection,
     };
+    // Each named, not a rest spread: that would keep own properties only and silently drop
+    // runtime options that come through a prototype (Runtime.start reads those). The type makes
+    // an option added to RuntimeOptions a compile error here until it is passed on.
+    const passed: { [K in PassedOption]: RuntimeOptions[K] } = {
+      threads,
+      admission,
+      deadlineMs,
+      idleTimeout,
+      resourceLimits,
+      startTimeoutMs,
+    };
     const runtime = await Runtime.start({
-      ...rest,
+      ...passed,
       worker: builtModuleUrl('workers/native.js'),
       workerData: data,
     });
@@ -173,8 +192,19 @@ export class LinearRuntime {
     }
     if (!types.isFloat32Array(x))
       return this.runtime[kEndedEarly]('invalid', new InvalidArgumentError('x must be a Float32Array'));
+    let given: LinearRunOptions;
+    try {
+      // Each option read once, here, as Runtime.run reads them: inherited properties included
+      // (a spread would keep only own ones and silently drop an inherited signal, deadline or
+      // transfer list), and a getter that throws ends the call with its error, never run().
+      const { rows, cost, signal, deadlineMs, transfer } = options ?? {};
+      given = { rows, cost, signal, deadlineMs, transfer };
+    } catch (err) {
+      return this.runtime[kEndedEarly]('invalid', err);
+    }
     const length = lengthOf(x);
-    const rows = options?.rows ?? length / this.inFeatures;
+    // Only undefined means "from x": a null rows is a mistake like a null cost, not the default.
+    const rows = given.rows === undefined ? length / this.inFeatures : given.rows;
     if (!Number.isInteger(rows) || rows < 1) {
       return this.runtime[kEndedEarly](
         'invalid',
@@ -198,14 +228,11 @@ export class LinearRuntime {
       );
     }
     const input: NativeWorkerInput = { x, rows };
-    const cost = options?.cost === undefined ? rows : options.cost;
-    // Read like Runtime.run reads them (inherited properties included): a spread would keep
-    // only own properties and silently drop an inherited signal, deadline or transfer list.
     return this.runtime.run<Float32Array>(input, {
-      cost,
-      signal: options?.signal,
-      deadlineMs: options?.deadlineMs,
-      transfer: options?.transfer,
+      cost: given.cost === undefined ? rows : given.cost,
+      signal: given.signal,
+      deadlineMs: given.deadlineMs,
+      transfer: given.transfer,
     });
   }
 
@@ -246,9 +273,14 @@ function checkWeights(
       `inFeatures/outFeatures (${wantIn ?? '-'} -> ${wantOut ?? '-'}) disagree with the weights' ${inFeatures} -> ${outFeatures}`,
     );
   }
-  requireLength('weights.w', requireFloat32Array('weights.w', weights.w), inFeatures * outFeatures);
-  requireLength('weights.b', requireFloat32Array('weights.b', weights.b), outFeatures);
-  return weights;
+  const w = requireFloat32Array('weights.w', weights.w);
+  const b = requireFloat32Array('weights.b', weights.b);
+  requireLength('weights.w', w, inFeatures * outFeatures);
+  requireLength('weights.b', b, outFeatures);
+  // The values checked, as a plain object: the threads get the weights by structured clone,
+  // which keeps own data properties only (a class's getters would arrive as nothing), and a
+  // getter read again could answer differently from what was checked.
+  return { w, b, inFeatures, outFeatures };
 }
 
 function checkLibraries(libraries: NativeLibraryPaths | undefined): {
@@ -259,13 +291,18 @@ function checkLibraries(libraries: NativeLibraryPaths | undefined): {
   if (typeof libraries !== 'object' || libraries === null) {
     throw new InvalidArgumentError('libraries must be { fixture?, cuda? } (paths)');
   }
-  const paths: { fixturePath?: string; cudaPath?: string } = {};
-  for (const [backend, path] of Object.entries(libraries)) {
+  // Own keys are checked for a misspelt backend; the paths themselves are read like every
+  // other option, inherited ones included (Object.entries alone would skip those silently).
+  for (const backend of Object.keys(libraries)) {
     if (backend !== 'fixture' && backend !== 'cuda') {
       throw new InvalidArgumentError(
         `libraries has no backend ${JSON.stringify(backend)} (want fixture or cuda)`,
       );
     }
+  }
+  const paths: { fixturePath?: string; cudaPath?: string } = {};
+  for (const backend of ['fixture', 'cuda'] as const) {
+    const path: unknown = libraries[backend];
     if (path === undefined) continue;
     if (typeof path !== 'string' || path === '') {
       throw new InvalidArgumentError(

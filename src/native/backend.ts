@@ -48,6 +48,12 @@ export function selectBackend(
   env: NodeJS.ProcessEnv = process.env,
   options: SelectOptions = {},
 ): BackendChoice {
+  // null would throw an uncoded TypeError below, and a primitive would pass for "no options".
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError(
+      'selectBackend options must be an object { device?, fixturePath?, cudaPath? }',
+    );
+  }
   const fromEnv = backendFromEnv(env);
   const wanted =
     preference !== undefined

@@ -55,6 +55,11 @@ export class NativeContext {
   }
 
   static open(library: NativeLibrary, options: NativeOpenOptions = {}): NativeContext {
+    // Checked like LinearRuntime.start's: null would throw an uncoded TypeError below, and a
+    // primitive would silently open a context with every default.
+    if (typeof options !== 'object' || options === null) {
+      throw new InvalidArgumentError('NativeContext.open options must be an object');
+    }
     const device = resolveDevice(options.device, options.env ?? process.env);
     const count = options.workspaceCount ?? 0;
     const bytes = options.workspaceBytes ?? 0;

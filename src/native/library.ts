@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import koffi from 'koffi';
-import { AbiMismatchError, InvalidArgumentError, LibraryNotFoundError } from '../errors.js';
+import { AbiMismatchError, describeValue, InvalidArgumentError, LibraryNotFoundError } from '../errors.js';
 import { nativeBuildDir, packageRoot } from '../paths.js';
 import { ABI_VERSION } from './abi.js';
 import type { RawFixtureApi, RawNativeApi } from './bindings.js';
@@ -49,7 +49,16 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
       `unknown native backend ${JSON.stringify(backend)} (want 'fixture' or 'cuda')`,
     );
   }
-  const path = resolve(options.path ?? defaultLibraryPath(backend));
+  // Checked like LinearRuntime's `libraries`: null options threw an uncoded TypeError, a
+  // primitive or a null path silently loaded the default library, a number reached resolve().
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('loadNativeLibrary options must be an object { path? }');
+  }
+  const given: unknown = options.path;
+  if (given !== undefined && (typeof given !== 'string' || given === '')) {
+    throw new InvalidArgumentError(`path must be a non-empty string, got ${describeValue(given)}`);
+  }
+  const path = resolve(given ?? defaultLibraryPath(backend));
   const cached = loaded.get(path);
   if (cached !== undefined) {
     if (cached.backend !== backend) throw wrongBackend(path, cached.backendName, backend);
@@ -59,7 +68,7 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
     // The default library is built by the package's install step, which npm may not have run
     // (npm 11 asks before running a dependency's scripts): say how to build it.
     const hint =
-      options.path === undefined
+      given === undefined
         ? `; build it with: node ${join(packageRoot, 'scripts', 'build-native.mjs')} (needs cc; nvcc for cuda)`
         : '';
     throw new LibraryNotFoundError(path, `native library not found at ${path}${hint}`);
