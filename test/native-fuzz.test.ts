@@ -21,6 +21,7 @@ import {
   referenceLinearGelu,
   seededFloats,
 } from '../src/native/index.js';
+import { thrownCode } from './fixtures/thrown.js';
 
 const SEED = Number(process.env.NATIVE_FUZZ_SEED ?? 20261201);
 const RUNS = Number(process.env.NATIVE_FUZZ_RUNS ?? 100);
@@ -104,15 +105,6 @@ function untouchedAround(view: Float32Array): boolean {
   return all.every((v, i) => (i >= first && i < first + view.length) || v === -99);
 }
 
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (err) {
-    return (err as { code?: string }).code ?? `uncoded: ${String(err)}`;
-  }
-  return 'no error';
-}
-
 const placement = fc.constantFrom<Placement>('plain', 'offset', 'shared', 'shared-offset');
 
 describe('native fuzz (fixture)', () => {
@@ -190,11 +182,11 @@ describe('native fuzz (fixture)', () => {
           ctx.uploadWeights(w, b, outF, inF);
           expect(firstMismatch(ctx.linearGelu(x, rows), x, w, b, rows, outF, inF)).toBe(-1);
           expect(
-            codeOf(() =>
+            thrownCode(() =>
               ctx.uploadWeights(new Float32Array(MAX_FEATURES + 1), b.subarray(0, 1), 1, MAX_FEATURES + 1),
             ),
           ).toBe('OMNI_ERR_INVALID_ARGUMENT');
-          expect(codeOf(() => ctx.linearGelu(x, MAX_ROWS + 1))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+          expect(thrownCode(() => ctx.linearGelu(x, MAX_ROWS + 1))).toBe('OMNI_ERR_INVALID_ARGUMENT');
         } finally {
           ctx.close();
         }
@@ -221,7 +213,7 @@ describe('native fuzz (fixture)', () => {
         try {
           ctx.uploadWeights(seededFloats(1, inF * outF), seededFloats(2, outF), outF, inF);
           expect(ctx.linearGelu(seededFloats(3, max * inF), max).length).toBe(max * outF);
-          expect(codeOf(() => ctx.linearGelu(seededFloats(3, (max + 1) * inF), max + 1))).toBe(
+          expect(thrownCode(() => ctx.linearGelu(seededFloats(3, (max + 1) * inF), max + 1))).toBe(
             'OMNI_ERR_NATIVE',
           );
           expect(ctx.stats().workspaceBytes).toBeLessThanOrEqual(workspaceBytes);
@@ -330,7 +322,7 @@ describe('native fuzz (fixture)', () => {
       fc.assert(
         fc.property(fc.array(bad, { minLength: 1, maxLength: 6 }), (cases) => {
           for (const [what, call] of cases) {
-            expect({ what, code: codeOf(() => call(ctx)) }).toEqual({
+            expect({ what, code: thrownCode(() => call(ctx)) }).toEqual({
               what,
               code: 'OMNI_ERR_INVALID_ARGUMENT',
             });
@@ -423,7 +415,7 @@ describe('native context sequences (fixture)', () => {
                 continue;
               }
               if (shape < 0) {
-                expect(codeOf(() => ctx.linearGelu(seededFloats(1, 1), 1)) as string).toBe('OMNI_ERR_NATIVE');
+                expect(thrownCode(() => ctx.linearGelu(seededFloats(1, 1), 1))).toBe('OMNI_ERR_NATIVE');
                 continue;
               }
               const [inF, outF] = SHAPES[shape]!;

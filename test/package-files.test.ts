@@ -38,17 +38,21 @@ const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) 
 
 const strip = (path: string): string => path.replace(/^\.\//, '');
 
-/** Module specifiers a built file names: static and dynamic imports, re-exports, import types. */
+/** Module specifiers a built file names: static and dynamic imports, require(), re-exports, import types. */
 function specifiers(file: string): string[] {
   const text = readFileSync(join(packageRoot, file), 'utf8');
   const found: string[] = [];
-  for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])([^'"\n]+)\1/g)) {
+  for (const m of text.matchAll(
+    /(?:\bfrom\s*|\b(?:import|require)\s*\(\s*|\bimport\s+)(['"])([^'"\n]+)\1/g,
+  )) {
     if (m[2] !== undefined) found.push(m[2]);
   }
   return found;
 }
 
-const code = [...files].filter((f) => /\.(m?js|d\.ts)$/.test(f));
+// .cjs and .d.cts too: the threads' entry is a CommonJS shim (dist/workers/entry-shim.cjs).
+const code = [...files].filter((f) => /\.([mc]?js|d\.[mc]?ts)$/.test(f));
+const isDeclaration = (f: string): boolean => /\.d\.[mc]?ts$/.test(f);
 
 describe('the published package', () => {
   it('holds every entry point package.json names', () => {
@@ -82,7 +86,7 @@ describe('the published package', () => {
         if (!spec.startsWith('.')) continue;
         let target = posix.normalize(posix.join(posix.dirname(file), spec));
         // A .d.ts names its neighbours by their .js path.
-        if (file.endsWith('.d.ts') && target.endsWith('.js')) target = target.replace(/\.js$/, '.d.ts');
+        if (isDeclaration(file) && target.endsWith('.js')) target = target.replace(/\.js$/, '.d.ts');
         if (!files.has(target)) missing.push(`${file} -> ${spec}`);
       }
     }
@@ -104,7 +108,7 @@ describe('the published package', () => {
     const declared = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)]);
     const builtins = new Set(builtinModules);
     const undeclared = new Set<string>();
-    for (const file of code.filter((f) => !f.endsWith('.d.ts'))) {
+    for (const file of code.filter((f) => !isDeclaration(f))) {
       for (const spec of specifiers(file)) {
         if (spec.startsWith('.') || spec.startsWith('node:') || builtins.has(spec)) continue;
         const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0];

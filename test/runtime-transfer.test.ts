@@ -117,18 +117,67 @@ describe('transfer', () => {
   it('a queued call whose listed buffer was detached before its post: OMNI_ERR_INVALID_ARGUMENT, the thread lives', async () => {
     // Node posts a view of a detached buffer listed for transfer without a word; the worker then
     // fails to read the message, and that killed its thread (its close hook skipped).
-    const rt = await start({ threads: 1, admission: { requests: 4 } });
+    const rt = await start({ threads: 1, admission: { requests: 4, units: 16 } });
     await rt.run({ mode: 'transfer-twice' }); // marks this thread: last-sent-length 0 here, -1 in a new one
     const c = control();
     const busy = rt.run(gate(c));
     await waitFor(c, STARTED);
     const sent = new Uint8Array(64);
-    const queued = rt.run({ mode: 'echo', value: sent }, { transfer: [sent.buffer] });
+    const queued = rt.run({ mode: 'echo', value: sent }, { transfer: [sent.buffer], cost: 5 });
     structuredClone(sent.buffer, { transfer: [sent.buffer] }); // given elsewhere before the post
     open(c);
     await busy;
     expect(await codeOf(queued)).toBe('OMNI_ERR_INVALID_ARGUMENT');
     await expect(rt.run({ mode: 'last-sent-length' })).resolves.toBe(0);
-    expect(rt.report()).toMatchObject({ depth: 0, running: 0 });
+    // Its 5 units came back once and the call counts once, as failed.
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, running: 0, completed: 3, failed: 1 });
+  });
+
+  it('the transfer list is read at run(): a buffer put in the array afterwards is not moved instead', async () => {
+    // The serial scheduler builds its task after awaiting admission: the array was read then,
+    // so a reused array moved the buffer it held by that time and copied the one the call named.
+    const rt = await start({ threads: 1 });
+    const named = pattern(64);
+    const other = pattern(32);
+    const list = [named.buffer];
+    const call = rt.run<TransferReply>({ mode: 'echo', value: named.buffer }, { transfer: list });
+    list[0] = other.buffer;
+    expect(((await call) as unknown as ArrayBuffer).byteLength).toBe(64);
+    expect({ named: named.buffer.byteLength, other: other.buffer.byteLength }).toEqual({
+      named: 0,
+      other: 32,
+    });
+  });
+
+  it('a queued call whose transfer array was changed after run(): the buffer it named is the one checked at the post', async () => {
+    // piscina copies the list at run(); the check at the post read the caller's array, so with
+    // the named buffer detached and another put in its place the check passed, Node posted the
+    // detached one, and the thread died (OMNI_ERR_WORKER_EXITED).
+    const rt = await start({ threads: 1, admission: { requests: 4 } });
+    const c = control();
+    const busy = rt.run(gate(c));
+    await waitFor(c, STARTED);
+    const sent = new Uint8Array(64);
+    const list = [sent.buffer];
+    const queued = rt.run({ mode: 'echo', value: sent }, { transfer: list });
+    list[0] = new ArrayBuffer(8);
+    structuredClone(sent.buffer, { transfer: [sent.buffer] }); // given elsewhere before the post
+    open(c);
+    await busy;
+    expect(await codeOf(queued)).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(rt.report()).toMatchObject({ depth: 0, running: 0, failed: 1 });
+  });
+
+  it('a listed buffer already detached when an idle thread takes the call: OMNI_ERR_INVALID_ARGUMENT, the thread lives', async () => {
+    // piscina posts at once, inside run(): the same check refuses it there.
+    const rt = await start({ threads: 1, admission: { requests: 4, units: 16 } });
+    await rt.run({ mode: 'transfer-twice' }); // marks this thread: last-sent-length 0 here, -1 in a new one
+    const sent = new Uint8Array(64);
+    structuredClone(sent.buffer, { transfer: [sent.buffer] });
+    expect(await codeOf(rt.run({ mode: 'echo', value: sent }, { transfer: [sent.buffer], cost: 5 }))).toBe(
+      'OMNI_ERR_INVALID_ARGUMENT',
+    );
+    await expect(rt.run({ mode: 'last-sent-length' })).resolves.toBe(0);
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, running: 0, completed: 2, failed: 1 });
   });
 });

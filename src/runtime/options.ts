@@ -47,9 +47,10 @@ export interface RunOptions {
   readonly deadlineMs?: number | undefined;
   /**
    * ArrayBuffers in `input` to move zero-copy: detached on the caller's side when a thread takes
-   * the call (for a queued call, after run() returned; the input is read then too). Treat them as
-   * given away at run(): a queued call settled by an abort or deadline is still taken (then
-   * skipped), and detaches them then. piscina's `move(input)` works too.
+   * the call (for a queued call, after run() returned; the input is read then too, this array
+   * itself at run()). Treat them as given away at run(): a queued call settled by an abort or
+   * deadline is still taken (then skipped), and detaches them then. piscina's `move(input)`
+   * works too.
    */
   readonly transfer?: readonly ArrayBuffer[] | undefined;
 }
@@ -196,8 +197,11 @@ const NO_TRANSFER: readonly ArrayBuffer[] = Object.freeze([]);
 
 export function checkTransfer(transfer: unknown): readonly ArrayBuffer[] {
   if (transfer === undefined) return NO_TRANSFER;
-  if (!Array.isArray(transfer) || !transfer.every((b) => b instanceof ArrayBuffer)) {
-    bad('transfer must be an array of ArrayBuffers');
-  }
-  return transfer as ArrayBuffer[];
+  if (!Array.isArray(transfer)) bad('transfer must be an array of ArrayBuffers');
+  // A copy, read once here: the task is built (after admission) and posted (once a thread is
+  // free) later, and the caller's array may change by then; the list checked, the list the
+  // envelope checks at the post and the list piscina moves must be the one given to run().
+  const list: unknown[] = [...transfer];
+  if (!list.every((b) => b instanceof ArrayBuffer)) bad('transfer must be an array of ArrayBuffers');
+  return list as ArrayBuffer[];
 }
