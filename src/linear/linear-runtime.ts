@@ -192,19 +192,23 @@ export class LinearRuntime {
     }
     if (!types.isFloat32Array(x))
       return this.runtime[kEndedEarly]('invalid', new InvalidArgumentError('x must be a Float32Array'));
-    let given: LinearRunOptions;
+    let givenRows: LinearRunOptions['rows'];
+    let cost: LinearRunOptions['cost'];
+    let signal: LinearRunOptions['signal'];
+    let deadlineMs: LinearRunOptions['deadlineMs'];
+    let transfer: LinearRunOptions['transfer'];
     try {
       // Each option read once, here, as Runtime.run reads them: inherited properties included
       // (a spread would keep only own ones and silently drop an inherited signal, deadline or
       // transfer list), and a getter that throws ends the call with its error, never run().
-      const { rows, cost, signal, deadlineMs, transfer } = options ?? {};
-      given = { rows, cost, signal, deadlineMs, transfer };
+      // Into locals, not an object: this is every call's path.
+      if (options != null) ({ rows: givenRows, cost, signal, deadlineMs, transfer } = options);
     } catch (err) {
       return this.runtime[kEndedEarly]('invalid', err);
     }
     const length = lengthOf(x);
     // Only undefined means "from x": a null rows is a mistake like a null cost, not the default.
-    const rows = given.rows === undefined ? length / this.inFeatures : given.rows;
+    const rows = givenRows === undefined ? length / this.inFeatures : givenRows;
     if (!Number.isInteger(rows) || rows < 1) {
       return this.runtime[kEndedEarly](
         'invalid',
@@ -229,10 +233,10 @@ export class LinearRuntime {
     }
     const input: NativeWorkerInput = { x, rows };
     return this.runtime.run<Float32Array>(input, {
-      cost: given.cost === undefined ? rows : given.cost,
-      signal: given.signal,
-      deadlineMs: given.deadlineMs,
-      transfer: given.transfer,
+      cost: cost === undefined ? rows : cost,
+      signal,
+      deadlineMs,
+      transfer,
     });
   }
 
