@@ -53,6 +53,20 @@ describe('serve flags', () => {
     expect(thrownCode(() => parseServeArgs(['--deadline-ms', '0'], {}))).toBe('OMNI_ERR_USAGE');
   });
 
+  // `-0` passed the range checks of the flags whose minimum is 0 and was handed on as -0 (toBe
+  // tells it from 0). It is 0; where the minimum is 1 (or above 0) it stays refused.
+  it('--port -0 and --retry-after -0 are 0; --threads -0 and --drain-timeout-ms -0 are refused', () => {
+    const config = parseServeArgs(['--port', '-0', '--retry-after', '-0'], {});
+    expect(config !== 'help' && config.port).toBe(0);
+    expect(config !== 'help' && config.retryAfterSeconds).toBe(0);
+    for (const flag of ['--threads', '--requests', '--units', '--drain-timeout-ms', '--deadline-ms']) {
+      expect(
+        thrownCode(() => parseServeArgs([flag, '-0'], {})),
+        flag,
+      ).toBe('OMNI_ERR_USAGE');
+    }
+  });
+
   it('--port 80.0000000000000001 is not port 80 (Number() would round the fraction away); 8e1 is', () => {
     expect(thrownCode(() => parseServeArgs(['--port', '80.0000000000000001'], {}))).toBe('OMNI_ERR_USAGE');
     expect(thrownCode(() => parseServeArgs(['--retry-after', '1e-400'], {}))).toBe('OMNI_ERR_USAGE');

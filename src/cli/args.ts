@@ -84,7 +84,10 @@ function joinNegativeValues(argv: readonly string[], options: FlagSpec): string[
   return args;
 }
 
-/** A number flag: finite, within [min, max] (and above `greater` when given), integer when asked. */
+/**
+ * A number flag: finite, within [min, max] (and above `greater` when given), integer when asked.
+ * `-0`, where 0 is in range, comes back as 0: handed on as -0 it would print as "-0" (toLocaleString).
+ */
 export function numberFlag(
   name: string,
   raw: string | undefined,
@@ -107,12 +110,23 @@ export function numberFlag(
     (integer && !(Number.isInteger(value) && isWholeDecimal(raw)))
   ) {
     const kind = integer ? 'an integer' : 'a number';
-    const range =
-      `${Number.isFinite(greater) ? ` > ${greater}` : ''}${Number.isFinite(min) ? ` >= ${min}` : ''}` +
-      `${Number.isFinite(max) ? ` <= ${max}` : ''}`;
-    throw new UsageError(`--${name} must be ${kind}${range}, got ${JSON.stringify(raw)}`);
+    const range = rangeWords(min, max, greater);
+    throw new UsageError(`--${name} must be ${kind}${range && ` ${range}`}, got ${JSON.stringify(raw)}`);
   }
-  return value;
+  return value === 0 ? 0 : value;
+}
+
+/** A range as the library's own errors say it: "from 1 to 256", "> 0, at most 3600". */
+function rangeWords(min: number, max: number, greater: number): string {
+  const low = Number.isFinite(min) ? min : undefined;
+  const high = Number.isFinite(max) ? max : undefined;
+  if (low !== undefined && high !== undefined && !Number.isFinite(greater)) return `from ${low} to ${high}`;
+  const words = [
+    ...(Number.isFinite(greater) ? [`> ${greater}`] : []),
+    ...(low !== undefined ? [`>= ${low}`] : []),
+    ...(high !== undefined ? [`at most ${high}`] : []),
+  ];
+  return words.join(', ');
 }
 
 /** One of a fixed set of words. */
