@@ -9,9 +9,15 @@ import { BACKEND_ENV, type BackendPreference, backendFromEnv } from '../native/b
 
 export class UsageError extends Error {
   readonly code = 'OMNI_ERR_USAGE';
-  constructor(message: string) {
+  /**
+   * The command whose line holds the mistake ('bench', 'bench admission', 'serve'), printed
+   * before the message; main() names it where the check that threw did not know it.
+   */
+  command: string | undefined;
+  constructor(message: string, command?: string) {
     super(message);
     this.name = 'UsageError';
+    this.command = command;
   }
 }
 
@@ -38,7 +44,7 @@ export function parseFlags<const O extends FlagSpec>(
     const help = (parsed.values as { help?: boolean }).help === true;
     for (const token of help ? [] : parsed.tokens) {
       if (token.kind !== 'option' || token.value === undefined) continue;
-      if (given.has(token.name)) throw new UsageError(`${command}: --${token.name} given more than once`);
+      if (given.has(token.name)) throw new UsageError(`--${token.name} given more than once`, command);
       given.add(token.name);
     }
     return { values: parsed.values, positionals: parsed.positionals };
@@ -53,7 +59,7 @@ export function parseFlags<const O extends FlagSpec>(
     const first = (err as Error).message.split('\n')[0]!.split('. To specify')[0]!;
     // "argument is ambiguous": the value is missing and the next flag would be taken for it.
     const ambiguous = /^Option '(--[\w-]+)[^']*' argument is ambiguous/.exec(first);
-    throw new UsageError(`${command}: ${ambiguous ? `${ambiguous[1]} needs a value` : first}`);
+    throw new UsageError(ambiguous ? `${ambiguous[1]} needs a value` : first, command);
   }
 }
 
@@ -62,6 +68,15 @@ function asksHelp(argv: readonly string[], options: FlagSpec): boolean {
   if (options.help === undefined) return false;
   const end = argv.indexOf('--');
   return (end === -1 ? argv : argv.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
+}
+
+/**
+ * The first word of `argv` that is neither a flag nor a flag's value (`bench --out admission`:
+ * none; `bench --json admission`: 'admission'), whatever else is wrong with the line.
+ */
+export function firstWord(argv: readonly string[], options: FlagSpec): string | undefined {
+  const args = joinNegativeValues(argv, options);
+  return parseArgs({ args, options, strict: false, allowPositionals: true }).positionals[0];
 }
 
 /**
