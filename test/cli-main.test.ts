@@ -111,6 +111,9 @@ describe('main', () => {
       ['--version', 'extra'],
       ['-v', '--frobnicate'],
       ['help', 'me'],
+      // README: a -h after `--` is not asking for help.
+      ['--', '--help'],
+      ['-v', '--', '-h'],
     ]) {
       const err = await main(argv).then(
         () => undefined,

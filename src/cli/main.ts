@@ -33,12 +33,20 @@ function version(): string {
 
 const isHelpFlag = (arg: string): boolean => arg === '-h' || arg === '--help';
 
+/** The arguments before any `--`: a -h or --help after it is not asking for help. */
+function beforeEnd(args: readonly string[]): readonly string[] {
+  const end = args.indexOf('--');
+  return end === -1 ? args : args.slice(0, end);
+}
+
 /** Runs one command line (without `node` and the script) and resolves with its exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   // Help wins over the other top-level flags (`--version --help`, `--frobnicate -h`), as it
-  // does over any flag of a command: a line of flags only, one of them help, is asking for it.
-  if (command?.startsWith('-') && argv.some(isHelpFlag)) return help(argv.filter((arg) => !isHelpFlag(arg)));
+  // does over any flag of a command: a line that starts with a flag and holds help asks for it.
+  if (command?.startsWith('-') && beforeEnd(argv).some(isHelpFlag)) {
+    return help(argv.filter((arg) => !isHelpFlag(arg)));
+  }
   switch (command) {
     case undefined:
     case 'help':
@@ -101,8 +109,7 @@ function help(args: readonly string[]): Promise<number> {
  * value is 'admission'; otherwise undefined (the line is bench's).
  */
 async function admissionHelp(args: readonly string[]): Promise<string[] | undefined> {
-  const end = args.indexOf('--');
-  const flags = end === -1 ? args : args.slice(0, end);
+  const flags = beforeEnd(args);
   if (!flags.some(isHelpFlag)) return undefined;
   const { BENCH_FLAGS } = await import('./bench-options.js');
   return firstWord(flags, BENCH_FLAGS) === 'admission' ? ['--help'] : undefined;
