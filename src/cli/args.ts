@@ -55,12 +55,23 @@ export function parseFlags<const O extends FlagSpec>(
       const help = parseArgs({ args: ['--help'], options, strict: true, allowPositionals: true });
       return { values: help.values, positionals: [] };
     }
-    // node:util's messages run to several sentences over several lines; the first says it all.
-    const first = (err as Error).message.split('\n')[0]!.split('. To specify')[0]!;
-    // "argument is ambiguous": the value is missing and the next flag would be taken for it.
-    const ambiguous = /^Option '(--[\w-]+)[^']*' argument is ambiguous/.exec(first);
-    throw new UsageError(ambiguous ? `${ambiguous[1]} needs a value` : first, command);
+    throw new UsageError(parseMistake((err as Error).message), command);
   }
+}
+
+/**
+ * node:util's message, said as the rest of the CLI says its mistakes: its messages run to
+ * several sentences over several lines, and name a flag as "Option '-h, --help <value>'".
+ */
+function parseMistake(message: string): string {
+  const first = message.split('\n')[0]!.split('. To specify')[0]!;
+  const unknown = /^Unknown option '([^']*)'/.exec(first);
+  if (unknown) return `unknown option '${unknown[1]}'`;
+  const option = /^Option '(?:-\w, )?(--[\w-]+)[^']*' (.*)$/.exec(first);
+  // "argument is ambiguous": the value is missing and the next flag would be taken for it.
+  if (option && /^argument (missing|is ambiguous)/.test(option[2]!)) return `${option[1]} needs a value`;
+  if (option && /^does not take an argument/.test(option[2]!)) return `${option[1]} takes no value`;
+  return first;
 }
 
 /** A -h or --help before any `--`, where the command has that flag. */
