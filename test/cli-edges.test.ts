@@ -76,6 +76,8 @@ describe('serve flags', () => {
 
   // Kills: --drain-timeout-ms's minimum 1 lowered to 0 (serve() would then refuse it with
   // OMNI_ERR_INVALID_ARGUMENT: exit 1 after starting the runtime, not a usage mistake, exit 2).
+  // 0 is not taken as "do not wait": a drain that abandons every request at once is what a
+  // second signal already does, and the exit status would then say only whether any was open.
   it.each(['0', '0.5'])('--drain-timeout-ms %s is a usage mistake', (value) => {
     expect(thrownCode(() => parseServeArgs(['--drain-timeout-ms', value], {}))).toBe('OMNI_ERR_USAGE');
   });
