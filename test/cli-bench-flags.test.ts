@@ -99,6 +99,16 @@ describe('bench flag ranges', () => {
     expect(config(others)).toMatchObject({ threads: 2, requests: 4, units: 32, maxRows: 4 });
   });
 
+  // `-0` is in [0, max]: --seed was handed on as -0, a value toLocaleString prints as "-0" and
+  // Object.is tells from 0. It is 0; where the minimum is 1 (or above 0) it stays refused.
+  it('--seed -0 is seed 0; --threads, --requests, --units and --max-rows refuse -0', () => {
+    expect(config(['--seed', '-0']).seed).toBe(0);
+    expect(config(['--seed', '-0.0e3']).seed).toBe(0);
+    for (const flag of ['--threads', '--requests', '--units', '--max-rows', '--duration', '--deadline-ms']) {
+      expect(usageCode([flag, '-0']), flag).toBe('OMNI_ERR_USAGE');
+    }
+  });
+
   it('--max-rows may equal --units, not exceed it', () => {
     expect(config(['--units', '8', '--max-rows', '8']).maxRows).toBe(8);
     expect(usageCode(['--units', '8', '--max-rows', '9'])).toBe('OMNI_ERR_USAGE');

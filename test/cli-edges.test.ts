@@ -53,6 +53,20 @@ describe('serve flags', () => {
     expect(thrownCode(() => parseServeArgs(['--deadline-ms', '0'], {}))).toBe('OMNI_ERR_USAGE');
   });
 
+  // `-0` passed the range checks of the flags whose minimum is 0 and was handed on as -0 (toBe
+  // tells it from 0). It is 0; where the minimum is 1 (or above 0) it stays refused.
+  it('--port -0 and --retry-after -0 are 0; --threads -0 and --drain-timeout-ms -0 are refused', () => {
+    const config = parseServeArgs(['--port', '-0', '--retry-after', '-0'], {});
+    expect(config !== 'help' && config.port).toBe(0);
+    expect(config !== 'help' && config.retryAfterSeconds).toBe(0);
+    for (const flag of ['--threads', '--requests', '--units', '--drain-timeout-ms', '--deadline-ms']) {
+      expect(
+        thrownCode(() => parseServeArgs([flag, '-0'], {})),
+        flag,
+      ).toBe('OMNI_ERR_USAGE');
+    }
+  });
+
   it('--port 80.0000000000000001 is not port 80 (Number() would round the fraction away); 8e1 is', () => {
     expect(thrownCode(() => parseServeArgs(['--port', '80.0000000000000001'], {}))).toBe('OMNI_ERR_USAGE');
     expect(thrownCode(() => parseServeArgs(['--retry-after', '1e-400'], {}))).toBe('OMNI_ERR_USAGE');
@@ -62,6 +76,8 @@ describe('serve flags', () => {
 
   // Kills: --drain-timeout-ms's minimum 1 lowered to 0 (serve() would then refuse it with
   // OMNI_ERR_INVALID_ARGUMENT: exit 1 after starting the runtime, not a usage mistake, exit 2).
+  // 0 is not taken as "do not wait": a drain that abandons every request at once is what a
+  // second signal already does, and the exit status would then say only whether any was open.
   it.each(['0', '0.5'])('--drain-timeout-ms %s is a usage mistake', (value) => {
     expect(thrownCode(() => parseServeArgs(['--drain-timeout-ms', value], {}))).toBe('OMNI_ERR_USAGE');
   });

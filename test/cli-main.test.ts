@@ -53,6 +53,57 @@ describe('main', () => {
     expect(await run(argv)).toEqual({ code: 0, stdout: help });
   });
 
+  // README: a -h or --help before any `--` prints help whatever else the line holds; at the top
+  // level `--version --help` exited 2 ('--version takes no arguments') and `--help --version`
+  // too ('--help takes a command').
+  it.each([
+    [['--version', '--help']],
+    [['-v', '-h']],
+    [['--help', '--version']],
+    [['-h', '-v']],
+    [['--frobnicate', '--help']],
+  ])('%j: help wins over the other top-level flags, exits 0', async (argv) => {
+    expect(await run(argv)).toEqual({ code: 0, stdout: HELP });
+  });
+
+  // `bench -h admission` printed bench's help: the line names the admission subcommand, whose
+  // help `bench admission -h` and `help bench admission` print.
+  it.each([
+    [['bench', '-h', 'admission'], ADMISSION_HELP],
+    [['bench', '--help', 'admission', '--threads', '2'], ADMISSION_HELP],
+    [['bench', '--json', '-h', 'admission'], ADMISSION_HELP],
+    [['-v', '-h', 'serve'], SERVE_HELP],
+    [['--help', '--json', 'bench'], BENCH_HELP],
+    // Here 'admission' is --out's value (a folder), not the subcommand.
+    [['bench', '--out', 'admission', '-h'], BENCH_HELP],
+    [['help', 'bench', '--out', 'admission'], BENCH_HELP],
+  ])('%j: the help of the command the line names, wherever -h stands', async (argv, help) => {
+    expect(await run(argv)).toEqual({ code: 0, stdout: help });
+  });
+
+  // The usage line is `omni-runtime: <command>: <problem> (see --help)`; a flag's value check
+  // printed no command (`omni-runtime: --threads must be ...`), so `bench admission --threads 0`
+  // did not say which command's --threads was wrong.
+  it.each([
+    [['bench', '--threads', '0'], 'bench'],
+    [['bench', 'admission', '--threads', '0'], 'bench admission'],
+    [['bench', '--rates', '1x', '--rates', '2x'], 'bench'],
+    [['bench', 'sideways'], 'bench'],
+    [['serve', '--port', '-1'], 'serve'],
+    [['serve', '--backend', 'cuda', '--fixture-library', 'f.so'], 'serve'],
+  ])('%j: the usage line names the command once', async (argv, command) => {
+    const err = await main(argv).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((err as UsageError).code).toBe('OMNI_ERR_USAGE');
+    expect((err as UsageError).command).toBe(command);
+    const line = errorLine(err);
+    expect(line.startsWith(`omni-runtime: ${command}: `)).toBe(true);
+    expect(line.slice(`omni-runtime: ${command}: `.length).startsWith(`${command}:`)).toBe(false);
+    expect(line.endsWith(' (see --help)')).toBe(true);
+  });
+
   it('an unknown command or flag, or an argument help or version does not take, is a usage mistake (exit 2); anything else exits 1', async () => {
     for (const argv of [
       ['frobnicate'],
@@ -60,6 +111,9 @@ describe('main', () => {
       ['--version', 'extra'],
       ['-v', '--frobnicate'],
       ['help', 'me'],
+      // README: a -h after `--` is not asking for help.
+      ['--', '--help'],
+      ['-v', '--', '-h'],
     ]) {
       const err = await main(argv).then(
         () => undefined,

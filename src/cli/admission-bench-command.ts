@@ -125,7 +125,7 @@ export async function runAdmissionBenchCommand(argv: readonly string[]): Promise
     return 0;
   }
   if (positionals.length > 0)
-    throw new UsageError(`bench admission: unexpected argument '${positionals[0]}'`);
+    throw new UsageError(`unexpected argument '${positionals[0]}'`, 'bench admission');
   const threads = numberFlag('threads', values.threads, 2, { min: 1, max: 64, integer: true });
   const cost = numberFlag('cost', values.cost, 0, { min: 1, max: 1 << 20, integer: true });
   const durationS = numberFlag('duration', values.duration, 6, { greater: 0, max: 3600 });

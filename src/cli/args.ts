@@ -9,9 +9,15 @@ import { BACKEND_ENV, type BackendPreference, backendFromEnv } from '../native/b
 
 export class UsageError extends Error {
   readonly code = 'OMNI_ERR_USAGE';
-  constructor(message: string) {
+  /**
+   * The command whose line holds the mistake ('bench', 'bench admission', 'serve'), printed
+   * before the message; main() names it where the check that threw did not know it.
+   */
+  command: string | undefined;
+  constructor(message: string, command?: string) {
     super(message);
     this.name = 'UsageError';
+    this.command = command;
   }
 }
 
@@ -38,7 +44,7 @@ export function parseFlags<const O extends FlagSpec>(
     const help = (parsed.values as { help?: boolean }).help === true;
     for (const token of help ? [] : parsed.tokens) {
       if (token.kind !== 'option' || token.value === undefined) continue;
-      if (given.has(token.name)) throw new UsageError(`${command}: --${token.name} given more than once`);
+      if (given.has(token.name)) throw new UsageError(`--${token.name} given more than once`, command);
       given.add(token.name);
     }
     return { values: parsed.values, positionals: parsed.positionals };
@@ -49,12 +55,23 @@ export function parseFlags<const O extends FlagSpec>(
       const help = parseArgs({ args: ['--help'], options, strict: true, allowPositionals: true });
       return { values: help.values, positionals: [] };
     }
-    // node:util's messages run to several sentences over several lines; the first says it all.
-    const first = (err as Error).message.split('\n')[0]!.split('. To specify')[0]!;
-    // "argument is ambiguous": the value is missing and the next flag would be taken for it.
-    const ambiguous = /^Option '(--[\w-]+)[^']*' argument is ambiguous/.exec(first);
-    throw new UsageError(`${command}: ${ambiguous ? `${ambiguous[1]} needs a value` : first}`);
+    throw new UsageError(parseMistake((err as Error).message), command);
   }
+}
+
+/**
+ * node:util's message, said as the rest of the CLI says its mistakes: its messages run to
+ * several sentences over several lines, and name a flag as "Option '-h, --help <value>'".
+ */
+function parseMistake(message: string): string {
+  const first = message.split('\n')[0]!.split('. To specify')[0]!;
+  const unknown = /^Unknown option '([^']*)'/.exec(first);
+  if (unknown) return `unknown option '${unknown[1]}'`;
+  const option = /^Option '(?:-\w, )?(--[\w-]+)[^']*' (.*)$/.exec(first);
+  // "argument is ambiguous": the value is missing and the next flag would be taken for it.
+  if (option && /^argument (missing|is ambiguous)/.test(option[2]!)) return `${option[1]} needs a value`;
+  if (option && /^does not take an argument/.test(option[2]!)) return `${option[1]} takes no value`;
+  return first;
 }
 
 /** A -h or --help before any `--`, where the command has that flag. */
@@ -62,6 +79,15 @@ function asksHelp(argv: readonly string[], options: FlagSpec): boolean {
   if (options.help === undefined) return false;
   const end = argv.indexOf('--');
   return (end === -1 ? argv : argv.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
+}
+
+/**
+ * The first word of `argv` that is neither a flag nor a flag's value (`bench --out admission`:
+ * none; `bench --json admission`: 'admission'), whatever else is wrong with the line.
+ */
+export function firstWord(argv: readonly string[], options: FlagSpec): string | undefined {
+  const args = joinNegativeValues(argv, options);
+  return parseArgs({ args, options, strict: false, allowPositionals: true }).positionals[0];
 }
 
 /**
@@ -84,7 +110,10 @@ function joinNegativeValues(argv: readonly string[], options: FlagSpec): string[
   return args;
 }
 
-/** A number flag: finite, within [min, max] (and above `greater` when given), integer when asked. */
+/**
+ * A number flag: finite, within [min, max] (and above `greater` when given), integer when asked.
+ * `-0`, where 0 is in range, comes back as 0: handed on as -0 it would print as "-0" (toLocaleString).
+ */
 export function numberFlag(
   name: string,
   raw: string | undefined,
@@ -107,12 +136,23 @@ export function numberFlag(
     (integer && !(Number.isInteger(value) && isWholeDecimal(raw)))
   ) {
     const kind = integer ? 'an integer' : 'a number';
-    const range =
-      `${Number.isFinite(greater) ? ` > ${greater}` : ''}${Number.isFinite(min) ? ` >= ${min}` : ''}` +
-      `${Number.isFinite(max) ? ` <= ${max}` : ''}`;
-    throw new UsageError(`--${name} must be ${kind}${range}, got ${JSON.stringify(raw)}`);
+    const range = rangeWords(min, max, greater);
+    throw new UsageError(`--${name} must be ${kind}${range && ` ${range}`}, got ${JSON.stringify(raw)}`);
   }
-  return value;
+  return value === 0 ? 0 : value;
+}
+
+/** A range as the library's own errors say it: "from 1 to 256", "> 0, at most 3600". */
+function rangeWords(min: number, max: number, greater: number): string {
+  const low = Number.isFinite(min) ? min : undefined;
+  const high = Number.isFinite(max) ? max : undefined;
+  if (low !== undefined && high !== undefined && !Number.isFinite(greater)) return `from ${low} to ${high}`;
+  const words = [
+    ...(Number.isFinite(greater) ? [`> ${greater}`] : []),
+    ...(low !== undefined ? [`>= ${low}`] : []),
+    ...(high !== undefined ? [`at most ${high}`] : []),
+  ];
+  return words.join(', ');
 }
 
 /** One of a fixed set of words. */

@@ -171,8 +171,15 @@ export function parseBenchArgs(
 ): BenchConfig | 'help' {
   const { values, positionals } = parseFlags('bench', argv, BENCH_FLAGS);
   if (values.help) return 'help';
+  if (positionals[0] === 'admission') {
+    // `bench --json admission`: the subcommand is read only right after `bench`.
+    throw new UsageError(
+      "the admission subcommand comes right after bench: 'bench admission [flags]'",
+      'bench',
+    );
+  }
   if (positionals.length > 0)
-    throw new UsageError(`bench: unknown subcommand or argument '${positionals[0]}'`);
+    throw new UsageError(`unknown subcommand or argument '${positionals[0]}'`, 'bench');
   const rates = rateListFlag(values.rates);
   const durationS = numberFlag('duration', values.duration, 20, { greater: 0, max: 86_400 });
   const threads = numberFlag('threads', values.threads, DEFAULT_THREADS, { min: 1, max: 256, integer: true });

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../paths.js';
-import { UsageError } from './args.js';
+import { firstWord, UsageError } from './args.js';
 import { ShutdownSignals } from './shutdown-signals.js';
 
 export const HELP = `Usage: omni-runtime <command> [flags]
@@ -31,44 +31,47 @@ function version(): string {
   return pkg.version ?? 'unknown';
 }
 
+const isHelpFlag = (arg: string): boolean => arg === '-h' || arg === '--help';
+
+/** The arguments before any `--`: a -h or --help after it is not asking for help. */
+function beforeEnd(args: readonly string[]): readonly string[] {
+  const end = args.indexOf('--');
+  return end === -1 ? args : args.slice(0, end);
+}
+
 /** Runs one command line (without `node` and the script) and resolves with its exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // Help wins over the other top-level flags (`--version --help`, `--frobnicate -h`), as it
+  // does over any flag of a command: a line that starts with a flag and holds help asks for it.
+  if (command?.startsWith('-') && beforeEnd(argv).some(isHelpFlag)) {
+    return help(argv.filter((arg) => !isHelpFlag(arg)));
+  }
   switch (command) {
     case undefined:
     case 'help':
-    case '-h':
-    case '--help': {
-      // `help --help`, `help -h serve`: help asked for twice is still help, not a mistake.
-      const topics = rest.filter((arg) => arg !== '-h' && arg !== '--help');
-      if (topics.length === 0) {
-        process.stdout.write(HELP);
-        return 0;
-      }
-      // `help bench`, `--help serve`: that command's own help. Anything else was not asked for.
-      if (topics[0] === 'bench' || topics[0] === 'serve') return main([...topics, '--help']);
-      throw new UsageError(`${command} takes a command (bench, serve), got '${topics[0]}'`);
-    }
+      return help(rest);
     case '-v':
     case '--version':
       if (rest.length > 0) throw new UsageError(`${command} takes no arguments, got '${rest[0]}'`);
       process.stdout.write(`${version()}\n`);
       return 0;
-    case 'bench':
-      if (rest[0] === 'admission') {
+    case 'bench': {
+      const admission = rest[0] === 'admission' ? rest.slice(1) : await admissionHelp(rest);
+      if (admission !== undefined) {
         const { runAdmissionBenchCommand } = await import('./admission-bench-command.js');
-        return runAdmissionBenchCommand(rest.slice(1));
-      } else {
-        const { runBenchCommand } = await import('./bench-command.js');
-        return runBenchCommand(rest);
+        return inCommand('bench admission', () => runAdmissionBenchCommand(admission));
       }
+      const { runBenchCommand } = await import('./bench-command.js');
+      return inCommand('bench', () => runBenchCommand(rest));
+    }
     case 'serve': {
       // Listen before loading the HTTP stack (~0.2 s): a SIGTERM meanwhile stops, not kills.
       const listening = new ShutdownSignals(process);
       try {
         // Loaded on demand, like the bench commands: `bench` does not pay for the HTTP stack.
         const { runServeCommand } = await import('./serve-command.js');
-        return await runServeCommand(rest, { listening });
+        return await inCommand('serve', () => runServeCommand(rest, { listening }));
       } finally {
         listening.dispose();
       }
@@ -82,6 +85,46 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+/**
+ * `help [command]`, or a line of top-level flags holding -h: the top-level help, or the help of
+ * the command named first (the words after it go along, so `help bench admission` is the
+ * subcommand's). Flags are skipped: `help --help`, `--help --json bench` still ask for help.
+ */
+function help(args: readonly string[]): Promise<number> {
+  const at = args.findIndex((arg) => !arg.startsWith('-'));
+  if (at === -1) {
+    process.stdout.write(HELP);
+    return Promise.resolve(0);
+  }
+  const topic = args[at]!;
+  if (topic === 'bench' || topic === 'serve') {
+    return main([topic, ...args.slice(at + 1).filter((arg) => !isHelpFlag(arg)), '--help']);
+  }
+  throw new UsageError(`help takes a command (bench, serve), got '${topic}'`);
+}
+
+/**
+ * `bench -h admission` asks for the subcommand's help, as `bench admission -h` does: ['--help']
+ * when a help flag stands before any `--` and the first word that is not a flag or a flag's
+ * value is 'admission'; otherwise undefined (the line is bench's).
+ */
+async function admissionHelp(args: readonly string[]): Promise<string[] | undefined> {
+  const flags = beforeEnd(args);
+  if (!flags.some(isHelpFlag)) return undefined;
+  const { BENCH_FLAGS } = await import('./bench-options.js');
+  return firstWord(flags, BENCH_FLAGS) === 'admission' ? ['--help'] : undefined;
+}
+
+/** Runs a command, naming it in the usage mistakes it throws (the line says whose flag it was). */
+async function inCommand(name: string, run: () => Promise<number>): Promise<number> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof UsageError) err.command ??= name;
+    throw err;
+  }
+}
+
 /** The one line an error becomes: its stable code when it has one, then its message. */
 export function errorLine(err: unknown): string {
   const e = err as { code?: unknown; message?: unknown };
@@ -89,8 +132,10 @@ export function errorLine(err: unknown): string {
   // Node's system errors already name their code in the message (`listen EADDRINUSE: ...`).
   const coded = typeof e?.code === 'string' && !(err instanceof UsageError) && !message.includes(e.code);
   const code = coded ? `${e.code}: ` : '';
-  const hint = err instanceof UsageError ? ' (see --help)' : '';
-  return `omni-runtime: ${code}${message}${hint}`.replace(/\s+/g, ' ').trim();
+  const usage = err instanceof UsageError;
+  const command = usage && err.command !== undefined ? `${err.command}: ` : '';
+  const hint = usage ? ' (see --help)' : '';
+  return `omni-runtime: ${command}${code}${message}${hint}`.replace(/\s+/g, ' ').trim();
 }
 
 /** Exit status for a failure: 2 for usage mistakes, 1 for the rest. */

@@ -106,7 +106,7 @@ export function parseServeArgs(
 ): ServeConfig | 'help' {
   const { values, positionals } = parseFlags('serve', argv, FLAGS);
   if (values.help === true) return 'help';
-  if (positionals.length > 0) throw new UsageError(`serve: unexpected argument '${positionals[0]}'`);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`, 'serve');
   const host = values.host ?? '127.0.0.1';
   if (host.trim() === '') throw new UsageError('--host must not be empty');
   const threads = numberFlag('threads', values.threads, 1, { min: 1, max: 256, integer: true });
