@@ -307,6 +307,42 @@ describe('native validation (fixture)', () => {
       }
     });
 
+    it('over the workspace limit, the 4 GiB output is never allocated and C never called', () => {
+      // Counts the calls that reach C; everything else is the real library.
+      let reached = 0;
+      const spied: NativeLibrary = {
+        ...lib,
+        raw: {
+          ...raw,
+          omni_linear_gelu: (...args: Parameters<RawNativeApi['omni_linear_gelu']>) => {
+            reached += 1;
+            return raw.omni_linear_gelu(...args);
+          },
+        },
+      };
+      const wide = NativeContext.open(spied); // the default 512 MiB limit
+      try {
+        // 1 -> MAX_FEATURES: MAX_ROWS rows of x are 256 KiB, of y 4 GiB; scratch 8 GiB > 512 MiB.
+        wide.uploadWeights(new Float32Array(MAX_FEATURES), new Float32Array(MAX_FEATURES), MAX_FEATURES, 1);
+        const xs = new Float32Array(MAX_ROWS);
+        const before = process.memoryUsage().arrayBuffers;
+        const err = codeOf(() => wide.linearGelu(xs, MAX_ROWS));
+        const grown = process.memoryUsage().arrayBuffers - before;
+        expect(err).toMatchObject({
+          code: 'OMNI_ERR_NATIVE',
+          nativeCode: NativeStatus.WORKSPACE_LIMIT,
+          fatal: false,
+        });
+        expect(reached).toBe(0);
+        expect(grown).toBeLessThan(2 ** 30);
+        // A call that fits still goes through (the limit's exact edge: the workspace-cache tests).
+        expect(wide.linearGelu(new Float32Array(2), 2).length).toBe(2 * MAX_FEATURES);
+        expect(reached).toBe(1);
+      } finally {
+        wide.close();
+      }
+    });
+
     it('a closed context refuses every call; close is idempotent', () => {
       const other = NativeContext.open(lib);
       other.close();

@@ -14,11 +14,13 @@
  * context be closed. close() synchronizes the stream before freeing, even after a fatal error.
  * Throws: InvalidArgumentError for a wrong array type, a non-integer or out-of-range size, or a
  * length that does not match the uploaded weights (checked here before the call); NativeError with
- * the C status for anything the library refuses, `fatal: true` once the context is poisoned.
+ * the C status for anything the library refuses, `fatal: true` once the context is poisoned. A call
+ * whose rows need more scratch than workspaceBytes is NativeError WORKSPACE_LIMIT, as C reports it,
+ * but found here before its output (up to 4 GiB) is allocated.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, NativeError } from '../errors.js';
 import type { NativeStats } from './abi.js';
-import { MAX_FEATURES, MAX_ROWS, MAX_WORKSPACE_COUNT, NativeStatus } from './abi.js';
+import { DEFAULT_WORKSPACE_BYTES, MAX_FEATURES, MAX_ROWS, MAX_WORKSPACE_COUNT, NativeStatus } from './abi.js';
 import type { RawHandle } from './bindings.js';
 import { resolveDevice } from './device.js';
 import type { NativeLibrary } from './library.js';
@@ -47,11 +49,16 @@ export class NativeContext {
   #handle: RawHandle | null;
   #outFeatures = 0;
   #inFeatures = 0;
+  /** Scratch bytes one row needs (device + pinned staging of x and y); 0 before uploadWeights. */
+  #rowScratch = 0;
+  /** The workspace byte limit C was given (its default when none was). */
+  readonly #workspaceBytes: number;
 
-  private constructor(library: NativeLibrary, handle: RawHandle, device: number) {
+  private constructor(library: NativeLibrary, handle: RawHandle, device: number, workspaceBytes: number) {
     this.library = library;
     this.#handle = handle;
     this.device = device;
+    this.#workspaceBytes = workspaceBytes;
   }
 
   static open(library: NativeLibrary, options: NativeOpenOptions = {}): NativeContext {
@@ -73,7 +80,7 @@ export class NativeContext {
       out,
     );
     check(library, status, null, 'omni_open');
-    return new NativeContext(library, out[0], device);
+    return new NativeContext(library, out[0], device, bytes === 0 ? DEFAULT_WORKSPACE_BYTES : bytes);
   }
 
   get closed(): boolean {
@@ -119,6 +126,7 @@ export class NativeContext {
     check(this.library, status, handle, 'omni_upload_weights');
     this.#outFeatures = outFeatures;
     this.#inFeatures = inFeatures;
+    this.#rowScratch = 2 * (inFeatures + outFeatures) * Float32Array.BYTES_PER_ELEMENT;
   }
 
   /** y = GELU(x W^T + b) for `rows` rows of x; writes into `out` when given, else a new array. */
@@ -127,14 +135,27 @@ export class NativeContext {
     requireFloat32Array('x', x);
     requireInteger('rows', rows, 1, MAX_ROWS);
     if (out !== undefined) requireFloat32Array('out', out);
+    let y = out ?? EMPTY;
     // Before any upload the shape is unknown; the C side reports OMNI_E_NOT_INITIALISED itself.
-    const ready = this.#outFeatures > 0;
-    if (ready) requireLength('x', x, rows * this.#inFeatures);
-    const y = out ?? (ready ? new Float32Array(rows * this.#outFeatures) : EMPTY);
-    if (ready) requireLength('out', y, rows * this.#outFeatures);
+    if (this.#outFeatures > 0) {
+      requireLength('x', x, rows * this.#inFeatures);
+      if (out !== undefined) requireLength('out', out, rows * this.#outFeatures);
+      // The C side's own refusal (kept there too), made before the output is allocated: it is the
+      // same whatever is cached, since no cached workspace exceeds the limit. The limits bound the
+      // product by 2^34, so it is exact.
+      if (rows * this.#rowScratch > this.#workspaceBytes) throw this.#overLimit(rows);
+      if (out === undefined) y = new Float32Array(rows * this.#outFeatures);
+    }
     const status = this.library.raw.omni_linear_gelu(handle, x, lengthOf(x), rows, y, lengthOf(y));
     check(this.library, status, handle, 'omni_linear_gelu');
     return y;
+  }
+
+  #overLimit(rows: number): NativeError {
+    return new NativeError(
+      NativeStatus.WORKSPACE_LIMIT,
+      `linearGelu: ${rows} rows x (${this.#inFeatures} in + ${this.#outFeatures} out) need ${rows * this.#rowScratch} workspace bytes, over the limit ${this.#workspaceBytes}`,
+    );
   }
 
   stats(): NativeStats {
