@@ -487,6 +487,39 @@ describe('LinearRuntime.start option checks', () => {
     }
   });
 
+  // The threads' NativeContext.open checks these too, but only once threads have started.
+  it.each([
+    ['device -1', { device: -1 }],
+    ['device 1.5', { device: 1.5 }],
+    ['a string device', { device: '0' }],
+    ['workspaceCount 0', { workspaceCount: 0 }],
+    ['workspaceCount 65', { workspaceCount: 65 }],
+    ['workspaceCount NaN', { workspaceCount: Number.NaN }],
+    ['a string faultInjection (it would silently stay off)', { faultInjection: 'yes' }],
+  ])('%s on the fixture: OMNI_ERR_INVALID_ARGUMENT before any thread starts', async (_what, options) => {
+    const spawn = vi.spyOn(Runtime, 'start');
+    try {
+      const err = await rejection(start({ threads: 1, ...(options as LinearRuntimeOptions) }));
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(spawn).not.toHaveBeenCalled();
+    } finally {
+      spawn.mockRestore();
+    }
+  });
+
+  it('a malformed OMNI_CUDA_DEVICE on the fixture: OMNI_ERR_INVALID_ARGUMENT before any thread starts', async () => {
+    vi.stubEnv('OMNI_CUDA_DEVICE', 'abc');
+    const spawn = vi.spyOn(Runtime, 'start');
+    try {
+      const err = await rejection(start({ threads: 1 }));
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(spawn).not.toHaveBeenCalled();
+    } finally {
+      spawn.mockRestore();
+      vi.unstubAllEnvs();
+    }
+  });
+
   it('a shape given with the weights that agrees with them is accepted', async () => {
     const lr = await start({ threads: 1, weights: seededWeights(4, 2), inFeatures: 4, outFeatures: 2 });
     expect((await lr.run(seededFloats(1, 2 * 4))).length).toBe(2 * 2);
@@ -626,7 +659,7 @@ describe('shape and workspace limits at their edges', () => {
   });
 
   it('an invalid device is OMNI_ERR_INVALID_ARGUMENT from start(), on the fixture too', async () => {
-    // The fixture has no devices, but the option is still checked (in each thread's context).
+    // The fixture has no devices, but the option is still checked.
     for (const device of [-1, 1.5]) {
       expect((await rejection(start({ threads: 1, inFeatures: 4, outFeatures: 2, device }))).code).toBe(
         'OMNI_ERR_INVALID_ARGUMENT',

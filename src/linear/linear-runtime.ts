@@ -6,6 +6,7 @@ import {
   DEFAULT_WORKSPACE_BYTES,
   MAX_FEATURES,
   MAX_ROWS,
+  MAX_WORKSPACE_COUNT,
   type NativeStats,
   resolveDevice,
   seededFloats,
@@ -142,14 +143,27 @@ export class LinearRuntime {
           )
         : checkWeights(given, inFeatures, outFeatures);
     const maxRows = rowsPerCall(workspaceBytes, weights.inFeatures, weights.outFeatures);
+    // What every thread's NativeContext.open checks again (for its direct users), checked here
+    // first: a mistake is one coded error from start() before any thread starts, whichever backend
+    // (the fixture has no devices, yet a malformed device or OMNI_CUDA_DEVICE is still a mistake).
+    const resolvedDevice = resolveDevice(device);
+    if (workspaceCount !== undefined) {
+      requireInteger('workspaceCount', workspaceCount, 1, MAX_WORKSPACE_COUNT);
+    }
+    if (faultInjection !== undefined && typeof faultInjection !== 'boolean') {
+      // The threads test it with === true: any other value would silently leave faults off.
+      throw new InvalidArgumentError(
+        `faultInjection must be a boolean, got ${describeValue(faultInjection)}`,
+      );
+    }
     const choice = selectBackend(preference, process.env, {
-      ...(device === undefined ? {} : { device }),
+      device: resolvedDevice,
       ...checkLibraries(libraries),
     });
     const data: NativeWorkerData = {
       backend: choice.backend,
       libraryPath: choice.library.path,
-      device: choice.backend === 'cuda' ? resolveDevice(device) : device,
+      device: resolvedDevice,
       weights,
       workspaceCount,
       workspaceBytes,
