@@ -127,6 +127,7 @@ describe('native validation (fixture)', () => {
       ['workspaceBytes NaN', () => NativeContext.open(lib, { workspaceBytes: Number.NaN })],
       ['device -1', () => NativeContext.open(lib, { device: -1 })],
       ['OMNI_CUDA_DEVICE=abc', () => NativeContext.open(lib, { env: { OMNI_CUDA_DEVICE: 'abc' } })],
+      ['open env null', () => NativeContext.open(lib, { env: null as never })],
       ['device 1024', () => NativeContext.open(lib, { device: 1024 })],
       // Sizes out of range whose lengths agree with them: TypeScript refuses them, not C.
       ['MAX_ROWS + 1 rows of matching length', () => tooManyRows()],

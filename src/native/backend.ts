@@ -4,12 +4,14 @@
  * says why in `reason`, so a caller can log which backend it got. Probing opens and closes a real
  * context (on a GPU this costs the context creation, once).
  *
- * Throws: InvalidArgumentError for an unknown preference or a malformed OMNI_CUDA_DEVICE; with an
+ * Throws: InvalidArgumentError for an unknown preference, a malformed OMNI_CUDA_DEVICE, or an `env`
+ * or `options` that is not an object (undefined means the default; null is a mistake); with an
  * explicit 'cuda' or 'fixture', whatever loading that library throws.
  */
 import { InvalidArgumentError } from '../errors.js';
 import { NativeContext } from './context.js';
 import { resolveDevice } from './device.js';
+import { envValue, requireEnv } from './env.js';
 import type { BackendName, NativeLibrary } from './library.js';
 import { loadNativeLibrary } from './library.js';
 
@@ -33,7 +35,7 @@ export interface SelectOptions {
 
 /** OMNI_BACKEND as selection reads it: trimmed, and unset when blank. */
 export function backendFromEnv(env: NodeJS.ProcessEnv): string | undefined {
-  return env[BACKEND_ENV]?.trim() || undefined;
+  return envValue(env, BACKEND_ENV)?.trim() || undefined;
 }
 
 function parsePreference(value: string, source: string): BackendPreference {
@@ -54,7 +56,7 @@ export function selectBackend(
       'selectBackend options must be an object { device?, fixturePath?, cudaPath? }',
     );
   }
-  const fromEnv = backendFromEnv(env);
+  const fromEnv = backendFromEnv(requireEnv(env));
   const wanted =
     preference !== undefined
       ? parsePreference(preference, 'backend')

@@ -67,7 +67,8 @@ export class NativeContext {
     if (typeof options !== 'object' || options === null) {
       throw new InvalidArgumentError('NativeContext.open options must be an object');
     }
-    const device = resolveDevice(options.device, options.env ?? process.env);
+    // undefined takes resolveDevice's default (process.env); null is refused there, not defaulted.
+    const device = resolveDevice(options.device, options.env);
     const count = options.workspaceCount ?? 0;
     const bytes = options.workspaceBytes ?? 0;
     if (options.workspaceCount !== undefined) requireInteger('workspaceCount', count, 1, MAX_WORKSPACE_COUNT);
