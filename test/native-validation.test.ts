@@ -142,6 +142,23 @@ describe('native validation (fixture)', () => {
       ['reference b as an Int32Array', () => reference({ b: new Int32Array(OUT) })],
       ['reference out as an Int32Array', () => reference({ out: new Int32Array(ROWS * OUT) })],
       ['reference with zero rows', () => reference({ rows: 0, x: new Float32Array(0) })],
+      // Lengths too, before the output is allocated: here it would be 4 GiB, for a 1-float x.
+      ['reference x of the wrong length', () => reference({ x: x.subarray(1) })],
+      ['reference w of the wrong length', () => reference({ w: w.subarray(1) })],
+      ['reference b of the wrong length', () => reference({ b: b.subarray(1) })],
+      ['reference out of the wrong length', () => reference({ out: new Float32Array(ROWS * OUT + 1) })],
+      [
+        'reference x of 1 float for MAX_ROWS rows to MAX_FEATURES outputs',
+        () =>
+          faults.referenceLinearGelu(
+            new Float32Array(1),
+            MAX_ROWS,
+            new Float32Array(MAX_FEATURES),
+            new Float32Array(MAX_FEATURES),
+            MAX_FEATURES,
+            1,
+          ),
+      ],
       ['reference with fractional rows', () => reference({ rows: 1.5, x: new Float32Array(24) })],
       [
         'reference with 0 input features',
