@@ -29,6 +29,7 @@ import {
 } from '../src/native/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { maxViolation as tolerance } from './fixtures/native-tolerance.js';
+import { thrownCode } from './fixtures/thrown.js';
 
 /** The stated tolerance (test/fixtures/native-tolerance.ts) for one runtime result. */
 function maxViolation(got: Float32Array, x: Float32Array, weights: LinearWeights, rows: number): number {
@@ -518,6 +519,18 @@ describe('LinearRuntime.start option checks', () => {
       spawn.mockRestore();
       vi.unstubAllEnvs();
     }
+  });
+
+  // Public on its own: its shape is checked before 4 x in x out bytes are allocated and filled.
+  it.each([
+    ['a negative width', () => seededWeights(-1, 4)],
+    ['a NaN width', () => seededWeights(Number.NaN, 4)],
+    ['a width above MAX_FEATURES', () => seededWeights(4, MAX_FEATURES + 1)],
+    ['2^20 x 2^20 (4 TiB of weights)', () => seededWeights(2 ** 20, 2 ** 20)],
+    ['a negative seed', () => seededWeights(4, 4, -1)],
+    ['a fractional seed', () => seededWeights(4, 4, 1.5)],
+  ])('seededWeights with %s: OMNI_ERR_INVALID_ARGUMENT', (_what, call) => {
+    expect(thrownCode(call)).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });
 
   it('a shape given with the weights that agrees with them is accepted', async () => {

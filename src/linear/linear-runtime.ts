@@ -56,8 +56,14 @@ export interface LinearRunOptions extends RunOptions {
   readonly rows?: number | undefined;
 }
 
-/** Seeded weights, scaled so outputs stay in GELU's interesting range. */
+/**
+ * Seeded weights, scaled so outputs stay in GELU's interesting range. The shape (1..MAX_FEATURES
+ * each) and the seed (0..2^32-1) are checked before anything is allocated.
+ */
 export function seededWeights(inFeatures: number, outFeatures: number, seed = 1): LinearWeights {
+  checkFeatures('inFeatures', inFeatures);
+  checkFeatures('outFeatures', outFeatures);
+  requireInteger('seed', seed, 0, 2 ** 32 - 1);
   const scale = 1 / Math.sqrt(inFeatures);
   return {
     w: seededFloats(seed, inFeatures * outFeatures, scale),
@@ -136,11 +142,7 @@ export class LinearRuntime {
     } = options;
     const weights =
       given === undefined
-        ? seededWeights(
-            checkFeatures('inFeatures', inFeatures ?? 256),
-            checkFeatures('outFeatures', outFeatures ?? 256),
-            seed === undefined ? undefined : requireInteger('seed', seed, 0, 2 ** 32 - 1),
-          )
+        ? seededWeights(inFeatures ?? 256, outFeatures ?? 256, seed)
         : checkWeights(given, inFeatures, outFeatures);
     const maxRows = rowsPerCall(workspaceBytes, weights.inFeatures, weights.outFeatures);
     // What every thread's NativeContext.open checks again (for its direct users), checked here
