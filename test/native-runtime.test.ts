@@ -521,6 +521,23 @@ describe('LinearRuntime.start option checks', () => {
     }
   });
 
+  // The library path names nothing: an option checked only after loading it would surface as
+  // OMNI_ERR_LIBRARY_NOT_FOUND (and 'auto' would first open a CUDA context to probe).
+  it.each([
+    ['threads 0', { threads: 0 }, 'OMNI_ERR_INVALID_ARGUMENT'],
+    ['startTimeoutMs 0', { startTimeoutMs: 0 }, 'OMNI_ERR_INVALID_ARGUMENT'],
+    ['admission null', { admission: null }, 'OMNI_ERR_INVALID_ARGUMENT'],
+    ['admission.requests 0', { admission: { requests: 0 } }, 'OMNI_ERR_INVALID_BOUND'],
+  ])('%s is refused before the native library is loaded', async (_what, options, code) => {
+    const err = await rejection(
+      start({
+        libraries: { fixture: '/nonexistent/libomni_fixture.so' },
+        ...(options as LinearRuntimeOptions),
+      }),
+    );
+    expect(err.code).toBe(code);
+  });
+
   // Public on its own: its shape is checked before 4 x in x out bytes are allocated and filled.
   it.each([
     ['a negative width', () => seededWeights(-1, 4)],

@@ -1,4 +1,5 @@
 import { types } from 'node:util';
+import { checkBounds } from '../admission/bounds.js';
 import { describeValue, InvalidArgumentError, TooLargeError } from '../errors.js';
 import {
   type BackendName,
@@ -14,7 +15,7 @@ import {
 } from '../native/index.js';
 import { lengthOf, requireFloat32Array, requireInteger, requireLength } from '../native/validate.js';
 import { builtModuleUrl } from '../paths.js';
-import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
+import { checkRuntimeOptions, type RunOptions, type RuntimeOptions } from '../runtime/options.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
 import type { LinearWeights, NativeWorkerData, NativeWorkerInput } from './protocol.js';
 
@@ -140,11 +141,28 @@ export class LinearRuntime {
       resourceLimits,
       startTimeoutMs,
     } = options;
-    const weights =
-      given === undefined
-        ? seededWeights(inFeatures ?? 256, outFeatures ?? 256, seed)
-        : checkWeights(given, inFeatures, outFeatures);
-    const maxRows = rowsPerCall(workspaceBytes, weights.inFeatures, weights.outFeatures);
+    // Each named, not a rest spread: that would keep own properties only and silently drop
+    // runtime options that come through a prototype (Runtime.start reads those). The type makes
+    // an option added to RuntimeOptions a compile error here until it is passed on.
+    const passed: { [K in PassedOption]: RuntimeOptions[K] } = {
+      threads,
+      admission,
+      deadlineMs,
+      idleTimeout,
+      resourceLimits,
+      startTimeoutMs,
+    };
+    const worker = builtModuleUrl('workers/native.js');
+    // Every option is checked before any work: loading a library (for 'auto', opening a CUDA
+    // context to probe it) and making seeded weights (up to 1 GiB). Runtime.start checks its
+    // own options again.
+    checkRuntimeOptions({ ...passed, worker });
+    if (admission !== undefined) checkBounds(admission);
+    const checked = given === undefined ? undefined : checkWeights(given, inFeatures, outFeatures);
+    const inF = checked?.inFeatures ?? checkFeatures('inFeatures', inFeatures ?? 256);
+    const outF = checked?.outFeatures ?? checkFeatures('outFeatures', outFeatures ?? 256);
+    if (checked === undefined && seed !== undefined) requireInteger('seed', seed, 0, 2 ** 32 - 1);
+    const maxRows = rowsPerCall(workspaceBytes, inF, outF);
     // What every thread's NativeContext.open checks again (for its direct users), checked here
     // first: a mistake is one coded error from start() before any thread starts, whichever backend
     // (the fixture has no devices, yet a malformed device or OMNI_CUDA_DEVICE is still a mistake).
@@ -162,6 +180,7 @@ export class LinearRuntime {
       device: resolvedDevice,
       ...checkLibraries(libraries),
     });
+    const weights = checked ?? seededWeights(inF, outF, seed);
     const data: NativeWorkerData = {
       backend: choice.backend,
       libraryPath: choice.library.path,
@@ -171,22 +190,7 @@ export class LinearRuntime {
       workspaceBytes,
       faultInjection,
     };
-    // Each named, not a rest spread: that would keep own properties only and silently drop
-    // runtime options that come through a prototype (Runtime.start reads those). The type makes
-    // an option added to RuntimeOptions a compile error here until it is passed on.
-    const passed: { [K in PassedOption]: RuntimeOptions[K] } = {
-      threads,
-      admission,
-      deadlineMs,
-      idleTimeout,
-      resourceLimits,
-      startTimeoutMs,
-    };
-    const runtime = await Runtime.start({
-      ...passed,
-      worker: builtModuleUrl('workers/native.js'),
-      workerData: data,
-    });
+    const runtime = await Runtime.start({ ...passed, worker, workerData: data });
     return new LinearRuntime(runtime, {
       ...weights,
       backend: choice.backend,
