@@ -18,7 +18,7 @@
  * whose rows need more scratch than workspaceBytes is NativeError WORKSPACE_LIMIT, as C reports it,
  * but found here before its output (up to 4 GiB) is allocated.
  */
-import { InvalidArgumentError, NativeError } from '../errors.js';
+import { describeValue, InvalidArgumentError, NativeError } from '../errors.js';
 import type { NativeStats } from './abi.js';
 import { DEFAULT_WORKSPACE_BYTES, MAX_FEATURES, MAX_ROWS, MAX_WORKSPACE_COUNT, NativeStatus } from './abi.js';
 import type { RawHandle } from './bindings.js';
@@ -62,6 +62,12 @@ export class NativeContext {
   }
 
   static open(library: NativeLibrary, options: NativeOpenOptions = {}): NativeContext {
+    // Without this, anything but a loaded library is an uncoded TypeError at library.raw below.
+    if (typeof (library as Partial<NativeLibrary> | null)?.raw?.omni_open !== 'function') {
+      throw new InvalidArgumentError(
+        `NativeContext.open needs a library from loadNativeLibrary or selectBackend, got ${describeValue(library)}`,
+      );
+    }
     // Checked like LinearRuntime.start's: null would throw an uncoded TypeError below, and a
     // primitive would silently open a context with every default.
     if (typeof options !== 'object' || options === null) {
