@@ -469,6 +469,7 @@ describe('LinearRuntime.start option checks', () => {
     ['a NaN seed', { backend: 'fixture', seed: Number.NaN }],
     ['a fractional seed', { backend: 'fixture', seed: 1.5 }],
     ['a seed above 2^32-1', { backend: 'fixture', seed: 2 ** 32 }],
+    ['a NaN seed beside weights', { backend: 'fixture', weights: seededWeights(4, 4), seed: Number.NaN }],
     [
       'inFeatures that disagree with the weights',
       { backend: 'fixture', weights: seededWeights(4, 4), inFeatures: 8 },

@@ -161,7 +161,8 @@ export class LinearRuntime {
     const checked = given === undefined ? undefined : checkWeights(given, inFeatures, outFeatures);
     const inF = checked?.inFeatures ?? checkFeatures('inFeatures', inFeatures ?? 256);
     const outF = checked?.outFeatures ?? checkFeatures('outFeatures', outFeatures ?? 256);
-    if (checked === undefined && seed !== undefined) requireInteger('seed', seed, 0, 2 ** 32 - 1);
+    // Even beside weights, where it is unused: a malformed seed is a mistake, not a no-op.
+    if (seed !== undefined) requireInteger('seed', seed, 0, 2 ** 32 - 1);
     const maxRows = rowsPerCall(workspaceBytes, inF, outF);
     // What every thread's NativeContext.open checks again (for its direct users), checked here
     // first: a mistake is one coded error from start() before any thread starts, whichever backend
