@@ -16,7 +16,8 @@
  * length that does not match the uploaded weights (checked here before the call); NativeError with
  * the C status for anything the library refuses, `fatal: true` once the context is poisoned. A call
  * whose rows need more scratch than workspaceBytes is NativeError WORKSPACE_LIMIT, as C reports it,
- * but found here before its output (up to 4 GiB) is allocated.
+ * but found here before its output (up to 4 GiB) is allocated (so also on a poisoned context, whose
+ * next call that fits reports FATAL); an output the host cannot allocate is OUT_OF_MEMORY.
  */
 import { describeValue, InvalidArgumentError, NativeError } from '../errors.js';
 import type { NativeStats } from './abi.js';
