@@ -70,6 +70,9 @@ describe('backend selection and device resolution', () => {
     ['selectBackend env a string', () => selectBackend('fixture', 'OMNI_BACKEND=cuda' as never)],
     ['OMNI_BACKEND not a string', () => selectBackend(undefined, { OMNI_BACKEND: 1 } as never)],
     ['resolveDevice env null', () => resolveDevice(undefined, null as never)],
+    // Not ignored for an explicit backend either (its contexts would refuse it later).
+    ['fixture with device -1', () => selectBackend('fixture', {}, { device: -1 })],
+    ['cuda with OMNI_CUDA_DEVICE=abc', () => selectBackend('cuda', { OMNI_CUDA_DEVICE: 'abc' })],
     ['OMNI_CUDA_DEVICE not a string', () => resolveDevice(undefined, { OMNI_CUDA_DEVICE: 3 } as never)],
   ])('%s: OMNI_ERR_INVALID_ARGUMENT', (_name, call) => {
     expect(thrownCode(call)).toBe('OMNI_ERR_INVALID_ARGUMENT');

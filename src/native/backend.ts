@@ -4,9 +4,10 @@
  * says why in `reason`, so a caller can log which backend it got. Probing opens and closes a real
  * context (on a GPU this costs the context creation, once).
  *
- * Throws: InvalidArgumentError for an unknown preference, a malformed OMNI_CUDA_DEVICE, or an `env`
- * or `options` that is not an object (undefined means the default; null is a mistake); with an
- * explicit 'cuda' or 'fixture', whatever loading that library throws.
+ * Throws: InvalidArgumentError for an unknown preference, a malformed `device` or OMNI_CUDA_DEVICE
+ * (whatever the backend), or an `env` or `options` that is not an object (undefined means the
+ * default; null is a mistake); with an explicit 'cuda' or 'fixture', whatever loading that
+ * library throws.
  */
 import { InvalidArgumentError } from '../errors.js';
 import { NativeContext } from './context.js';
@@ -64,6 +65,10 @@ export function selectBackend(
         ? parsePreference(fromEnv, BACKEND_ENV)
         : 'auto';
   const source = preference !== undefined ? 'requested' : fromEnv ? `${BACKEND_ENV}=${fromEnv}` : 'auto';
+  // A malformed device is a configuration mistake whatever the backend: it throws rather than
+  // being ignored (fixture, cuda: the threads' contexts would refuse it later) or falling back
+  // (auto, whether or not this machine's CUDA library loads).
+  const device = resolveDevice(options.device, env);
   if (wanted === 'fixture') {
     return {
       backend: 'fixture',
@@ -83,9 +88,6 @@ export function selectBackend(
     reason: `auto: ${why}; using the CPU fixture`,
     library: loadNativeLibrary('fixture', { path: options.fixturePath }),
   });
-  // A malformed device is a configuration mistake: it throws rather than falling back, whether or
-  // not this machine's CUDA library loads.
-  const device = resolveDevice(options.device, env);
   let cuda: NativeLibrary;
   try {
     cuda = loadNativeLibrary('cuda', { path: options.cudaPath });
