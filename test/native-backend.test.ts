@@ -65,6 +65,15 @@ describe('backend selection and device resolution', () => {
     ['backend "gpu"', () => selectBackend('gpu' as 'cuda', {})],
     ['selectBackend options null', () => selectBackend('fixture', {}, null as never)],
     ['selectBackend options a string', () => selectBackend('fixture', {}, 'fixture' as never)],
+    // A hand-made environment is an option like the others: null is not "no environment".
+    ['selectBackend env null', () => selectBackend('fixture', null as never)],
+    ['selectBackend env a string', () => selectBackend('fixture', 'OMNI_BACKEND=cuda' as never)],
+    ['OMNI_BACKEND not a string', () => selectBackend(undefined, { OMNI_BACKEND: 1 } as never)],
+    ['resolveDevice env null', () => resolveDevice(undefined, null as never)],
+    // Not ignored for an explicit backend either (its contexts would refuse it later).
+    ['fixture with device -1', () => selectBackend('fixture', {}, { device: -1 })],
+    ['cuda with OMNI_CUDA_DEVICE=abc', () => selectBackend('cuda', { OMNI_CUDA_DEVICE: 'abc' })],
+    ['OMNI_CUDA_DEVICE not a string', () => resolveDevice(undefined, { OMNI_CUDA_DEVICE: 3 } as never)],
   ])('%s: OMNI_ERR_INVALID_ARGUMENT', (_name, call) => {
     expect(thrownCode(call)).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { copyFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import {
   NativeStatus,
   seededFloats,
 } from '../src/native/index.js';
+import { packageRoot } from '../src/paths.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 import { thrown, thrownCode } from './fixtures/thrown.js';
 
@@ -102,6 +104,22 @@ describe('native fault injection (fixture)', () => {
     // The workspace holds 5 rows rounded up to a power of two.
     expect(ctx.stats().liveBytes).toBe(base.liveBytes + wsBytes(capacityFor(5)));
     ctx.close();
+  });
+
+  it('an output the host cannot allocate is OMNI_E_OUT_OF_MEMORY, not an uncoded RangeError', () => {
+    // Its own process, under a 3 GiB address-space limit (it uses about 1 GiB): the 4 GiB output
+    // cannot fit, whatever else the process holds.
+    const script = join(packageRoot, 'dist', 'test', 'fixtures', 'native-unallocatable-output.js');
+    const stdout = execFileSync(
+      'bash',
+      ['-c', 'ulimit -v 3145728 && exec "$0" "$1"', process.execPath, script],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    expect(JSON.parse(stdout)).toEqual({
+      name: 'NativeError',
+      code: 'OMNI_ERR_NATIVE',
+      nativeCode: NativeStatus.OUT_OF_MEMORY,
+    });
   });
 
   it('a failed copy still synchronizes the stream, and the context keeps serving', () => {

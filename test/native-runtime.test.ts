@@ -29,6 +29,7 @@ import {
 } from '../src/native/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { maxViolation as tolerance } from './fixtures/native-tolerance.js';
+import { thrownCode } from './fixtures/thrown.js';
 
 /** The stated tolerance (test/fixtures/native-tolerance.ts) for one runtime result. */
 function maxViolation(got: Float32Array, x: Float32Array, weights: LinearWeights, rows: number): number {
@@ -468,6 +469,7 @@ describe('LinearRuntime.start option checks', () => {
     ['a NaN seed', { backend: 'fixture', seed: Number.NaN }],
     ['a fractional seed', { backend: 'fixture', seed: 1.5 }],
     ['a seed above 2^32-1', { backend: 'fixture', seed: 2 ** 32 }],
+    ['a NaN seed beside weights', { backend: 'fixture', weights: seededWeights(4, 4), seed: Number.NaN }],
     [
       'inFeatures that disagree with the weights',
       { backend: 'fixture', weights: seededWeights(4, 4), inFeatures: 8 },
@@ -485,6 +487,68 @@ describe('LinearRuntime.start option checks', () => {
     } finally {
       spawn.mockRestore();
     }
+  });
+
+  // The threads' NativeContext.open checks these too, but only once threads have started.
+  it.each([
+    ['device -1', { device: -1 }],
+    ['device 1.5', { device: 1.5 }],
+    ['a string device', { device: '0' }],
+    ['workspaceCount 0', { workspaceCount: 0 }],
+    ['workspaceCount 65', { workspaceCount: 65 }],
+    ['workspaceCount NaN', { workspaceCount: Number.NaN }],
+    ['a string faultInjection (it would silently stay off)', { faultInjection: 'yes' }],
+  ])('%s on the fixture: OMNI_ERR_INVALID_ARGUMENT before any thread starts', async (_what, options) => {
+    const spawn = vi.spyOn(Runtime, 'start');
+    try {
+      const err = await rejection(start({ threads: 1, ...(options as LinearRuntimeOptions) }));
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(spawn).not.toHaveBeenCalled();
+    } finally {
+      spawn.mockRestore();
+    }
+  });
+
+  it('a malformed OMNI_CUDA_DEVICE on the fixture: OMNI_ERR_INVALID_ARGUMENT before any thread starts', async () => {
+    vi.stubEnv('OMNI_CUDA_DEVICE', 'abc');
+    const spawn = vi.spyOn(Runtime, 'start');
+    try {
+      const err = await rejection(start({ threads: 1 }));
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(spawn).not.toHaveBeenCalled();
+    } finally {
+      spawn.mockRestore();
+      vi.unstubAllEnvs();
+    }
+  });
+
+  // The library path names nothing: an option checked only after loading it would surface as
+  // OMNI_ERR_LIBRARY_NOT_FOUND (and 'auto' would first open a CUDA context to probe).
+  it.each([
+    ['threads 0', { threads: 0 }, 'OMNI_ERR_INVALID_ARGUMENT'],
+    ['startTimeoutMs 0', { startTimeoutMs: 0 }, 'OMNI_ERR_INVALID_ARGUMENT'],
+    ['admission null', { admission: null }, 'OMNI_ERR_INVALID_ARGUMENT'],
+    ['admission.requests 0', { admission: { requests: 0 } }, 'OMNI_ERR_INVALID_BOUND'],
+  ])('%s is refused before the native library is loaded', async (_what, options, code) => {
+    const err = await rejection(
+      start({
+        libraries: { fixture: '/nonexistent/libomni_fixture.so' },
+        ...(options as LinearRuntimeOptions),
+      }),
+    );
+    expect(err.code).toBe(code);
+  });
+
+  // Public on its own: its shape is checked before 4 x in x out bytes are allocated and filled.
+  it.each([
+    ['a negative width', () => seededWeights(-1, 4)],
+    ['a NaN width', () => seededWeights(Number.NaN, 4)],
+    ['a width above MAX_FEATURES', () => seededWeights(4, MAX_FEATURES + 1)],
+    ['2^20 x 2^20 (4 TiB of weights)', () => seededWeights(2 ** 20, 2 ** 20)],
+    ['a negative seed', () => seededWeights(4, 4, -1)],
+    ['a fractional seed', () => seededWeights(4, 4, 1.5)],
+  ])('seededWeights with %s: OMNI_ERR_INVALID_ARGUMENT', (_what, call) => {
+    expect(thrownCode(call)).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });
 
   it('a shape given with the weights that agrees with them is accepted', async () => {
@@ -626,7 +690,7 @@ describe('shape and workspace limits at their edges', () => {
   });
 
   it('an invalid device is OMNI_ERR_INVALID_ARGUMENT from start(), on the fixture too', async () => {
-    // The fixture has no devices, but the option is still checked (in each thread's context).
+    // The fixture has no devices, but the option is still checked.
     for (const device of [-1, 1.5]) {
       expect((await rejection(start({ threads: 1, inFeatures: 4, outFeatures: 2, device }))).code).toBe(
         'OMNI_ERR_INVALID_ARGUMENT',

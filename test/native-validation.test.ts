@@ -121,12 +121,16 @@ describe('native validation (fixture)', () => {
         () => ctx.uploadWeights(Object.setPrototypeOf(new Int32Array(OUT * IN), null), b, OUT, IN),
       ],
       ['open options null', () => NativeContext.open(lib, null as never)],
+      ['open without a library', () => NativeContext.open(undefined as never)],
+      ['open on null', () => NativeContext.open(null as never)],
+      ['open on an object that is no library', () => NativeContext.open({ raw: {} } as never)],
       ['open options a number', () => NativeContext.open(lib, 4 as never)],
       ['workspaceCount 0', () => NativeContext.open(lib, { workspaceCount: 0 })],
       ['workspaceCount 65', () => NativeContext.open(lib, { workspaceCount: 65 })],
       ['workspaceBytes NaN', () => NativeContext.open(lib, { workspaceBytes: Number.NaN })],
       ['device -1', () => NativeContext.open(lib, { device: -1 })],
       ['OMNI_CUDA_DEVICE=abc', () => NativeContext.open(lib, { env: { OMNI_CUDA_DEVICE: 'abc' } })],
+      ['open env null', () => NativeContext.open(lib, { env: null as never })],
       ['device 1024', () => NativeContext.open(lib, { device: 1024 })],
       // Sizes out of range whose lengths agree with them: TypeScript refuses them, not C.
       ['MAX_ROWS + 1 rows of matching length', () => tooManyRows()],
@@ -141,6 +145,23 @@ describe('native validation (fixture)', () => {
       ['reference b as an Int32Array', () => reference({ b: new Int32Array(OUT) })],
       ['reference out as an Int32Array', () => reference({ out: new Int32Array(ROWS * OUT) })],
       ['reference with zero rows', () => reference({ rows: 0, x: new Float32Array(0) })],
+      // Lengths too, before the output is allocated: here it would be 4 GiB, for a 1-float x.
+      ['reference x of the wrong length', () => reference({ x: x.subarray(1) })],
+      ['reference w of the wrong length', () => reference({ w: w.subarray(1) })],
+      ['reference b of the wrong length', () => reference({ b: b.subarray(1) })],
+      ['reference out of the wrong length', () => reference({ out: new Float32Array(ROWS * OUT + 1) })],
+      [
+        'reference x of 1 float for MAX_ROWS rows to MAX_FEATURES outputs',
+        () =>
+          faults.referenceLinearGelu(
+            new Float32Array(1),
+            MAX_ROWS,
+            new Float32Array(MAX_FEATURES),
+            new Float32Array(MAX_FEATURES),
+            MAX_FEATURES,
+            1,
+          ),
+      ],
       ['reference with fractional rows', () => reference({ rows: 1.5, x: new Float32Array(24) })],
       [
         'reference with 0 input features',
@@ -304,6 +325,42 @@ describe('native validation (fixture)', () => {
         expect(small.stats().cachedWorkspaces).toBe(0);
       } finally {
         small.close();
+      }
+    });
+
+    it('over the workspace limit, the 4 GiB output is never allocated and C never called', () => {
+      // Counts the calls that reach C; everything else is the real library.
+      let reached = 0;
+      const spied: NativeLibrary = {
+        ...lib,
+        raw: {
+          ...raw,
+          omni_linear_gelu: (...args: Parameters<RawNativeApi['omni_linear_gelu']>) => {
+            reached += 1;
+            return raw.omni_linear_gelu(...args);
+          },
+        },
+      };
+      const wide = NativeContext.open(spied); // the default 512 MiB limit
+      try {
+        // 1 -> MAX_FEATURES: MAX_ROWS rows of x are 256 KiB, of y 4 GiB; scratch 8 GiB > 512 MiB.
+        wide.uploadWeights(new Float32Array(MAX_FEATURES), new Float32Array(MAX_FEATURES), MAX_FEATURES, 1);
+        const xs = new Float32Array(MAX_ROWS);
+        const before = process.memoryUsage().arrayBuffers;
+        const err = codeOf(() => wide.linearGelu(xs, MAX_ROWS));
+        const grown = process.memoryUsage().arrayBuffers - before;
+        expect(err).toMatchObject({
+          code: 'OMNI_ERR_NATIVE',
+          nativeCode: NativeStatus.WORKSPACE_LIMIT,
+          fatal: false,
+        });
+        expect(reached).toBe(0);
+        expect(grown).toBeLessThan(2 ** 30);
+        // A call that fits still goes through (the limit's exact edge: the workspace-cache tests).
+        expect(wide.linearGelu(new Float32Array(2), 2).length).toBe(2 * MAX_FEATURES);
+        expect(reached).toBe(1);
+      } finally {
+        wide.close();
       }
     });
 

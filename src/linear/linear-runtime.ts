@@ -1,4 +1,5 @@
 import { types } from 'node:util';
+import { checkBounds } from '../admission/bounds.js';
 import { describeValue, InvalidArgumentError, TooLargeError } from '../errors.js';
 import {
   type BackendName,
@@ -6,6 +7,7 @@ import {
   DEFAULT_WORKSPACE_BYTES,
   MAX_FEATURES,
   MAX_ROWS,
+  MAX_WORKSPACE_COUNT,
   type NativeStats,
   resolveDevice,
   seededFloats,
@@ -13,7 +15,7 @@ import {
 } from '../native/index.js';
 import { lengthOf, requireFloat32Array, requireInteger, requireLength } from '../native/validate.js';
 import { builtModuleUrl } from '../paths.js';
-import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
+import { checkRuntimeOptions, type RunOptions, type RuntimeOptions } from '../runtime/options.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
 import type { LinearWeights, NativeWorkerData, NativeWorkerInput } from './protocol.js';
 
@@ -55,8 +57,14 @@ export interface LinearRunOptions extends RunOptions {
   readonly rows?: number | undefined;
 }
 
-/** Seeded weights, scaled so outputs stay in GELU's interesting range. */
+/**
+ * Seeded weights, scaled so outputs stay in GELU's interesting range. The shape (1..MAX_FEATURES
+ * each) and the seed (0..2^32-1) are checked before anything is allocated.
+ */
 export function seededWeights(inFeatures: number, outFeatures: number, seed = 1): LinearWeights {
+  checkFeatures('inFeatures', inFeatures);
+  checkFeatures('outFeatures', outFeatures);
+  requireInteger('seed', seed, 0, 2 ** 32 - 1);
   const scale = 1 / Math.sqrt(inFeatures);
   return {
     w: seededFloats(seed, inFeatures * outFeatures, scale),
@@ -133,28 +141,6 @@ export class LinearRuntime {
       resourceLimits,
       startTimeoutMs,
     } = options;
-    const weights =
-      given === undefined
-        ? seededWeights(
-            checkFeatures('inFeatures', inFeatures ?? 256),
-            checkFeatures('outFeatures', outFeatures ?? 256),
-            seed === undefined ? undefined : requireInteger('seed', seed, 0, 2 ** 32 - 1),
-          )
-        : checkWeights(given, inFeatures, outFeatures);
-    const maxRows = rowsPerCall(workspaceBytes, weights.inFeatures, weights.outFeatures);
-    const choice = selectBackend(preference, process.env, {
-      ...(device === undefined ? {} : { device }),
-      ...checkLibraries(libraries),
-    });
-    const data: NativeWorkerData = {
-      backend: choice.backend,
-      libraryPath: choice.library.path,
-      device: choice.backend === 'cuda' ? resolveDevice(device) : device,
-      weights,
-      workspaceCount,
-      workspaceBytes,
-      faultInjection,
-    };
     // Each named, not a rest spread: that would keep own properties only and silently drop
     // runtime options that come through a prototype (Runtime.start reads those). The type makes
     // an option added to RuntimeOptions a compile error here until it is passed on.
@@ -166,11 +152,46 @@ export class LinearRuntime {
       resourceLimits,
       startTimeoutMs,
     };
-    const runtime = await Runtime.start({
-      ...passed,
-      worker: builtModuleUrl('workers/native.js'),
-      workerData: data,
+    const worker = builtModuleUrl('workers/native.js');
+    // Every option is checked before any work: loading a library (for 'auto', opening a CUDA
+    // context to probe it) and making seeded weights (up to 1 GiB). Runtime.start checks its
+    // own options again.
+    checkRuntimeOptions({ ...passed, worker });
+    if (admission !== undefined) checkBounds(admission);
+    const checked = given === undefined ? undefined : checkWeights(given, inFeatures, outFeatures);
+    const inF = checked?.inFeatures ?? checkFeatures('inFeatures', inFeatures ?? 256);
+    const outF = checked?.outFeatures ?? checkFeatures('outFeatures', outFeatures ?? 256);
+    // Even beside weights, where it is unused: a malformed seed is a mistake, not a no-op.
+    if (seed !== undefined) requireInteger('seed', seed, 0, 2 ** 32 - 1);
+    const maxRows = rowsPerCall(workspaceBytes, inF, outF);
+    // What every thread's NativeContext.open checks again (for its direct users), checked here
+    // first: a mistake is one coded error from start() before any thread starts, whichever backend
+    // (the fixture has no devices, yet a malformed device or OMNI_CUDA_DEVICE is still a mistake).
+    const resolvedDevice = resolveDevice(device);
+    if (workspaceCount !== undefined) {
+      requireInteger('workspaceCount', workspaceCount, 1, MAX_WORKSPACE_COUNT);
+    }
+    if (faultInjection !== undefined && typeof faultInjection !== 'boolean') {
+      // The threads test it with === true: any other value would silently leave faults off.
+      throw new InvalidArgumentError(
+        `faultInjection must be a boolean, got ${describeValue(faultInjection)}`,
+      );
+    }
+    const choice = selectBackend(preference, process.env, {
+      device: resolvedDevice,
+      ...checkLibraries(libraries),
     });
+    const weights = checked ?? seededWeights(inF, outF, seed);
+    const data: NativeWorkerData = {
+      backend: choice.backend,
+      libraryPath: choice.library.path,
+      device: resolvedDevice,
+      weights,
+      workspaceCount,
+      workspaceBytes,
+      faultInjection,
+    };
+    const runtime = await Runtime.start({ ...passed, worker, workerData: data });
     return new LinearRuntime(runtime, {
       ...weights,
       backend: choice.backend,

@@ -4,12 +4,15 @@
  * says why in `reason`, so a caller can log which backend it got. Probing opens and closes a real
  * context (on a GPU this costs the context creation, once).
  *
- * Throws: InvalidArgumentError for an unknown preference or a malformed OMNI_CUDA_DEVICE; with an
- * explicit 'cuda' or 'fixture', whatever loading that library throws.
+ * Throws: InvalidArgumentError for an unknown preference, a malformed `device` or OMNI_CUDA_DEVICE
+ * (whatever the backend), or an `env` or `options` that is not an object (undefined means the
+ * default; null is a mistake); with an explicit 'cuda' or 'fixture', whatever loading that
+ * library throws.
  */
 import { InvalidArgumentError } from '../errors.js';
 import { NativeContext } from './context.js';
 import { resolveDevice } from './device.js';
+import { envValue, requireEnv } from './env.js';
 import type { BackendName, NativeLibrary } from './library.js';
 import { loadNativeLibrary } from './library.js';
 
@@ -33,7 +36,7 @@ export interface SelectOptions {
 
 /** OMNI_BACKEND as selection reads it: trimmed, and unset when blank. */
 export function backendFromEnv(env: NodeJS.ProcessEnv): string | undefined {
-  return env[BACKEND_ENV]?.trim() || undefined;
+  return envValue(env, BACKEND_ENV)?.trim() || undefined;
 }
 
 function parsePreference(value: string, source: string): BackendPreference {
@@ -54,7 +57,7 @@ export function selectBackend(
       'selectBackend options must be an object { device?, fixturePath?, cudaPath? }',
     );
   }
-  const fromEnv = backendFromEnv(env);
+  const fromEnv = backendFromEnv(requireEnv(env));
   const wanted =
     preference !== undefined
       ? parsePreference(preference, 'backend')
@@ -62,6 +65,10 @@ export function selectBackend(
         ? parsePreference(fromEnv, BACKEND_ENV)
         : 'auto';
   const source = preference !== undefined ? 'requested' : fromEnv ? `${BACKEND_ENV}=${fromEnv}` : 'auto';
+  // A malformed device is a configuration mistake whatever the backend: it throws rather than
+  // being ignored (fixture, cuda: the threads' contexts would refuse it later) or falling back
+  // (auto, whether or not this machine's CUDA library loads).
+  const device = resolveDevice(options.device, env);
   if (wanted === 'fixture') {
     return {
       backend: 'fixture',
@@ -81,9 +88,6 @@ export function selectBackend(
     reason: `auto: ${why}; using the CPU fixture`,
     library: loadNativeLibrary('fixture', { path: options.fixturePath }),
   });
-  // A malformed device is a configuration mistake: it throws rather than falling back, whether or
-  // not this machine's CUDA library loads.
-  const device = resolveDevice(options.device, env);
   let cuda: NativeLibrary;
   try {
     cuda = loadNativeLibrary('cuda', { path: options.cudaPath });

@@ -14,11 +14,14 @@
  * context be closed. close() synchronizes the stream before freeing, even after a fatal error.
  * Throws: InvalidArgumentError for a wrong array type, a non-integer or out-of-range size, or a
  * length that does not match the uploaded weights (checked here before the call); NativeError with
- * the C status for anything the library refuses, `fatal: true` once the context is poisoned.
+ * the C status for anything the library refuses, `fatal: true` once the context is poisoned. A call
+ * whose rows need more scratch than workspaceBytes is NativeError WORKSPACE_LIMIT, as C reports it,
+ * but found here before its output (up to 4 GiB) is allocated (so also on a poisoned context, whose
+ * next call that fits reports FATAL); an output the host cannot allocate is OUT_OF_MEMORY.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { describeValue, InvalidArgumentError, NativeError } from '../errors.js';
 import type { NativeStats } from './abi.js';
-import { MAX_FEATURES, MAX_ROWS, MAX_WORKSPACE_COUNT, NativeStatus } from './abi.js';
+import { DEFAULT_WORKSPACE_BYTES, MAX_FEATURES, MAX_ROWS, MAX_WORKSPACE_COUNT, NativeStatus } from './abi.js';
 import type { RawHandle } from './bindings.js';
 import { resolveDevice } from './device.js';
 import type { NativeLibrary } from './library.js';
@@ -41,26 +44,53 @@ export interface NativeOpenOptions {
 
 const EMPTY = new Float32Array(0);
 
+/**
+ * linearGelu's output (up to 4 GiB with a large workspace limit). A host that cannot give it is
+ * OUT_OF_MEMORY, as C reports its own allocations, not V8's uncoded RangeError.
+ */
+function newOutput(length: number): Float32Array {
+  try {
+    return new Float32Array(length);
+  } catch (err) {
+    throw new NativeError(
+      NativeStatus.OUT_OF_MEMORY,
+      `linearGelu: cannot allocate the ${length * Float32Array.BYTES_PER_ELEMENT}-byte output (${(err as Error).message})`,
+    );
+  }
+}
+
 export class NativeContext {
   readonly library: NativeLibrary;
   readonly device: number;
   #handle: RawHandle | null;
   #outFeatures = 0;
   #inFeatures = 0;
+  /** Scratch bytes one row needs (device + pinned staging of x and y); 0 before uploadWeights. */
+  #rowScratch = 0;
+  /** The workspace byte limit C was given (its default when none was). */
+  readonly #workspaceBytes: number;
 
-  private constructor(library: NativeLibrary, handle: RawHandle, device: number) {
+  private constructor(library: NativeLibrary, handle: RawHandle, device: number, workspaceBytes: number) {
     this.library = library;
     this.#handle = handle;
     this.device = device;
+    this.#workspaceBytes = workspaceBytes;
   }
 
   static open(library: NativeLibrary, options: NativeOpenOptions = {}): NativeContext {
+    // Without this, anything but a loaded library is an uncoded TypeError at library.raw below.
+    if (typeof (library as Partial<NativeLibrary> | null)?.raw?.omni_open !== 'function') {
+      throw new InvalidArgumentError(
+        `NativeContext.open needs a library from loadNativeLibrary or selectBackend, got ${describeValue(library)}`,
+      );
+    }
     // Checked like LinearRuntime.start's: null would throw an uncoded TypeError below, and a
     // primitive would silently open a context with every default.
     if (typeof options !== 'object' || options === null) {
       throw new InvalidArgumentError('NativeContext.open options must be an object');
     }
-    const device = resolveDevice(options.device, options.env ?? process.env);
+    // undefined takes resolveDevice's default (process.env); null is refused there, not defaulted.
+    const device = resolveDevice(options.device, options.env);
     const count = options.workspaceCount ?? 0;
     const bytes = options.workspaceBytes ?? 0;
     if (options.workspaceCount !== undefined) requireInteger('workspaceCount', count, 1, MAX_WORKSPACE_COUNT);
@@ -73,7 +103,7 @@ export class NativeContext {
       out,
     );
     check(library, status, null, 'omni_open');
-    return new NativeContext(library, out[0], device);
+    return new NativeContext(library, out[0], device, bytes === 0 ? DEFAULT_WORKSPACE_BYTES : bytes);
   }
 
   get closed(): boolean {
@@ -119,6 +149,7 @@ export class NativeContext {
     check(this.library, status, handle, 'omni_upload_weights');
     this.#outFeatures = outFeatures;
     this.#inFeatures = inFeatures;
+    this.#rowScratch = 2 * (inFeatures + outFeatures) * Float32Array.BYTES_PER_ELEMENT;
   }
 
   /** y = GELU(x W^T + b) for `rows` rows of x; writes into `out` when given, else a new array. */
@@ -127,14 +158,27 @@ export class NativeContext {
     requireFloat32Array('x', x);
     requireInteger('rows', rows, 1, MAX_ROWS);
     if (out !== undefined) requireFloat32Array('out', out);
+    let y = out ?? EMPTY;
     // Before any upload the shape is unknown; the C side reports OMNI_E_NOT_INITIALISED itself.
-    const ready = this.#outFeatures > 0;
-    if (ready) requireLength('x', x, rows * this.#inFeatures);
-    const y = out ?? (ready ? new Float32Array(rows * this.#outFeatures) : EMPTY);
-    if (ready) requireLength('out', y, rows * this.#outFeatures);
+    if (this.#outFeatures > 0) {
+      requireLength('x', x, rows * this.#inFeatures);
+      if (out !== undefined) requireLength('out', out, rows * this.#outFeatures);
+      // The C side's own refusal (kept there too), made before the output is allocated: it is the
+      // same whatever is cached, since no cached workspace exceeds the limit. The limits bound the
+      // product by 2^34, so it is exact.
+      if (rows * this.#rowScratch > this.#workspaceBytes) throw this.#overLimit(rows);
+      if (out === undefined) y = newOutput(rows * this.#outFeatures);
+    }
     const status = this.library.raw.omni_linear_gelu(handle, x, lengthOf(x), rows, y, lengthOf(y));
     check(this.library, status, handle, 'omni_linear_gelu');
     return y;
+  }
+
+  #overLimit(rows: number): NativeError {
+    return new NativeError(
+      NativeStatus.WORKSPACE_LIMIT,
+      `linearGelu: ${rows} rows x (${this.#inFeatures} in + ${this.#outFeatures} out) need ${rows * this.#rowScratch} workspace bytes, over the limit ${this.#workspaceBytes}`,
+    );
   }
 
   stats(): NativeStats {

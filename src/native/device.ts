@@ -2,9 +2,11 @@
  * Device selection, explicit and documented: the `device` option wins; otherwise the
  * OMNI_CUDA_DEVICE environment variable (a non-negative decimal integer); 0 only when neither is given.
  *
- * Throws: InvalidArgumentError for a negative, fractional or non-numeric option or variable.
+ * Throws: InvalidArgumentError for a negative, fractional or non-numeric option or variable, or an
+ * `env` that is not an object (undefined means process.env; null is a mistake, not "none").
  */
 import { describeValue, InvalidArgumentError } from '../errors.js';
+import { envValue, requireEnv } from './env.js';
 
 export const DEVICE_ENV = 'OMNI_CUDA_DEVICE';
 
@@ -12,6 +14,7 @@ export const DEVICE_ENV = 'OMNI_CUDA_DEVICE';
 const MAX_DEVICE = 1023;
 
 export function resolveDevice(option: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
+  requireEnv(env);
   if (option !== undefined) {
     if (typeof option !== 'number' || !Number.isInteger(option) || option < 0 || option > MAX_DEVICE) {
       throw new InvalidArgumentError(
@@ -20,7 +23,7 @@ export function resolveDevice(option: number | undefined, env: NodeJS.ProcessEnv
     }
     return option;
   }
-  const raw = env[DEVICE_ENV];
+  const raw = envValue(env, DEVICE_ENV);
   if (raw === undefined || raw.trim() === '') return 0;
   const text = raw.trim();
   if (!/^\d+$/.test(text) || Number(text) > MAX_DEVICE) {

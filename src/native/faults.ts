@@ -12,7 +12,7 @@ import type { NativeContext } from './context.js';
 import { kRawHandle } from './context.js';
 import type { NativeLibrary } from './library.js';
 import { check } from './status.js';
-import { lengthOf, requireFloat32Array, requireInteger } from './validate.js';
+import { lengthOf, requireFloat32Array, requireInteger, requireLength } from './validate.js';
 
 export class FixtureFaults {
   readonly library: NativeLibrary;
@@ -58,9 +58,10 @@ export class FixtureFaults {
   }
 
   /**
-   * The plain triple loop in C (no blocking, no context): numerical and speed baseline. An `out`
-   * sharing bytes with x, w or b is refused by C (OMNI_ERR_NATIVE, nativeCode INVALID_ARGUMENT),
-   * whichever views reach that memory.
+   * The plain triple loop in C (no blocking, no context): numerical and speed baseline. A length
+   * that does not match the shape is OMNI_ERR_INVALID_ARGUMENT; an `out` sharing bytes with x, w
+   * or b is refused by C (OMNI_ERR_NATIVE, nativeCode INVALID_ARGUMENT), whichever views reach
+   * that memory.
    */
   referenceLinearGelu(
     x: Float32Array,
@@ -77,7 +78,13 @@ export class FixtureFaults {
     requireInteger('rows', rows, 1, MAX_ROWS);
     requireInteger('outFeatures', outFeatures, 1, MAX_FEATURES);
     requireInteger('inFeatures', inFeatures, 1, MAX_FEATURES);
-    const y = out === undefined ? new Float32Array(rows * outFeatures) : requireFloat32Array('out', out);
+    // Lengths before the output is allocated (up to 4 GiB), as NativeContext checks them; C
+    // checks them again, and alone checks overlap.
+    requireLength('x', x, rows * inFeatures);
+    requireLength('w', w, outFeatures * inFeatures);
+    requireLength('b', b, outFeatures);
+    if (out !== undefined) requireLength('out', requireFloat32Array('out', out), rows * outFeatures);
+    const y = out ?? new Float32Array(rows * outFeatures);
     const status = this.#raw.omni_fixture_reference_linear_gelu(
       x,
       lengthOf(x),
