@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { BoundedAdmission } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
-import { admitted, track, turn } from './fixtures/admission-interleave.js';
+import { admitted, isStateWord, track, turn, WORD_MODES } from './fixtures/admission-interleave.js';
 
 import {
   ADMITTED,
@@ -174,5 +174,96 @@ describe.each([
     await drainedPromise;
     expect(drained.settled).toBe(true);
     expect(admission.report()).toMatchObject({ depth: 0, waiting: 0 });
+  });
+});
+
+// Kills: bounded-admission.ts close() waking before it sets CLOSED: another thread's waiter woken
+// by that wake retries before the flag is up, goes back to sleep, and nothing wakes it again.
+// A real worker thread; the main thread's close() is held (SharedArrayBuffer handshake, bounded)
+// between its two steps only when it has already notified, which the real order never does.
+const indexUrl = builtModuleUrl('src/index.js');
+const WORKER_SOURCE = `
+const { workerData } = require('node:worker_threads');
+(async () => {
+  const control = new Int32Array(workerData.control);
+  const realWaitAsync = Atomics.waitAsync;
+  Atomics.waitAsync = (array, index, value, timeout) => {
+    const result = realWaitAsync(array, index, value, timeout);
+    if (array.buffer === workerData.buffer) {
+      Atomics.add(control, 0, 1); // the waiter went (back) to sleep
+      Atomics.notify(control, 0);
+    }
+    return result;
+  };
+  let outcome = 3;
+  try {
+    const { BoundedAdmission } = await import(workerData.url);
+    const admission = BoundedAdmission.attach(workerData.buffer);
+    (await admission.admit(1)).release();
+    outcome = 2;
+  } catch (err) {
+    outcome = err && err.code === 'OMNI_ERR_CLOSED' ? 1 : 3;
+  }
+  Atomics.store(control, 1, outcome);
+  Atomics.notify(control, 1);
+})();
+`;
+
+async function untilChanged(control: Int32Array, index: number, from: number, ms: number): Promise<number> {
+  const wait = Atomics.waitAsync(control, index, from, ms);
+  if (wait.async) await wait.value;
+  return Atomics.load(control, index);
+}
+
+describe.each(WORD_MODES)('close() across threads (%s)', (_mode, units) => {
+  it('has dist built (npm run build:ts)', () => {
+    expect(existsSync(fileURLToPath(indexUrl))).toBe(true);
+  });
+
+  it('sets CLOSED before waking, so a waiter in another thread that wakes at once is rejected', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const holder = admitted(admission, 1);
+    const control = new Int32Array(new SharedArrayBuffer(8));
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { url: indexUrl, buffer: admission.buffer, control: control.buffer },
+    });
+    const realOr = Atomics.or;
+    const realNotify = Atomics.notify;
+    try {
+      // Bounded handshake: the worker's waiter is queued and asleep.
+      expect(await untilChanged(control, 0, 0, 30_000)).toBe(1);
+      expect(admission.report()).toMatchObject({ waiting: 1 });
+      let notified = false;
+      let held = false;
+      Atomics.notify = ((array: Int32Array, index: number, count?: number) => {
+        if (array.buffer === admission.buffer) notified = true;
+        return realNotify(array, index, count);
+      }) as typeof Atomics.notify;
+      Atomics.or = ((array: Int32Array, index: number, value: number) => {
+        if (!held && notified && isStateWord(array, index, admission.buffer)) {
+          held = true; // woken before the flag: let the worker retry and sleep again first
+          Atomics.wait(control, 0, 1, 30_000);
+        }
+        return realOr(array, index, value);
+      }) as typeof Atomics.or;
+      let drained: Promise<void>;
+      try {
+        drained = admission.close();
+      } finally {
+        Atomics.or = realOr;
+        Atomics.notify = realNotify;
+      }
+      // Bounded: the real order rejects the worker's waiter at once; a lost wake-up never does.
+      expect(await untilChanged(control, 1, 0, 30_000)).toBe(1); // 1: OMNI_ERR_CLOSED
+      expect(held).toBe(false);
+      holder.release();
+      await drained;
+      expect(admission.report()).toMatchObject({ depth: 0, waiting: 0 });
+    } finally {
+      Atomics.or = realOr;
+      Atomics.notify = realNotify;
+      await worker.terminate();
+    }
   });
 });

@@ -4,6 +4,7 @@
  * test/admission-try-admit.test.ts, claims in test/admission-claims.test.ts.
  */
 import { describe, expect, it } from 'vitest';
+import { ID_I32, SLOTS_I32 } from '../src/admission/layout.js';
 import { type AdmissionReport, BoundedAdmission, type Permit } from '../src/index.js';
 import { admitted, WORD_MODES } from './fixtures/admission-interleave.js';
 import { thrown } from './fixtures/thrown.js';
@@ -201,5 +202,21 @@ describe('release', () => {
       expect(escaped?.released).toBe(true);
       expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
     });
+  });
+});
+
+describe('attach refuses a forged header', () => {
+  // Kills: bounded-admission.ts isAdmissionBuffer without `slots >= 1` (M35) or without the
+  // non-zero id check (M46); the zeroed buffer of test/admission.test.ts fails both at once.
+  it.each([
+    ['claims no slot', SLOTS_I32],
+    ['has no id', ID_I32],
+  ])('a copy of a real buffer that %s: OMNI_ERR_INVALID_ARGUMENT', (_what, index) => {
+    const whole = new BoundedAdmission({ requests: 8, units: 100 }).buffer;
+    const forged = new SharedArrayBuffer(whole.byteLength);
+    new Uint8Array(forged).set(new Uint8Array(whole));
+    expect(BoundedAdmission.attach(forged).report().capacity).toBe(8); // the copy itself attaches
+    new Int32Array(forged)[index] = 0;
+    expect(thrown(() => BoundedAdmission.attach(forged)).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });
 });
