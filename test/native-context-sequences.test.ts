@@ -5,27 +5,14 @@
  * (NATIVE_FUZZ_SEED, NATIVE_FUZZ_RUNS) make a failure reproducible.
  */
 import fc from 'fast-check';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { buildFixture } from '../scripts/build-native.mjs';
-import type { NativeLibrary } from '../src/native/index.js';
-import {
-  FixtureFaults,
-  loadNativeLibrary,
-  NativeContext,
-  NativeStatus,
-  seededFloats,
-} from '../src/native/index.js';
+import { describe, expect, it } from 'vitest';
+import { NativeContext, NativeStatus, seededFloats } from '../src/native/index.js';
+import { fixtureLibrary } from './fixtures/native-fixture-library.js';
 import { RUNS, SEED } from './fixtures/native-fuzz-inputs.js';
 import { thrownCode } from './fixtures/thrown.js';
 
 describe('native context sequences (fixture)', () => {
-  let lib: NativeLibrary;
-  let faults: FixtureFaults;
-  beforeAll(() => {
-    buildFixture();
-    lib = loadNativeLibrary('fixture');
-    faults = new FixtureFaults(lib);
-  });
+  const fixture = fixtureLibrary();
 
   it('uploads, calls and injected faults in any order: exact answers, cache within bounds, nothing leaked', () => {
     const SHAPES: Array<[number, number]> = [
@@ -55,7 +42,7 @@ describe('native context sequences (fixture)', () => {
       const [inF, outF] = SHAPES[shape]!;
       let ctx = fresh.get(`${shape}`);
       if (ctx === undefined) {
-        ctx = NativeContext.open(lib);
+        ctx = NativeContext.open(fixture.lib);
         ctx.uploadWeights(
           seededFloats(shape + 100, inF * outF, 0.4),
           seededFloats(shape + 200, outF),
@@ -72,8 +59,8 @@ describe('native context sequences (fixture)', () => {
       answer(2, seededFloats(1, SHAPES[2]![0]), 1);
       fc.assert(
         fc.property(setup, (s) => {
-          const baseline = faults.liveBytes() - freshBytes();
-          const ctx = NativeContext.open(lib, {
+          const baseline = fixture.faults.liveBytes() - freshBytes();
+          const ctx = NativeContext.open(fixture.lib, {
             workspaceCount: s.workspaceCount,
             workspaceBytes: s.workspaceBytes,
           });
@@ -98,8 +85,8 @@ describe('native context sequences (fixture)', () => {
               }
               const [inF, outF] = SHAPES[shape]!;
               const x = seededFloats(s.seed + n++, o.rows * inF, 3);
-              if (o.kind === 'alloc') faults.failAllocAfter(o.nth);
-              if (o.kind === 'copy') faults.failCopyAfter(ctx, o.nth);
+              if (o.kind === 'alloc') fixture.faults.failAllocAfter(o.nth);
+              if (o.kind === 'copy') fixture.faults.failCopyAfter(ctx, o.nth);
               let got: Float32Array | undefined;
               let err: { code?: string; nativeCode?: number; fatal?: boolean } | undefined;
               try {
@@ -107,8 +94,8 @@ describe('native context sequences (fixture)', () => {
               } catch (e) {
                 err = e as typeof err;
               }
-              faults.failAllocAfter(0);
-              faults.failCopyAfter(ctx, 0);
+              fixture.faults.failAllocAfter(0);
+              fixture.faults.failCopyAfter(ctx, 0);
               const limit = 8 * o.rows * (inF + outF) > s.workspaceBytes;
               if (limit) {
                 expect(err).toMatchObject({
@@ -129,10 +116,10 @@ describe('native context sequences (fixture)', () => {
               expect(stats.workspaceBytes).toBeLessThanOrEqual(s.workspaceBytes);
             }
           } finally {
-            faults.failAllocAfter(0);
+            fixture.faults.failAllocAfter(0);
             ctx.close();
           }
-          expect(faults.liveBytes() - freshBytes()).toBe(baseline);
+          expect(fixture.faults.liveBytes() - freshBytes()).toBe(baseline);
         }),
         { seed: SEED, numRuns: RUNS, endOnFailure: true },
       );

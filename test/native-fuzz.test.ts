@@ -8,18 +8,10 @@
  * test/native-runtime-fuzz.test.ts.
  */
 import fc from 'fast-check';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { buildFixture } from '../scripts/build-native.mjs';
+import { describe, expect, it } from 'vitest';
 import { rowsPerCall } from '../src/linear/linear-runtime.js';
-import type { NativeLibrary } from '../src/native/index.js';
-import {
-  FixtureFaults,
-  loadNativeLibrary,
-  MAX_FEATURES,
-  MAX_ROWS,
-  NativeContext,
-  seededFloats,
-} from '../src/native/index.js';
+import { MAX_FEATURES, MAX_ROWS, NativeContext, seededFloats } from '../src/native/index.js';
+import { fixtureLibrary } from './fixtures/native-fixture-library.js';
 import {
   firstMismatch,
   floatsWith,
@@ -32,13 +24,7 @@ import {
 import { thrownCode } from './fixtures/thrown.js';
 
 describe(`native fuzz (fixture; seed ${SEED}, ${RUNS} runs; NATIVE_FUZZ_SEED, NATIVE_FUZZ_RUNS)`, () => {
-  let lib: NativeLibrary;
-  let faults: FixtureFaults;
-  beforeAll(() => {
-    buildFixture();
-    lib = loadNativeLibrary('fixture');
-    faults = new FixtureFaults(lib);
-  });
+  const fixture = fixtureLibrary();
 
   it('NativeContext: legal calls match the reference; a large call leaves no residue for a small one', () => {
     const shape = fc.record({
@@ -54,13 +40,13 @@ describe(`native fuzz (fixture; seed ${SEED}, ${RUNS} runs; NATIVE_FUZZ_SEED, NA
     });
     fc.assert(
       fc.property(shape, (s) => {
-        const baseline = faults.liveBytes();
+        const baseline = fixture.faults.liveBytes();
         const w = floatsWith(s.seed + 1, s.outF * s.inF, 1 / Math.sqrt(s.inF), s.rate / 4);
         const b = floatsWith(s.seed + 2, s.outF, 0.5, s.rate / 4);
         const x = place(floatsWith(s.seed + 3, s.rows * s.inF, 2, s.rate), s.xAt, 3);
         const xSmall = floatsWith(s.seed + 4, s.small * s.inF, 2, s.rate);
-        const ctx = NativeContext.open(lib, { workspaceCount: s.workspaceCount });
-        const fresh = NativeContext.open(lib);
+        const ctx = NativeContext.open(fixture.lib, { workspaceCount: s.workspaceCount });
+        const fresh = NativeContext.open(fixture.lib);
         try {
           ctx.uploadWeights(w, b, s.outF, s.inF);
           fresh.uploadWeights(w, b, s.outF, s.inF);
@@ -83,7 +69,7 @@ describe(`native fuzz (fixture; seed ${SEED}, ${RUNS} runs; NATIVE_FUZZ_SEED, NA
           ctx.close();
           fresh.close();
         }
-        expect(faults.liveBytes()).toBe(baseline);
+        expect(fixture.faults.liveBytes()).toBe(baseline);
       }),
       { seed: SEED, numRuns: RUNS, endOnFailure: true },
     );
@@ -100,7 +86,7 @@ describe(`native fuzz (fixture; seed ${SEED}, ${RUNS} runs; NATIVE_FUZZ_SEED, NA
         const w = floatsWith(seed, inF * outF, 1 / Math.sqrt(inF), 0);
         const b = floatsWith(seed + 1, outF, 0.5, 0);
         const x = floatsWith(seed + 2, rows * inF, 2, 0.001);
-        const ctx = NativeContext.open(lib);
+        const ctx = NativeContext.open(fixture.lib);
         try {
           ctx.uploadWeights(w, b, outF, inF);
           expect(firstMismatch(ctx.linearGelu(x, rows), x, w, b, rows, outF, inF)).toBe(-1);
@@ -132,7 +118,7 @@ describe(`native fuzz (fixture; seed ${SEED}, ${RUNS} runs; NATIVE_FUZZ_SEED, NA
         const workspaceBytes = rowsWorth * perRow + (spare % perRow);
         const max = rowsPerCall(workspaceBytes, inF, outF);
         expect(max).toBe(rowsWorth);
-        const ctx = NativeContext.open(lib, { workspaceBytes });
+        const ctx = NativeContext.open(fixture.lib, { workspaceBytes });
         try {
           ctx.uploadWeights(seededFloats(1, inF * outF), seededFloats(2, outF), outF, inF);
           expect(ctx.linearGelu(seededFloats(3, max * inF), max).length).toBe(max * outF);
@@ -155,7 +141,7 @@ describe(`native fuzz (fixture; seed ${SEED}, ${RUNS} runs; NATIVE_FUZZ_SEED, NA
         fc.integer({ min: 1, max: 70 }),
         fc.integer({ min: 0, max: 2 ** 31 }),
         (width, rows, seed) => {
-          const ctx = NativeContext.open(lib);
+          const ctx = NativeContext.open(fixture.lib);
           try {
             ctx.uploadWeights(
               seededFloats(seed, width * width, 0.3),
@@ -237,7 +223,7 @@ describe(`native fuzz (fixture; seed ${SEED}, ${RUNS} runs; NATIVE_FUZZ_SEED, NA
       structuredClone(d.buffer, { transfer: [d.buffer] });
       return d;
     }
-    const ctx = NativeContext.open(lib);
+    const ctx = NativeContext.open(fixture.lib);
     try {
       ctx.uploadWeights(w, b, OUT, IN);
       const expected = ctx.linearGelu(x, ROWS);
