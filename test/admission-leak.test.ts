@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { COHORT_SIZE, ROTATE_MS } from '../src/admission/leak-guard.js';
-import { BoundedAdmission, type Claim, type Permit } from '../src/index.js';
+import { BoundedAdmission, type Claim } from '../src/index.js';
+import { admitted, turn } from './fixtures/admission-interleave.js';
 
 /**
  * The leak safety net: a permit dropped without release is given back once its whole cohort
@@ -9,13 +10,6 @@ import { BoundedAdmission, type Claim, type Permit } from '../src/index.js';
  */
 
 const gc = (globalThis as { gc?: () => void }).gc;
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-function admitted(admission: BoundedAdmission, cost: number): Permit {
-  const result = admission.tryAdmit(cost);
-  if (!result.ok) throw new Error(`refused: ${result.reason}`);
-  return result;
-}
 
 /**
  * Issues one whole cohort: the first permit is dropped without release, one is moved into a

@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BoundedAdmission, type Claim, type Permit } from '../src/index.js';
+import { turn } from './fixtures/admission-interleave.js';
+import { thrownCode } from './fixtures/thrown.js';
 
 /**
  * Model-based test: random command sequences run against BoundedAdmission and against a plain
@@ -37,16 +39,6 @@ interface Real {
 }
 
 type Command = fc.Command<Model, Real>;
-
-/** The error `fn` throws (tests assert its `code`). */
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (err) {
-    return (err as { code?: string }).code ?? 'no code';
-  }
-  return undefined;
-}
 
 function verify(m: Model, r: Real): void {
   const expected = {
@@ -156,7 +148,7 @@ class InvalidCost implements Command {
     return true;
   }
   run(m: Model, r: Real): void {
-    expect(codeOf(() => r.admission.tryAdmit(this.cost as number))).toBe('OMNI_ERR_INVALID_COST');
+    expect(thrownCode(() => r.admission.tryAdmit(this.cost as number))).toBe('OMNI_ERR_INVALID_COST');
     verify(m, r);
   }
   toString(): string {
@@ -196,9 +188,9 @@ class DoubleRelease implements Command {
   }
   run(m: Model, r: Real): void {
     const permit = r.released[this.pick % r.released.length]!;
-    expect(codeOf(() => permit.release())).toBe('OMNI_ERR_PERMIT_RELEASED');
+    expect(thrownCode(() => permit.release())).toBe('OMNI_ERR_PERMIT_RELEASED');
     permit[Symbol.dispose](); // does nothing
-    expect(codeOf(() => permit.toClaim())).toBe('OMNI_ERR_PERMIT_RELEASED');
+    expect(thrownCode(() => permit.toClaim())).toBe('OMNI_ERR_PERMIT_RELEASED');
     verify(m, r);
   }
   toString(): string {
@@ -216,7 +208,7 @@ class ToClaim implements Command {
     const claim = permit.toClaim();
     expect(claim.units).toBe(permit.units);
     expect(permit.moved).toBe(true);
-    expect(codeOf(() => permit.release())).toBe('OMNI_ERR_PERMIT_MOVED');
+    expect(thrownCode(() => permit.release())).toBe('OMNI_ERR_PERMIT_MOVED');
     r.claims.push(structuredClone(claim));
     m.held -= 1;
     m.claims += 1;
@@ -268,7 +260,7 @@ class ReleaseSpentClaim implements Command {
     const claim = structuredClone(r.spent[this.pick % r.spent.length]!);
     if (this.way === 'reclaim') expect(r.admission.reclaim(claim)).toBe(false);
     else if (this.way === 'attached') expect(r.attached.reclaim(claim)).toBe(false);
-    else expect(codeOf(() => r.admission.releaseClaim(claim))).toBe('OMNI_ERR_PERMIT_RELEASED');
+    else expect(thrownCode(() => r.admission.releaseClaim(claim))).toBe('OMNI_ERR_PERMIT_RELEASED');
     verify(m, r);
   }
   toString(): string {
@@ -315,8 +307,6 @@ const commands = fc.commands(
   ],
   { maxCommands: 40, size: 'max' },
 );
-
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 async function runModel(bounds: { requests: number; units?: number | undefined }, cmds: Iterable<Command>) {
   const admission = new BoundedAdmission(bounds);

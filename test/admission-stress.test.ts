@@ -5,6 +5,7 @@ import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type AdmissionReport, BoundedAdmission, type Claim, type Permit } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { turn } from './fixtures/admission-interleave.js';
 import {
   ABORTS,
   ADMITTED,
@@ -34,7 +35,6 @@ import {
 // Mirrors the control words of test/fixtures/admission-stress-worker.ts.
 
 const workerUrl = builtModuleUrl('test/fixtures/admission-stress-worker.js');
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 const seed = (Math.random() * 2 ** 31) | 0;
 
 interface Running {

@@ -6,6 +6,7 @@
  * waiter still pending after 1,000 event-loop turns.
  */
 import { describe, expect, it } from 'vitest';
+import { WAITERS_I32 } from '../src/admission/layout.js';
 import { BoundedAdmission, type Permit } from '../src/index.js';
 import {
   admitted,
@@ -154,5 +155,147 @@ describe.each(WORD_MODES)('queue order and refusals across instances (%s)', (_mo
     );
     expect(second.ok).toBe(true);
     second.release();
+  });
+});
+
+/**
+ * Forces one cross-thread interleaving on a single thread. Clearing the WAITING flag takes
+ * several atomic steps (clear the flag, read the shared waiter count, maybe set it again); a
+ * second instance on the same buffer stands for another thread that acts between those steps,
+ * run from wrappers around the global Atomics functions (armed for one clear only).
+ */
+function interleave(
+  buffer: SharedArrayBuffer,
+  hooks: { beforeClear?: () => void; afterClear?: () => void; afterCountRead?: () => void },
+): () => void {
+  const realAnd = Atomics.and;
+  const realLoad = Atomics.load;
+  let clearArmed = true;
+  let loadArmed = false;
+  const and = (array: Int32Array | BigInt64Array, index: number, value: number | bigint) => {
+    if (!clearArmed || array.buffer !== buffer) return realAnd(array as Int32Array, index, value as number);
+    clearArmed = false;
+    hooks.beforeClear?.();
+    const old = realAnd(array as Int32Array, index, value as number);
+    hooks.afterClear?.();
+    loadArmed = true;
+    return old;
+  };
+  const load = (array: Int32Array, index: number) => {
+    const value = realLoad(array, index);
+    if (loadArmed && array.buffer === buffer && array instanceof Int32Array && index === WAITERS_I32) {
+      loadArmed = false;
+      hooks.afterCountRead?.();
+    }
+    return value;
+  };
+  Atomics.and = and as typeof Atomics.and;
+  Atomics.load = load as typeof Atomics.load;
+  return () => {
+    Atomics.and = realAnd;
+    Atomics.load = realLoad;
+    expect(clearArmed || loadArmed, 'the forced interleaving did not happen').toBe(false);
+  };
+}
+
+/** Settles within a bounded number of event-loop turns (a wake-up is a task on this thread). */
+describe.each([
+  ['request-only', undefined],
+  ['with units', 10],
+])('waiting flag under forced interleavings (%s)', (_mode, units) => {
+  it("wakes another thread's waiter when a release lands while the flag is briefly cleared", async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const leaving = admission.admit(1, { signal: controller.signal });
+    let pending: Promise<Permit> | undefined;
+    const restore = interleave(admission.buffer, {
+      // The last local waiter leaves (count 1 -> 0); before its clear, the other thread queues.
+      beforeClear: () => {
+        pending = otherThread.admit(1);
+      },
+      // A release lands after the clear: it sees no flag, so it wakes nobody itself.
+      afterClear: () => holder.release(),
+    });
+    try {
+      controller.abort();
+    } finally {
+      restore();
+    }
+    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 1 });
+    const permit = await settles(pending!);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
+    permit.release();
+    admitted(admission, 1).release();
+  });
+
+  it("tryAdmit does not barge past its own instance's waiter queued while the flag is briefly cleared", async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const leaving = otherThread.admit(1, { signal: controller.signal });
+    let waiter: Promise<Permit> | undefined;
+    const attempts: string[] = [];
+    const restore = interleave(admission.buffer, {
+      // The other thread's last waiter leaves (count 1 -> 0); before its clear, one queues here.
+      beforeClear: () => {
+        waiter = admission.admit(1);
+      },
+      // The clear has taken the flag down with that waiter queued; room comes back. (Another
+      // thread's tryAdmit here is ordered before the waiter, which counts as queued once the flag
+      // shows it again: see #clearWaitingFlag.)
+      afterClear: () => {
+        holder.release();
+        const result = admission.tryAdmit(1);
+        attempts.push(result.ok ? 'admitted' : result.reason);
+        if (result.ok) result.release();
+      },
+    });
+    try {
+      controller.abort();
+    } finally {
+      restore();
+    }
+    expect(attempts).toEqual(['queued']);
+    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
+    const permit = await settles(waiter!);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 1 });
+    permit.release();
+  });
+
+  it('does not leave the flag set (tryAdmit refusing queued) once every waiter has gone', async () => {
+    const admission = new BoundedAdmission({ requests: 1, units });
+    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const leaving = admission.admit(1, { signal: controller.signal });
+    const otherController = new AbortController();
+    let otherWaiter: Promise<Permit> | undefined;
+    const restore = interleave(admission.buffer, {
+      beforeClear: () => {
+        otherWaiter = otherThread.admit(1, { signal: otherController.signal });
+      },
+      // The other thread's waiter gives up right after this thread saw it counted.
+      afterCountRead: () => otherController.abort(),
+    });
+    try {
+      controller.abort();
+    } finally {
+      restore();
+    }
+    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
+    expect((await rejection(otherWaiter!)).code).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 0 });
+    holder.release();
+    // Nobody waits anywhere: both instances admit at once.
+    const a = admission.tryAdmit(0);
+    expect(a.ok ? 'admitted' : a.reason).toBe('admitted');
+    (a as Permit).release();
+    const b = otherThread.tryAdmit(0);
+    expect(b.ok ? 'admitted' : b.reason).toBe('admitted');
+    (b as Permit).release();
   });
 });

@@ -3,17 +3,10 @@ import { copyFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildFixture } from '../scripts/build-native.mjs';
-import type { NativeLibrary } from '../src/native/index.js';
-import {
-  FixtureFaults,
-  loadNativeLibrary,
-  NativeContext,
-  NativeStatus,
-  seededFloats,
-} from '../src/native/index.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadNativeLibrary, NativeContext, NativeStatus, seededFloats } from '../src/native/index.js';
 import { packageRoot } from '../src/paths.js';
+import { fixtureLibrary } from './fixtures/native-fixture-library.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 import { thrown, thrownCode } from './fixtures/thrown.js';
 
@@ -31,61 +24,55 @@ const capacityFor = (rows: number) => 2 ** Math.ceil(Math.log2(rows));
 const WS_ALLOCATIONS = 4;
 
 describe('native fault injection (fixture)', () => {
-  let lib: NativeLibrary;
-  let faults: FixtureFaults;
-  beforeAll(() => {
-    buildFixture();
-    lib = loadNativeLibrary('fixture');
-    faults = new FixtureFaults(lib);
-  });
-  afterEach(() => faults.failAllocAfter(0));
+  const fixture = fixtureLibrary();
+  afterEach(() => fixture.faults.failAllocAfter(0));
 
   it('failing the nth allocation of open, at every step, releases what open had taken', () => {
-    const before = faults.liveBytes();
+    const before = fixture.faults.liveBytes();
     let failures = 0;
     for (let n = 1; ; n++) {
-      faults.failAllocAfter(n);
+      fixture.faults.failAllocAfter(n);
       let ctx: NativeContext | undefined;
       try {
-        ctx = NativeContext.open(lib);
+        ctx = NativeContext.open(fixture.lib);
       } catch (err) {
         expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', nativeCode: NativeStatus.OUT_OF_MEMORY });
-        expect(faults.liveBytes()).toBe(before);
+        expect(fixture.faults.liveBytes()).toBe(before);
         failures++;
         continue;
       }
-      faults.failAllocAfter(0);
+      fixture.faults.failAllocAfter(0);
       ctx.close();
       break;
     }
     // Open takes three allocations (context, stream, workspace table): failures at 2 and 3 are part-way.
     expect(failures).toBe(3);
-    expect(faults.liveBytes()).toBe(before);
+    expect(fixture.faults.liveBytes()).toBe(before);
   });
 
   it('failing an allocation part-way through a weight upload keeps the old weights', () => {
-    const ctx = NativeContext.open(lib);
+    const ctx = NativeContext.open(fixture.lib);
     ctx.uploadWeights(w, b, OUT, IN);
     const expected = ctx.linearGelu(x(2), 2);
     const base = ctx.stats();
     for (const n of [1, 2]) {
-      faults.failAllocAfter(n);
+      fixture.faults.failAllocAfter(n);
       const err = thrown(() => ctx.uploadWeights(seededFloats(9, OUT * IN), seededFloats(10, OUT), OUT, IN));
       expect(err.nativeCode).toBe(NativeStatus.OUT_OF_MEMORY);
       expect(ctx.stats().liveBytes).toBe(base.liveBytes);
     }
-    faults.failAllocAfter(0);
+    fixture.faults.failAllocAfter(0);
     expect(ctx.linearGelu(x(2), 2)).toEqual(expected);
     ctx.close();
   });
 
   it('failing each of the four workspace allocations releases the ones already taken', () => {
-    const ctx = NativeContext.open(lib);
+    const ctx = NativeContext.open(fixture.lib);
     ctx.uploadWeights(w, b, OUT, IN);
     const base = ctx.stats();
     let allocations = base.allocations;
     for (const n of [1, 2, 3, 4]) {
-      faults.failAllocAfter(n);
+      fixture.faults.failAllocAfter(n);
       const err = thrown(() => ctx.linearGelu(x(5), 5));
       expect(err).toMatchObject({
         code: 'OMNI_ERR_NATIVE',
@@ -99,7 +86,7 @@ describe('native fault injection (fixture)', () => {
       expect(now.allocations - allocations).toBe(n - 1);
       allocations = now.allocations;
     }
-    faults.failAllocAfter(0);
+    fixture.faults.failAllocAfter(0);
     expect(ctx.linearGelu(x(5), 5).length).toBe(5 * OUT);
     // The workspace holds 5 rows rounded up to a power of two.
     expect(ctx.stats().liveBytes).toBe(base.liveBytes + wsBytes(capacityFor(5)));
@@ -123,11 +110,11 @@ describe('native fault injection (fixture)', () => {
   });
 
   it('a failed copy still synchronizes the stream, and the context keeps serving', () => {
-    const ctx = NativeContext.open(lib);
+    const ctx = NativeContext.open(fixture.lib);
     ctx.uploadWeights(w, b, OUT, IN);
     const expected = ctx.linearGelu(x(3), 3);
     const before = ctx.stats();
-    faults.failCopyAfter(ctx);
+    fixture.faults.failCopyAfter(ctx);
     const err = thrown(() => ctx.linearGelu(x(3), 3));
     expect(err).toMatchObject({
       code: 'OMNI_ERR_NATIVE',
@@ -142,7 +129,7 @@ describe('native fault injection (fixture)', () => {
     // The output copy (the second of a call), after the kernel ran: the same.
     const out = new Float32Array(3 * OUT).fill(7);
     const beforeOutput = ctx.stats();
-    faults.failCopyAfter(ctx, 2);
+    fixture.faults.failCopyAfter(ctx, 2);
     expect(thrown(() => ctx.linearGelu(x(3), 3, out)).nativeCode).toBe(NativeStatus.COPY_FAILED);
     expect(ctx.stats()).toMatchObject({
       streamSyncs: beforeOutput.streamSyncs + 1,
@@ -153,13 +140,13 @@ describe('native fault injection (fixture)', () => {
     expect(ctx.linearGelu(x(3), 3)).toEqual(expected);
 
     // Disarmed (0), nothing fails.
-    faults.failCopyAfter(ctx, 1);
-    faults.failCopyAfter(ctx, 0);
+    fixture.faults.failCopyAfter(ctx, 1);
+    fixture.faults.failCopyAfter(ctx, 0);
     expect(ctx.linearGelu(x(3), 3)).toEqual(expected);
 
     // During an upload: synchronized too, new buffers freed, old weights kept.
     const mid = ctx.stats();
-    faults.failCopyAfter(ctx);
+    fixture.faults.failCopyAfter(ctx);
     expect(thrown(() => ctx.uploadWeights(w, b, OUT, IN)).nativeCode).toBe(NativeStatus.COPY_FAILED);
     expect(ctx.stats()).toMatchObject({ streamSyncs: mid.streamSyncs + 1, liveBytes: mid.liveBytes });
     expect(ctx.linearGelu(x(3), 3)).toEqual(expected);
@@ -167,10 +154,10 @@ describe('native fault injection (fixture)', () => {
   });
 
   it('a workspace made for a call whose copy then failed stays cached, counted, and serves the next call', () => {
-    const ctx = NativeContext.open(lib);
+    const ctx = NativeContext.open(fixture.lib);
     ctx.uploadWeights(w, b, OUT, IN);
     const before = ctx.stats();
-    faults.failCopyAfter(ctx, 1); // a miss: the workspace is made, then the input copy fails
+    fixture.faults.failCopyAfter(ctx, 1); // a miss: the workspace is made, then the input copy fails
     expect(thrown(() => ctx.linearGelu(x(3), 3)).nativeCode).toBe(NativeStatus.COPY_FAILED);
     const failed = ctx.stats();
     expect(failed).toMatchObject({
@@ -187,7 +174,7 @@ describe('native fault injection (fixture)', () => {
   it('the reference refuses an output sharing bytes with an input, however its views reach them', () => {
     const n = 8;
     const [wn, bn] = [seededFloats(5, n * n), seededFloats(6, n)];
-    const want = faults.referenceLinearGelu(seededFloats(7, 2 * n), 2, wn, bn, n, n);
+    const want = fixture.faults.referenceLinearGelu(seededFloats(7, 2 * n), 2, wn, bn, n, n);
     const refused = (call: () => unknown): void => {
       expect(thrown(call)).toMatchObject({
         code: 'OMNI_ERR_NATIVE',
@@ -200,15 +187,15 @@ describe('native fault injection (fixture)', () => {
     shared.set(seededFloats(7, 2 * n));
     const xs = shared.subarray(0, 2 * n);
     for (const at of [0, 1, 2 * n - 1]) {
-      refused(() => faults.referenceLinearGelu(xs, 2, wn, bn, n, n, shared.subarray(at, at + 2 * n)));
+      refused(() => fixture.faults.referenceLinearGelu(xs, 2, wn, bn, n, n, shared.subarray(at, at + 2 * n)));
     }
-    expect(faults.referenceLinearGelu(xs, 2, wn, bn, n, n, shared.subarray(2 * n))).toEqual(want);
+    expect(fixture.faults.referenceLinearGelu(xs, 2, wn, bn, n, n, shared.subarray(2 * n))).toEqual(want);
     expect(xs).toEqual(seededFloats(7, 2 * n));
     // The weights count as inputs too.
     const wb = new Float32Array(n * n + 2 * n);
     wb.set(wn);
     refused(() =>
-      faults.referenceLinearGelu(
+      fixture.faults.referenceLinearGelu(
         xs,
         2,
         wb.subarray(0, n * n),
@@ -223,9 +210,11 @@ describe('native fault injection (fixture)', () => {
     const sab = new SharedArrayBuffer(2 * n * 4);
     const sx = new Float32Array(sab);
     sx.set(seededFloats(7, 2 * n));
-    refused(() => faults.referenceLinearGelu(sx, 2, wn, bn, n, n, new Float32Array(structuredClone(sab))));
     refused(() =>
-      faults.referenceLinearGelu(
+      fixture.faults.referenceLinearGelu(sx, 2, wn, bn, n, n, new Float32Array(structuredClone(sab))),
+    );
+    refused(() =>
+      fixture.faults.referenceLinearGelu(
         xs,
         2,
         wn,
@@ -238,18 +227,18 @@ describe('native fault injection (fixture)', () => {
   });
 
   it('an injected fatal error makes every later call fail with fatal: true; close still releases', () => {
-    const before = faults.liveBytes();
-    const ctx = NativeContext.open(lib);
+    const before = fixture.faults.liveBytes();
+    const ctx = NativeContext.open(fixture.lib);
     ctx.uploadWeights(w, b, OUT, IN);
     ctx.linearGelu(x(4), 4);
-    faults.injectFatal(ctx);
+    fixture.faults.injectFatal(ctx);
     const calls: Array<() => unknown> = [
       () => ctx.linearGelu(x(4), 4),
       () => ctx.linearGelu(x(1), 1),
       () => ctx.uploadWeights(w, b, OUT, IN),
       () => ctx.stats(),
-      () => faults.failCopyAfter(ctx),
-      () => faults.injectFatal(ctx),
+      () => fixture.faults.failCopyAfter(ctx),
+      () => fixture.faults.injectFatal(ctx),
     ];
     for (const call of calls) {
       expect(thrown(call)).toMatchObject({
@@ -259,20 +248,20 @@ describe('native fault injection (fixture)', () => {
       });
     }
     ctx.close();
-    expect(faults.liveBytes()).toBe(before);
+    expect(fixture.faults.liveBytes()).toBe(before);
   });
 
   it('the hooks refuse a closed context, and a context of another library, before any native call', () => {
-    const closed = NativeContext.open(lib);
+    const closed = NativeContext.open(fixture.lib);
     closed.close();
     // A copy of the fixture at another path is another library, with its own hooks.
     const copy = join(tempDir(), 'libomni_fixture.so');
-    copyFileSync(lib.path, copy);
+    copyFileSync(fixture.lib.path, copy);
     const other = NativeContext.open(loadNativeLibrary('fixture', { path: copy }));
     try {
       for (const ctx of [closed, other]) {
-        expect(thrownCode(() => faults.injectFatal(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
-        expect(thrownCode(() => faults.failCopyAfter(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+        expect(thrownCode(() => fixture.faults.injectFatal(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+        expect(thrownCode(() => fixture.faults.failCopyAfter(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
       }
       // Neither hook reached the other library's context: it still serves.
       other.uploadWeights(w, b, OUT, IN);
@@ -283,7 +272,7 @@ describe('native fault injection (fixture)', () => {
   });
 
   it('a call reuses the smallest cached workspace whose row capacity fits it', () => {
-    const ctx = NativeContext.open(lib, { workspaceCount: 4 });
+    const ctx = NativeContext.open(fixture.lib, { workspaceCount: 4 });
     ctx.uploadWeights(w, b, OUT, IN);
     const base = ctx.stats();
     ctx.linearGelu(x(5), 5); // miss: capacity 8
@@ -305,7 +294,7 @@ describe('native fault injection (fixture)', () => {
     });
     expect(s.allocations - base.allocations).toBe(2 * WS_ALLOCATIONS);
     // Results do not depend on which (larger, previously used) workspace served them.
-    const fresh = NativeContext.open(lib);
+    const fresh = NativeContext.open(fixture.lib);
     fresh.uploadWeights(w, b, OUT, IN);
     for (const rows of [1, 3, 8, 9, 16])
       expect(ctx.linearGelu(x(rows), rows)).toEqual(fresh.linearGelu(x(rows), rows));
@@ -314,7 +303,7 @@ describe('native fault injection (fixture)', () => {
   });
 
   it('the workspace cache is bounded by count, evicting the least recently used first', () => {
-    const ctx = NativeContext.open(lib, { workspaceCount: 2 });
+    const ctx = NativeContext.open(fixture.lib, { workspaceCount: 2 });
     ctx.uploadWeights(w, b, OUT, IN);
     for (const rows of [1, 2, 3]) ctx.linearGelu(x(rows), rows); // capacities 1, 2, 4: 1 is evicted
     let s = ctx.stats();
@@ -342,7 +331,7 @@ describe('native fault injection (fixture)', () => {
   it('the workspace cache is bounded by bytes, evicting before it allocates', () => {
     const unit = wsBytes(1);
     const limit = 6 * unit;
-    const ctx = NativeContext.open(lib, { workspaceCount: 8, workspaceBytes: limit });
+    const ctx = NativeContext.open(fixture.lib, { workspaceCount: 8, workspaceBytes: limit });
     ctx.uploadWeights(w, b, OUT, IN);
     const weightsLive = ctx.stats().liveBytes;
     const check = (capacities: number[], evictions: number): void => {
@@ -379,7 +368,7 @@ describe('native fault injection (fixture)', () => {
   });
 
   it('rows varying over 1..16 (a load generator) settle on a handful of workspaces', () => {
-    const ctx = NativeContext.open(lib); // the default 4 entries
+    const ctx = NativeContext.open(fixture.lib); // the default 4 entries
     ctx.uploadWeights(w, b, OUT, IN);
     const base = ctx.stats();
     const draws = seededFloats(7, 400);
@@ -420,14 +409,14 @@ describe('native fault injection (fixture)', () => {
     `;
     const rows = 9;
     const input = x(rows);
-    const ctx = NativeContext.open(lib);
+    const ctx = NativeContext.open(fixture.lib);
     ctx.uploadWeights(w, b, OUT, IN);
     const expected = ctx.linearGelu(input, rows);
     // Armed here: must fire on this thread's next allocation, never in the workers.
-    faults.failAllocAfter(1);
+    fixture.faults.failAllocAfter(1);
     const workerData = {
       koffiPath,
-      libPath: lib.path,
+      libPath: fixture.lib.path,
       w,
       b,
       x: input,

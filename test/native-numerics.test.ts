@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildFixture } from '../scripts/build-native.mjs';
-import type { NativeLibrary } from '../src/native/index.js';
-import { erf, FixtureFaults, loadNativeLibrary, NativeContext, seededFloats } from '../src/native/index.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { erf, NativeContext, seededFloats } from '../src/native/index.js';
+import { fixtureLibrary } from './fixtures/native-fixture-library.js';
 import { maxViolation } from './fixtures/native-tolerance.js';
 
 // Tolerance: see test/fixtures/native-tolerance.ts.
@@ -18,13 +17,7 @@ const SHAPES: Array<[number, number, number]> = [
 ];
 
 describe('native numerics (fixture)', () => {
-  let lib: NativeLibrary;
-  let faults: FixtureFaults;
-  beforeAll(() => {
-    buildFixture();
-    lib = loadNativeLibrary('fixture');
-    faults = new FixtureFaults(lib);
-  });
+  const fixture = fixtureLibrary();
   const open: NativeContext[] = [];
   afterAll(() => {
     for (const ctx of open) ctx.close();
@@ -46,20 +39,20 @@ describe('native numerics (fixture)', () => {
       const x = seededFloats(seed, rows * inF, 2);
       const w = seededFloats(seed + 1, outF * inF, 1 / Math.sqrt(inF));
       const b = seededFloats(seed + 2, outF, 0.5);
-      const ctx = NativeContext.open(lib);
+      const ctx = NativeContext.open(fixture.lib);
       open.push(ctx);
       ctx.uploadWeights(w, b, outF, inF);
       const y = ctx.linearGelu(x, rows);
       expect(y).toBeInstanceOf(Float32Array);
       expect(y.length).toBe(rows * outF);
       expect(maxViolation(y, x, w, b, rows, outF, inF)).toBeLessThanOrEqual(1);
-      const naive = faults.referenceLinearGelu(x, rows, w, b, outF, inF);
+      const naive = fixture.faults.referenceLinearGelu(x, rows, w, b, outF, inF);
       expect(maxViolation(naive, x, w, b, rows, outF, inF)).toBeLessThanOrEqual(1);
     },
   );
 
   it('large pre-activations saturate like GELU (v for large v, -0 for very negative v)', () => {
-    const ctx = NativeContext.open(lib);
+    const ctx = NativeContext.open(fixture.lib);
     open.push(ctx);
     ctx.uploadWeights(new Float32Array([1, -1]), new Float32Array([0, 0]), 2, 1);
     const y = ctx.linearGelu(new Float32Array([12, -0.5]), 2);
@@ -80,7 +73,7 @@ describe('native numerics (fixture)', () => {
     const x = xs.subarray(3);
     const ys = new Float32Array(new SharedArrayBuffer(4 * (rows * outF + 5))).fill(-7);
     const out = ys.subarray(2, 2 + rows * outF);
-    const ctx = NativeContext.open(lib);
+    const ctx = NativeContext.open(fixture.lib);
     open.push(ctx);
     ctx.uploadWeights(w, b, outF, inF);
     expect(ctx.linearGelu(x, rows, out)).toBe(out);
@@ -90,7 +83,7 @@ describe('native numerics (fixture)', () => {
 
   it('repeated calls on a cached workspace are bit-identical (no residue)', () => {
     const [rows, inF, outF] = [33, 70, 50];
-    const ctx = NativeContext.open(lib);
+    const ctx = NativeContext.open(fixture.lib);
     open.push(ctx);
     ctx.uploadWeights(seededFloats(21, outF * inF), seededFloats(22, outF), outF, inF);
     const x1 = seededFloats(23, rows * inF);

@@ -1,0 +1,259 @@
+/**
+ * tryAdmit: each refusal reason and its order, the frozen refusal objects, counting, cost 0 and
+ * the default cost, exact sums near Number.MAX_SAFE_INTEGER, and the cost checks.
+ */
+import { describe, expect, it } from 'vitest';
+import { BoundedAdmission } from '../src/index.js';
+import { admitted, refusal } from './fixtures/admission-interleave.js';
+import { thrown } from './fixtures/thrown.js';
+
+const MAX = Number.MAX_SAFE_INTEGER;
+
+describe('tryAdmit', () => {
+  it("refuses 'requests' once the request bound is held, and counts each refusal", () => {
+    const admission = new BoundedAdmission({ requests: 2 });
+    const a = admitted(admission);
+    const b = admitted(admission);
+    expect(a.ok).toBe(true);
+    expect(admission.report()).toMatchObject({ depth: 2, rejected: 0 });
+    expect(refusal(admission).reason).toBe('requests');
+    expect(refusal(admission, 0).reason).toBe('requests');
+    expect(admission.report()).toMatchObject({ depth: 2, rejected: 2 });
+    a.release();
+    admitted(admission).release();
+    b.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, rejected: 2 });
+  });
+
+  it("refuses 'units' when the cost does not fit beside what is held", () => {
+    const admission = new BoundedAdmission({ requests: 10, units: 10 });
+    const a = admitted(admission, 7);
+    expect(refusal(admission, 4).reason).toBe('units');
+    expect(admission.report()).toMatchObject({ depth: 1, units: 7, rejected: 1 });
+    const b = admitted(admission, 3);
+    expect(admission.report()).toMatchObject({ depth: 2, units: 10, rejected: 1 });
+    expect(refusal(admission, 1).reason).toBe('units');
+    a.release();
+    b.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, rejected: 2 });
+  });
+
+  it("refuses 'requests' before 'units' when both are exhausted", () => {
+    const admission = new BoundedAdmission({ requests: 1, units: 5 });
+    const held = admitted(admission, 5);
+    expect(refusal(admission, 1).reason).toBe('requests');
+    held.release();
+  });
+
+  it("refuses 'too-large' for a cost above the whole ceiling, even when empty", () => {
+    const admission = new BoundedAdmission({ requests: 4, units: 100 });
+    expect(refusal(admission, 101).reason).toBe('too-large');
+    expect(refusal(admission, MAX).reason).toBe('too-large');
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, rejected: 2 });
+  });
+
+  it("refuses 'queued' while a waiter is queued (no barging)", async () => {
+    const admission = new BoundedAdmission({ requests: 2, units: 10 });
+    const held = admitted(admission, 8);
+    const waiting = admission.admit(5);
+    expect(admission.report().waiting).toBe(1);
+    // Cost 1 would fit beside the 8 held, but the waiter is ahead of it.
+    expect(refusal(admission, 1).reason).toBe('queued');
+    expect(admission.report()).toMatchObject({ depth: 1, rejected: 1 });
+    held.release();
+    const permit = await waiting;
+    expect(admission.report()).toMatchObject({ depth: 1, units: 5, waiting: 0 });
+    admitted(admission, 1).release();
+    permit.release();
+  });
+
+  it("refuses 'closed' after close()", async () => {
+    const admission = new BoundedAdmission({ requests: 2 });
+    await admission.close();
+    expect(admission.closed).toBe(true);
+    expect(refusal(admission).reason).toBe('closed');
+    expect(admission.report()).toMatchObject({ depth: 0, rejected: 1 });
+    const withUnits = new BoundedAdmission({ requests: 2, units: 10 });
+    await withUnits.close();
+    expect(refusal(withUnits, 1).reason).toBe('closed');
+    expect(withUnits.report()).toMatchObject({ depth: 0, rejected: 1 });
+  });
+
+  it('returns the same frozen refusal object for a reason every time, across instances', () => {
+    const a = new BoundedAdmission({ requests: 1, units: 10 });
+    const b = new BoundedAdmission({ requests: 1, units: 10 });
+    const tooLarge = refusal(a, 11);
+    expect(tooLarge).toEqual({ ok: false, reason: 'too-large' });
+    expect(Object.keys(tooLarge).sort()).toEqual(['ok', 'reason']);
+    expect(Object.isFrozen(tooLarge)).toBe(true);
+    expect(refusal(a, 11)).toBe(tooLarge);
+    expect(refusal(b, 11)).toBe(tooLarge);
+    expect(() => {
+      (tooLarge as { reason: string }).reason = 'requests';
+    }).toThrow(TypeError);
+    const heldA = admitted(a, 1);
+    const full = refusal(a, 1);
+    expect(full.reason).toBe('requests');
+    expect(Object.isFrozen(full)).toBe(true);
+    expect(refusal(a, 0)).toBe(full);
+    const heldB = admitted(b, 1);
+    expect(refusal(b, 1)).toBe(full);
+    heldA.release();
+    heldB.release();
+    const units = new BoundedAdmission({ requests: 3, units: 10 });
+    const big = admitted(units, 9);
+    const noRoom = refusal(units, 2);
+    expect(noRoom.reason).toBe('units');
+    expect(Object.isFrozen(noRoom)).toBe(true);
+    expect(refusal(units, 5)).toBe(noRoom);
+    big.release();
+  });
+
+  it('counts refusals only, never admitted work', () => {
+    const admission = new BoundedAdmission({ requests: 3, units: 6 });
+    for (let i = 0; i < 50; i++) {
+      const p = admitted(admission, i % 7);
+      p.release();
+    }
+    expect(admission.report().rejected).toBe(0);
+    const held = [admitted(admission, 2), admitted(admission, 2)];
+    refusal(admission, 3); // units
+    refusal(admission, 7); // too-large
+    held.push(admitted(admission, 2));
+    refusal(admission, 0); // requests
+    expect(admission.report()).toMatchObject({ depth: 3, units: 6, rejected: 3 });
+    for (const p of held) p.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, rejected: 3 });
+  });
+
+  it('treats cost 0 as a request that takes no units', () => {
+    const admission = new BoundedAdmission({ requests: 2, units: 5 });
+    const full = admitted(admission, 5);
+    const zero = admitted(admission, 0);
+    expect(zero.units).toBe(0);
+    expect(admission.report()).toMatchObject({ depth: 2, units: 5 });
+    expect(refusal(admission, 0).reason).toBe('requests');
+    zero.release();
+    full.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, rejected: 1 });
+  });
+
+  it('defaults the cost to 1', () => {
+    const admission = new BoundedAdmission({ requests: 2, units: 5 });
+    const p = admitted(admission);
+    expect(p.units).toBe(1);
+    expect(admission.report()).toMatchObject({ depth: 1, units: 1 });
+    p.release();
+  });
+
+  it('admits a cost exactly equal to the ceiling when empty, and only then', () => {
+    const admission = new BoundedAdmission({ requests: 4, units: 100 });
+    const whole = admitted(admission, 100);
+    expect(admission.report()).toMatchObject({ depth: 1, units: 100, rejected: 0 });
+    expect(refusal(admission, 1).reason).toBe('units');
+    expect(refusal(admission, 100).reason).toBe('units');
+    whole.release();
+    const one = admitted(admission, 1);
+    expect(refusal(admission, 100).reason).toBe('units');
+    one.release();
+    admitted(admission, 100).release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, rejected: 3 });
+  });
+
+  it('admits a single-unit ceiling exactly', () => {
+    const admission = new BoundedAdmission({ requests: 1, units: 1 });
+    const p = admitted(admission, 1);
+    expect(admission.report()).toMatchObject({ depth: 1, units: 1 });
+    p.release();
+    expect(refusal(admission, 2).reason).toBe('too-large');
+  });
+
+  it('is exact near Number.MAX_SAFE_INTEGER (checked, never rounded)', () => {
+    const admission = new BoundedAdmission({ requests: 4, units: MAX });
+    const big = admitted(admission, MAX - 1);
+    expect(admission.report()).toMatchObject({ depth: 1, units: MAX - 1 });
+    // (MAX - 1) + 2 = 2^53 + 0 would round to a "fitting" sum if added as doubles.
+    expect(refusal(admission, 2).reason).toBe('units');
+    expect(refusal(admission, MAX).reason).toBe('units');
+    const last = admitted(admission, 1);
+    expect(admission.report()).toMatchObject({ depth: 2, units: MAX, rejected: 2 });
+    expect(refusal(admission, 1).reason).toBe('units');
+    const zero = admitted(admission, 0);
+    expect(admission.report()).toMatchObject({ depth: 3, units: MAX });
+    for (const cost of [MAX + 1, 2 ** 53, 2 ** 53 + 2]) {
+      expect(thrown(() => admission.tryAdmit(cost)).code).toBe('OMNI_ERR_INVALID_COST');
+    }
+    big.release();
+    expect(admission.report()).toMatchObject({ depth: 2, units: 1 });
+    const again = admitted(admission, MAX - 1);
+    expect(admission.report()).toMatchObject({ depth: 3, units: MAX });
+    for (const p of [again, last, zero]) p.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, rejected: 3 });
+    admitted(admission, MAX).release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, rejected: 3 });
+  });
+
+  it('does no unit accounting in request-only mode', () => {
+    const admission = new BoundedAdmission({ requests: 3 });
+    const huge = admitted(admission, MAX);
+    const zero = admitted(admission, 0);
+    const small = admitted(admission, 7);
+    expect([huge.units, zero.units, small.units]).toEqual([MAX, 0, 7]);
+    expect(admission.report()).toMatchObject({ depth: 3, units: 0, unitCapacity: null, rejected: 0 });
+    expect(refusal(admission, 0).reason).toBe('requests');
+    huge.release();
+    zero.release();
+    small.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, unitCapacity: null, rejected: 1 });
+  });
+
+  const invalidCosts: unknown[] = [
+    -1,
+    -0.5,
+    1.5,
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    Number.NEGATIVE_INFINITY,
+    MAX + 1,
+    2 ** 53,
+    2 ** 60,
+    '1',
+    null,
+    1n,
+    {},
+    true,
+  ];
+
+  describe.each([
+    ['request-only', { requests: 2 }],
+    ['with units', { requests: 2, units: 10 }],
+    ['with wide units', { requests: 2, units: 2 ** 40 }],
+  ])('invalid cost (%s)', (_mode, bounds) => {
+    it.each(invalidCosts)('throws OMNI_ERR_INVALID_COST for %s and changes nothing', (cost) => {
+      const admission = new BoundedAdmission(bounds);
+      const held = [admitted(admission, 3), admitted(admission, 1)];
+      expect(refusal(admission, 1).reason).toBe('requests');
+      held.pop()?.release();
+      const before = admission.report();
+      expect(before).toMatchObject({ depth: 1, rejected: 1 });
+      const err = thrown(() => admission.tryAdmit(cost as number));
+      expect(err.code).toBe('OMNI_ERR_INVALID_COST');
+      expect(err).toBeInstanceOf(RangeError);
+      expect(admission.report()).toEqual(before);
+      for (const p of held) p.release();
+    });
+
+    it('checks the cost before fullness or closing', async () => {
+      const admission = new BoundedAdmission(bounds);
+      const held = [admitted(admission, 1), admitted(admission, 1)];
+      const before = admission.report();
+      expect(thrown(() => admission.tryAdmit(-1)).code).toBe('OMNI_ERR_INVALID_COST');
+      expect(admission.report()).toEqual(before);
+      const drained = admission.close();
+      expect(thrown(() => admission.tryAdmit(Number.NaN)).code).toBe('OMNI_ERR_INVALID_COST');
+      expect(admission.report()).toEqual(before);
+      for (const p of held) p.release();
+      await drained;
+    });
+  });
+});
