@@ -181,11 +181,15 @@ describe('LinearRuntime passes its options through (each one observed)', () => {
       outFeatures: 2,
       admission: { requests: 4, units: 2 },
     });
-    // Admission is decided inside run(): the first call holds both units until its reply.
-    const first = lr.run(seededFloats(1, 2 * 4));
+    // A thread gives a call's capacity back as soon as its native call ends, which can be before
+    // the stats() below on a loaded machine. So the one thread is kept busy by a call of cost 0,
+    // and the call holding both units waits in the pool's queue: it cannot be dispatched (nor
+    // release) until the main thread's event loop takes the first one's reply.
+    const busy = lr.run(seededFloats(1, 4), { cost: 0 });
+    const queued = lr.run(seededFloats(2, 2 * 4));
     await expect(lr.stats()).rejects.toMatchObject({ code: 'OMNI_ERR_REJECTED', reason: 'units' });
-    await first;
-    expect((await lr.stats()).calls).toBe(1);
+    await Promise.all([busy, queued]);
+    expect((await lr.stats()).calls).toBe(2);
   });
 
   it('a per-call deadlineMs reaches the runtime: an invalid one is OMNI_ERR_INVALID_ARGUMENT', async () => {
