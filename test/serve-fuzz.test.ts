@@ -588,11 +588,10 @@ function check(conn: Conn, out: Outcome & { rest?: string }): string[] {
   // node:http (httpAllowHalfOpen false) takes a half-close for a client that left: requests
   // still running then are aborted (499) and unanswered; those answered before must be right.
   const halfClosed = conn.behaviour === 'half-close' && out.closedByServer;
-  // A request node cannot parse is answered and its connection destroyed at once: bytes this
-  // client still sent then draw a reset, which can erase answers not yet read. Every other
-  // close lingers (linger.ts) and loses nothing.
-  const lost = out.reset === true && out.closedByServer && conn.reqs.some((r) => r.kind.startsWith('broken'));
-  if (out.finals.length < expected && !(lastCloses && out.closedByServer) && !halfClosed && !lost) {
+  // Every close, that of a request node cannot parse included, lingers (linger.ts): bytes this
+  // client still sends draw no reset, and no answer is lost.
+  if (out.reset === true) problems.push('the server reset the connection');
+  if (out.finals.length < expected && !(lastCloses && out.closedByServer) && !halfClosed) {
     problems.push(
       `${out.finals.length} answers to ${expected} requests (closed by server: ${out.closedByServer})`,
     );

@@ -2,11 +2,12 @@
  * Answers for requests node:http cannot parse (bad framing, a non-hex chunk size, a truncated
  * body, oversized headers). These never reach a route, so they never reach a worker: the parser
  * fails, the socket is answered from here (after the answers of requests pipelined before the
- * bad one) and closed.
+ * bad one) and closed in stages (linger.ts).
  */
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { BadBodyError, BadRequestError, OmniError } from '../errors.js';
+import { closeLingering } from './linger.js';
 import type { ServeMetrics } from './metrics.js';
 import { answerFor } from './status.js';
 
@@ -106,6 +107,11 @@ export function clientErrorHandler(
       if (s.writable && s._httpMessage?.headersSent !== true) {
         s[ANSWERED_STATUS] = answer.status;
         s.write(answer.text);
+        // Not destroyed at once: bytes the client sent after the bad ones would still be unread,
+        // and closing over unread bytes resets the connection, which can make the client fail
+        // on its upload before it reads this answer. The linger is bounded (linger.ts).
+        closeLingering(s);
+        return;
       }
       s.destroy(err);
     };
@@ -123,7 +129,11 @@ export function clientErrorHandler(
       metrics.clientError(code);
       latest.once('close', () => {
         // Finished: the connection is in step, answer. Not finished: the client left.
-        if (latest.writableFinished && s.writable) s.write(errorAnswer(code, err.message).text);
+        if (latest.writableFinished && s.writable) {
+          s.write(errorAnswer(code, err.message).text);
+          closeLingering(s);
+          return;
+        }
         s.destroy(err);
       });
       return;
