@@ -341,6 +341,17 @@ const closeArb: fc.Arbitrary<Req> = fc.constantFrom('/health', '/metrics', '/nop
   breaks: true, // the server answers it and closes: nothing after it is answered
 }));
 
+/** A tunnel request: this server is no proxy, so 501, and the connection closed. */
+const connectArb: fc.Arbitrary<Req> = fc
+  .constantFrom('example.com:443', '127.0.0.1:1', '[::1]:80')
+  .map((authority) => ({
+    kind: `CONNECT ${authority}`,
+    method: 'CONNECT',
+    bytes: Buffer.from(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`),
+    allowed: [501],
+    breaks: true,
+  }));
+
 /** How a request is shown in a counterexample: its kind and its bytes as text, shortened. */
 function shown(req: Req): Req {
   const text = req.bytes.toString('latin1');
@@ -365,6 +376,7 @@ const reqArb: fc.Arbitrary<Req> = fc
     { weight: 1, arbitrary: brokenArb },
     { weight: 1, arbitrary: closeArb },
     { weight: 1, arbitrary: noHostArb },
+    { weight: 1, arbitrary: connectArb },
   )
   .map(shown);
 
