@@ -220,6 +220,13 @@ export class NotFoundError extends OmniError {
   }
 }
 
+/** A request this server never serves, for any resource: a CONNECT (it is no proxy). */
+export class NotImplementedError extends OmniError {
+  constructor(message = 'not implemented by this server') {
+    super('OMNI_ERR_NOT_IMPLEMENTED', message);
+  }
+}
+
 /** The request is not valid HTTP or names no valid resource (framing, URL, header values). */
 export class BadRequestError extends OmniError {
   constructor(message = 'the request is malformed') {

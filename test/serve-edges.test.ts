@@ -135,3 +135,47 @@ describe('Expect: 100-continue', () => {
     },
   );
 });
+
+describe('CONNECT (this server is no proxy)', () => {
+  // Before: node:http, with no 'connect' listener, destroyed the socket: the client heard
+  // nothing at all (not even the answers owed before it), and nothing was counted.
+  it.each([
+    ['alone', ''],
+    // node hands over the connection on the CONNECT while the GET's answer is still to come.
+    ['behind a request not answered yet', 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n'],
+  ])(
+    '%s: answered 501 OMNI_ERR_NOT_IMPLEMENTED in JSON, in order, counted, then closed',
+    async (_name, before) => {
+      const g = await gated({ open: true });
+      const s = await served(g.lr);
+      const answer = await rawExchange(s.port, [
+        `${before}CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`,
+      ]);
+      const text = answer.body === '' ? answer.head : `${answer.head}\r\n\r\n${answer.body}`;
+      expect(text.match(/HTTP\/1\.1 \d{3} /g)).toEqual([
+        ...(before === '' ? [] : ['HTTP/1.1 200 ']),
+        'HTTP/1.1 501 ',
+      ]);
+      const last = text.slice(text.lastIndexOf('HTTP/1.1 '));
+      expect(last).toMatch(/\r\nConnection: close\r\n/i);
+      expect(JSON.parse(last.slice(last.indexOf('\r\n\r\n') + 4))).toMatchObject({
+        code: 'OMNI_ERR_NOT_IMPLEMENTED',
+      });
+      const metrics = (await s.metrics.scrape()).text;
+      expect(sample(metrics, 'omni_http_client_errors_total{detail="CONNECT"}')).toBe(1);
+    },
+  );
+
+  it('behind an answer that closes the connection: not answered, not counted (RFC 9112 9.6)', async () => {
+    const g = await gated({ open: true });
+    const s = await served(g.lr);
+    // A malformed URL is answered before its (empty) body is read: with Connection: close.
+    const answer = await rawExchange(s.port, [
+      'GET /% HTTP/1.1\r\nHost: x\r\n\r\nCONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+    ]);
+    expect(answer.head).toMatch(/^HTTP\/1\.1 400 [\s\S]*\r\nconnection: close(\r\n|$)/i);
+    expect(answer.body).not.toContain('HTTP/1.1');
+    const metrics = (await s.metrics.scrape()).text;
+    expect(sample(metrics, 'omni_http_client_errors_total{detail="CONNECT"}')).toBeUndefined();
+  });
+});

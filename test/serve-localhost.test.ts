@@ -80,7 +80,7 @@ function exchange(host: string, port: number, text: string): Promise<string> {
 
 describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
   it.each(['127.0.0.1', '::1'])(
-    'malformed HTTP and an unsupported Expect on %s: a JSON answer with its code',
+    'malformed HTTP, an unsupported Expect and a CONNECT on %s: a JSON answer with its code',
     async (host) => {
       const { s } = await start();
       const bad = await exchange(host, s.port, 'NOT-HTTP\r\n\r\n');
@@ -96,6 +96,11 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
       expect(expectation).toMatch(/^HTTP\/1\.1 417 /);
       expect(JSON.parse(expectation.slice(expectation.indexOf('\r\n\r\n') + 4))).toMatchObject({
         code: 'OMNI_ERR_EXPECTATION_FAILED',
+      });
+      const tunnel = await exchange(host, s.port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n');
+      expect(tunnel).toMatch(/^HTTP\/1\.1 501 /);
+      expect(JSON.parse(tunnel.slice(tunnel.indexOf('\r\n\r\n') + 4))).toMatchObject({
+        code: 'OMNI_ERR_NOT_IMPLEMENTED',
       });
     },
   );

@@ -90,4 +90,59 @@ describe('a connection that an answer closes', () => {
       /^HTTP\/1\.1 415 [\s\S]*\r\nconnection: close\r\n/i,
     );
   });
+
+  it('a request node cannot parse: bytes the client still sends do not reset it, the 400 is read', async () => {
+    const { s } = await shared();
+    const client = connect({ host: '127.0.0.1', port: s.port });
+    client.pause(); // this client reads only once it has sent its whole request
+    const serverSide = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
+    let failed: string | undefined;
+    client.on('error', (err: NodeJS.ErrnoException) => {
+      failed = err.code;
+    });
+    const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+    await new Promise<void>((resolve) => client.once('connect', () => resolve()));
+    const server = await serverSide;
+    client.write('POST /v1/linear HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n');
+    // Until the 400 went out (before: with the socket destroyed at once).
+    await until(() => server.destroyed || server.writableEnded, 'the server to answer');
+    const readBefore = server.bytesRead;
+    client.write('x'.repeat(490));
+    // Until the server read those bytes (it lingers) or they met its closed socket (before: a
+    // reset, which the next write hears as EPIPE before the client read the answer).
+    await until(
+      () => server.destroyed || server.bytesRead >= readBefore + 490,
+      'the server to close or read',
+    );
+    client.write('x'.repeat(500));
+    const chunks: Buffer[] = [];
+    client.on('data', (chunk: Buffer) => chunks.push(chunk));
+    client.resume();
+    await closed;
+    expect(failed).toBeUndefined();
+    const text = Buffer.concat(chunks).toString('latin1');
+    expect(text).toMatch(/^HTTP\/1\.1 400 [\s\S]*\r\nConnection: close\r\n/i);
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      code: 'OMNI_ERR_BAD_REQUEST',
+    });
+  });
+
+  it('a client that keeps its side open after a 400 for unparsable bytes is cut off by the server', async () => {
+    const { s } = await shared();
+    const serverSide = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
+    // allowHalfOpen: the client does not answer the server's FIN with its own, so only the
+    // linger's bound (linger.ts) closes the server's socket; without one this test times out.
+    const client = connect({ host: '127.0.0.1', port: s.port, allowHalfOpen: true });
+    client.on('error', () => {});
+    const chunks: Buffer[] = [];
+    client.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+    const server = await serverSide;
+    const serverClosed = new Promise<void>((resolve) => server.once('close', () => resolve()));
+    client.write('GARBAGE\r\n\r\n');
+    await ended;
+    await serverClosed;
+    client.destroy();
+    expect(Buffer.concat(chunks).toString('latin1')).toMatch(/^HTTP\/1\.1 400 /);
+  });
 });

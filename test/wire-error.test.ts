@@ -22,6 +22,7 @@ import {
   LibraryNotFoundError,
   NativeError,
   NotFoundError,
+  NotImplementedError,
   OmniError,
   PermitMovedError,
   PermitReleasedError,
@@ -61,6 +62,7 @@ const everyClass: Error[] = [
   new BodyTooLargeError(1024),
   new UnsupportedMediaTypeError(),
   new NotFoundError(),
+  new NotImplementedError(),
   new BadRequestError(),
 ];
 

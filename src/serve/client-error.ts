@@ -1,12 +1,13 @@
 /**
  * Answers for requests node:http cannot parse (bad framing, a non-hex chunk size, a truncated
- * body, oversized headers). These never reach a route, so they never reach a worker: the parser
- * fails, the socket is answered from here (after the answers of requests pipelined before the
- * bad one) and closed.
+ * body, oversized headers), an unsupported Expect and a CONNECT. These never reach a route, so
+ * they never reach a worker: the socket is answered from here (after the answers of requests
+ * pipelined before the bad one) and closed in stages (linger.ts).
  */
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { BadBodyError, BadRequestError, OmniError } from '../errors.js';
+import { BadBodyError, BadRequestError, NotImplementedError, OmniError } from '../errors.js';
+import { closeLingering } from './linger.js';
 import type { ServeMetrics } from './metrics.js';
 import { answerFor } from './status.js';
 
@@ -73,7 +74,12 @@ export function rememberResponse(req: IncomingMessage, res: ServerResponse): voi
 }
 
 function errorAnswer(code: string, message: string): { status: number; text: string } {
-  const answer = answerFor(errorFor(code, message));
+  return rawAnswer(errorFor(code, message));
+}
+
+/** A whole JSON answer that closes the connection, written on a socket node no longer answers on. */
+function rawAnswer(error: Error): { status: number; text: string } {
+  const answer = answerFor(error);
   const body = JSON.stringify(answer.body);
   return {
     status: answer.status,
@@ -106,6 +112,11 @@ export function clientErrorHandler(
       if (s.writable && s._httpMessage?.headersSent !== true) {
         s[ANSWERED_STATUS] = answer.status;
         s.write(answer.text);
+        // Not destroyed at once: bytes the client sent after the bad ones would still be unread,
+        // and closing over unread bytes resets the connection, which can make the client fail
+        // on its upload before it reads this answer. The linger is bounded (linger.ts).
+        closeLingering(s);
+        return;
       }
       s.destroy(err);
     };
@@ -123,7 +134,11 @@ export function clientErrorHandler(
       metrics.clientError(code);
       latest.once('close', () => {
         // Finished: the connection is in step, answer. Not finished: the client left.
-        if (latest.writableFinished && s.writable) s.write(errorAnswer(code, err.message).text);
+        if (latest.writableFinished && s.writable) {
+          s.write(errorAnswer(code, err.message).text);
+          closeLingering(s);
+          return;
+        }
         s.destroy(err);
       });
       return;
@@ -172,4 +187,46 @@ export function expectationHandler(
     });
     res.end(body);
   };
+}
+
+/**
+ * A server 'connect' listener: a CONNECT asks for a tunnel, and this server is no proxy. node
+ * hands such a connection over to 'connect' listeners, and with none destroys it unanswered.
+ * Answered 501 in JSON here, after the answers of requests pipelined before it, then closed in
+ * stages (linger.ts): what the client sends after it is not HTTP to parse.
+ */
+export function connectHandler(metrics: ServeMetrics): (req: IncomingMessage, socket: Socket) => void {
+  return (_req, socket) => {
+    const s = socket as ClientSocket;
+    const answer = (): void => {
+      if (!s.writable) {
+        s.destroy();
+        return;
+      }
+      s.write(
+        rawAnswer(new NotImplementedError('CONNECT is not supported: this server is not a proxy')).text,
+      );
+      closeLingering(s);
+    };
+    const latest = s[LATEST_RESPONSE];
+    const pending = latest !== undefined && !latest.destroyed && !latest.writableFinished;
+    // After an answer that closes the connection nothing is answered, nor counted (RFC 9112
+    // 9.6): node closes the connection after it, lingering.
+    if (latest?.writableFinished && closesConnection(latest)) return;
+    metrics.clientError('CONNECT');
+    if (!pending) {
+      answer();
+      return;
+    }
+    // Finished: the answers before it are out, answer. Not finished: the client left.
+    latest.once('close', () => {
+      if (!latest.writableFinished) s.destroy();
+      else if (!closesConnection(latest)) answer();
+    });
+  };
+}
+
+/** Whether node closes the connection after this answer (it said `Connection: close`). */
+function closesConnection(res: ServerResponse): boolean {
+  return (res as ServerResponse & { _last?: boolean })._last === true;
 }

@@ -3,6 +3,7 @@ export {
   BadRequestError,
   BodyTooLargeError,
   NotFoundError,
+  NotImplementedError,
   UnsupportedMediaTypeError,
 } from '../errors.js';
 export { type BodyEncoding, OCTET_STREAM, ROWS_HEADER } from './body.js';

@@ -14,14 +14,27 @@ export const LINGER_MS = 2_000;
 /** Makes node:http's close after a final answer (its `destroySoon`) a lingering one. */
 export function lingerOnClose(socket: Socket): void {
   socket.destroySoon = function lingeringClose(this: Socket): void {
-    if (this.writable) this.end();
-    if (this.writableFinished) linger(this);
-    else this.once('finish', () => linger(this));
+    closeLingering(this);
   };
+}
+
+/**
+ * Sends the server's FIN after what was written, then lingers as above. Also for answers
+ * node:http does not close itself (a request it could not parse, see client-error.ts).
+ */
+export function closeLingering(socket: Socket): void {
+  if (socket.writable) socket.end();
+  if (socket.writableFinished) linger(socket);
+  else socket.once('finish', () => linger(socket));
 }
 
 function linger(socket: Socket): void {
   if (socket.destroyed) return;
+  // The client closed its side first (a half-close after its request): nothing more to wait for.
+  if (socket.readableEnded) {
+    socket.destroy();
+    return;
+  }
   // No request after the close is parsed, let alone run: node's parser is fed by its own 'data'
   // listener, or reads the socket itself until any 'data' listener is added (node then hands
   // the socket back to 'data' events).

@@ -138,7 +138,7 @@ export class ServeMetrics {
     });
     this.#clientErrors = new Counter({
       name: 'omni_http_client_errors_total',
-      help: 'Connections closed for malformed HTTP (answered 400, 408 or 431), by parser code.',
+      help: 'Requests answered without reaching a route, then closed: malformed HTTP (400, 408 or 431, by parser code), an unsupported Expect (EXPECTATION_FAILED, 417), a CONNECT (CONNECT, 501).',
       labelNames: ['detail'],
       registers: [registry],
     });

@@ -4,7 +4,7 @@
  * Routes: POST /v1/linear (linear-route.ts), GET /health (health-route.ts), GET /metrics
  * (metrics-route.ts). Body limits, content parsing and their 413/400/415 come from fastify;
  * every error answer goes through the one status table (status.ts); requests node:http cannot
- * parse are answered by client-error.ts; a connection an answer ends closes in stages
+ * parse, and CONNECT, are answered by client-error.ts; a connection an answer ends closes in stages
  * (linger.ts); shutdown is drain.ts.
  *
  * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...).
@@ -20,6 +20,7 @@ import {
   ANSWERED_STATUS,
   type AnsweredSocket,
   clientErrorHandler,
+  connectHandler,
   expectationHandler,
   rememberResponse,
 } from './client-error.js';
@@ -157,7 +158,9 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   });
 
   const onExpectation = expectationHandler(metrics);
+  const onConnect = connectHandler(metrics);
   app.server.on('checkExpectation', onExpectation);
+  app.server.on('connect', onConnect);
   app.server.on('checkContinue', deferContinue);
   app.server.on('request', rememberResponse);
   app.server.on('connection', lingerOnClose);
@@ -259,6 +262,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     other.removeAllListeners('upgrade');
     other.on('clientError', clientErrors);
     other.on('checkExpectation', onExpectation);
+    other.on('connect', onConnect);
     other.on('checkContinue', deferContinue);
     other.on('request', rememberResponse);
     other.on('connection', lingerOnClose);
