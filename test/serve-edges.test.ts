@@ -5,6 +5,8 @@
  * whose close resolves nothing. The gated fixture worker holds calls; ordering is by its
  * control words, the runtime's report and the bytes heard on the wire, never by sleeps.
  */
+import type { IncomingMessage } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
@@ -165,6 +167,28 @@ describe('CONNECT (this server is no proxy)', () => {
       expect(sample(metrics, 'omni_http_client_errors_total{detail="CONNECT"}')).toBe(1);
     },
   );
+
+  // node takes its own 'error' listener off a connection it hands to 'connect' listeners: an
+  // error on it then (the client resetting it while an answer before the CONNECT is written, or
+  // while the close lingers) was an uncaught exception that ended the server's process.
+  it('the connection handed over keeps an error listener: an error on it closes it, never throws', async () => {
+    const g = await gated({ open: true });
+    const s = await served(g.lr);
+    const handedOver = new Promise<Socket>((resolve) => {
+      s.app.server.once('connect', (_req: IncomingMessage, socket: Socket) => resolve(socket));
+    });
+    const client = connect(s.port, '127.0.0.1');
+    client.on('error', () => {});
+    client.write('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    const socket = await handedOver;
+    try {
+      const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+      expect(() => socket.emit('error', reset)).not.toThrow();
+      expect(socket.destroyed).toBe(true);
+    } finally {
+      client.destroy();
+    }
+  });
 
   it('behind an answer that closes the connection: not answered, not counted (RFC 9112 9.6)', async () => {
     const g = await gated({ open: true });

@@ -198,6 +198,10 @@ export function expectationHandler(
 export function connectHandler(metrics: ServeMetrics): (req: IncomingMessage, socket: Socket) => void {
   return (_req, socket) => {
     const s = socket as ClientSocket;
+    // node takes its own 'error' listener off a connection it hands over: without one, a client
+    // that resets it (while an answer before the CONNECT is written, or while the close lingers)
+    // would be an uncaught exception, the end of the process.
+    s.on('error', () => s.destroy());
     const answer = (): void => {
       if (!s.writable) {
         s.destroy();
