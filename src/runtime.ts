@@ -31,7 +31,7 @@ import {
   type RuntimeOptions,
 } from './runtime/options.js';
 import { noOutcomes, type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
-import { idleThreads, startPool, teardown } from './runtime/pool.js';
+import { busyThreads, idleThreads, startPool, teardown } from './runtime/pool.js';
 import type { TaskReply } from './runtime/protocol.js';
 import { ReplacementWatch } from './runtime/replacement-watch.js';
 import { type RuntimeReport, type RuntimeState, runtimeReport } from './runtime/report.js';
@@ -343,12 +343,14 @@ export class Runtime {
   }
 
   report(): RuntimeReport {
+    const pool = this.#pool;
     return runtimeReport(
       this.#state,
       this.#admission.report(),
       this.#bounded,
-      this.#pool,
+      pool,
       this.#inflight,
+      pool ? busyThreads(pool) : 0,
       this.#outcomes,
     );
   }

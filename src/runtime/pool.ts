@@ -171,6 +171,20 @@ export function idleThreads(pool: Piscina): number {
 }
 
 /**
+ * Threads that are up and run a task now: with one task per thread, the calls running, less any
+ * ping. A call piscina has handed to a thread still starting (it offers queued calls to those)
+ * is not among them, nor is one its queueSize leaves out (it discounts the room of threads
+ * still starting).
+ */
+export function busyThreads(pool: Piscina): number {
+  let busy = 0;
+  for (const thread of upThreads.get(pool) ?? []) {
+    if (!thread.destroyed && thread.currentUsage > 0) busy++;
+  }
+  return busy;
+}
+
+/**
  * Follows the pool's threads from the first: piscina emits the first threads' 'workerCreate'
  * on the next microtask, so this must be attached in the turn the pool is made. Each event
  * carries a fresh view object, so a destroyed thread is dropped by its flag, not by identity.
