@@ -31,7 +31,7 @@ import {
   type RuntimeOptions,
 } from './runtime/options.js';
 import { noOutcomes, type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
-import { startPool, teardown } from './runtime/pool.js';
+import { busyThreads, idleThreads, startPool, teardown } from './runtime/pool.js';
 import type { TaskReply } from './runtime/protocol.js';
 import { ReplacementWatch } from './runtime/replacement-watch.js';
 import { type RuntimeReport, type RuntimeState, runtimeReport } from './runtime/report.js';
@@ -85,6 +85,8 @@ export class Runtime {
   readonly #defaultCall: CheckedRunOptions;
   #pool: Piscina | undefined;
   #inflight = 0;
+  /** Calls whose work has not ended, for a close timeout to abandon (see TaskOwner.live). */
+  readonly #live = new Set<PendingTask>();
   #closing: Promise<CloseResult> | undefined;
   /**
    * Ends close()'s wait early, for in-flight work or close hooks (armed by a close timeout);
@@ -123,6 +125,7 @@ export class Runtime {
       ended: () => {
         this.#inflight--;
       },
+      live: this.#live,
     };
   }
 
@@ -340,12 +343,14 @@ export class Runtime {
   }
 
   report(): RuntimeReport {
+    const pool = this.#pool;
     return runtimeReport(
       this.#state,
       this.#admission.report(),
       this.#bounded,
-      this.#pool,
+      pool,
       this.#inflight,
+      pool ? busyThreads(pool) : 0,
       this.#outcomes,
     );
   }
@@ -353,7 +358,8 @@ export class Runtime {
   /**
    * Stops admitting (run() rejects OMNI_ERR_UNAVAILABLE), lets in-flight and queued work
    * finish, then stops the threads. With `timeoutMs`, work still running then is abandoned:
-   * its threads are terminated and its capacity reclaimed. Termination cannot interrupt a
+   * its callers reject, its capacity is reclaimed, and its threads are terminated without their
+   * close hooks (the idle ones run theirs first, see #forced). Termination cannot interrupt a
    * native call: close() resolves once the threads have stopped, so a thread inside one holds
    * it until the call returns (test/runtime-close-native-call.test.ts). Every call returns the
    * same promise; a later call's timeout still applies when it ends the wait sooner (e.g. a
@@ -407,6 +413,29 @@ export class Runtime {
     }
   }
 
+  /**
+   * close()'s timeout passed with calls outstanding: they are abandoned now (callers reject,
+   * capacity comes back, a call still queued never runs). A thread running one is terminated
+   * without its close hook, since a native call cannot be interrupted; every thread idle now
+   * runs its hook first, bounded as a clean close bounds them: by startTimeoutMs, or cut short
+   * by a later close timeout (the spent one no longer applies). Idle threads are the ones
+   * piscina sees up and without a task; with one of them there is no call queued, so the
+   * teardown round reaches exactly them. A thread that ends its call while the round runs gets
+   * no turn.
+   */
+  async #forced(pool: Piscina): Promise<void> {
+    for (const task of [...this.#live]) task.abandon();
+    const idle = idleThreads(pool);
+    if (idle > 0) {
+      const cut = new Promise<void>((resolve) => {
+        this.#force = resolve;
+      });
+      this.#forceAt = Number.POSITIVE_INFINITY;
+      await teardown(pool, idle, this.#options.startTimeoutMs, cut);
+    }
+    await pool.destroy();
+  }
+
   async #shutdown(): Promise<CloseResult> {
     this.#state = 'draining';
     const drained = this.#admission.close().then(() => true);
@@ -435,7 +464,7 @@ export class Runtime {
       // buffers reachable for 30 s after close() resolved.
       await pool.destroy();
     } else if (!this.#abandoned) {
-      await pool.destroy();
+      await this.#forced(pool);
     } else {
       await this.#destroyed;
     }

@@ -185,7 +185,14 @@ describe('a call whose work ends without a reply', () => {
   // worker's finally had released the claim (the work itself ended).
   function pendingTask(admission: BoundedAdmission) {
     const outcomes = noOutcomes();
-    const owner = { admission, cancel: new CancelWords(1), outcomes, fail: () => {}, ended: () => {} };
+    const owner = {
+      admission,
+      cancel: new CancelWords(1),
+      outcomes,
+      fail: () => {},
+      ended: () => {},
+      live: new Set<PendingTask>(),
+    };
     const admitted = admission.tryAdmit(1);
     if (!admitted.ok) throw new Error('expected room');
     const claim = admitted.toClaim();

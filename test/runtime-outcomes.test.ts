@@ -5,10 +5,13 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RuntimeReport } from '../src/index.js';
-import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, control, gate, rejection, start } from './fixtures/runtime-harness.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { INVOKED, open, publish, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, control, gate, rejection, start, until } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
+
+const LATE_REPLACEMENT_WORKER = builtModuleUrl('test/fixtures/late-replacement-worker.js');
 
 function total(r: RuntimeReport): number {
   return r.completed + r.failed + r.aborted + r.deadline + r.refused + r.invalid + r.unavailable;
@@ -64,6 +67,38 @@ describe('running and queued', () => {
     expect(rt.report()).toMatchObject({ depth: 3, queued: 2, running: 1 });
     open(a);
     await Promise.all([running, ...queued]);
+    expect(rt.report()).toMatchObject({ depth: 0, queued: 0, running: 0 });
+  });
+
+  it("calls waiting for a lost thread's replacement, still in its init, count as queued", async () => {
+    // The fixture's third init (the replacement) waits for words[3]; words[0] counts inits.
+    const words = new Int32Array(new SharedArrayBuffer(16));
+    const rt = await start({
+      worker: LATE_REPLACEMENT_WORKER,
+      threads: 2,
+      admission: { requests: 4 },
+      workerData: { words: words.buffer },
+    });
+    const a = control();
+    const first = rt.run(gate(a, { value: 'a' }));
+    await waitFor(a, STARTED);
+    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    await until(() => Atomics.load(words, 0) === 3, 'the replacement to wait in its init');
+    const b = control();
+    const c = control();
+    const queued = [rt.run(gate(b, { value: 'b' })), rt.run(gate(c, { value: 'c' }))];
+    // Only A runs. (piscina's queueSize leaves out as many queued calls as threads are starting.)
+    expect(rt.report()).toMatchObject({ depth: 3, queued: 2, running: 1 });
+    open(a);
+    await expect(first).resolves.toBe('a');
+    // One of B and C runs on the freed thread; piscina has handed the other to the replacement,
+    // which is not up yet.
+    await Promise.race([waitFor(b, STARTED), waitFor(c, STARTED)]);
+    expect(rt.report()).toMatchObject({ depth: 2, queued: 1, running: 1 });
+    publish(words, 3, 1); // the replacement's init finishes
+    open(b);
+    open(c);
+    await expect(Promise.all(queued)).resolves.toEqual(['b', 'c']);
     expect(rt.report()).toMatchObject({ depth: 0, queued: 0, running: 0 });
   });
 });

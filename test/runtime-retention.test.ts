@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { LinearRuntime, Runtime, type RuntimeOptions } from '../src/index.js';
 import { serve } from '../src/serve/index.js';
-import { GATED_WORKER } from './fixtures/runtime-harness.js';
+import { newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { GATED_WORKER, gate } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { startGated } from './fixtures/serve-harness.js';
 
@@ -64,6 +65,23 @@ describe('a closed runtime', () => {
       register(gated.lr.runtime);
     });
     expect(collected).toBe(true);
+  });
+
+  it('one closed by its timeout, its idle thread given its close hook, can be collected', async () => {
+    const stuck = newControl();
+    try {
+      const collected = await collectedAfter(async (register) => {
+        const rt = await Runtime.start({ worker: GATED_WORKER, threads: 2, admission: { requests: 2 } });
+        const call = rt.run(gate(stuck, { sync: true })).catch(() => {});
+        await waitFor(stuck, STARTED);
+        await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: false, abandoned: 1 });
+        await call;
+        register(rt);
+      });
+      expect(collected).toBe(true);
+    } finally {
+      open(stuck);
+    }
   });
 
   it('a LinearRuntime on the native worker can be collected', async () => {

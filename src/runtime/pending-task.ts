@@ -1,6 +1,6 @@
 import { followAbort, unfollowAbort } from '../abort-signal.js';
 import type { BoundedAdmission, Claim } from '../admission/index.js';
-import { AbortError, DeadlineError } from '../errors.js';
+import { AbortError, DeadlineError, WorkerExitedError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { fromWire } from '../wire-error.js';
 import type { CancelWords } from './cancel-words.js';
@@ -33,6 +33,11 @@ export interface TaskOwner {
   fail(error: Error): void;
   /** The work behind a call has ended (whether or not its caller still waited). */
   ended(): void;
+  /**
+   * Every call dispatched whose work has not ended: what a close timeout abandons. A task is in
+   * it from construction until its work ends (or it is abandoned).
+   */
+  readonly live: Set<PendingTask>;
 }
 
 function fireDeadline(task: PendingTask): void {
@@ -67,6 +72,7 @@ export class PendingTask {
     this.#resolve = resolve;
     this.#reject = reject;
     this.#signal = signal;
+    owner.live.add(this);
     if (signal) followAbort(signal, this);
     // One plain setTimeout for any deadline up to ~24.8 days; longer ones re-arm in steps.
     if (deadlineMs !== undefined) this.#timer = setLongTimeout(fireDeadline, deadlineMs, this);
@@ -137,9 +143,27 @@ export class PendingTask {
     this.#reject(error);
   }
 
-  /** The work has ended. Returns true when this call, not the worker, gave the capacity back. */
+  /**
+   * close()'s timeout cut this call off: its caller rejects now and its capacity comes back,
+   * though a thread may still be running it (that thread is terminated next, a native call
+   * only once it returns). Asked to stop first: a call still queued is then skipped, never
+   * run, by a thread that takes it before the pool is gone. What piscina reports for it later
+   * finds the call over.
+   */
+  abandon(): void {
+    this.#askToStop();
+    this.#ended();
+    this.#failedWith(new WorkerExitedError("close()'s timeout abandoned the call before it ended"));
+  }
+
+  /**
+   * The work has ended (or was abandoned; then once only). Returns true when this call, not
+   * the worker, gave the capacity back.
+   */
   #ended(): boolean {
+    if (this.#workEnded) return false;
     this.#workEnded = true;
+    this.#owner.live.delete(this);
     const reclaimed = this.#owner.admission.reclaim(this.#claim);
     this.#detach();
     this.#owner.ended();

@@ -145,10 +145,63 @@ export async function teardown(
   return answered;
 }
 
+/**
+ * piscina's own view of one thread, as its 'workerCreate' event carries it (a live view: it
+ * reads the thread's state when read). Declared here: piscina does not export the type.
+ */
+interface ThreadView {
+  readonly currentUsage: number;
+  readonly destroyed: boolean;
+  readonly terminating: boolean;
+}
+
+/** Each pool's threads that have come up ('workerCreate'), less those found destroyed. */
+const upThreads = new WeakMap<Piscina, Set<ThreadView>>();
+
+/**
+ * Threads that are up and run no task now (a ping included). Counted from piscina's own task
+ * bookkeeping, which is what decides where the next task goes.
+ */
+export function idleThreads(pool: Piscina): number {
+  let idle = 0;
+  for (const thread of upThreads.get(pool) ?? []) {
+    if (!thread.destroyed && !thread.terminating && thread.currentUsage === 0) idle++;
+  }
+  return idle;
+}
+
+/**
+ * Threads that are up and run a task now: with one task per thread, the calls running, less any
+ * ping. A call piscina has handed to a thread still starting (it offers queued calls to those)
+ * is not among them, nor is one its queueSize leaves out (it discounts the room of threads
+ * still starting).
+ */
+export function busyThreads(pool: Piscina): number {
+  let busy = 0;
+  for (const thread of upThreads.get(pool) ?? []) {
+    if (!thread.destroyed && thread.currentUsage > 0) busy++;
+  }
+  return busy;
+}
+
+/**
+ * Follows the pool's threads from the first: piscina emits the first threads' 'workerCreate'
+ * on the next microtask, so this must be attached in the turn the pool is made. Each event
+ * carries a fresh view object, so a destroyed thread is dropped by its flag, not by identity.
+ */
+function trackThreads(pool: Piscina): void {
+  const up = new Set<ThreadView>();
+  upThreads.set(pool, up);
+  pool.on('workerCreate', (thread: ThreadView) => up.add(thread));
+  pool.on('workerDestroy', () => {
+    for (const thread of up) if (thread.destroyed) up.delete(thread);
+  });
+}
+
 /** The pool; a workerData that structured clone cannot post is the caller's mistake, coded. */
 function createPool(options: CheckedRuntimeOptions, entryData: EntryData): Piscina {
   try {
-    return new Piscina({
+    const pool = new Piscina({
       // A CommonJS shim: piscina's require() of entry.js itself could abort the process.
       filename: builtModuleUrl('workers/entry-shim.cjs'),
       minThreads: options.threads,
@@ -162,6 +215,8 @@ function createPool(options: CheckedRuntimeOptions, entryData: EntryData): Pisci
       workerData: entryData,
       recordTiming: true,
     });
+    trackThreads(pool);
+    return pool;
   } catch (err) {
     if ((err as Error)?.name !== 'DataCloneError') throw err;
     throw new InvalidArgumentError(

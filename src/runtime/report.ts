@@ -41,7 +41,6 @@ export interface RuntimeReport extends Outcomes {
  * `skipLibCheck: false` with `exactOptionalPropertyTypes` or `module: node16`.
  */
 export interface PoolCounts {
-  readonly queueSize: number;
   readonly histogram: {
     readonly waitTime: LatencySummary | undefined;
     readonly runTime: LatencySummary | undefined;
@@ -58,7 +57,10 @@ const summary = (h: LatencySummary | undefined): LatencySummary => ({
  * `bounded` false: the serial scheduler, whose admission is only a claim window, reports no
  * capacity and no refusals (its window counts a caller woken by close() as one; the runtime
  * counts that call `unavailable`). `inflight` counts dispatched calls not yet settled by their
- * worker.
+ * worker; `busy` the threads that are up and running a task. Every dispatched call is either
+ * running on such a thread or waiting for one (in piscina's queue, or handed to a thread still
+ * starting), and a thread runs one task at a time: `running` is the busy threads, at most the
+ * calls in flight (a close's teardown round also keeps threads busy), and the rest are queued.
  */
 export function runtimeReport(
   state: RuntimeState,
@@ -66,9 +68,10 @@ export function runtimeReport(
   bounded: boolean,
   pool: PoolCounts | undefined,
   inflight: number,
+  busy: number,
   outcomes: Outcomes,
 ): RuntimeReport {
-  const queued = pool?.queueSize ?? 0;
+  const running = Math.min(busy, inflight);
   return {
     state,
     depth: admission.depth,
@@ -78,8 +81,8 @@ export function runtimeReport(
     unitCapacity: admission.unitCapacity,
     waiting: admission.waiting,
     leaked: admission.leaked,
-    queued,
-    running: Math.max(0, inflight - queued),
+    queued: inflight - running,
+    running,
     ...outcomes,
     // Getters: piscina computes ~19 percentiles per histogram on every read (about 1 ms each
     // here), which callers polling depth or state must not pay.

@@ -9,8 +9,9 @@
  * too); (4) the runtime closes, which waits for work still running after its caller left (a 504
  * keeps its capacity until the work ends);
  * (5) the remaining connections and the HTTP server close. Steps 3 and 4 share one timeout:
- * work still running then is abandoned (the runtime terminates its threads and reclaims their
- * capacity). A second signal (expire()) also cuts the runtime's close hooks short.
+ * work still running then is abandoned (the runtime terminates the threads running it, without
+ * their close hooks, and reclaims its capacity; its idle threads run their close hooks first).
+ * A second signal (expire()) also cuts the runtime's close hooks short.
  *
  * Invariants: drain runs once (later calls get the same promise); `inflight` counts every
  * request from its arrival until its response closes (finished, or the socket went away).

@@ -1,0 +1,107 @@
+/**
+ * close({ timeoutMs }) once its timeout has passed with calls still running: the calls are
+ * abandoned at once, the threads running them are terminated without their close hooks (a
+ * native call cannot be interrupted), and every thread idle then runs its hook first, so a
+ * process that force-closes runtimes does not leak one native context per idle thread each
+ * time. Hooks are counted in shared memory by the close-count worker; the busy thread is held
+ * in a synchronous wait (as in a native call) that the test never opens before the close.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { seededWeights } from '../src/index.js';
+import type { NativeWorkerData } from '../src/linear/protocol.js';
+import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, control, gate, start } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+const CLOSE_COUNT_WORKER = builtModuleUrl('test/fixtures/close-count-worker.js');
+const NATIVE_GATED_WORKER = builtModuleUrl('test/fixtures/native-gated-worker.js');
+
+/** Two threads, one held in a call that will be abandoned, the other idle. */
+async function oneBusyOneIdle(
+  hooks: { closeGate?: boolean; closeHangs?: boolean } = {},
+  startTimeoutMs = 30_000,
+) {
+  const closed = control();
+  const rt = await start({
+    worker: CLOSE_COUNT_WORKER,
+    threads: 2,
+    startTimeoutMs,
+    admission: { requests: 2, units: 8 },
+    workerData: { closed: closed.buffer, ...hooks },
+  });
+  const stuck = control();
+  const call = codeOf(rt.run(gate(stuck, { sync: true }), { cost: 5 }));
+  await waitFor(stuck, STARTED);
+  expect(rt.report()).toMatchObject({ depth: 1, units: 5, running: 1 });
+  return { rt, closed, call };
+}
+
+describe('close({ timeoutMs }) cut short by its timeout', () => {
+  it("runs the idle thread's close hook, not the busy one's, and still abandons the call", async () => {
+    const { rt, closed, call } = await oneBusyOneIdle();
+    expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
+    // One hook: the idle thread's. The busy thread, held in its call, was terminated without.
+    expect(Atomics.load(closed, INVOKED)).toBe(1);
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, units: 0, leaked: 0, failed: 1 });
+  });
+
+  it('abandons the call at the timeout, not once the idle hooks have returned', async () => {
+    const { rt, closed, call } = await oneBusyOneIdle({ closeGate: true });
+    const closing = rt.close({ timeoutMs: 0 });
+    // The idle thread's hook is held at its gate (or, had it been skipped, close() is over).
+    await Promise.race([waitFor(closed, INVOKED), closing]);
+    expect(Atomics.load(closed, INVOKED)).toBe(1);
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    // Capacity is back once, at the abandonment, while the hook still runs.
+    expect(rt.report()).toMatchObject({ state: 'draining', depth: 0, units: 0, failed: 1 });
+    expect(Atomics.load(closed, STARTED)).toBe(0);
+    open(closed); // the hook returns
+    expect(await closing).toEqual({ clean: false, abandoned: 1 });
+    expect(Atomics.load(closed, STARTED)).toBe(1); // the hook returned before its thread stopped
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, units: 0, leaked: 0, failed: 1 });
+  });
+
+  it('a later close timeout cuts an idle hook that never returns short', async () => {
+    // startTimeoutMs out of reach: only the second timeout can end the hook's wait.
+    const { rt, closed, call } = await oneBusyOneIdle({ closeHangs: true }, 600_000);
+    const closing = rt.close({ timeoutMs: 0 });
+    await Promise.race([waitFor(closed, INVOKED), closing]);
+    expect(Atomics.load(closed, INVOKED)).toBe(1);
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(rt.close({ timeoutMs: 0 })).toBe(closing);
+    expect(await closing).toEqual({ clean: false, abandoned: 1 });
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, units: 0, leaked: 0 });
+  }, 20_000);
+
+  it('bounds an idle hook that never returns by startTimeoutMs, as a clean close does', async () => {
+    const { rt, closed, call } = await oneBusyOneIdle({ closeHangs: true }, 2_000);
+    const closing = rt.close({ timeoutMs: 0 });
+    await Promise.race([waitFor(closed, INVOKED), closing]);
+    expect(Atomics.load(closed, INVOKED)).toBe(1);
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await closing).toEqual({ clean: false, abandoned: 1 });
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, units: 0, leaked: 0 });
+  }, 20_000);
+
+  it("frees the idle thread's native context (the LinearRuntime worker's close hook)", async () => {
+    // The fixture's byte count is process-wide: the threads share the library with this one.
+    const faults = new FixtureFaults(loadNativeLibrary('fixture'));
+    const before = faults.liveBytes();
+    const data: NativeWorkerData = { backend: 'fixture', device: undefined, weights: seededWeights(64, 32) };
+    const rt = await start({ worker: NATIVE_GATED_WORKER, threads: 2, workerData: data });
+    // Two equal contexts (same weights, no call has used a workspace): one per thread.
+    const perThread = (faults.liveBytes() - before) / 2;
+    expect(perThread).toBeGreaterThan(0);
+    const stuck = control();
+    const call = codeOf(rt.run(gate(stuck, { sync: true })));
+    await waitFor(stuck, STARTED);
+    expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    // Only the busy thread's context is left behind: it was terminated without its hook.
+    expect(faults.liveBytes() - before).toBe(perThread);
+  });
+});
