@@ -1,0 +1,62 @@
+/**
+ * The README's "API at a glance" names every export of both entry points: a user reads the
+ * README, not the .d.ts, and an export added without a word there is one nobody finds. The
+ * export lists are read from the sources (index files are only export lists, by convention), so
+ * a new export fails this test until the README names it.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { packageRoot } from '../src/paths.js';
+
+const read = (path: string): string => readFileSync(join(packageRoot, path), 'utf8');
+
+/** The names an index file exports: its `export { ... }` lists and what its `export *` modules declare. */
+function exportedNames(indexPath: string): string[] {
+  const source = read(indexPath);
+  const names: string[] = [];
+  for (const [, list] of source.matchAll(/export\s+(?:type\s+)?\{([^}]*)\}/g)) {
+    for (const item of (list ?? '').split(',')) {
+      const name = item.trim().replace(/^type\s+/, '');
+      if (name !== '') names.push(name.split(/\s+as\s+/).at(-1) ?? name);
+    }
+  }
+  for (const [, from] of source.matchAll(/export\s+\*\s+from\s+'([^']+)'/g)) {
+    const module = join(indexPath, '..', (from ?? '').replace(/\.js$/, '.ts'));
+    for (const [, name] of read(module).matchAll(
+      /^export\s+(?:declare\s+)?(?:abstract\s+)?(?:class|function|const|let|type|interface|enum)\s+(\w+)/gm,
+    )) {
+      if (name !== undefined) names.push(name);
+    }
+  }
+  return [...new Set(names)];
+}
+
+/** The README's "API at a glance" section, up to the next heading of its level. */
+function apiSection(): string {
+  const readme = read('README.md');
+  const start = readme.indexOf('### API at a glance');
+  if (start < 0) return '';
+  const next = readme.indexOf('\n### ', start + 1);
+  return readme.slice(start, next < 0 ? undefined : next);
+}
+
+/** Inline code spans of the section, where a name must appear to count as documented. */
+function codeSpans(section: string): string[] {
+  return [...section.matchAll(/`([^`]+)`/g)].map(([, span]) => span ?? '');
+}
+
+describe('README: API at a glance', () => {
+  const spans = codeSpans(apiSection());
+  const named = (name: string): boolean => spans.some((span) => new RegExp(`\\b${name}\\b`).test(span));
+
+  it.each([
+    ['omni-runtime', 'src/index.ts'],
+    ['omni-runtime/serve', 'src/serve/index.ts'],
+  ])('names every export of %s', (_entry, indexPath) => {
+    const names = exportedNames(indexPath);
+    // The reader of the source lists must find something, or an empty list passes this test.
+    expect(names.length).toBeGreaterThan(10);
+    expect(names.filter((name) => !named(name))).toEqual([]);
+  });
+});
