@@ -14,7 +14,37 @@ export {
   type WorkerHandler,
   type WorkerOptions,
 } from './define-worker.js';
-export * from './errors.js';
+export {
+  AbiMismatchError,
+  AbortError,
+  BadBodyError,
+  BadRequestError,
+  BodyTooLargeError,
+  ClaimsExhaustedError,
+  ClosedError,
+  DeadlineError,
+  hasCode,
+  InvalidArgumentError,
+  InvalidBoundError,
+  InvalidClaimError,
+  InvalidCostError,
+  LibraryNotFoundError,
+  NativeError,
+  NotFoundError,
+  NotImplementedError,
+  OmniError,
+  PermitMovedError,
+  PermitReleasedError,
+  type RefusalReason,
+  type RefusalSnapshot,
+  RejectedError,
+  TaskFailedError,
+  TimeoutError,
+  TooLargeError,
+  UnavailableError,
+  UnsupportedMediaTypeError,
+  WorkerExitedError,
+} from './errors.js';
 export {
   type LinearRunOptions,
   LinearRuntime,
@@ -24,15 +54,20 @@ export {
 } from './linear/linear-runtime.js';
 export type { LinearWeights } from './linear/protocol.js';
 export {
+  type BackendChoice,
   type BackendName,
   type BackendPreference,
+  type LoadOptions,
   loadNativeLibrary,
   MAX_FEATURES,
   MAX_ROWS,
   NativeContext,
+  type NativeLibrary,
+  type NativeOpenOptions,
   type NativeStats,
   NativeStatus,
   resolveDevice,
+  type SelectOptions,
   selectBackend,
 } from './native/index.js';
 export type { RunOptions, RuntimeAdmissionOptions, RuntimeOptions } from './runtime/options.js';
