@@ -28,6 +28,15 @@ const fail = (what) => {
   failures++;
   console.log(`FAIL ${what}`);
 };
+// The check runs once, unattended: a call that throws (a CUDA error on one shape) is a FAIL line
+// for that step, and every later step still runs and reports.
+function attempt(what, step) {
+  try {
+    step();
+  } catch (err) {
+    fail(`${what}: ${err?.code ?? err?.name} ${err?.message ?? err}`);
+  }
+}
 
 const dryRun = process.argv.includes('--dry-run');
 // A library that cannot be loaded (missing, built for another driver or glibc, another ABI) is a
@@ -86,69 +95,74 @@ const PARITY = [
   ...(dryRun ? [] : [[513, 4096, 300]]),
 ];
 console.log('\nparity (ratio = worst |error| / tolerance, must be <= 1)');
-for (const [i, shape] of PARITY.entries()) {
-  const [rows, inF, outF] = shape;
-  const { x, w, b } = data(shape, 1000 + i);
-  cuda.uploadWeights(w, b, outF, inF);
-  fixture.uploadWeights(w, b, outF, inF);
-  const yc = cuda.linearGelu(x, rows);
-  const yf = fixture.linearGelu(x, rows);
-  const ref = referenceLinearGelu(x, rows, w, b, outF, inF);
-  const values = new Float64Array(rows * outF);
-  for (let r = 0; r < rows; r++)
-    for (let o = 0; o < outF; o++) {
-      let s = Math.abs(b[o]);
-      for (let k = 0; k < inF; k++) s += Math.abs(x[r * inF + k] * w[o * inF + k]);
-      values[r * outF + o] = s;
-    }
-  const absSum = { inPlus1: inF + 1, values };
-  const rc = worstRatio(yc, ref, absSum);
-  const rf = worstRatio(yf, ref, absSum);
-  let diff = 0;
-  for (let j = 0; j < yc.length; j++) diff = Math.max(diff, Math.abs(yc[j] - yf[j]));
-  const ok = rc <= 1 && rf <= 1 && yc.every(Number.isFinite);
-  console.log(
-    `${ok ? 'ok  ' : 'FAIL'} ${rows} x ${inF} -> ${outF}: cuda ${rc.toFixed(3)}, fixture ${rf.toFixed(3)}, max |cuda - fixture| ${diff.toExponential(2)}`,
-  );
-  if (!ok) fail(`parity ${shape}`);
-}
+for (const [i, shape] of PARITY.entries())
+  attempt(`parity ${shape}`, () => {
+    const [rows, inF, outF] = shape;
+    const { x, w, b } = data(shape, 1000 + i);
+    cuda.uploadWeights(w, b, outF, inF);
+    fixture.uploadWeights(w, b, outF, inF);
+    const yc = cuda.linearGelu(x, rows);
+    const yf = fixture.linearGelu(x, rows);
+    const ref = referenceLinearGelu(x, rows, w, b, outF, inF);
+    const values = new Float64Array(rows * outF);
+    for (let r = 0; r < rows; r++)
+      for (let o = 0; o < outF; o++) {
+        let s = Math.abs(b[o]);
+        for (let k = 0; k < inF; k++) s += Math.abs(x[r * inF + k] * w[o * inF + k]);
+        values[r * outF + o] = s;
+      }
+    const absSum = { inPlus1: inF + 1, values };
+    const rc = worstRatio(yc, ref, absSum);
+    const rf = worstRatio(yf, ref, absSum);
+    let diff = 0;
+    for (let j = 0; j < yc.length; j++) diff = Math.max(diff, Math.abs(yc[j] - yf[j]));
+    const ok = rc <= 1 && rf <= 1 && yc.every(Number.isFinite);
+    console.log(
+      `${ok ? 'ok  ' : 'FAIL'} ${rows} x ${inF} -> ${outF}: cuda ${rc.toFixed(3)}, fixture ${rf.toFixed(3)}, max |cuda - fixture| ${diff.toExponential(2)}`,
+    );
+    if (!ok) fail(`parity ${shape}`);
+  });
 
 // ---- 2. no residue on reused workspaces ------------------------------------------------------
 // A one-entry cache, so every other call below evicts: odd rounds run the 96-row call in a larger
 // workspace that just held 200 rows of noise; even rounds force it to be freed and re-created (a
 // call with other features takes the only slot in between).
-{
+attempt('no residue', () => {
   const shape = [96, 512, 384];
   const { x, w, b } = data(shape, 77);
   const other = data([96, 512, 100], 88);
   const single = NativeContext.open(cudaLib, { device, workspaceCount: 1 });
-  single.uploadWeights(w, b, shape[2], shape[1]);
-  const first = single.linearGelu(x, 96);
-  const noise = seededFloats(78, 96 * 512, 100);
-  let same = true;
-  for (let i = 0; i < 20; i++) {
-    single.linearGelu(noise, 96); // same workspace, other data
-    if (i % 2 === 0) {
-      single.linearGelu(seededFloats(79 + i, 200 * 512, 100), 200); // a 256-row workspace replaces it
-    } else {
-      single.uploadWeights(other.w, other.b, 100, 512);
-      single.linearGelu(other.x, 96); // other features: evicts; the next call re-creates
-      single.uploadWeights(w, b, shape[2], shape[1]);
+  try {
+    single.uploadWeights(w, b, shape[2], shape[1]);
+    const first = single.linearGelu(x, 96);
+    const noise = seededFloats(78, 96 * 512, 100);
+    let same = true;
+    for (let i = 0; i < 20; i++) {
+      single.linearGelu(noise, 96); // same workspace, other data
+      if (i % 2 === 0) {
+        single.linearGelu(seededFloats(79 + i, 200 * 512, 100), 200); // a 256-row workspace replaces it
+      } else {
+        single.uploadWeights(other.w, other.b, 100, 512);
+        single.linearGelu(other.x, 96); // other features: evicts; the next call re-creates
+        single.uploadWeights(w, b, shape[2], shape[1]);
+      }
+      const again = single.linearGelu(x, 96);
+      if (!Buffer.from(again.buffer).equals(Buffer.from(first.buffer))) same = false;
     }
-    const again = single.linearGelu(x, 96);
-    if (!Buffer.from(again.buffer).equals(Buffer.from(first.buffer))) same = false;
+    const s = single.stats();
+    console.log(
+      `\nno residue: ${same ? 'ok' : 'FAIL'} (evictions ${s.workspaceEvictions}, cached ${s.cachedWorkspaces})`,
+    );
+    if (!same) fail('repeated calls differ');
+    if (s.cachedWorkspaces > 1) fail('workspace count bound exceeded');
+    if (s.workspaceEvictions < 20) fail(`expected at least 20 evictions, saw ${s.workspaceEvictions}`);
+  } finally {
+    single.close();
   }
-  const s = single.stats();
-  console.log(
-    `\nno residue: ${same ? 'ok' : 'FAIL'} (evictions ${s.workspaceEvictions}, cached ${s.cachedWorkspaces})`,
-  );
-  if (!same) fail('repeated calls differ');
-  if (s.cachedWorkspaces > 1) fail('workspace count bound exceeded');
-  if (s.workspaceEvictions < 20) fail(`expected at least 20 evictions, saw ${s.workspaceEvictions}`);
-  single.close();
-  const bad = cudaLib.raw.omni_linear_gelu(null, x, x.length, 96, first, first.length);
+  const y = new Float32Array(96 * shape[2]);
+  const bad = cudaLib.raw.omni_linear_gelu(null, x, x.length, 96, y, y.length);
   if (bad !== NativeStatus.INVALID_ARGUMENT) fail(`raw call with a null context returned ${bad}`);
-}
+});
 
 // ---- 3. throughput ---------------------------------------------------------------------------
 function timeCalls(ctx, x, rows, out, minMs) {
@@ -175,19 +189,20 @@ for (const shape of [
         [1024, 1024, 1024],
         [4096, 4096, 4096],
       ]),
-]) {
-  const [rows, inF, outF] = shape;
-  const { x, w, b } = data(shape, 5);
-  const out = new Float32Array(rows * outF);
-  const ctxs = [cuda, fixture];
-  for (const c of ctxs) c.uploadWeights(w, b, outF, inF);
-  const msC = timeCalls(cuda, x, rows, out, dryRun ? 100 : 1000);
-  const msF = timeCalls(fixture, x, rows, out, dryRun ? 100 : 1000);
-  const gf = (ms) => ((2 * rows * inF * outF) / (ms * 1e6)).toFixed(1);
-  console.log(
-    `| ${rows} x ${inF} -> ${outF} | ${msC.toFixed(3)} | ${gf(msC)} | ${msF.toFixed(2)} | ${gf(msF)} | ${(msF / msC).toFixed(1)}x |`,
-  );
-}
+])
+  attempt(`throughput ${shape}`, () => {
+    const [rows, inF, outF] = shape;
+    const { x, w, b } = data(shape, 5);
+    const out = new Float32Array(rows * outF);
+    const ctxs = [cuda, fixture];
+    for (const c of ctxs) c.uploadWeights(w, b, outF, inF);
+    const msC = timeCalls(cuda, x, rows, out, dryRun ? 100 : 1000);
+    const msF = timeCalls(fixture, x, rows, out, dryRun ? 100 : 1000);
+    const gf = (ms) => ((2 * rows * inF * outF) / (ms * 1e6)).toFixed(1);
+    console.log(
+      `| ${rows} x ${inF} -> ${outF} | ${msC.toFixed(3)} | ${gf(msC)} | ${msF.toFixed(2)} | ${gf(msF)} | ${(msF / msC).toFixed(1)}x |`,
+    );
+  });
 
 // ---- 4. requests/s through the runtime ------------------------------------------------------
 // LinearRuntime (admission + piscina + the native worker, each thread with its own context) on
@@ -258,7 +273,7 @@ async function closedLoop(call, inFlight, ms) {
   }
 }
 
-console.log(`\ncuda stats: ${JSON.stringify(cuda.stats())}`);
+attempt('cuda stats', () => console.log(`\ncuda stats: ${JSON.stringify(cuda.stats())}`));
 cuda.close();
 fixture.close();
 console.log(failures === 0 ? '\ngpu-check: PASS' : `\ngpu-check: ${failures} check(s) FAILED`);

@@ -5,17 +5,18 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-gpu-check-load-');
 
-function dryRun(): Promise<{ code: number | null; stdout: string }> {
+function dryRun(nodeArgs: string[] = []): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [join(packageRoot, 'scripts', 'gpu-check.mjs'), '--dry-run'],
+      [...nodeArgs, join(packageRoot, 'scripts', 'gpu-check.mjs'), '--dry-run'],
       { cwd: packageRoot, env: { ...process.env, OMNI_BACKEND: '', OMNI_CUDA_DEVICE: '' }, timeout: 120_000 },
       (err, stdout) => resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout }),
     );
@@ -34,6 +35,25 @@ describe('gpu-check.mjs', () => {
     expect(lines.filter((l) => /^ok {3}\d+ x \d+ -> \d+:/.test(l)).length).toBeGreaterThanOrEqual(5);
     expect(lines.some((l) => l.startsWith('no residue: ok'))).toBe(true);
     expect(lines.some((l) => l.startsWith('| cuda (fixture stand-in) |'))).toBe(true);
+  });
+
+  // The check runs once, unattended: one call that fails must not hide the results of the others.
+  it('a call that throws mid-run is one FAIL line; the later checks still run and the verdict is printed', {
+    timeout: 150_000,
+  }, async () => {
+    const failing = join(packageRoot, 'dist', 'test', 'fixtures', 'gpu-check-failing-call.js');
+    const { code, stdout } = await dryRun(['--import', pathToFileURL(failing).href]);
+    const lines = stdout.trim().split('\n');
+    expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([
+      expect.stringMatching(/^FAIL parity 65,1023,129: OMNI_ERR_NATIVE /),
+    ]);
+    // Every other parity shape and every later section still reports.
+    expect(lines.filter((l) => /^ok {3}\d+ x \d+ -> \d+:/.test(l)).length).toBeGreaterThanOrEqual(5);
+    expect(lines.some((l) => l.startsWith('no residue: ok'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('| 64 x 1024 -> 1024 |'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('| fixture |'))).toBe(true);
+    expect(lines.at(-1)).toBe('gpu-check: 1 check(s) FAILED');
+    expect(code).toBe(1);
   });
 
   // The CUDA library built here may need a newer driver or glibc than the GPU machine has.

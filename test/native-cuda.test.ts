@@ -1,11 +1,13 @@
 import { existsSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildCuda, buildFixture, findNvcc } from '../scripts/build-native.mjs';
+import type { RawNativeApi, RawOpenOptions } from '../src/native/index.js';
 import {
   ABI_VERSION,
   defaultLibraryPath,
   FixtureFaults,
   loadNativeLibrary,
+  MAX_WORKSPACE_COUNT,
   NativeContext,
   NativeStatus,
   seededFloats,
@@ -41,6 +43,44 @@ describe.skipIf(!hasCudaLibrary)('CUDA backend', () => {
     expect(raw.omni_open(-1, null, [null])).toBe(NativeStatus.INVALID_ARGUMENT);
     expect(raw.omni_linear_gelu(null, null, 0, 1, null, 0)).toBe(NativeStatus.INVALID_ARGUMENT);
     expect(raw.omni_close(null)).toBe(NativeStatus.OK);
+  });
+
+  // The fixture's C is the reference for the checks C makes itself: the same bad input must get the
+  // same status from both libraries. Only those that need no device can run without a GPU.
+  it('refuses every bad input it can check without a device with the status the fixture gives', () => {
+    const backends = { cuda: loadNativeLibrary('cuda').raw, fixture: loadNativeLibrary('fixture').raw };
+    const opts = (o: Partial<RawOpenOptions>): RawOpenOptions => ({
+      workspace_count: 0,
+      reserved: 0,
+      workspace_bytes: 0,
+      ...o,
+    });
+    const f = new Float32Array(4);
+    const cases: [string, (raw: RawNativeApi, out: [unknown]) => number][] = [
+      ['open: out is NULL', (raw) => raw.omni_open(0, null, null as unknown as [null])],
+      ['open: negative device', (raw, out) => raw.omni_open(-1, null, out)],
+      ['open: reserved is not 0', (raw, out) => raw.omni_open(0, opts({ reserved: 1 }), out)],
+      [
+        'open: too many workspaces',
+        (raw, out) => raw.omni_open(0, opts({ workspace_count: MAX_WORKSPACE_COUNT + 1 }), out),
+      ],
+      ['upload_weights: NULL ctx', (raw) => raw.omni_upload_weights(null, f, 4, f, 2, 2, 2)],
+      ['linear_gelu: NULL ctx', (raw) => raw.omni_linear_gelu(null, f, 4, 2, f, 4)],
+      ['stats: NULL ctx', (raw) => raw.omni_stats(null, {})],
+      ['stats: NULL ctx and out', (raw) => raw.omni_stats(null, null)],
+      ['close: NULL (a no-op)', (raw) => raw.omni_close(null)],
+    ];
+    for (const [name, call] of cases) {
+      const got = Object.entries(backends).map(([backend, raw]) => ({ backend, status: call(raw, [null]) }));
+      const want = name.startsWith('close') ? NativeStatus.OK : NativeStatus.INVALID_ARGUMENT;
+      expect({ name, got }).toEqual({
+        name,
+        got: [
+          { backend: 'cuda', status: want },
+          { backend: 'fixture', status: want },
+        ],
+      });
+    }
   });
 
   it.skipIf(hasGpu)('without a GPU, opening device 0 is a NativeError naming the CUDA error', () => {
