@@ -8,7 +8,6 @@ import {
   ClosedError,
   DeadlineError,
   hasCode,
-  InvalidBoundError,
   type RefusalReason,
   RejectedError,
   TimeoutError,
@@ -107,10 +106,8 @@ export class Runtime {
 
   private constructor(options: CheckedRuntimeOptions) {
     this.#options = options;
+    // checkRuntimeOptions has checked the bound, its claim-slot limit included.
     const bounds = options.admission;
-    if (bounds && bounds.requests > SERIAL_WINDOW) {
-      throw new InvalidBoundError(`admission.requests may be at most ${SERIAL_WINDOW} for a runtime`);
-    }
     this.#bounded = bounds !== undefined;
     this.#waits = !bounds || bounds.wait === true;
     this.#admission = new BoundedAdmission(bounds ?? { requests: SERIAL_WINDOW });

@@ -77,6 +77,11 @@ describe('main', () => {
     // Here 'admission' is --out's value (a folder), not the subcommand.
     [['bench', '--out', 'admission', '-h'], BENCH_HELP],
     [['help', 'bench', '--out', 'admission'], BENCH_HELP],
+    // The help asked for stands before the `--`: it was handed on after the line's own `--`,
+    // where it is an argument ('bench: unknown subcommand or argument', exit 2).
+    [['-h', 'bench', '--', '--frob'], BENCH_HELP],
+    [['help', 'serve', '--'], SERVE_HELP],
+    [['--help', 'bench', 'admission', '--', 'x'], ADMISSION_HELP],
   ])('%j: the help of the command the line names, wherever -h stands', async (argv, help) => {
     expect(await run(argv)).toEqual({ code: 0, stdout: help });
   });

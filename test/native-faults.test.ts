@@ -93,13 +93,16 @@ describe('native fault injection (fixture)', () => {
     ctx.close();
   });
 
-  it('an output the host cannot allocate is OMNI_E_OUT_OF_MEMORY, not an uncoded RangeError', () => {
-    // Its own process, under a 3 GiB address-space limit (it uses about 1 GiB): the 4 GiB output
-    // cannot fit, whatever else the process holds.
+  // Its own process, under a 3 GiB address-space limit (it uses about 1 GiB): the 4 GiB output
+  // cannot fit, whatever else the process holds.
+  it.each([
+    ['linearGelu', 'context'],
+    ['referenceLinearGelu', 'reference'],
+  ])('an output %s cannot allocate is OMNI_E_OUT_OF_MEMORY, not an uncoded RangeError', (_what, which) => {
     const script = join(packageRoot, 'dist', 'test', 'fixtures', 'native-unallocatable-output.js');
     const stdout = execFileSync(
       'bash',
-      ['-c', 'ulimit -v 3145728 && exec "$0" "$1"', process.execPath, script],
+      ['-c', 'ulimit -v 3145728 && exec "$0" "$1" "$2"', process.execPath, script, which],
       { encoding: 'utf8', timeout: 60_000 },
     );
     expect(JSON.parse(stdout)).toEqual({

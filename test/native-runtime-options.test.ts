@@ -4,6 +4,7 @@
  * unchanged.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MAX_CLAIM_SLOTS } from '../src/admission/layout.js';
 import {
   LinearRuntime,
   type LinearRuntimeOptions,
@@ -85,6 +86,12 @@ describe('LinearRuntime.start option checks', () => {
     ['startTimeoutMs 0', { startTimeoutMs: 0 }, 'OMNI_ERR_INVALID_ARGUMENT'],
     ['admission null', { admission: null }, 'OMNI_ERR_INVALID_ARGUMENT'],
     ['admission.requests 0', { admission: { requests: 0 } }, 'OMNI_ERR_INVALID_BOUND'],
+    // A valid bound for a BoundedAdmission, but above the claim slots a runtime has.
+    [
+      'admission.requests above MAX_CLAIM_SLOTS',
+      { admission: { requests: MAX_CLAIM_SLOTS + 1 } },
+      'OMNI_ERR_INVALID_BOUND',
+    ],
   ])('%s is refused before the native library is loaded', async (_what, options, code) => {
     const err = await rejection(
       start({

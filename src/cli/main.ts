@@ -98,7 +98,8 @@ function help(args: readonly string[]): Promise<number> {
   }
   const topic = args[at]!;
   if (topic === 'bench' || topic === 'serve') {
-    return main([topic, ...args.slice(at + 1).filter((arg) => !isHelpFlag(arg)), '--help']);
+    // Right after the command, before any `--` the line holds: after it, it would be an argument.
+    return main([topic, '--help', ...args.slice(at + 1).filter((arg) => !isHelpFlag(arg))]);
   }
   throw new UsageError(`help takes a command (bench, serve), got '${topic}'`);
 }

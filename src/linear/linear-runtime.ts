@@ -1,5 +1,4 @@
 import { types } from 'node:util';
-import { checkBounds } from '../admission/bounds.js';
 import { describeValue, InvalidArgumentError, TooLargeError } from '../errors.js';
 import {
   type BackendName,
@@ -157,7 +156,6 @@ export class LinearRuntime {
     // context to probe it) and making seeded weights (up to 1 GiB). Runtime.start checks its
     // own options again.
     checkRuntimeOptions({ ...passed, worker });
-    if (admission !== undefined) checkBounds(admission);
     const checked = given === undefined ? undefined : checkWeights(given, inFeatures, outFeatures);
     const inF = checked?.inFeatures ?? checkFeatures('inFeatures', inFeatures ?? 256);
     const outF = checked?.outFeatures ?? checkFeatures('outFeatures', outFeatures ?? 256);

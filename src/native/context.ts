@@ -25,6 +25,7 @@ import { DEFAULT_WORKSPACE_BYTES, MAX_FEATURES, MAX_ROWS, MAX_WORKSPACE_COUNT, N
 import type { RawHandle } from './bindings.js';
 import { resolveDevice } from './device.js';
 import type { NativeLibrary } from './library.js';
+import { newOutput } from './output.js';
 import { check } from './status.js';
 import { lengthOf, requireFloat32Array, requireInteger, requireLength } from './validate.js';
 
@@ -43,21 +44,6 @@ export interface NativeOpenOptions {
 }
 
 const EMPTY = new Float32Array(0);
-
-/**
- * linearGelu's output (up to 4 GiB with a large workspace limit). A host that cannot give it is
- * OUT_OF_MEMORY, as C reports its own allocations, not V8's uncoded RangeError.
- */
-function newOutput(length: number): Float32Array {
-  try {
-    return new Float32Array(length);
-  } catch (err) {
-    throw new NativeError(
-      NativeStatus.OUT_OF_MEMORY,
-      `linearGelu: cannot allocate the ${length * Float32Array.BYTES_PER_ELEMENT}-byte output (${(err as Error).message})`,
-    );
-  }
-}
 
 export class NativeContext {
   readonly library: NativeLibrary;
@@ -167,7 +153,7 @@ export class NativeContext {
       // same whatever is cached, since no cached workspace exceeds the limit. The limits bound the
       // product by 2^34, so it is exact.
       if (rows * this.#rowScratch > this.#workspaceBytes) throw this.#overLimit(rows);
-      if (out === undefined) y = newOutput(rows * this.#outFeatures);
+      if (out === undefined) y = newOutput('linearGelu', rows * this.#outFeatures);
     }
     const status = this.library.raw.omni_linear_gelu(handle, x, lengthOf(x), rows, y, lengthOf(y));
     check(this.library, status, handle, 'omni_linear_gelu');

@@ -11,6 +11,7 @@ import type { RawFixtureApi } from './bindings.js';
 import type { NativeContext } from './context.js';
 import { kRawHandle } from './context.js';
 import type { NativeLibrary } from './library.js';
+import { newOutput } from './output.js';
 import { check } from './status.js';
 import { lengthOf, requireFloat32Array, requireInteger, requireLength } from './validate.js';
 
@@ -61,7 +62,7 @@ export class FixtureFaults {
    * The plain triple loop in C (no blocking, no context): numerical and speed baseline. A length
    * that does not match the shape is OMNI_ERR_INVALID_ARGUMENT; an `out` sharing bytes with x, w
    * or b is refused by C (OMNI_ERR_NATIVE, nativeCode INVALID_ARGUMENT), whichever views reach
-   * that memory.
+   * that memory; an output the host cannot allocate is nativeCode OUT_OF_MEMORY, as in linearGelu.
    */
   referenceLinearGelu(
     x: Float32Array,
@@ -84,7 +85,7 @@ export class FixtureFaults {
     requireLength('w', w, outFeatures * inFeatures);
     requireLength('b', b, outFeatures);
     if (out !== undefined) requireLength('out', requireFloat32Array('out', out), rows * outFeatures);
-    const y = out ?? new Float32Array(rows * outFeatures);
+    const y = out ?? newOutput('referenceLinearGelu', rows * outFeatures);
     const status = this.#raw.omni_fixture_reference_linear_gelu(
       x,
       lengthOf(x),

@@ -2,8 +2,10 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ResourceLimits } from 'node:worker_threads';
 import { isAbortSignal } from '../abort-signal.js';
+import { checkBounds } from '../admission/bounds.js';
 import type { AdmissionBounds } from '../admission/index.js';
-import { describeValue, InvalidArgumentError } from '../errors.js';
+import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
+import { describeValue, InvalidArgumentError, InvalidBoundError } from '../errors.js';
 
 export interface RuntimeAdmissionOptions extends AdmissionBounds {
   /** Queue FIFO for room (honouring the caller's signal and deadline) instead of refusing. */
@@ -159,7 +161,7 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   }
   if (admission?.wait !== undefined && typeof admission.wait !== 'boolean')
     bad('admission.wait must be a boolean');
-  return {
+  const checked: CheckedRuntimeOptions = {
     moduleUrl: moduleUrlOf(options.worker),
     workerData: options.workerData,
     threads: checkInteger('threads', options.threads ?? 1, 1, 256),
@@ -172,6 +174,16 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
     resourceLimits: checkResourceLimits(options.resourceLimits),
     startTimeoutMs: checkInteger('startTimeoutMs', options.startTimeoutMs ?? 30_000, 1, 2 ** 31 - 1),
   };
+  // The bound last, as the runtime's constructor checked it: here, so that a caller that checks
+  // its options before costly work (LinearRuntime.start, before loading a library and making
+  // weights) finds a bound above the runtime's claim slots then too, not in Runtime.start.
+  if (admission !== undefined) {
+    if (admission.requests > MAX_CLAIM_SLOTS) {
+      throw new InvalidBoundError(`admission.requests may be at most ${MAX_CLAIM_SLOTS} for a runtime`);
+    }
+    checkBounds(admission);
+  }
+  return checked;
 }
 
 export interface CloseOptions {
