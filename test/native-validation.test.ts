@@ -3,6 +3,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import type { NativeLibrary, NativeStats, RawNativeApi } from '../src/native/index.js';
 import {
+  DEFAULT_WORKSPACE_BYTES,
   FixtureFaults,
   kRawHandle,
   loadNativeLibrary,
@@ -362,6 +363,24 @@ describe('native validation (fixture)', () => {
       } finally {
         wide.close();
       }
+    });
+
+    it('C is given the very workspace limit the early check uses, never its own default', () => {
+      // With 0 ("C's default") C would enforce whatever default the library was built with,
+      // and the check made before allocating the output could disagree with it.
+      const given: number[] = [];
+      const spied: NativeLibrary = {
+        ...lib,
+        raw: {
+          ...raw,
+          omni_open: (...args: Parameters<RawNativeApi['omni_open']>) => {
+            given.push(Number(args[1]?.workspace_bytes));
+            return raw.omni_open(...args);
+          },
+        },
+      };
+      for (const options of [{}, { workspaceBytes: 4096 }]) NativeContext.open(spied, options).close();
+      expect(given).toEqual([DEFAULT_WORKSPACE_BYTES, 4096]);
     });
 
     it('a closed context refuses every call; close is idempotent', () => {

@@ -78,7 +78,9 @@ export class NativeContext {
     // undefined takes resolveDevice's default (process.env); null is refused there, not defaulted.
     const device = resolveDevice(options.device, options.env);
     const count = options.workspaceCount ?? 0;
-    const bytes = options.workspaceBytes ?? 0;
+    // The limit is always passed, never C's default (0): the check linearGelu makes before
+    // allocating its output must use the very limit C enforces, whatever the library was built with.
+    const bytes = options.workspaceBytes ?? DEFAULT_WORKSPACE_BYTES;
     if (options.workspaceCount !== undefined) requireInteger('workspaceCount', count, 1, MAX_WORKSPACE_COUNT);
     if (options.workspaceBytes !== undefined)
       requireInteger('workspaceBytes', bytes, 1, Number.MAX_SAFE_INTEGER);
@@ -89,7 +91,7 @@ export class NativeContext {
       out,
     );
     check(library, status, null, 'omni_open');
-    return new NativeContext(library, out[0], device, bytes === 0 ? DEFAULT_WORKSPACE_BYTES : bytes);
+    return new NativeContext(library, out[0], device, bytes);
   }
 
   get closed(): boolean {
