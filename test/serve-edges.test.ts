@@ -190,6 +190,45 @@ describe('CONNECT (this server is no proxy)', () => {
     }
   });
 
+  // node stops reading a connection it hands to 'connect' listeners: a client that left while
+  // a call before its CONNECT still ran was never heard, and the call ran on for nobody (a
+  // connection without a CONNECT aborts it: serve-pipelined).
+  it.each([
+    ['closes its side', (c: Socket) => c.end()],
+    ['destroys the connection', (c: Socket) => c.destroy()],
+  ])('behind a call still running, a client that %s aborts the call (499)', async (_name, leave) => {
+    const g = await gated();
+    const s = await served(g.lr);
+    const handedOver = new Promise<Socket>((resolve) => {
+      s.app.server.once('connect', (_req: IncomingMessage, socket: Socket) => resolve(socket));
+    });
+    const client = connect(s.port, '127.0.0.1');
+    client.on('error', () => {});
+    const body = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
+    client.write(
+      Buffer.concat([
+        Buffer.from(
+          'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+            `Content-Length: ${body.length}\r\n\r\n`,
+        ),
+        body,
+        Buffer.from('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'),
+      ]),
+    );
+    await g.reach(ENTERED, 1);
+    await handedOver;
+    leave(client);
+    await until(() => g.lr.report().aborted === 1, 'the call to hear the client leave');
+    g.open();
+    await until(() => g.lr.report().depth === 0, 'the work to end');
+    expect(g.lr.report()).toMatchObject({ aborted: 1, completed: 0 });
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, 'omni_http_inflight')).toBe(0);
+    expect(
+      sample(text, 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="499"}'),
+    ).toBe(1);
+  });
+
   it('behind an answer that closes the connection: not answered, not counted (RFC 9112 9.6)', async () => {
     const g = await gated({ open: true });
     const s = await served(g.lr);

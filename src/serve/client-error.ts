@@ -222,6 +222,13 @@ export function connectHandler(metrics: ServeMetrics): (req: IncomingMessage, so
       answer();
       return;
     }
+    // node stops reading a connection it hands over: a client that left now (its FIN) would go
+    // unheard, and the call still running before the CONNECT would run on for nobody. Read and
+    // drop what comes (a tunnel's bytes are not HTTP); the client's end is taken as its leaving,
+    // as node takes it on any other connection (README: a half-closing client).
+    s.on('data', () => {});
+    s.once('end', () => s.destroy());
+    s.resume();
     // Finished: the answers before it are out, answer. Not finished: the client left.
     latest.once('close', () => {
       if (!latest.writableFinished) s.destroy();
