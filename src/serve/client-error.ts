@@ -193,11 +193,17 @@ export function expectationHandler(
  * A server 'connect' listener: a CONNECT asks for a tunnel, and this server is no proxy. node
  * hands such a connection over to 'connect' listeners, and with none destroys it unanswered.
  * Answered 501 in JSON here, after the answers of requests pipelined before it, then closed in
- * stages (linger.ts): what the client sends after it is not HTTP to parse.
+ * stages (linger.ts): what the client sends after it is not HTTP to parse. `adopt` hands the
+ * connection to what closes connections at a drain (Drain.adopt), as node no longer does.
  */
-export function connectHandler(metrics: ServeMetrics): (req: IncomingMessage, socket: Socket) => void {
+export function connectHandler(
+  metrics: ServeMetrics,
+  adopt: (socket: Socket) => void,
+): (req: IncomingMessage, socket: Socket) => void {
   return (_req, socket) => {
     const s = socket as ClientSocket;
+    // node no longer tracks it: its server's closeAllConnections does not reach it.
+    adopt(s);
     // node takes its own 'error' listener off a connection it hands over: without one, a client
     // that resets it (while an answer before the CONNECT is written, or while the close lingers)
     // would be an uncaught exception, the end of the process.
