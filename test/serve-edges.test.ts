@@ -256,6 +256,27 @@ describe('CONNECT (this server is no proxy)', () => {
     await g.lr.close();
   });
 
+  // While the server drains every answer closes its connection, the answer of a call before a
+  // CONNECT too: the CONNECT was counted when it came, though never answered.
+  it('behind a call whose answer closes the connection (a drain): not answered, not counted', async () => {
+    const g = await gated();
+    const s = await served(g.lr);
+    const client = await callThenConnect(g, s);
+    let heard = '';
+    client.on('data', (chunk: Buffer) => {
+      heard += chunk.toString('latin1');
+    });
+    const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+    const drained = s.drain({ timeoutMs: 60_000 });
+    g.open();
+    await closed;
+    expect(heard.match(/HTTP\/1\.1 \d{3} /g)).toEqual(['HTTP/1.1 200 ']);
+    expect(heard).toMatch(/\r\nconnection: close\r\n/i);
+    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+    const metrics = (await s.metrics.scrape()).text;
+    expect(sample(metrics, 'omni_http_client_errors_total{detail="CONNECT"}')).toBeUndefined();
+  });
+
   it('behind an answer that closes the connection: not answered, not counted (RFC 9112 9.6)', async () => {
     const g = await gated({ open: true });
     const s = await served(g.lr);

@@ -223,8 +223,8 @@ export function connectHandler(
     // After an answer that closes the connection nothing is answered, nor counted (RFC 9112
     // 9.6): node closes the connection after it, lingering.
     if (latest?.writableFinished && closesConnection(latest)) return;
-    metrics.clientError('CONNECT');
     if (!pending) {
+      metrics.clientError('CONNECT');
       answer();
       return;
     }
@@ -235,10 +235,13 @@ export function connectHandler(
     s.on('data', () => {});
     s.once('end', () => s.destroy());
     s.resume();
-    // Finished: the answers before it are out, answer. Not finished: the client left.
+    // Finished: the answers before it are out, answer (unless the last one closed the
+    // connection, as every answer does while the server drains). Not finished: the client left.
     latest.once('close', () => {
-      if (!latest.writableFinished) s.destroy();
-      else if (!closesConnection(latest)) answer();
+      if (latest.writableFinished && closesConnection(latest)) return;
+      metrics.clientError('CONNECT');
+      if (latest.writableFinished) answer();
+      else s.destroy();
     });
   };
 }
