@@ -8,7 +8,8 @@
  * (3) requests already being answered run to their end (their answers close their connections
  * too); (4) the runtime closes, which waits for work still running after its caller left (a 504
  * keeps its capacity until the work ends);
- * (5) the remaining connections and the HTTP server close. Steps 3 and 4 share one timeout:
+ * (5) the remaining connections (those node handed to a CONNECT listener too, see adopt()) and
+ * the HTTP server close. Steps 3 and 4 share one timeout:
  * work still running then is abandoned (the runtime terminates the threads running it, without
  * their close hooks, and reclaims its capacity; its idle threads run their close hooks first).
  * A second signal (expire()) also cuts the runtime's close hooks short.
