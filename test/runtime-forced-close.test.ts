@@ -12,7 +12,7 @@ import type { NativeWorkerData } from '../src/linear/protocol.js';
 import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, control, gate, start } from './fixtures/runtime-harness.js';
+import { cleanup, codeOf, control, gate, rejection, start } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
 
@@ -103,5 +103,28 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     // Only the busy thread's context is left behind: it was terminated without its hook.
     expect(faults.liveBytes() - before).toBe(perThread);
+  });
+});
+
+describe('close({ timeoutMs }) and a call that never reached a worker', () => {
+  // PendingTask joined the calls a close timeout abandons before it followed the caller's
+  // signal: a signal that could not be followed ended the call then (rejected, capacity back),
+  // yet left it among them, and the close timeout ended it a second time.
+  it('a call whose signal could not be followed is not abandoned again', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const stuck = control();
+    const held = codeOf(rt.run(gate(stuck, { sync: true })));
+    await waitFor(stuck, STARTED);
+    const signal = new AbortController().signal;
+    const refusal = new Error('this signal takes no listener');
+    signal.addEventListener = () => {
+      throw refusal;
+    };
+    expect(await rejection(rt.run(gate(control()), { signal }))).toBe(refusal);
+    expect(rt.report()).toMatchObject({ depth: 1, failed: 1, running: 1, queued: 0 });
+    expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
+    expect(await held).toBe('OMNI_ERR_WORKER_EXITED');
+    // One failure each: the calls made still add up.
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, failed: 2, running: 0, queued: 0 });
   });
 });

@@ -138,6 +138,29 @@ describe('Expect: 100-continue', () => {
   );
 });
 
+/** A call the gate holds, then a CONNECT on its connection; resolves once node handed it over. */
+async function callThenConnect(g: Gated, s: ServeHandle): Promise<Socket> {
+  const handedOver = new Promise<void>((resolve) => {
+    s.app.server.once('connect', () => resolve());
+  });
+  const client = connect(s.port, '127.0.0.1');
+  client.on('error', () => {});
+  const body = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
+  client.write(
+    Buffer.concat([
+      Buffer.from(
+        'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+          `Content-Length: ${body.length}\r\n\r\n`,
+      ),
+      body,
+      Buffer.from('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'),
+    ]),
+  );
+  await g.reach(ENTERED, 1);
+  await handedOver;
+  return client;
+}
+
 describe('CONNECT (this server is no proxy)', () => {
   // Before: node:http, with no 'connect' listener, destroyed the socket: the client heard
   // nothing at all (not even the answers owed before it), and nothing was counted.
@@ -188,6 +211,70 @@ describe('CONNECT (this server is no proxy)', () => {
     } finally {
       client.destroy();
     }
+  });
+
+  // node stops reading a connection it hands to 'connect' listeners: a client that left while
+  // a call before its CONNECT still ran was never heard, and the call ran on for nobody (a
+  // connection without a CONNECT aborts it: serve-pipelined).
+  it.each([
+    ['closes its side', (c: Socket) => c.end()],
+    ['destroys the connection', (c: Socket) => c.destroy()],
+  ])('behind a call still running, a client that %s aborts the call (499)', async (_name, leave) => {
+    const g = await gated();
+    const s = await served(g.lr);
+    const client = await callThenConnect(g, s);
+    leave(client);
+    await until(() => g.lr.report().aborted === 1, 'the call to hear the client leave');
+    g.open();
+    await until(() => g.lr.report().depth === 0, 'the work to end');
+    expect(g.lr.report()).toMatchObject({ aborted: 1, completed: 0 });
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, 'omni_http_inflight')).toBe(0);
+    expect(
+      sample(text, 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="499"}'),
+    ).toBe(1);
+  });
+
+  // node stops tracking a connection it hands over: the drain's closeAllConnections missed it,
+  // and the HTTP server's close then waited for it as long as the call before the CONNECT ran
+  // (forever, for a runtime the drain does not close) or its close lingered.
+  it('the drain closes a connection handed over, as it closes the others', async () => {
+    const g = await gated();
+    const s = await served(g.lr, { closeRuntime: false });
+    const client = await callThenConnect(g, s);
+    try {
+      // The gate stays shut until the drain is over: only the drain can close the connection.
+      expect(await s.drain({ timeoutMs: 1 })).toEqual({ clean: false, abandonedRequests: 1 });
+    } finally {
+      client.destroy();
+    }
+    // The connection's 'close' may trail the server's: the call hears it, and is aborted.
+    await until(() => g.lr.report().aborted === 1, 'the call to hear its connection close');
+    g.open();
+    await until(() => g.lr.report().depth === 0, 'the work to end');
+    expect(g.lr.report()).toMatchObject({ aborted: 1, completed: 0 });
+    await g.lr.close();
+  });
+
+  // While the server drains every answer closes its connection, the answer of a call before a
+  // CONNECT too: the CONNECT was counted when it came, though never answered.
+  it('behind a call whose answer closes the connection (a drain): not answered, not counted', async () => {
+    const g = await gated();
+    const s = await served(g.lr);
+    const client = await callThenConnect(g, s);
+    let heard = '';
+    client.on('data', (chunk: Buffer) => {
+      heard += chunk.toString('latin1');
+    });
+    const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+    const drained = s.drain({ timeoutMs: 60_000 });
+    g.open();
+    await closed;
+    expect(heard.match(/HTTP\/1\.1 \d{3} /g)).toEqual(['HTTP/1.1 200 ']);
+    expect(heard).toMatch(/\r\nconnection: close\r\n/i);
+    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+    const metrics = (await s.metrics.scrape()).text;
+    expect(sample(metrics, 'omni_http_client_errors_total{detail="CONNECT"}')).toBeUndefined();
   });
 
   it('behind an answer that closes the connection: not answered, not counted (RFC 9112 9.6)', async () => {

@@ -72,10 +72,12 @@ export class PendingTask {
     this.#resolve = resolve;
     this.#reject = reject;
     this.#signal = signal;
-    owner.live.add(this);
     if (signal) followAbort(signal, this);
     // One plain setTimeout for any deadline up to ~24.8 days; longer ones re-arm in steps.
     if (deadlineMs !== undefined) this.#timer = setLongTimeout(fireDeadline, deadlineMs, this);
+    // Last: a constructor that throws (a signal that takes no listener) leaves no task, and the
+    // dispatch ends the call itself; one left in `live` would be ended again by a close timeout.
+    owner.live.add(this);
   }
 
   /** Follows the piscina promise of the dispatched envelope. */

@@ -193,11 +193,17 @@ export function expectationHandler(
  * A server 'connect' listener: a CONNECT asks for a tunnel, and this server is no proxy. node
  * hands such a connection over to 'connect' listeners, and with none destroys it unanswered.
  * Answered 501 in JSON here, after the answers of requests pipelined before it, then closed in
- * stages (linger.ts): what the client sends after it is not HTTP to parse.
+ * stages (linger.ts): what the client sends after it is not HTTP to parse. `adopt` hands the
+ * connection to what closes connections at a drain (Drain.adopt), as node no longer does.
  */
-export function connectHandler(metrics: ServeMetrics): (req: IncomingMessage, socket: Socket) => void {
+export function connectHandler(
+  metrics: ServeMetrics,
+  adopt: (socket: Socket) => void,
+): (req: IncomingMessage, socket: Socket) => void {
   return (_req, socket) => {
     const s = socket as ClientSocket;
+    // node no longer tracks it: its server's closeAllConnections does not reach it.
+    adopt(s);
     // node takes its own 'error' listener off a connection it hands over: without one, a client
     // that resets it (while an answer before the CONNECT is written, or while the close lingers)
     // would be an uncaught exception, the end of the process.
@@ -217,15 +223,25 @@ export function connectHandler(metrics: ServeMetrics): (req: IncomingMessage, so
     // After an answer that closes the connection nothing is answered, nor counted (RFC 9112
     // 9.6): node closes the connection after it, lingering.
     if (latest?.writableFinished && closesConnection(latest)) return;
-    metrics.clientError('CONNECT');
     if (!pending) {
+      metrics.clientError('CONNECT');
       answer();
       return;
     }
-    // Finished: the answers before it are out, answer. Not finished: the client left.
+    // node stops reading a connection it hands over: a client that left now (its FIN) would go
+    // unheard, and the call still running before the CONNECT would run on for nobody. Read and
+    // drop what comes (a tunnel's bytes are not HTTP); the client's end is taken as its leaving,
+    // as node takes it on any other connection (README: a half-closing client).
+    s.on('data', () => {});
+    s.once('end', () => s.destroy());
+    s.resume();
+    // Finished: the answers before it are out, answer (unless the last one closed the
+    // connection, as every answer does while the server drains). Not finished: the client left.
     latest.once('close', () => {
-      if (!latest.writableFinished) s.destroy();
-      else if (!closesConnection(latest)) answer();
+      if (latest.writableFinished && closesConnection(latest)) return;
+      metrics.clientError('CONNECT');
+      if (latest.writableFinished) answer();
+      else s.destroy();
     });
   };
 }

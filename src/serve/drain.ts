@@ -8,7 +8,8 @@
  * (3) requests already being answered run to their end (their answers close their connections
  * too); (4) the runtime closes, which waits for work still running after its caller left (a 504
  * keeps its capacity until the work ends);
- * (5) the remaining connections and the HTTP server close. Steps 3 and 4 share one timeout:
+ * (5) the remaining connections (those node handed to a CONNECT listener too, see adopt()) and
+ * the HTTP server close. Steps 3 and 4 share one timeout:
  * work still running then is abandoned (the runtime terminates the threads running it, without
  * their close hooks, and reclaims its capacity; its idle threads run their close hooks first).
  * A second signal (expire()) also cuts the runtime's close hooks short.
@@ -18,7 +19,7 @@
  * Throws: nothing; the returned result says whether everything ended within the timeout.
  */
 import type { ServerResponse } from 'node:http';
-import { Server as NetServer } from 'node:net';
+import { Server as NetServer, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { listeningServers } from './listeners.js';
@@ -45,6 +46,8 @@ export class Drain {
   #expire: (() => void) | undefined;
   #closingRuntime = false;
   #result: Promise<DrainResult> | undefined;
+  /** Connections node:http handed over (a CONNECT's), which closeAllConnections no longer reaches. */
+  readonly #handedOver = new Set<Socket>();
 
   /** `runtime` is closed by the drain when given (the server owns it). */
   constructor(runtime: Closable | undefined) {
@@ -66,6 +69,16 @@ export class Drain {
       this.#inflight--;
       if (this.#inflight === 0) this.#wake?.();
     });
+  }
+
+  /**
+   * A connection node:http no longer tracks (it handed it to a 'connect' listener): step 5
+   * closes it with the others, or the HTTP server's close would wait for it, as long as a call
+   * before its CONNECT runs or its close lingers.
+   */
+  adopt(socket: Socket): void {
+    this.#handedOver.add(socket);
+    socket.once('close', () => this.#handedOver.delete(socket));
   }
 
   /**
@@ -130,6 +143,7 @@ export class Drain {
       );
     }
     for (const server of servers) server.closeAllConnections();
+    for (const socket of this.#handedOver) socket.destroy();
     await app.close();
     this.#state = 'closed';
     return { clean: requestsDone && runtimeDone, abandonedRequests };

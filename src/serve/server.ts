@@ -158,7 +158,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   });
 
   const onExpectation = expectationHandler(metrics);
-  const onConnect = connectHandler(metrics);
+  const onConnect = connectHandler(metrics, (socket) => drain.adopt(socket));
   app.server.on('checkExpectation', onExpectation);
   app.server.on('connect', onConnect);
   app.server.on('checkContinue', deferContinue);
