@@ -5,12 +5,15 @@
  * is abandoned, so queued calls reject instead of waiting forever. startTimeoutMs is the
  * behaviour under test here.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, start, until } from './fixtures/runtime-harness.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  vi.useRealTimers(); // a test that failed on the fake clock must not leave cleanup on it
+  await cleanup();
+});
 
 const FAILS_WORKER = builtModuleUrl('test/fixtures/replacement-fails-worker.js');
 
@@ -28,12 +31,22 @@ function twoThreads(then: 'exit' | 'hang', loads = new SharedArrayBuffer(8), sta
 
 describe('replacements that fail in init', () => {
   it('one that exits there is no lost serving thread: the other thread keeps its call', async () => {
-    const rt = await twoThreads('exit');
+    // Out of reach of the start (a real 2 s failed start() on a loaded machine); the
+    // replacement's own timeout runs on a fake clock, made due once the replacement has exited.
+    const loads = new SharedArrayBuffer(8);
+    const rt = await twoThreads('exit', loads, 600_000);
     const c = control();
     const running = rt.run(gate(c, { value: 'kept' }));
     await waitFor(c, STARTED);
-    // The idle thread takes it and dies; its replacement exits in init.
-    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      // The idle thread takes it and dies; its replacement exits in init.
+      expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+      await waitFor(new Int32Array(loads), 0, 3);
+      vi.advanceTimersByTime(600_000);
+    } finally {
+      vi.useRealTimers();
+    }
     await until(() => rt.state === 'failed', 'the runtime to fail');
     open(c);
     await expect(running).resolves.toBe('kept');

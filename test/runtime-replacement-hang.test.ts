@@ -6,36 +6,58 @@
  * holding every call queued forever.
  */
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { builtModuleUrl, packageRoot } from '../src/paths.js';
 import { runNode } from './fixtures/cli-process.js';
-import { INVOKED, newControl } from './fixtures/runtime-control.js';
+import { INVOKED, newControl, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, rejection, start, until } from './fixtures/runtime-harness.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  vi.useRealTimers(); // a test that failed on the fake clock must not leave cleanup on it
+  await cleanup();
+});
 
 const HANG_INIT_WORKER = builtModuleUrl('test/fixtures/runtime-hang-init-worker.js');
 
-/** A runtime whose `hangAt`-th thread to run init hangs there; one thread then exits. */
+/** Out of reach of any start: the replacement's own is made due on a fake clock. */
+const START_TIMEOUT_MS = 600_000;
+
+/**
+ * A runtime whose `hangAt`-th thread to run init hangs there; one thread then exits. Returns
+ * with setTimeout faked, so the replacement's startTimeoutMs (armed when the thread is lost)
+ * passes only when the test says: with a real 2 s one, a loaded machine that took that long to
+ * start the first threads failed start() itself.
+ */
 async function lostThread(threads: number) {
   const control = newControl();
   const rt = await start({
     worker: HANG_INIT_WORKER,
     threads,
     admission: { requests: 4 },
-    startTimeoutMs: 2_000,
+    startTimeoutMs: START_TIMEOUT_MS,
     workerData: { control: control.buffer, hangAt: threads + 1 },
   });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
   expect(await codeOf(rt.run({ exit: true }))).toBe('OMNI_ERR_WORKER_EXITED');
   // The replacement has begun its init (the one that never finishes).
-  await until(() => Atomics.load(control, INVOKED) === threads + 1, 'the replacement to run init');
+  await waitFor(control, INVOKED, threads + 1);
   return rt;
+}
+
+/** The replacement's startTimeoutMs passes; back to the real clock. */
+function replacementTimesOut(): void {
+  try {
+    vi.advanceTimersByTime(START_TIMEOUT_MS);
+  } finally {
+    vi.useRealTimers();
+  }
 }
 
 describe('a replacement thread whose init never finishes', () => {
   it('one thread: the runtime fails and the calls queued for it are given back', async () => {
     const rt = await lostThread(1);
     const queued = rejection(rt.run({}));
+    replacementTimesOut();
     await until(() => rt.state === 'failed', 'the runtime to fail');
     expect(rt.failure).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
     expect((await queued).code).toBe('OMNI_ERR_WORKER_EXITED');
@@ -45,6 +67,7 @@ describe('a replacement thread whose init never finishes', () => {
 
   it('two threads: the runtime fails instead of serving a thread short, and still closes', async () => {
     const rt = await lostThread(2);
+    replacementTimesOut();
     await until(() => rt.state === 'failed', 'the runtime to fail');
     expect(rt.failure).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
     expect(await codeOf(rt.run({}))).toBe('OMNI_ERR_UNAVAILABLE');

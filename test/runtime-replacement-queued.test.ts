@@ -4,14 +4,19 @@
  * replacement never comes up, the ReplacementWatch fails the runtime; the call must still end,
  * and close() still drain, though another thread serves.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, start, until } from './fixtures/runtime-harness.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  vi.useRealTimers(); // a test that failed on the fake clock must not leave cleanup on it
+  await cleanup();
+});
 
 const FAILS_WORKER = builtModuleUrl('test/fixtures/replacement-fails-worker.js');
+/** Out of reach of any start: the replacement's own is made due on a fake clock. */
+const START_TIMEOUT_MS = 600_000;
 
 describe('a call queued behind a replacement that never comes up', () => {
   it('ends, and close() drains, while the other thread still serves', async () => {
@@ -22,18 +27,27 @@ describe('a call queued behind a replacement that never comes up', () => {
       workerData: { loads, ok: 2, then },
       threads: 2,
       admission: { requests: 4 },
-      startTimeoutMs: 2_000,
+      // Out of reach of the first threads' start: a real 2 s failed start() on a loaded machine.
+      startTimeoutMs: START_TIMEOUT_MS,
     });
     const c = control();
     const running = rt.run(gate(c, { value: 'kept' }));
     await waitFor(c, STARTED);
-    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
-    await until(() => Atomics.load(new Int32Array(loads), 0) === 3, 'the replacement to hang in init');
-    // No thread free: queued in piscina. When the serving thread frees, piscina offers it to
-    // the replacement first (a thread not yet up has no call).
-    const queued = codeOf(rt.run({ mode: 'echo', value: 1 }));
-    open(c);
-    await expect(running).resolves.toBe('kept');
+    // The replacement's timeout, armed when the thread is lost, runs on a fake clock.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let queued: Promise<string | undefined>;
+    try {
+      expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+      await waitFor(new Int32Array(loads), 0, 3); // the replacement hangs in init
+      // No thread free: queued in piscina. When the serving thread frees, piscina offers it to
+      // the replacement first (a thread not yet up has no call).
+      queued = codeOf(rt.run({ mode: 'echo', value: 1 }));
+      open(c);
+      await expect(running).resolves.toBe('kept');
+      vi.advanceTimersByTime(START_TIMEOUT_MS);
+    } finally {
+      vi.useRealTimers();
+    }
     await until(() => rt.state === 'failed', 'the runtime to fail');
     expect(await queued).toBe('OMNI_ERR_WORKER_EXITED');
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });

@@ -4,7 +4,7 @@
  * in-flight work before stopping, or, with timeoutMs, terminates stuck work and still
  * returns its capacity. The other concepts: runtime-{cancel,admission,failures,transfer}.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { defineWorker, Runtime, type RuntimeOptions } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
@@ -19,7 +19,10 @@ import {
   turns,
 } from './fixtures/runtime-harness.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  vi.useRealTimers(); // a test that failed on the fake clock must not leave cleanup on it
+  await cleanup();
+});
 
 const INIT_WORKER = builtModuleUrl('test/fixtures/runtime-init-worker.js');
 const TORN_RELEASE_WORKER = builtModuleUrl('test/fixtures/torn-release-worker.js');
@@ -108,10 +111,20 @@ describe('Runtime.start', () => {
   });
 
   it('close() still stops the threads when a close hook never returns (after startTimeoutMs)', async () => {
-    // 2 s bounds the close hooks, and start must fit in it too.
-    const { closed, rt } = await withHangingCloseHooks(2_000);
-    await rt.close();
-    expect(Atomics.load(closed, INVOKED)).toBe(2); // both hooks ran, and neither returned
+    // startTimeoutMs bounds the close hooks on a fake clock, made due once both hooks run: a real
+    // 2 s one bounded start() too, which a loaded machine did not fit in.
+    const { closed, rt } = await withHangingCloseHooks(600_000);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let closing: Promise<unknown>;
+    try {
+      closing = rt.close();
+      await waitFor(closed, INVOKED, 2); // both hooks ran, and neither returns
+      vi.advanceTimersByTime(600_000);
+    } finally {
+      vi.useRealTimers();
+    }
+    await closing;
+    expect(Atomics.load(closed, INVOKED)).toBe(2);
     expect(rt.report().state).toBe('stopped');
   });
 

@@ -7,6 +7,7 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
+import { until } from './fixtures/runtime-harness.js';
 import { get, postBytes, postJson } from './fixtures/serve-client.js';
 import { ENTERED, expectedRow } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
@@ -125,8 +126,13 @@ describe('headers', () => {
     gates.push(g);
     const s = await serve(g.lr, { port: 0 }); // no deadlineMs: the runtime's 50 ms
     servers.push(s);
-    const longer = postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '600000' });
+    // The only thread is held by a call without a deadline. Waiting instead for `longer` itself
+    // to reach the gate raced its 50 ms: a worker that took longer to start it skipped it.
+    const held = g.lr.run(Float32Array.from(ROW), { deadlineMs: Number.POSITIVE_INFINITY });
     await g.reach(ENTERED, 1);
+    const longer = postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '600000' });
+    // Queued behind the held call, where it stays until the gate opens.
+    await until(() => g.lr.report().queued === 1, '`longer` queued');
     // Dispatched after `longer`, with the runtime's deadline: once it has missed it, so has `longer`.
     const plain = await postJson(s.address, { rows: [ROW] });
     expect(plain.status).toBe(504);
@@ -134,6 +140,7 @@ describe('headers', () => {
     const a = await longer;
     expect(a.status).toBe(504);
     expect(a.json?.code).toBe('OMNI_ERR_DEADLINE');
+    expect(await held).toHaveLength(OUT);
   });
 
   it('a client deadline shorter than the server one shortens it: 504', async () => {

@@ -127,12 +127,19 @@ describe('drain', () => {
 
   it('a timeout that passes while work whose caller heard 504 still runs: not clean', async () => {
     const { g, s } = await start();
-    const late = postFloats(s.address, [1, 2, 3, 4], { headers: { 'x-omni-deadline-ms': '1000' } });
+    // The only thread is held at the gate by a call without a deadline (no request of the
+    // server's); the 504's call waits behind it. Waiting instead for the 504's own call to reach
+    // the gate raced its deadline: a worker thread that started it late skipped it.
+    const held = codeOf(g.lr.run(new Float32Array(4), { deadlineMs: Number.POSITIVE_INFINITY }));
     await g.reach(ENTERED, 1);
+    const late = postFloats(s.address, [1, 2, 3, 4], { headers: { 'x-omni-deadline-ms': '50' } });
     expect((await late).status).toBe(504);
+    // Its capacity is still held: it is given back only when the call is skipped.
+    expect(g.lr.report()).toMatchObject({ depth: 2, deadline: 1 });
     // No request is in flight; the work is held at the gate until the runtime abandons it.
     expect(await s.drain({ timeoutMs: 50 })).toEqual({ clean: false, abandonedRequests: 0 });
     expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+    expect(await held).toBe('OMNI_ERR_WORKER_EXITED'); // abandoned: its thread was terminated
   });
 
   it('a client stalled mid-upload holds the drain until its timeout, then is cut off', async () => {

@@ -124,19 +124,30 @@ describe('drain', () => {
     expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
   });
 
-  /** A drain with no request in flight but work still running (its caller heard 504). */
+  /**
+   * A drain with no request in flight but work still holding capacity: a call whose caller heard
+   * 504, queued behind a call (no request of the server's, no deadline) held at the gate. Waiting
+   * instead for the 504's own call to reach the gate raced its deadline: a worker thread that
+   * started it late skipped it, and nothing was left to wait for.
+   */
   async function drainWaitingOnRuntime(timeoutMs?: number) {
     const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
     gates.push(g);
     const s = await serve(g.lr, { port: 0 });
-    const late = postFloats(s.address, [1, 2, 3, 4], { headers: { 'x-omni-deadline-ms': '1000' } });
+    const held = g.lr.run(new Float32Array(4), { deadlineMs: Number.POSITIVE_INFINITY }).then(
+      (y) => y.length,
+      (err: { code?: string }) => err.code,
+    );
     await g.reach(ENTERED, 1);
+    const late = postFloats(s.address, [1, 2, 3, 4], { headers: { 'x-omni-deadline-ms': '50' } });
     expect((await late).status).toBe(504);
-    return { g, s, drained: s.drain(timeoutMs === undefined ? {} : { timeoutMs }) };
+    // Both calls still hold their capacity: the 504's is given back only when it is skipped.
+    expect(g.lr.report()).toMatchObject({ depth: 2, deadline: 1 });
+    return { g, s, held, drained: s.drain(timeoutMs === undefined ? {} : { timeoutMs }) };
   }
 
   it('waits for work whose caller already heard 504 before closing the runtime', async () => {
-    const { g, drained } = await drainWaitingOnRuntime();
+    const { g, held, drained } = await drainWaitingOnRuntime();
     let settled = false;
     void drained.then(() => {
       settled = true;
@@ -144,19 +155,22 @@ describe('drain', () => {
     // No request is in flight, but the work still holds its capacity: the drain waits for it.
     await new Promise((resolve) => setImmediate(resolve));
     expect(settled).toBe(false);
-    expect(g.lr.report()).toMatchObject({ state: 'draining', depth: 1 });
+    expect(g.lr.report()).toMatchObject({ state: 'draining', depth: 2 });
     g.open();
     expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
-    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 1, deadline: 1 });
+    expect(await held).toBe(2);
+    expect(g.entered()).toBe(1); // the 504's call was skipped, never run
   });
 
   it('expireDrain while the drain waits on the runtime alone abandons that work at once', async () => {
-    const { g, s, drained } = await drainWaitingOnRuntime(600_000);
+    const { g, s, held, drained } = await drainWaitingOnRuntime(600_000);
     await new Promise((resolve) => setImmediate(resolve));
-    expect(g.lr.report()).toMatchObject({ state: 'draining', depth: 1 });
+    expect(g.lr.report()).toMatchObject({ state: 'draining', depth: 2 });
     s.expireDrain(); // the gate stays shut: only the forced close can end this drain
     expect(await drained).toEqual({ clean: false, abandonedRequests: 0 });
     expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+    expect(await held).toBe('OMNI_ERR_WORKER_EXITED');
   });
 
   it('a drain timeout of 2^31 ms or more waits, instead of abandoning the work after 1 ms', async () => {

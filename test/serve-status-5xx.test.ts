@@ -4,8 +4,8 @@
  * ends, and 500 when the worker fails. Capacity is held by parking calls at the gate, never by
  * sleeps.
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { floatsOf, get, postFloats } from './fixtures/serve-client.js';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { floatsOf, get, postFloats, type RawAnswer, rawExchange } from './fixtures/serve-client.js';
 import {
   ENTERED,
   FAIL_FATAL,
@@ -96,13 +96,28 @@ describe('504: admitted but past its deadline; the capacity stays held until the
   });
 
   it('the gated call itself: 504, depth 1 until the gate opens and the work ends', async () => {
-    const { url, g } = await start({ threads: 1, admission: { requests: 2 } }, { deadlineMs: 1000 });
-    const pending = postFloats(url, rows(1));
-    // The call is in the worker, parked at the gate, before its deadline passes.
-    await g.reach(ENTERED, 1);
+    // The server's deadline runs on a fake clock, made due once the call is parked at the gate.
+    // A real one (it was 1000 ms) raced the worker thread, which skips a call whose deadline
+    // passed before it started it; the worker's clock stays real, and has 10 minutes for that.
+    const { s, url, g } = await start({ threads: 1, admission: { requests: 2 } }, { deadlineMs: 600_000 });
+    const body = Buffer.from(new Float32Array(rows(1)).buffer);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let pending: Promise<RawAnswer>;
+    try {
+      // node:net, not fetch: fetch's own timeouts would be on the fake clock too.
+      pending = rawExchange(s.port, [
+        'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+          `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+        body,
+      ]);
+      await g.reach(ENTERED, 1);
+      vi.advanceTimersByTime(600_000);
+    } finally {
+      vi.useRealTimers();
+    }
     const a = await pending;
     expect(a.status).toBe(504);
-    expect(errorOf(a).code).toBe('OMNI_ERR_DEADLINE');
+    expect(JSON.parse(a.body)).toMatchObject({ code: 'OMNI_ERR_DEADLINE' });
     expect((await get(url, '/health')).json).toMatchObject({ state: 'ready', depth: 1 });
     expect(Atomics.load(g.words, FINISHED)).toBe(0);
     g.open();

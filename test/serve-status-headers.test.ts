@@ -14,12 +14,19 @@ afterEach(closeStarted);
 describe('headers', () => {
   it('a client deadline longer than the server one does not lengthen it: 504 at the server deadline', async () => {
     const { g, url } = await start({ threads: 1, admission: { requests: 2 } }, { deadlineMs: 300 });
-    const pending = postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': '600000' } });
+    // The only thread is held by a call without a deadline, so the request waits behind it.
+    // Waiting instead for the request's own call to reach the gate raced its 300 ms: a worker
+    // thread that started it later skipped it.
+    const held = g.lr.run(Float32Array.from(rows(1)), { deadlineMs: Number.POSITIVE_INFINITY });
     await g.reach(ENTERED, 1);
+    const pending = postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': '600000' } });
     // Lengthened, this would wait 10 minutes: the test's own timeout fails it.
     const a = await pending;
     expect(a.status).toBe(504);
-    expect((await get(url, '/health')).json).toMatchObject({ depth: 1 });
+    // Its capacity is still held (queued behind the held call, until it is skipped).
+    expect((await get(url, '/health')).json).toMatchObject({ depth: 2 });
+    g.open();
+    expect(Array.from(await held)).toEqual(expected(rows(1)));
   }, 20_000);
 
   it('JSON with charset=UTF-8 (any case), Content-Encoding identity, octets with any charset are served', async () => {
