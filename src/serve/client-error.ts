@@ -217,15 +217,19 @@ export function connectHandler(metrics: ServeMetrics): (req: IncomingMessage, so
     // After an answer that closes the connection nothing is answered, nor counted (RFC 9112
     // 9.6): node closes the connection after it, lingering.
     if (latest?.writableFinished && closesConnection(latest)) return;
-    metrics.clientError('CONNECT');
     if (!pending) {
+      metrics.clientError('CONNECT');
       answer();
       return;
     }
-    // Finished: the answers before it are out, answer. Not finished: the client left.
+    // Counted only once the answers before it are out: whether the last of them closes the
+    // connection (a drain began meanwhile) is not known before.
     latest.once('close', () => {
-      if (!latest.writableFinished) s.destroy();
-      else if (!closesConnection(latest)) answer();
+      if (latest.writableFinished && closesConnection(latest)) return;
+      metrics.clientError('CONNECT');
+      // Finished: the connection is in step, answer. Not finished: the client left.
+      if (latest.writableFinished) answer();
+      else s.destroy();
     });
   };
 }
