@@ -119,6 +119,8 @@ describe('main', () => {
       // README: a -h after `--` is not asking for help.
       ['--', '--help'],
       ['-v', '--', '-h'],
+      // Nor is it asking for the admission subcommand's help (which comes right after bench).
+      ['bench', '--json', 'admission', '--', '-h'],
     ]) {
       const err = await main(argv).then(
         () => undefined,

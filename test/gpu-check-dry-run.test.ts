@@ -7,6 +7,7 @@ import { copyFileSync, cpSync, mkdirSync, symlinkSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { NativeStatus } from '../src/native/index.js';
 import { packageRoot } from '../src/paths.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
@@ -52,6 +53,45 @@ describe('gpu-check.mjs', () => {
     expect(lines.some((l) => l.startsWith('no residue: ok'))).toBe(true);
     expect(lines.some((l) => l.startsWith('| 64 x 1024 -> 1024 |'))).toBe(true);
     expect(lines.some((l) => l.startsWith('| fixture |'))).toBe(true);
+    expect(lines.at(-1)).toBe('gpu-check: 1 check(s) FAILED');
+    expect(code).toBe(1);
+  });
+
+  it('a parity shape whose output is off is one FAIL check; the verdict says so', {
+    timeout: 150_000,
+  }, async () => {
+    const wrong = join(packageRoot, 'dist', 'test', 'fixtures', 'gpu-check-wrong-output.js');
+    const { code, stdout } = await dryRun(['--import', pathToFileURL(wrong).href]);
+    const lines = stdout.trim().split('\n');
+    expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([
+      expect.stringMatching(/^FAIL 65 x 1023 -> 129: /),
+      'FAIL parity 65,1023,129',
+    ]);
+    expect(lines.at(-1)).toBe('gpu-check: 1 check(s) FAILED');
+    expect(code).toBe(1);
+  });
+
+  it('stats() that throws: FAIL lines for the steps that read it, and the verdict is still printed', {
+    timeout: 150_000,
+  }, async () => {
+    const failing = join(packageRoot, 'dist', 'test', 'fixtures', 'gpu-check-failing-stats.js');
+    const { code, stdout } = await dryRun(['--import', pathToFileURL(failing).href]);
+    const lines = stdout.trim().split('\n');
+    expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([
+      expect.stringMatching(/^FAIL no residue: OMNI_ERR_NATIVE /),
+      expect.stringMatching(/^FAIL cuda stats: OMNI_ERR_NATIVE /),
+    ]);
+    expect(lines.at(-1)).toBe('gpu-check: 2 check(s) FAILED');
+    expect(code).toBe(1);
+  });
+
+  it('a library that accepts a NULL context is one FAIL check', { timeout: 150_000 }, async () => {
+    const lax = join(packageRoot, 'dist', 'test', 'fixtures', 'gpu-check-null-context.js');
+    const { code, stdout } = await dryRun(['--import', pathToFileURL(lax).href]);
+    const lines = stdout.trim().split('\n');
+    expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([
+      `FAIL raw call with a null context returned ${NativeStatus.OK}`,
+    ]);
     expect(lines.at(-1)).toBe('gpu-check: 1 check(s) FAILED');
     expect(code).toBe(1);
   });

@@ -74,6 +74,8 @@ describe('backend selection and device resolution', () => {
     ['fixture with device -1', () => selectBackend('fixture', {}, { device: -1 })],
     ['cuda with OMNI_CUDA_DEVICE=abc', () => selectBackend('cuda', { OMNI_CUDA_DEVICE: 'abc' })],
     ['OMNI_CUDA_DEVICE not a string', () => resolveDevice(undefined, { OMNI_CUDA_DEVICE: 3 } as never)],
+    ['OMNI_CUDA_DEVICE a boolean', () => resolveDevice(undefined, { OMNI_CUDA_DEVICE: true } as never)],
+    ['OMNI_BACKEND an object', () => selectBackend(undefined, { OMNI_BACKEND: {} } as never)],
   ])('%s: OMNI_ERR_INVALID_ARGUMENT', (_name, call) => {
     expect(thrownCode(call)).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });

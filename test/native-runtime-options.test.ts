@@ -55,6 +55,7 @@ describe('LinearRuntime.start option checks', () => {
     ['workspaceCount 65', { workspaceCount: 65 }],
     ['workspaceCount NaN', { workspaceCount: Number.NaN }],
     ['a string faultInjection (it would silently stay off)', { faultInjection: 'yes' }],
+    ['a number faultInjection (so would it)', { faultInjection: 1 }],
   ])('%s on the fixture: OMNI_ERR_INVALID_ARGUMENT before any thread starts', async (_what, options) => {
     const spawn = vi.spyOn(Runtime, 'start');
     try {

@@ -383,6 +383,34 @@ describe('native validation (fixture)', () => {
       expect(given).toEqual([DEFAULT_WORKSPACE_BYTES, 4096]);
     });
 
+    it('the workspace limit as C counts it (x and y, on the device and staged): found before C is called', () => {
+      let reached = 0;
+      const spied: NativeLibrary = {
+        ...lib,
+        raw: {
+          ...raw,
+          omni_linear_gelu: (...args: Parameters<RawNativeApi['omni_linear_gelu']>) => {
+            reached += 1;
+            return raw.omni_linear_gelu(...args);
+          },
+        },
+      };
+      const row = 2 * (IN + OUT) * Float32Array.BYTES_PER_ELEMENT; // 192 bytes
+      const ctx = NativeContext.open(spied, { workspaceBytes: 5 * row });
+      try {
+        ctx.uploadWeights(w, b, OUT, IN);
+        // 6 rows need 1152 bytes: over the limit, though under it were a row counted once.
+        const err = codeOf(() => ctx.linearGelu(new Float32Array(6 * IN), 6));
+        expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', nativeCode: NativeStatus.WORKSPACE_LIMIT });
+        expect(reached).toBe(0);
+        // Exactly the limit goes through.
+        expect(ctx.linearGelu(new Float32Array(5 * IN), 5)).toHaveLength(5 * OUT);
+        expect(reached).toBe(1);
+      } finally {
+        ctx.close();
+      }
+    });
+
     it('a closed context refuses every call; close is idempotent', () => {
       const other = NativeContext.open(lib);
       other.close();

@@ -11,7 +11,7 @@ import { seededWeights } from '../src/index.js';
 import type { NativeWorkerData } from '../src/linear/protocol.js';
 import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
 import { builtModuleUrl } from '../src/paths.js';
-import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { INVOKED, open, SIGNALLED, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, rejection, start } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
@@ -46,7 +46,17 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     // One hook: the idle thread's. The busy thread, held in its call, was terminated without.
     expect(Atomics.load(closed, INVOKED)).toBe(1);
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
-    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, units: 0, leaked: 0, failed: 1 });
+    // The call was over once abandoned: what piscina reports for it at the termination ends
+    // nothing twice (no call counted below zero, no capacity given back twice).
+    expect(rt.report()).toMatchObject({
+      state: 'stopped',
+      depth: 0,
+      units: 0,
+      leaked: 0,
+      failed: 1,
+      running: 0,
+      queued: 0,
+    });
   });
 
   it('abandons the call at the timeout, not once the idle hooks have returned', async () => {
@@ -56,14 +66,46 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     await Promise.race([waitFor(closed, INVOKED), closing]);
     expect(Atomics.load(closed, INVOKED)).toBe(1);
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
-    // Capacity is back once, at the abandonment, while the hook still runs.
-    expect(rt.report()).toMatchObject({ state: 'draining', depth: 0, units: 0, failed: 1 });
+    // Capacity is back once, at the abandonment, while the hook still runs. Nothing counts as
+    // running or queued: the ping holding the idle thread and the thread still in the abandoned
+    // call are busy, but no call is outstanding.
+    expect(rt.report()).toMatchObject({
+      state: 'draining',
+      depth: 0,
+      units: 0,
+      failed: 1,
+      running: 0,
+      queued: 0,
+    });
     expect(Atomics.load(closed, STARTED)).toBe(0);
     open(closed); // the hook returns
     expect(await closing).toEqual({ clean: false, abandoned: 1 });
     expect(Atomics.load(closed, STARTED)).toBe(1); // the hook returned before its thread stopped
     expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, units: 0, leaked: 0, failed: 1 });
   });
+
+  // Asked to stop as an aborted call is: a handler that honours ctx.signal can end its work
+  // while the idle threads' hooks still run (and a call still queued is skipped, never run).
+  it("aborts the abandoned call's ctx.signal before its thread is terminated", async () => {
+    const closed = control();
+    const rt = await start({
+      worker: CLOSE_COUNT_WORKER,
+      threads: 2,
+      admission: { requests: 2 },
+      workerData: { closed: closed.buffer, closeGate: true },
+    });
+    const held = control();
+    const call = codeOf(rt.run(gate(held, { awaitSignal: true })));
+    await waitFor(held, STARTED);
+    const closing = rt.close({ timeoutMs: 0 });
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    // The idle thread's hook holds the teardown at its gate: the abandoned call's thread is
+    // still up, and its handler hears the signal.
+    await waitFor(closed, INVOKED);
+    await waitFor(held, SIGNALLED);
+    open(closed);
+    expect(await closing).toEqual({ clean: false, abandoned: 1 });
+  }, 20_000);
 
   it('a later close timeout cuts an idle hook that never returns short', async () => {
     // startTimeoutMs out of reach: only the second timeout can end the hook's wait.

@@ -94,3 +94,22 @@ describe('a closed runtime', () => {
     expect(collected).toBe(true);
   });
 });
+
+describe('a runtime still open', () => {
+  // The set of calls a close timeout would abandon must let go of each call once its work ends:
+  // a long-lived runtime would otherwise keep every call it ever ran (and what each holds).
+  it('keeps nothing of a call that has ended', async () => {
+    const rt = await Runtime.start({ worker: GATED_WORKER, threads: 1, admission: { requests: 2 } });
+    try {
+      const collected = await collectedAfter(async (register) => {
+        // The call holds its signal until the call itself is dropped.
+        const ac = new AbortController();
+        await expect(rt.run({ mode: 'echo', value: 1 }, { signal: ac.signal })).resolves.toBe(1);
+        register(ac.signal);
+      });
+      expect(collected).toBe(true);
+    } finally {
+      await rt.close();
+    }
+  });
+});

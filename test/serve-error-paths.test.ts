@@ -9,8 +9,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { OmniError } from '../src/index.js';
-import { clientErrorHandler, rememberResponse } from '../src/serve/client-error.js';
+import { clientErrorHandler, connectHandler, rememberResponse } from '../src/serve/client-error.js';
 import { answerFor, ServeMetrics, statusFor } from '../src/serve/index.js';
+import { closeLingering } from '../src/serve/linger.js';
 import { fromHttpStack } from '../src/serve/status.js';
 
 describe('fromHttpStack', () => {
@@ -207,5 +208,92 @@ describe('clientErrorHandler', () => {
     expect(await clientErrors(m)).toContain(
       'omni_http_client_errors_total{detail="HPE_INVALID_CHUNK_SIZE"} 1',
     );
+  });
+});
+
+describe('connectHandler', () => {
+  const req = {} as IncomingMessage;
+  const noAdopt = (): void => {};
+
+  /** A response routed on `socket`, not finished; `closes`: it says Connection: close. */
+  function pendingResponse(socket: ReturnType<typeof fakeSocket>, closes = false) {
+    const res = Object.assign(new EventEmitter(), {
+      writableFinished: false,
+      destroyed: false,
+      _last: closes,
+    });
+    rememberResponse({ socket } as unknown as IncomingMessage, res as unknown as ServerResponse);
+    return res;
+  }
+
+  it('alone: one JSON 501 answer with Connection: close, counted, then the socket closes in stages', async () => {
+    const m = metrics();
+    const socket = fakeSocket();
+    const adopted: Socket[] = [];
+    connectHandler(m, (s) => adopted.push(s))(req, socket as unknown as Socket);
+    // Handed to the drain, which closes it with the other connections (node no longer does).
+    expect(adopted).toEqual([socket]);
+    const answer = parse(socket.written);
+    expect(answer.status).toBe(501);
+    expect(answer.head).toMatch(/\r\nconnection: close(\r\n|$)/i);
+    expect(answer.body).toMatchObject({ code: 'OMNI_ERR_NOT_IMPLEMENTED' });
+    // Ended, not destroyed: what the client sends after it is read and dropped (linger.ts).
+    expect({ ended: socket.ended, destroyed: socket.destroyed }).toEqual({ ended: true, destroyed: false });
+    expect(await clientErrors(m)).toContain('omni_http_client_errors_total{detail="CONNECT"} 1');
+  });
+
+  // node no longer looks after a connection it handed to 'connect' listeners: one left open
+  // here would stay open.
+  it('a connection no longer writable: nothing written, destroyed', () => {
+    const socket = fakeSocket();
+    socket.writable = false;
+    connectHandler(metrics(), noAdopt)(req, socket as unknown as Socket);
+    expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
+      written: '',
+      destroyed: true,
+    });
+  });
+
+  it('behind an answer that never finished (the client left): destroyed, nothing written', () => {
+    const socket = fakeSocket();
+    const res = pendingResponse(socket);
+    connectHandler(metrics(), noAdopt)(req, socket as unknown as Socket);
+    res.emit('close');
+    expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
+      written: '',
+      destroyed: true,
+    });
+  });
+
+  it('behind an answer still to come that turns out to close the connection: not answered, not counted', async () => {
+    const m = metrics();
+    const socket = fakeSocket();
+    const res = pendingResponse(socket, true);
+    connectHandler(m, noAdopt)(req, socket as unknown as Socket);
+    res.writableFinished = true;
+    res.emit('close');
+    expect(socket.written).toBe('');
+    expect(await clientErrors(m)).not.toContain('detail=');
+  });
+});
+
+describe('closeLingering', () => {
+  /** A socket whose server half is open; `clientEnded`: the client's FIN was read already. */
+  function lingering(clientEnded: boolean) {
+    const socket = Object.assign(fakeSocket(), { readableEnded: clientEnded });
+    closeLingering(socket as unknown as Socket);
+    return socket;
+  }
+
+  it('a client that closed its side first: destroyed once the answer is out, no linger', () => {
+    const socket = lingering(true);
+    expect({ ended: socket.ended, destroyed: socket.destroyed }).toEqual({ ended: true, destroyed: true });
+  });
+
+  it("otherwise the server's FIN goes out, and the socket is destroyed when the client's comes", () => {
+    const socket = lingering(false);
+    expect({ ended: socket.ended, destroyed: socket.destroyed }).toEqual({ ended: true, destroyed: false });
+    socket.emit('end');
+    expect(socket.destroyed).toBe(true);
   });
 });
