@@ -63,7 +63,16 @@ export const kEndedEarly = Symbol('omni.runtime.endedEarly');
  * (the worker releases its claim in `finally`; if the worker died, the settling call reclaims
  * it). A caller's abort or deadline settles the caller, never the capacity. Without
  * `admission` nothing is ever refused (report().rejected stays 0) and calls start in order.
- * Throws: OMNI_ERR_INVALID_ARGUMENT / OMNI_ERR_INVALID_BOUND from start(); run() rejects with
+ * Memory ordering: a claim reaches its worker inside the task message and its result comes
+ * back in the reply; postMessage orders both, so no shared word carries data here beyond the
+ * admission's (see BoundedAdmission) and the cancel words (see CancelWords).
+ * Abort safety: the caller's signal is never passed to piscina (its abort would terminate a
+ * thread that may be inside a native call); an abort or deadline only settles the caller and
+ * sets the task's cancel word.
+ * Throws: start() rejects with OMNI_ERR_INVALID_ARGUMENT / OMNI_ERR_INVALID_BOUND (options),
+ * a thread's init error (its own code, else OMNI_ERR_TASK_FAILED), OMNI_ERR_WORKER_EXITED (a
+ * thread that exits or does not come up within startTimeoutMs) or Node's own error for a
+ * worker module that will not load; run() rejects with
  * OMNI_ERR_UNAVAILABLE, OMNI_ERR_REJECTED, OMNI_ERR_TOO_LARGE, OMNI_ERR_INVALID_COST,
  * OMNI_ERR_INVALID_ARGUMENT (malformed options, checked before admission; or an input that
  * structured clone cannot post to a worker), AbortError, OMNI_ERR_DEADLINE,

@@ -163,6 +163,24 @@ describe('runBench', () => {
     }
   });
 
+  it('--device reaches both runtimes; without it, neither is given one (the runtime picks)', async () => {
+    const seen: (number | undefined)[] = [];
+    const stop = Object.assign(new Error('the test stops the start here'), { code: 'X_STOP' });
+    vi.spyOn(LinearRuntime, 'start').mockImplementation(async (options) => {
+      seen.push(options?.device);
+      throw stop;
+    });
+    try {
+      for (const argv of [['--device', '3'], []]) {
+        const c = config([...argv, '--rates', '50', '--duration', '0.2', '--calibrate', '0.05']);
+        await expect(runBench(c, new Progress(1, quiet))).rejects.toBe(stop);
+      }
+      expect(seen).toEqual([3, undefined]);
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+
   it('fails a run whose calibration completed nothing when a load is relative to it', async () => {
     // A microsecond of calibration: no request can come back within it.
     const c = config(['--rates', '1x', '--duration', '0.2', '--calibrate', '0.000001']);

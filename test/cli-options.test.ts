@@ -54,6 +54,14 @@ describe('bench flags', () => {
     }
   });
 
+  it('--device N names the CUDA device (none by default: the runtime then takes OMNI_CUDA_DEVICE, else 0)', () => {
+    expect(config([]).device).toBeUndefined();
+    expect(config(['--device', '2']).device).toBe(2);
+    for (const value of ['-1', '1.5', '1024', 'gpu1']) {
+      expect(() => config(['--device', value])).toThrow(expect.objectContaining({ code: 'OMNI_ERR_USAGE' }));
+    }
+  });
+
   it("a library for a backend bench will not load is a usage mistake, not ignored (bench's default is the fixture)", () => {
     for (const argv of [
       ['--cuda-library', 'c.so'],

@@ -1,10 +1,61 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
-import { ABI_VERSION, defaultLibraryPath, loadNativeLibrary } from '../src/native/index.js';
+import {
+  ABI_VERSION,
+  DEFAULT_WORKSPACE_BYTES,
+  DEFAULT_WORKSPACE_COUNT,
+  defaultLibraryPath,
+  loadNativeLibrary,
+  MAX_FEATURES,
+  MAX_ROWS,
+  MAX_WORKSPACE_COUNT,
+  NativeStatus,
+} from '../src/native/index.js';
+import { packageRoot } from '../src/paths.js';
 import { thrown } from './fixtures/thrown.js';
+
+// The handshake checks only the version; the limits and status codes are mirrored by hand in
+// src/native/abi.ts, and a drift there would pass that check. The header is the contract.
+describe('src/native/abi.ts mirrors native/include/omni.h', () => {
+  const header = readFileSync(join(packageRoot, 'native/include/omni.h'), 'utf8');
+  const define = (name: string): number => {
+    const m = new RegExp(`^#define ${name} (.+)$`, 'm').exec(header);
+    if (!m) throw new Error(`omni.h defines no ${name}`);
+    // 65536u, ((uint64_t)512u << 20): drop the suffixes and casts, keep the arithmetic.
+    const text = (m[1] ?? '').replace(/\(uint64_t\)/g, '').replace(/(\d+)u\b/g, '$1');
+    if (!/^[\d\s()<]+$/.test(text)) throw new Error(`cannot read ${name}: ${m[1]}`);
+    return Number(
+      text
+        .replace(/\(|\)/g, '')
+        .split('<<')
+        .map(Number)
+        .reduce((a, b) => a * 2 ** b),
+    );
+  };
+
+  it('has the same ABI version, limits and workspace defaults', () => {
+    expect(define('OMNI_ABI_VERSION')).toBe(ABI_VERSION);
+    expect(define('OMNI_MAX_ROWS')).toBe(MAX_ROWS);
+    expect(define('OMNI_MAX_FEATURES')).toBe(MAX_FEATURES);
+    expect(define('OMNI_MAX_WORKSPACE_COUNT')).toBe(MAX_WORKSPACE_COUNT);
+    expect(define('OMNI_DEFAULT_WORKSPACE_COUNT')).toBe(DEFAULT_WORKSPACE_COUNT);
+    expect(define('OMNI_DEFAULT_WORKSPACE_BYTES')).toBe(DEFAULT_WORKSPACE_BYTES);
+  });
+
+  it('has the same status codes, name for name', () => {
+    const codes = Object.fromEntries(
+      [...header.matchAll(/^\s*OMNI_(OK|E_\w+) = (\d+)/gm)].map(([, name, value]) => [
+        (name ?? '').replace(/^E_/, ''),
+        Number(value),
+      ]),
+    );
+    expect(Object.keys(codes).length).toBeGreaterThan(5);
+    expect(codes).toEqual({ ...NativeStatus });
+  });
+});
 
 describe('native library loading and the ABI handshake', () => {
   const dir = mkdtempSync(join(tmpdir(), 'omni-abi-'));

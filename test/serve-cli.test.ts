@@ -12,7 +12,7 @@ import { createInterface } from 'node:readline';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import { parseServeArgs, runServeCommand } from '../src/cli/serve-command.js';
-import { seededWeights } from '../src/index.js';
+import { type LinearRuntimeOptions, OmniError, seededWeights } from '../src/index.js';
 import { defaultLibraryPath, referenceLinearGelu } from '../src/native/index.js';
 import { packageRoot } from '../src/paths.js';
 import { sample } from './fixtures/metrics-text.js';
@@ -101,6 +101,7 @@ describe('serve flags', () => {
       requests: 4,
       units: undefined,
       backend: undefined,
+      device: undefined,
       deadlineMs: undefined,
     });
     expect(parseServeArgs(['--threads', '3'])).toMatchObject({ threads: 3, requests: 12 });
@@ -114,6 +115,9 @@ describe('serve flags', () => {
     ['--requests', '1.5'],
     ['--units', '0'],
     ['--backend', 'tpu'],
+    ['--device', '-1'],
+    ['--device', '1.5'],
+    ['--device', '1024'],
     ['--body-limit', '0'],
     ['--deadline-ms', '0'],
     ['--in-features', '0'],
@@ -123,6 +127,20 @@ describe('serve flags', () => {
     ['--frobnicate', '1'],
   ])('%s %s: UsageError', (flag, value) => {
     expect(() => parseServeArgs([flag, value])).toThrow(expect.objectContaining({ code: 'OMNI_ERR_USAGE' }));
+  });
+
+  it('--device N is the CUDA device the runtime opens (without it, the runtime picks: OMNI_CUDA_DEVICE, else 0)', async () => {
+    expect(parseServeArgs(['--device', '1'])).toMatchObject({ device: 1 });
+    const seen: LinearRuntimeOptions[] = [];
+    const stop = new OmniError('X_STOP', 'the test stops the start here');
+    const startRuntime = async (options: LinearRuntimeOptions): Promise<never> => {
+      seen.push(options);
+      throw stop;
+    };
+    const deps = { startRuntime, signals: new EventEmitter() as unknown as NodeJS.Process, out: () => {} };
+    await expect(runServeCommand(['--device', '2'], deps)).rejects.toBe(stop);
+    await expect(runServeCommand([], deps)).rejects.toBe(stop);
+    expect(seen.map((options) => options.device)).toEqual([2, undefined]);
   });
 
   it('a stray argument is a UsageError', () => {

@@ -143,7 +143,9 @@ let attaching: SharedArrayBuffer | undefined;
  *
  * Throws: OMNI_ERR_INVALID_BOUND (constructor), OMNI_ERR_INVALID_COST (tryAdmit; admit
  * rejects), OMNI_ERR_TOO_LARGE / OMNI_ERR_TIMEOUT / OMNI_ERR_CLOSED / AbortError (admit),
- * OMNI_ERR_PERMIT_RELEASED (releaseClaim of a spent claim), OMNI_ERR_INVALID_CLAIM.
+ * OMNI_ERR_PERMIT_RELEASED (releaseClaim of a spent claim), OMNI_ERR_INVALID_CLAIM,
+ * OMNI_ERR_INVALID_ARGUMENT (attach of a buffer that is not an admission's; admit options that
+ * are not an object, a signal that is not an AbortSignal, a timeoutMs that is not a number >= 0).
  */
 export class BoundedAdmission implements PermitOwner {
   readonly #buffer: SharedArrayBuffer;

@@ -115,6 +115,7 @@ export class WaitingRoom {
         head.reject(abortError(head.signal));
         continue;
       }
+      // SEQ before the try: a release after a failed try then moves SEQ past `seq` (no lost wake).
       const seq = Atomics.load(this.#i32, SEQ_I32);
       const result = this.#host.reserveAsHead(head.cost);
       if (result.ok) {
@@ -130,6 +131,7 @@ export class WaitingRoom {
       }
     }
     if (this.#drains.length !== 0) {
+      // SEQ before the depth read, as above: a release after it wakes this drain.
       const seq = Atomics.load(this.#i32, SEQ_I32);
       if (this.#host.depth() === 0) {
         for (const resolve of this.#drains.splice(0)) resolve();
@@ -178,6 +180,7 @@ export class WaitingRoom {
   /** Removes a waiter and everything it registered; false if it had already left. */
   #leave(waiter: Waiter): boolean {
     if (!this.#queue.remove(waiter)) return false;
+    // Whoever takes the count to zero clears the flag; it re-checks the count (see clearWaitingFlag).
     if (Atomics.sub(this.#i32, WAITERS_I32, 1) === 1) this.#host.clearWaitingFlag();
     clearLongTimeout(waiter.timer);
     if (waiter.signal) unfollowAbort(waiter.signal, waiter);

@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { isDecimal } from '../decimal.js';
 import { type NativeLibraryPaths, rowsPerCall } from '../linear/linear-runtime.js';
 import { backendFromEnv } from '../native/backend.js';
+import { MAX_DEVICE } from '../native/device.js';
 import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
 
 export type BackendFlag = 'fixture' | 'cuda' | 'auto';
@@ -31,6 +32,8 @@ export interface BenchConfig {
   readonly backend: BackendFlag | undefined;
   /** Native libraries to load instead of the package's build. */
   readonly libraries: NativeLibraryPaths;
+  /** undefined: the runtime's own choice (OMNI_CUDA_DEVICE, else 0). */
+  readonly device: number | undefined;
   readonly outDir: string;
   readonly json: boolean;
   readonly seed: number;
@@ -56,6 +59,7 @@ export const BENCH_FLAGS = {
   backend: { type: 'string' },
   'cuda-library': { type: 'string' },
   'fixture-library': { type: 'string' },
+  device: { type: 'string' },
   out: { type: 'string' },
   json: { type: 'boolean' },
   seed: { type: 'string' },
@@ -96,6 +100,7 @@ Flags:
                      load this native library instead of the package's (e.g. a CUDA
                      library built for your GPUs); results.json names the one loaded.
                      --cuda-library needs --backend cuda or auto (or OMNI_BACKEND)
+  --device N         CUDA device (default: OMNI_CUDA_DEVICE if set, else 0)
   --seed N           seed for arrival times, costs and the layer's weights (default 1): same
                      seed, same load
   --out DIR          where results.json and the charts go (default ./bench-results)
@@ -241,6 +246,11 @@ export function parseBenchArgs(
     rates,
     backend,
     libraries: libraryFlags(values, backendFlag, env, 'fixture'),
+    // The bound resolveDevice takes, so a device the runtime would refuse is a usage mistake here.
+    device:
+      values.device === undefined
+        ? undefined
+        : numberFlag('device', values.device, 0, { min: 0, max: MAX_DEVICE, integer: true }),
     outDir: outDirFlag(values.out),
     json: values.json === true,
     seed: numberFlag('seed', values.seed, 1, { min: 0, max: 2 ** 32 - 1, integer: true }),

@@ -90,6 +90,7 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
     seed: config.seed,
     ...(config.backend === undefined ? {} : { backend: config.backend }),
     libraries: config.libraries,
+    ...(config.device === undefined ? {} : { device: config.device }),
   };
   progress.phase('starting threads');
   const unbounded = await LinearRuntime.start(common);

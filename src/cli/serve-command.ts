@@ -14,6 +14,7 @@ import {
   type LinearRuntimeOptions,
   type NativeLibraryPaths,
 } from '../linear/linear-runtime.js';
+import { MAX_DEVICE } from '../native/device.js';
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
 import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
@@ -42,6 +43,7 @@ Flags:
   --backend B            fixture | cuda | auto (default: OMNI_BACKEND if set, else auto)
   --cuda-library PATH    load this CUDA library (e.g. built for your GPUs) instead of the package's
   --fixture-library PATH load this CPU fixture library instead of the package's
+  --device N             CUDA device (default: OMNI_CUDA_DEVICE if set, else 0)
   --body-limit BYTES     largest request body (default ${DEFAULT_BODY_LIMIT})
   --deadline-ms MS       every call's deadline (default: none; x-omni-deadline-ms may shorten it)
   --in-features N        layer input width (default 256)
@@ -59,6 +61,8 @@ export interface ServeConfig {
   readonly units: number | undefined;
   readonly backend: BackendPreference | undefined;
   readonly libraries: NativeLibraryPaths;
+  /** undefined: the runtime's own choice (OMNI_CUDA_DEVICE, else 0). */
+  readonly device: number | undefined;
   readonly bodyLimit: number;
   readonly deadlineMs: number | undefined;
   readonly inFeatures: number;
@@ -87,6 +91,7 @@ const FLAGS = {
   backend: { type: 'string' },
   'cuda-library': { type: 'string' },
   'fixture-library': { type: 'string' },
+  device: { type: 'string' },
   'body-limit': { type: 'string' },
   'deadline-ms': { type: 'string' },
   'in-features': { type: 'string' },
@@ -129,6 +134,8 @@ export function parseServeArgs(
     units,
     backend,
     libraries: libraryFlags(values, backend, env),
+    // The bound resolveDevice takes, so a device the runtime would refuse is a usage mistake here.
+    device: optional('device', values.device, { min: 0, max: MAX_DEVICE, integer: true }),
     bodyLimit: numberFlag('body-limit', values['body-limit'], DEFAULT_BODY_LIMIT, {
       min: 1,
       max: 2 ** 31 - 1,
@@ -192,6 +199,7 @@ async function serveUntilSignalled(
     },
     ...(config.backend === undefined ? {} : { backend: config.backend }),
     libraries: config.libraries,
+    ...(config.device === undefined ? {} : { device: config.device }),
     ...(config.deadlineMs === undefined ? {} : { deadlineMs: config.deadlineMs }),
   });
   const early = signals.received;

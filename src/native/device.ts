@@ -11,7 +11,7 @@ import { envValue, requireEnv } from './env.js';
 export const DEVICE_ENV = 'OMNI_CUDA_DEVICE';
 
 // Far above any real device count; keeps the value inside the C side's int.
-const MAX_DEVICE = 1023;
+export const MAX_DEVICE = 1023;
 
 export function resolveDevice(option: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
   requireEnv(env);
