@@ -20,7 +20,8 @@ import {
  * - each instance has a FIFO of waiters; its head is admitted as soon as it fits;
  * - a release wakes its own instance's heads at once and the other's through the shared wake-up
  *   word (within a bounded number of event-loop turns: a lost wake-up never settles);
- * - tryAdmit refuses 'queued' while any instance has waiters;
+ * - tryAdmit refuses while any instance has waiters: 'queued' when the cost would fit the counts,
+ *   else 'requests' or 'units' as without waiters;
  * - `rejected` counts refusals, timeouts, too-large and closed, never aborts;
  * - after close every waiter rejects OMNI_ERR_CLOSED, and close() resolves at depth 0;
  * - an instance holds the process open exactly while it has waiters or an unsettled drain.

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { BoundedAdmission } from '../src/index.js';
-import { admitted, refusal } from './fixtures/admission-interleave.js';
+import { admitted, refusal, rejection, settles } from './fixtures/admission-interleave.js';
 import { thrown } from './fixtures/thrown.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -255,5 +255,80 @@ describe('tryAdmit', () => {
       for (const p of held) p.release();
       await drained;
     });
+  });
+});
+
+/**
+ * Issue 2: 'queued' means room exists but waiters are ahead. A bound that is full refuses as it
+ * would without waiters ('requests' before 'units'), whether the waiter is another instance's
+ * (the WAITING flag in the shared word) or this instance's own (its local queue).
+ */
+describe.each([
+  ['the flag (another instance waits)', 'other'],
+  ["this instance's own waiter", 'own'],
+] as const)('refusal reasons with a waiter queued: %s', (_name, where) => {
+  /**
+   * Instances on one buffer, as threads would hold: `asker` refuses, `holder` holds and releases
+   * (a release tries its own instance's heads at once, so the waiter is never there), the waiter
+   * queues on `asker` itself or on a third instance.
+   */
+  function pair(bounds: { requests: number; units?: number }) {
+    const asker = new BoundedAdmission(bounds);
+    const holder = BoundedAdmission.attach(asker.buffer);
+    return { asker, holder, waitOn: where === 'own' ? asker : BoundedAdmission.attach(asker.buffer) };
+  }
+
+  it("request-only: refuses 'requests' while full, 'queued' once room exists", async () => {
+    const { asker, holder, waitOn } = pair({ requests: 2 });
+    const held = [admitted(holder), admitted(holder)];
+    const waiting = waitOn.admit();
+    expect(asker.report().waiting).toBe(1);
+    expect(refusal(asker).reason).toBe('requests');
+    expect(refusal(asker, 0).reason).toBe('requests');
+    held[0]!.release(); // room for one; the waiter's wake-up is still on its way
+    expect(refusal(asker).reason).toBe('queued');
+    expect(asker.report()).toMatchObject({ depth: 1, waiting: 1, rejected: 3 });
+    const permit = await settles(waiting);
+    permit.release();
+    held[1]!.release();
+    expect(asker.report()).toMatchObject({ depth: 0, waiting: 0, rejected: 3 });
+  });
+
+  it.each([
+    ['narrow Int32 word', 10, 1],
+    ['wide 64-bit word', 2 ** 40, 2 ** 40 - 9],
+  ])(
+    "units on the %s: 'requests', then 'units' or 'queued' by whether the cost fits",
+    async (_w, ceiling, base) => {
+      // ceiling = base + 9; the waiter wants 5, which does not fit beside ceiling - 2 held.
+      const { asker, holder, waitOn } = pair({ requests: 2, units: ceiling });
+      const big = admitted(holder, base + 7); // ceiling - 2 held
+      const small = admitted(holder, 1); // requests full, ceiling - 1 held
+      const waiting = waitOn.admit(5);
+      expect(asker.report().waiting).toBe(1);
+      expect(refusal(asker, 1).reason).toBe('requests'); // room on units, none on requests
+      expect(refusal(asker, 2).reason).toBe('requests'); // neither: requests first
+      small.release(); // a request free, ceiling - 2 units held; the waiter (5) still does not fit
+      expect(refusal(asker, 3).reason).toBe('units');
+      expect(refusal(asker, 2).reason).toBe('queued'); // exactly fits: room, but the waiter is ahead
+      expect(refusal(asker, 0).reason).toBe('queued');
+      expect(refusal(asker, ceiling + 1).reason).toBe('too-large');
+      expect(asker.report()).toMatchObject({ depth: 1, waiting: 1, rejected: 6 });
+      big.release();
+      const permit = await settles(waiting);
+      expect(asker.report()).toMatchObject({ depth: 1, units: 5, waiting: 0 });
+      permit.release();
+    },
+  );
+
+  it("keeps 'closed' first: a closed, full bound with a waiter refuses 'closed'", async () => {
+    const { asker, holder, waitOn } = pair({ requests: 1, units: 10 });
+    const held = admitted(holder, 10);
+    const waiting = waitOn.admit(1);
+    const drained = holder.close();
+    expect(refusal(asker, 1).reason).toBe('closed');
+    expect((await rejection(waiting)).code).toBe('OMNI_ERR_CLOSED');
+    held.release();
+    await drained;
   });
 });

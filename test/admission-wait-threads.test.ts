@@ -103,7 +103,8 @@ describe.each([
     const { control, exited, errors } = started;
     await until(started, STEP, QUEUED);
     expect(admission.report()).toMatchObject({ depth: 1, waiting: 1 });
-    expect(admission.tryAdmit(1)).toEqual({ ok: false, reason: 'queued' });
+    // Full: 'requests' ('queued' only where the cost would fit beside what is held).
+    expect(admission.tryAdmit(1)).toEqual({ ok: false, reason: 'requests' });
     await untilIdle(started);
     holder.release();
     await until(started, STEP, SETTLED);

@@ -42,11 +42,12 @@ describe.each(WORD_MODES)('admit (%s)', (_mode, units) => {
     expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0, rejected: 0 });
   });
 
-  it('refuses tryAdmit with queued while waiters exist, and stops once they are gone', async () => {
+  it('refuses tryAdmit while waiters exist, and stops once they are gone', async () => {
     const admission = new BoundedAdmission({ requests: 2, units });
     const holders = [admitted(admission, 5), admitted(admission, 5)];
     const waiter = admission.admit(1);
-    expect(admission.tryAdmit(0)).toEqual({ ok: false, reason: 'queued' });
+    // Full: the bound that is full, waiter or not ('queued' only where the cost would fit).
+    expect(admission.tryAdmit(0)).toEqual({ ok: false, reason: 'requests' });
     expect(admission.report()).toMatchObject({ depth: 2, waiting: 1, rejected: 1 });
     holders[0]!.release();
     const permit = await waiter;
@@ -104,7 +105,7 @@ describe.each(WORD_MODES)('admit (%s)', (_mode, units) => {
     const holder = admitted(admission, 1);
     const controller = new AbortController();
     const aborted = admission.admit(1, { signal: controller.signal });
-    expect(admission.tryAdmit(1)).toEqual({ ok: false, reason: 'queued' });
+    expect(admission.tryAdmit(1)).toEqual({ ok: false, reason: 'requests' });
     controller.abort();
     expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 1 });
     await rejection(aborted);

@@ -78,15 +78,29 @@ export interface AdmissionReport {
  */
 const DELTA_CACHE = 512;
 
-/** Why a state word at or above the request limit refuses (flags are checked first). */
-function refusalFor32(word: number): Refusal {
+/**
+ * Why a state word that was refused refuses, decoded from that one word (reached only after
+ * the refusal, so the admit fast path does no more work). 'queued' only when the counts have
+ * room (issue 2: room exists but waiters are ahead); a full bound refuses as it would without
+ * waiters, 'requests' before 'units'. `room` is ceiling - cost (0 without units, where the mask
+ * is 0): the same checked test as the reservation. Memory ordering: every part of the reason
+ * comes from the one word the refusal was decided on, never from a second load, so the reason
+ * names a state the word actually held.
+ */
+function refusalFor32(word: number, requestLimit: number, unitMask: number, room: number): Refusal {
   if (word >= CLOSED_BIT_32) return REFUSED_CLOSED;
-  return word >= WAITING_BIT_32 ? REFUSED_QUEUED : REFUSED_REQUESTS;
+  const fields = word & NARROW_FIELD_MASK;
+  if (fields >= requestLimit) return REFUSED_REQUESTS;
+  if ((fields & unitMask) > room) return REFUSED_UNITS;
+  return REFUSED_QUEUED;
 }
 
-function refusalFor64(word: bigint): Refusal {
+function refusalFor64(word: bigint, requestLimit: bigint, unitMask: bigint, room: bigint): Refusal {
   if (word >= CLOSED_BIT_64) return REFUSED_CLOSED;
-  return word >= WAITING_BIT_64 ? REFUSED_QUEUED : REFUSED_REQUESTS;
+  const fields = word & ~FLAGS_64;
+  if (fields >= requestLimit) return REFUSED_REQUESTS;
+  if ((fields & unitMask) > room) return REFUSED_UNITS;
+  return REFUSED_QUEUED;
 }
 
 /** Every admission's id is non-zero, and its buffer holds all the claim slots it says it has. */
@@ -119,7 +133,8 @@ let attaching: SharedArrayBuffer | undefined;
  *   ceiling), never `held + cost`, which could round above 2^53; request-only mode keeps no
  *   unit accounting at all.
  * - A permit is released exactly once (see Permit, ClaimTable); refusals allocate nothing.
- * - `tryAdmit` does not barge: while any instance has waiters it refuses with 'queued'.
+ * - `tryAdmit` does not barge: while any instance has waiters it refuses, with 'queued' when the
+ *   counts have room for it and 'requests' or 'units' when they do not (see refusalFor32).
  * - Waiters are FIFO per instance; only the head tries, so small requests cannot starve a
  *   large one at the head.
  *
@@ -267,7 +282,7 @@ export class BoundedAdmission implements PermitOwner {
     if (this.#unitMode && cost > this.#ceiling) result = REFUSED_TOO_LARGE;
     // This instance's own waiters come first even while the shared flag is briefly down (see
     // #clearWaitingFlag); a plain field read, unlike a shared load of WAITERS (~4 ns here).
-    else if (this.#room.waiting) result = this.closed ? REFUSED_CLOSED : REFUSED_QUEUED;
+    else if (this.#room.waiting) result = this.#refusalWhileQueued(cost);
     else if (this.#wide) result = this.#reserveWide(cost, false);
     else result = this.#reserveNarrow(cost, false);
     return result.ok ? result : this.#refuse(result);
@@ -424,7 +439,7 @@ export class BoundedAdmission implements PermitOwner {
     for (;;) {
       const word = Atomics.load(i32, STATE_I32);
       const fields = word & ~ignored;
-      if (fields >= this.#requestLimit32) return refusalFor32(fields);
+      if (fields >= this.#requestLimit32) return refusalFor32(fields, this.#requestLimit32, this.#unitMask32, room);
       if ((word & this.#unitMask32) > room) return REFUSED_UNITS;
       // The CAS is the reservation: it succeeds only on the exact word that passed the check.
       if (Atomics.compareExchange(i32, STATE_I32, word, word + delta) === word) {
@@ -443,12 +458,25 @@ export class BoundedAdmission implements PermitOwner {
     for (;;) {
       const word = Atomics.load(u64, STATE_U64);
       const fields = asHead ? word & ~WAITING_BIT_64 : word;
-      if (fields >= this.#requestLimit) return refusalFor64(fields);
+      if (fields >= this.#requestLimit) return refusalFor64(fields, this.#requestLimit, this.#unitMask, room);
       if ((word & this.#unitMask) > room) return REFUSED_UNITS;
       if (Atomics.compareExchange(u64, STATE_U64, word, word + delta) === word) {
         return new Permit(this, cost, delta, this.#guard.enter(cost));
       }
     }
+  }
+
+  /**
+   * tryAdmit with this instance's own waiters queued (the shared flag may be briefly down, see
+   * #clearWaitingFlag): refused whatever the word says; one load of it gives the reason.
+   */
+  #refusalWhileQueued(cost: number): Refusal {
+    if (this.#wide) {
+      const room = cost < DELTA_CACHE ? this.#rooms[cost]! : BigInt(this.#ceiling - cost);
+      return refusalFor64(Atomics.load(this.#u64, STATE_U64), this.#requestLimit, this.#unitMask, room);
+    }
+    const room = this.#unitMode ? this.#ceiling32 - cost : 0;
+    return refusalFor32(Atomics.load(this.#i32, STATE_I32), this.#requestLimit32, this.#unitMask32, room);
   }
 
   #refuse(refusal: Refusal): Refusal {
