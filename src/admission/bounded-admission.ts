@@ -439,7 +439,8 @@ export class BoundedAdmission implements PermitOwner {
     for (;;) {
       const word = Atomics.load(i32, STATE_I32);
       const fields = word & ~ignored;
-      if (fields >= this.#requestLimit32) return refusalFor32(fields, this.#requestLimit32, this.#unitMask32, room);
+      if (fields >= this.#requestLimit32)
+        return refusalFor32(fields, this.#requestLimit32, this.#unitMask32, room);
       if ((word & this.#unitMask32) > room) return REFUSED_UNITS;
       // The CAS is the reservation: it succeeds only on the exact word that passed the check.
       if (Atomics.compareExchange(i32, STATE_I32, word, word + delta) === word) {
