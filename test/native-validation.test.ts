@@ -65,6 +65,16 @@ describe('native validation (fixture)', () => {
       (args.out ?? new Float32Array(ROWS * OUT)) as Float32Array,
     );
 
+  /** The fixture library counting the linear calls that reach C (everything else is real). */
+  function countingLinearCalls(): { library: NativeLibrary; calls: { reached: number } } {
+    const calls = { reached: 0 };
+    const omni_linear_gelu = (...args: Parameters<RawNativeApi['omni_linear_gelu']>) => {
+      calls.reached += 1;
+      return raw.omni_linear_gelu(...args);
+    };
+    return { library: { ...lib, raw: { ...raw, omni_linear_gelu } }, calls };
+  }
+
   beforeAll(() => {
     buildFixture();
     lib = loadNativeLibrary('fixture');
@@ -330,19 +340,8 @@ describe('native validation (fixture)', () => {
     });
 
     it('over the workspace limit, the 4 GiB output is never allocated and C never called', () => {
-      // Counts the calls that reach C; everything else is the real library.
-      let reached = 0;
-      const spied: NativeLibrary = {
-        ...lib,
-        raw: {
-          ...raw,
-          omni_linear_gelu: (...args: Parameters<RawNativeApi['omni_linear_gelu']>) => {
-            reached += 1;
-            return raw.omni_linear_gelu(...args);
-          },
-        },
-      };
-      const wide = NativeContext.open(spied); // the default 512 MiB limit
+      const { library, calls } = countingLinearCalls();
+      const wide = NativeContext.open(library); // the default 512 MiB limit
       try {
         // 1 -> MAX_FEATURES: MAX_ROWS rows of x are 256 KiB, of y 4 GiB; scratch 8 GiB > 512 MiB.
         wide.uploadWeights(new Float32Array(MAX_FEATURES), new Float32Array(MAX_FEATURES), MAX_FEATURES, 1);
@@ -355,11 +354,11 @@ describe('native validation (fixture)', () => {
           nativeCode: NativeStatus.WORKSPACE_LIMIT,
           fatal: false,
         });
-        expect(reached).toBe(0);
+        expect(calls.reached).toBe(0);
         expect(grown).toBeLessThan(2 ** 30);
         // A call that fits still goes through (the limit's exact edge: the workspace-cache tests).
         expect(wide.linearGelu(new Float32Array(2), 2).length).toBe(2 * MAX_FEATURES);
-        expect(reached).toBe(1);
+        expect(calls.reached).toBe(1);
       } finally {
         wide.close();
       }
@@ -384,28 +383,18 @@ describe('native validation (fixture)', () => {
     });
 
     it('the workspace limit as C counts it (x and y, on the device and staged): found before C is called', () => {
-      let reached = 0;
-      const spied: NativeLibrary = {
-        ...lib,
-        raw: {
-          ...raw,
-          omni_linear_gelu: (...args: Parameters<RawNativeApi['omni_linear_gelu']>) => {
-            reached += 1;
-            return raw.omni_linear_gelu(...args);
-          },
-        },
-      };
+      const { library, calls } = countingLinearCalls();
       const row = 2 * (IN + OUT) * Float32Array.BYTES_PER_ELEMENT; // 192 bytes
-      const ctx = NativeContext.open(spied, { workspaceBytes: 5 * row });
+      const ctx = NativeContext.open(library, { workspaceBytes: 5 * row });
       try {
         ctx.uploadWeights(w, b, OUT, IN);
         // 6 rows need 1152 bytes: over the limit, though under it were a row counted once.
         const err = codeOf(() => ctx.linearGelu(new Float32Array(6 * IN), 6));
         expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', nativeCode: NativeStatus.WORKSPACE_LIMIT });
-        expect(reached).toBe(0);
+        expect(calls.reached).toBe(0);
         // Exactly the limit goes through.
         expect(ctx.linearGelu(new Float32Array(5 * IN), 5)).toHaveLength(5 * OUT);
-        expect(reached).toBe(1);
+        expect(calls.reached).toBe(1);
       } finally {
         ctx.close();
       }
