@@ -24,6 +24,28 @@ afterAll(async () => {
   await (await started)?.s.close();
 });
 
+/**
+ * A connected client that reads only once it has sent everything (paused), with the server's
+ * side of its connection; `failed()` is the code of any error the client heard (EPIPE, reset).
+ */
+async function uploadingClient(s: ServeHandle): Promise<{
+  client: Socket;
+  server: Socket;
+  closed: Promise<void>;
+  failed: () => string | undefined;
+}> {
+  const client = connect({ host: '127.0.0.1', port: s.port });
+  client.pause();
+  const serverSide = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
+  let code: string | undefined;
+  client.on('error', (err: NodeJS.ErrnoException) => {
+    code = err.code;
+  });
+  const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+  await new Promise<void>((resolve) => client.once('connect', () => resolve()));
+  return { client, server: await serverSide, closed, failed: () => code };
+}
+
 describe('an answer sent before the body was read', () => {
   it.each([
     ['POST /v1/linear%zz HTTP/1.1', 400],
@@ -48,16 +70,7 @@ describe('a connection that an answer closes', () => {
         .filter((l) => l.startsWith('omni_http_client_errors_total'))
         .join('\n');
     const errorsBefore = await clientErrors();
-    const client = connect({ host: '127.0.0.1', port: s.port });
-    client.pause(); // this client reads only once it has sent its whole body
-    const serverSide = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
-    let failed: string | undefined;
-    client.on('error', (err: NodeJS.ErrnoException) => {
-      failed = err.code;
-    });
-    const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
-    await new Promise<void>((resolve) => client.once('connect', () => resolve()));
-    const server = await serverSide;
+    const { client, server, closed, failed } = await uploadingClient(s);
     // Refused before its body is read (415): answered with Connection: close while uploading.
     const body = 'x'.repeat(1000);
     const sent = new Promise<number>((resolve) => {
@@ -82,7 +95,7 @@ describe('a connection that an answer closes', () => {
     client.resume();
     await closed;
     // Before: EPIPE on the write, and the answer never read.
-    expect(failed).toBeUndefined();
+    expect(failed()).toBeUndefined();
     // The client's close, with the refused body unfinished, is not malformed HTTP.
     await until(() => server.destroyed, 'the server to close');
     expect(await clientErrors()).toBe(errorsBefore);
@@ -93,16 +106,7 @@ describe('a connection that an answer closes', () => {
 
   it('a request node cannot parse: bytes the client still sends do not reset it, the 400 is read', async () => {
     const { s } = await shared();
-    const client = connect({ host: '127.0.0.1', port: s.port });
-    client.pause(); // this client reads only once it has sent its whole request
-    const serverSide = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
-    let failed: string | undefined;
-    client.on('error', (err: NodeJS.ErrnoException) => {
-      failed = err.code;
-    });
-    const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
-    await new Promise<void>((resolve) => client.once('connect', () => resolve()));
-    const server = await serverSide;
+    const { client, server, closed, failed } = await uploadingClient(s);
     client.write('POST /v1/linear HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n');
     // Until the 400 went out (before: with the socket destroyed at once).
     await until(() => server.destroyed || server.writableEnded, 'the server to answer');
@@ -119,7 +123,7 @@ describe('a connection that an answer closes', () => {
     client.on('data', (chunk: Buffer) => chunks.push(chunk));
     client.resume();
     await closed;
-    expect(failed).toBeUndefined();
+    expect(failed()).toBeUndefined();
     const text = Buffer.concat(chunks).toString('latin1');
     expect(text).toMatch(/^HTTP\/1\.1 400 [\s\S]*\r\nConnection: close\r\n/i);
     expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toMatchObject({
