@@ -1,7 +1,8 @@
 /**
  * What `npm pack` puts in the published tarball (package.json `files`): everything the package
- * loads at run time, from its entry points, bin and worker threads, and nothing built here or
- * private (native/build, source maps, tests, benchmarks).
+ * loads at run time, from its entry points, bin and worker threads, with the source maps its
+ * modules name and the files its README shows, and nothing built here or private (native/build,
+ * tests, benchmarks).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -130,15 +131,41 @@ describe('the published package', () => {
     expect([...files].filter((f) => f.startsWith('native/build/') || f.endsWith('.so'))).toEqual([]);
   });
 
-  it('leaves out source maps, tests, benchmarks and what only this repository uses', () => {
+  it('holds the source map every packed module names, each carrying the sources it maps', () => {
+    // A module's last line names its map; an installed package without it makes bundlers and
+    // `node --enable-source-maps` warn. src/ is not shipped, so a map must carry its sources.
+    const broken: string[] = [];
+    for (const file of code.filter((f) => !isDeclaration(f))) {
+      const named = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(readFileSync(join(packageRoot, file), 'utf8'));
+      if (named === null) continue;
+      const map = posix.join(posix.dirname(file), named[1]!);
+      if (!files.has(map)) {
+        broken.push(`${file} -> ${named[1]} (not packed)`);
+        continue;
+      }
+      const { sources, sourcesContent } = JSON.parse(readFileSync(join(packageRoot, map), 'utf8')) as {
+        sources: string[];
+        sourcesContent?: (string | null)[];
+      };
+      sources.forEach((source, i) => {
+        const shipped = files.has(posix.join(posix.dirname(map), source));
+        if (!shipped && typeof sourcesContent?.[i] !== 'string')
+          broken.push(`${map} -> ${source} (no content)`);
+      });
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it('leaves out tests, benchmarks and what only this repository uses', () => {
     const stray = [...files].filter(
       (f) =>
-        f.endsWith('.map') ||
+        (f.endsWith('.map') && !files.has(f.slice(0, -'.map'.length))) ||
         /^(test|bench|docs|\.ci|\.gpu|src|workers)\//.test(f) ||
         /^dist\/(test|bench|readme)\//.test(f),
     );
     expect(stray).toEqual([]);
-    // The whole package today is about 0.5 MB unpacked; a stray build or data file is far more.
+    // The whole package today is about 1.2 MB unpacked, about half of it source maps; a stray
+    // build or data file is far more.
     expect(packed.unpackedSize).toBeLessThan(2 * 1024 * 1024);
   });
 });
