@@ -51,6 +51,19 @@ function specifiers(file: string): string[] {
   return found;
 }
 
+/** The files README.md links or shows by relative path (images, LICENSE), as package paths. */
+const readmePaths = (() => {
+  const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');
+  const targets = [
+    ...readme.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g),
+    ...readme.matchAll(/^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/gm),
+    ...readme.matchAll(/<(?:img|a)\b[^>]*\b(?:src|href)=["']([^"']+)["']/g),
+  ].map((m) => m[1]!);
+  return targets
+    .filter((t) => !/^([a-z][a-z\d+.-]*:|#|\/\/)/i.test(t))
+    .map((t) => posix.normalize(decodeURIComponent(t.replace(/[?#].*$/, ''))));
+})();
+
 // .cjs and .d.cts too: the threads' entry is a CommonJS shim (dist/workers/entry-shim.cjs).
 const code = [...files].filter((f) => /\.([mc]?js|d\.[mc]?ts)$/.test(f));
 const isDeclaration = (f: string): boolean => /\.d\.[mc]?ts$/.test(f);
@@ -156,11 +169,19 @@ describe('the published package', () => {
     expect(broken).toEqual([]);
   });
 
+  it('holds every file the README links or shows by relative path', () => {
+    // The registry and an installed package's README resolve such a path against the package:
+    // an unshipped one is a broken image or link there.
+    expect(readmePaths.length).toBeGreaterThan(0);
+    expect(readmePaths.filter((t) => !files.has(t))).toEqual([]);
+  });
+
   it('leaves out tests, benchmarks and what only this repository uses', () => {
     const stray = [...files].filter(
       (f) =>
         (f.endsWith('.map') && !files.has(f.slice(0, -'.map'.length))) ||
-        /^(test|bench|docs|\.ci|\.gpu|src|workers)\//.test(f) ||
+        /^(test|bench|\.ci|\.gpu|src|workers)\//.test(f) ||
+        (f.startsWith('docs/') && !readmePaths.includes(f)) ||
         /^dist\/(test|bench|readme)\//.test(f),
     );
     expect(stray).toEqual([]);
