@@ -1,8 +1,8 @@
 /**
  * Randomized command lines for `bench` and `serve`, parsed in-process: every flag of both
- * commands (and flags of the other one, unknown ones, `--`, stray words, -h/--help), spaced and
- * `=` forms, with values legal, at and past their bounds, negative, fractional, in other bases,
- * blank, unicode and long. Each line must be help, a UsageError (OMNI_ERR_USAGE, one line on
+ * commands (and flags of the other one, unknown ones, `--`, stray words, -h/--help, short-flag
+ * groups holding h), spaced and `=` forms, with values legal, at and past their bounds,
+ * negative, fractional, in other bases, blank, unicode and long. Each line must be help, a UsageError (OMNI_ERR_USAGE, one line on
  * the terminal), or a configuration in which every number flag holds the value written (-0 as 0). A
  * fixed seed and run count (printed) make a failure reproducible.
  */
@@ -59,6 +59,7 @@ const value = fc.oneof(
     ...['-1', '-0', '-.5', '0.5', '1.5', '.5', '5.', '1e3', '1E3', '2.5e1', '1e-3', '1e400', '1e-400'],
     ...['1.0000000000000001', '0x10', '0b11', '0o7', 'NaN', 'Infinity', '-Infinity', '', ' ', ' 4 '],
     ...['\t4\n', '\u00a04', '４', '٣', '1_000', '1,000', '+4', '++4', '-e5', '-', '--', '-h', '--help'],
+    ...['-xh', '-1h', '-h=1'],
     ...['4x', '0.5x', '2X', '1x,2x', '100,200', '1x,1X', 'x', 'fixture', 'cuda', 'auto', 'tpu', 'a.so'],
     ...['é', '😀', '--json', '--frobnicate'],
   ),
@@ -87,6 +88,8 @@ const argv = (flags: readonly string[]) =>
             ['-x'],
             ['-h'],
             ['--help'],
+            ['-jh'],
+            ['-hj'],
           ),
         },
       ),
@@ -94,10 +97,11 @@ const argv = (flags: readonly string[]) =>
     )
     .map((tokens) => tokens.flat());
 
-/** Whether node:util would read a -h/--help: one before any `--`. */
+/** Whether node:util would read a -h/--help (alone or in a group of letters): one before any `--`. */
 function asksHelp(args: readonly string[]): boolean {
   const end = args.indexOf('--');
-  return (end === -1 ? args : args.slice(0, end)).some((a) => a === '-h' || a === '--help');
+  const help = (a: string): boolean => a === '--help' || (/^-[A-Za-z]+$/.test(a) && a.includes('h'));
+  return (end === -1 ? args : args.slice(0, end)).some(help);
 }
 
 /** Each number flag's value as written, where the line gives it (spaced or with =). */

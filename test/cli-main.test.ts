@@ -86,6 +86,26 @@ describe('main', () => {
     expect(await run(argv)).toEqual({ code: 0, stdout: help });
   });
 
+  // A short-flag group holding h (`-jh`, node:util reads it as -j -h) asks for help as -h does:
+  // `bench -jh` exited 2 ('unknown option -j') while `bench -j -h` printed bench's help, and
+  // `-vh` ('unknown option -vh') while `-v -h` printed the top-level one.
+  it.each([
+    [['-vh'], HELP],
+    [['-hv'], HELP],
+    [['-xh', 'serve'], SERVE_HELP],
+    [['bench', '-jh'], BENCH_HELP],
+    [['bench', '-hj'], BENCH_HELP],
+    [['bench', '--json', '-hh'], BENCH_HELP],
+    [['bench', '-jh', 'admission'], ADMISSION_HELP],
+    [['bench', 'admission', '-jh'], ADMISSION_HELP],
+    [['serve', '-ph'], SERVE_HELP],
+    [['help', 'serve', '-ph'], SERVE_HELP],
+  ])('%j: a short-flag group holding h prints the help of the command the line names', async (argv, help) => {
+    const { code, stdout } = await run(argv);
+    expect(code).toBe(0);
+    expect(stdout.split('\n')[0]).toBe(help.split('\n')[0]);
+  });
+
   // The usage line is `omni-runtime: <command>: <problem> (see --help)`; a flag's value check
   // printed no command (`omni-runtime: --threads must be ...`), so `bench admission --threads 0`
   // did not say which command's --threads was wrong.
@@ -121,6 +141,13 @@ describe('main', () => {
       ['-v', '--', '-h'],
       // Nor is it asking for the admission subcommand's help (which comes right after bench).
       ['bench', '--json', 'admission', '--', '-h'],
+      // A group holding h after `--` is an argument too; a group without h is no help.
+      ['bench', '--', '-jh'],
+      ['-v', '--', '-vh'],
+      ['bench', '-jk'],
+      // '-1h' is --duration's (negative) value here, not a group holding h.
+      ['bench', '--duration', '-1h', 'admission'],
+      ['bench', '--frobnicate', '--duration', '-1h'],
     ]) {
       const err = await main(argv).then(
         () => undefined,

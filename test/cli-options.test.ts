@@ -1,6 +1,6 @@
 /** `omni-runtime bench` flags and the seeded arrival process, in-process (no child processes). */
 import { describe, expect, it } from 'vitest';
-import { UsageError } from '../src/cli/args.js';
+import { parseFlags, UsageError } from '../src/cli/args.js';
 import { type BenchConfig, parseBenchArgs, rateListFlag } from '../src/cli/bench-options.js';
 import { type Arrival, ArrivalProcess } from '../src/cli/prng.js';
 import { parseServeArgs } from '../src/cli/serve-command.js';
@@ -123,6 +123,18 @@ describe('bench flags', () => {
   ])('--help wins over %s too', (_what, bench, serve) => {
     expect(parseBenchArgs(bench, {})).toBe('help');
     expect(parseServeArgs(serve, {})).toBe('help');
+  });
+
+  // No command has a short flag that takes a value today; one that does must keep its value
+  // (node:util reads `-oh` as -o h), not turn the group into a help request.
+  it('a short-flag group asks for help only where h comes before a letter that takes a value', () => {
+    const options = { out: { type: 'string', short: 'o' }, help: { type: 'boolean', short: 'h' } } as const;
+    expect(parseFlags('x', ['-oh'], options).values).toEqual({ out: 'h' });
+    expect(parseFlags('x', ['-ho'], options).values.help).toBe(true);
+    expect(parseFlags('x', ['-zho'], options).values.help).toBe(true);
+    expect(() => parseFlags('x', ['-zoh'], options)).toThrow(
+      expect.objectContaining({ code: 'OMNI_ERR_USAGE' }),
+    );
   });
 
   it('a --help after -- is an argument, not help', () => {

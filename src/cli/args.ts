@@ -74,11 +74,30 @@ function parseMistake(message: string): string {
   return first;
 }
 
-/** A -h or --help before any `--`, where the command has that flag. */
+/** A -h or --help (alone or in a short-flag group) before any `--`, where the command has that flag. */
 function asksHelp(argv: readonly string[], options: FlagSpec): boolean {
   if (options.help === undefined) return false;
   const end = argv.indexOf('--');
-  return (end === -1 ? argv : argv.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
+  return (end === -1 ? argv : argv.slice(0, end)).some((arg) => isHelpArg(arg, options));
+}
+
+/**
+ * One argument asking for help: --help, or -h alone or in a group of short flags (node:util
+ * reads `-jh` as -j -h, so `bench -jh` asks as `bench -j -h` does). A group is letters only: a
+ * negative number (`-1h`) or other text that starts with '-' is a flag's value. A letter that
+ * takes a value ends the group (the rest is its value). Without `options` (the top level) every
+ * letter but h is a flag without a value.
+ */
+export function isHelpArg(arg: string, options?: FlagSpec): boolean {
+  if (arg === '--help') return true;
+  if (!/^-[A-Za-z]+$/.test(arg)) return false;
+  const helpLetter = options === undefined ? 'h' : options.help?.short;
+  for (const letter of arg.slice(1)) {
+    if (letter === helpLetter) return true;
+    const takesValue = Object.values(options ?? {}).some((o) => o.short === letter && o.type === 'string');
+    if (takesValue) return false;
+  }
+  return false;
 }
 
 /**

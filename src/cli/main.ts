@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../paths.js';
-import { firstWord, UsageError } from './args.js';
+import { firstWord, isHelpArg, UsageError } from './args.js';
 import { ShutdownSignals } from './shutdown-signals.js';
 
 export const HELP = `Usage: omni-runtime <command> [flags]
@@ -31,7 +31,8 @@ function version(): string {
   return pkg.version ?? 'unknown';
 }
 
-const isHelpFlag = (arg: string): boolean => arg === '-h' || arg === '--help';
+/** Top-level letters take no value; a wrapper, so .some()'s index is not read as isHelpArg's options. */
+const isHelpFlag = (arg: string): boolean => isHelpArg(arg);
 
 /** The arguments before any `--`: a -h or --help after it is not asking for help. */
 function beforeEnd(args: readonly string[]): readonly string[] {
