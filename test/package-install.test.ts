@@ -1,0 +1,109 @@
+/**
+ * The packed tarball as a new user meets it: unpacked into a project's node_modules (a copy, not
+ * a link to this checkout, so only what `npm pack` shipped is there), its install step run, its
+ * bin linked as npm links it. The package's dependencies resolve from this checkout's
+ * node_modules, one folder up, as they would from a hoisted install (no registry needed).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { delimiter, join, resolve } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../src/paths.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
+
+const root = tempDirs('omni-package-install-')();
+const project = join(root, 'consumer');
+const installed = join(project, 'node_modules', 'omni-runtime');
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+interface Manifest {
+  bin: Record<string, string>;
+  scripts: Record<string, string>;
+}
+
+/** Runs `file args` in the consumer project; its exit status and output. */
+function inProject(file: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const run = spawnSync(file, args, { cwd: project, encoding: 'utf8' });
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+beforeAll(() => {
+  // --ignore-scripts: pack what the build before the tests made, without building again.
+  const [packed] = JSON.parse(
+    execFileSync(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', root], {
+      cwd: packageRoot,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }),
+  ) as { filename: string }[];
+  mkdirSync(installed, { recursive: true });
+  execFileSync('tar', ['-xzf', join(root, packed!.filename), '-C', installed, '--strip-components=1']);
+  symlinkSync(join(packageRoot, 'node_modules'), join(root, 'node_modules'), 'dir');
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module' }));
+
+  const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Manifest;
+  // The install step, as npm runs it. nvcc is left out of its PATH: the CUDA library is
+  // optional, and building it would take most of this file's time.
+  const install = /^node (\S+)(.*)$/.exec(manifest.scripts.install!);
+  expect(install, manifest.scripts.install).not.toBeNull();
+  const path = (process.env.PATH ?? '').split(delimiter).filter((dir) => !existsSync(join(dir, 'nvcc')));
+  const { CUDA_HOME: _home, CUDA_PATH: _path, ...env } = process.env;
+  execFileSync(process.execPath, [install![1]!, ...install![2]!.trim().split(/\s+/).filter(Boolean)], {
+    cwd: installed,
+    env: { ...env, PATH: path.join(delimiter) },
+    stdio: 'ignore',
+  });
+
+  // npm's bin link: node_modules/.bin/<name> to the target, made executable.
+  mkdirSync(join(project, 'node_modules', '.bin'));
+  for (const [name, target] of Object.entries(manifest.bin)) {
+    chmodSync(join(installed, target), 0o755);
+    symlinkSync(join(installed, target), join(project, 'node_modules', '.bin', name));
+  }
+});
+
+describe('the installed package', () => {
+  it('has the native fixture library its install step built', () => {
+    expect(existsSync(join(installed, 'native', 'build', 'libomni_fixture.so'))).toBe(true);
+  });
+
+  it.each([
+    [['--help'], 'Usage: omni-runtime <command> [flags]'],
+    [['bench', '--help'], 'Usage: omni-runtime bench [flags]'],
+  ])('omni-runtime %j prints its help, exits 0', (args, first) => {
+    const run = inProject(join(project, 'node_modules', '.bin', 'omni-runtime'), args);
+    expect(run.status).toBe(0);
+    expect(run.stdout.split('\n')[0]).toBe(first);
+  });
+
+  it('imports both entry points from an .mjs file and runs work on the fixture', () => {
+    writeFileSync(
+      join(project, 'main.mjs'),
+      `import { BoundedAdmission, LinearRuntime } from 'omni-runtime';
+import { serve } from 'omni-runtime/serve';
+const lr = await LinearRuntime.start({ backend: 'fixture', threads: 1, inFeatures: 4, outFeatures: 4 });
+const y = await lr.run(new Float32Array(8));
+await lr.close();
+console.log(JSON.stringify({ admission: typeof BoundedAdmission, serve: typeof serve, out: y.length }));
+`,
+    );
+    const run = inProject(process.execPath, ['main.mjs']);
+    expect(run.status, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ admission: 'function', serve: 'function', out: 8 });
+  });
+
+  it('maps a stack trace through its source maps to the TypeScript sources', () => {
+    // The modules name their maps; unshipped, `--enable-source-maps` shows only dist/ frames.
+    writeFileSync(
+      join(project, 'trace.mjs'),
+      `import { BoundedAdmission } from 'omni-runtime';
+try { new BoundedAdmission({ requests: 0 }); } catch (err) { console.log(err.stack); }
+`,
+    );
+    const run = inProject(process.execPath, ['--enable-source-maps', 'trace.mjs']);
+    expect(run.status).toBe(0);
+    const frames = run.stdout.split('\n').filter((line) => line.trim().startsWith('at '));
+    expect(frames[0]).toContain(resolve(installed, 'src', 'admission'));
+    expect(frames[0]).toMatch(/\.ts:\d+:\d+\)$/);
+  });
+});
