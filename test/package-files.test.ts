@@ -32,7 +32,7 @@ const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) 
   main: string;
   types: string;
   bin: Record<string, string>;
-  exports: Record<string, { types: string; default: string }>;
+  exports: Record<string, string | { types: string; default: string }>;
   dependencies: Record<string, string>;
   peerDependencies: Record<string, string>;
 };
@@ -71,7 +71,10 @@ const isDeclaration = (f: string): boolean => /\.d\.[mc]?ts$/.test(f);
 describe('the published package', () => {
   it('holds every entry point package.json names', () => {
     const targets = [pkg.main, pkg.types, ...Object.values(pkg.bin)];
-    for (const entry of Object.values(pkg.exports)) targets.push(entry.types, entry.default);
+    for (const entry of Object.values(pkg.exports)) {
+      if (typeof entry === 'string') targets.push(entry);
+      else targets.push(entry.types, entry.default);
+    }
     for (const target of targets) expect(files, target).toContain(strip(target));
   });
 

@@ -17,6 +17,7 @@ const installed = join(project, 'node_modules', 'omni-runtime');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 interface Manifest {
+  version: string;
   bin: Record<string, string>;
   scripts: Record<string, string>;
 }
@@ -90,6 +91,23 @@ console.log(JSON.stringify({ admission: typeof BoundedAdmission, serve: typeof s
     const run = inProject(process.execPath, ['main.mjs']);
     expect(run.status, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({ admission: 'function', serve: 'function', out: 8 });
+  });
+
+  it('lets tools read its package.json through the package name', () => {
+    // Bundlers, version checks and license scanners resolve '<name>/package.json'; with an
+    // `exports` map, a subpath it does not list is ERR_PACKAGE_PATH_NOT_EXPORTED.
+    writeFileSync(
+      join(project, 'manifest.mjs'),
+      `import { createRequire } from 'node:module';
+const pkg = createRequire(import.meta.url)('omni-runtime/package.json');
+const imported = await import('omni-runtime/package.json', { with: { type: 'json' } });
+console.log(JSON.stringify({ name: pkg.name, version: imported.default.version }));
+`,
+    );
+    const run = inProject(process.execPath, ['manifest.mjs']);
+    expect(run.status, run.stderr).toBe(0);
+    const packed = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Manifest;
+    expect(JSON.parse(run.stdout)).toEqual({ name: 'omni-runtime', version: packed.version });
   });
 
   it('maps a stack trace through its source maps to the TypeScript sources', () => {
