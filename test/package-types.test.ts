@@ -87,6 +87,53 @@ NativeContext.open(loadNativeLibrary('fixture', { path }), {
 }).close();
 `;
 
+// The two resolutions a consumer's tsconfig may name: Node's own, and a bundler's.
+const node16 = { module: 'Node16', moduleResolution: 'Node16' };
+const bundler = { module: 'ESNext', moduleResolution: 'Bundler' };
+const strictest = { exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: true };
+
+// What a consumer's own declaration emit must name: each value exported with an inferred type
+// from a call of ours. A type the entry points do not export fails it (TS2883, "cannot be
+// named without a reference to ... This is likely not portable"). Left out: server.app and
+// metrics.registry, fastify's and prom-client's own types, which a consumer names from those
+// packages.
+const inferred = `
+import {
+  BoundedAdmission, defineWorker, fromWire, LinearRuntime, loadNativeLibrary, NativeContext, NativeStatus,
+  Runtime, seededWeights, selectBackend, toWire,
+} from 'omni-runtime';
+import { answerFor, serve, ServeMetrics } from 'omni-runtime/serve';
+
+export const admission = new BoundedAdmission({ requests: 1 });
+export const tried = admission.tryAdmit(1);
+export const permit = await admission.admit(1, { timeoutMs: 1 });
+export const claim = permit.toClaim();
+export const admissionReport = admission.report();
+export default defineWorker(async (x: number, ctx) => x * ctx.cost, { init: () => {} });
+export const rt = await Runtime.start({ worker: 'worker.js', admission: { requests: 1 } });
+export const ran = rt.run<number>(1, { cost: 1 });
+export const report = rt.report();
+export const closing = rt.close({ timeoutMs: 1 });
+export const lr = await LinearRuntime.start({ weights: seededWeights(4, 2) });
+export const linear = lr.run(new Float32Array(4), { rows: 1 });
+export const stats = lr.stats();
+export const lrRuntime = lr.runtime;
+export const library = loadNativeLibrary('fixture', {});
+export const raw = library.raw;
+export const fixture = library.fixture;
+export const choice = selectBackend('auto');
+export const context = NativeContext.open(library, {});
+export const status = NativeStatus;
+export const wire = toWire(new Error('x'));
+export const rebuilt = fromWire(wire);
+export const server = await serve(lr, {});
+export const drain = server.drain;
+export const drained = await server.drain({ timeoutMs: 1 });
+export const metrics = new ServeMetrics({ report: () => report, inflight: () => 0 });
+export const scraped = await metrics.scrape();
+export const answer = answerFor(rebuilt);
+`;
+
 describe('the published types, from a consumer project', () => {
   it('accept every documented option given as undefined under exactOptionalPropertyTypes', () => {
     const { status, output } = typecheck('forwarded', forwarded, {
@@ -138,5 +185,15 @@ await lr.run([1, 2, 3]);
     const { status, output } = typecheck('invalid', code, { skipLibCheck: true });
     expect(output).toBe('');
     expect(status).toBe(0);
+  });
+
+  it("let a consumer's declaration emit name every type it infers from a call", () => {
+    const emit = { noEmit: false, declaration: true, emitDeclarationOnly: true, outDir: 'out' };
+    const results = [
+      typecheck('inferred-node16', inferred, { ...strictest, ...node16, ...emit }),
+      typecheck('inferred-bundler', inferred, { ...strictest, ...bundler, ...emit }),
+    ];
+    expect(results.map((r) => r.output)).toEqual(['', '']);
+    expect(results.map((r) => r.status)).toEqual([0, 0]);
   });
 });
