@@ -92,6 +92,92 @@ const node16 = { module: 'Node16', moduleResolution: 'Node16' };
 const bundler = { module: 'ESNext', moduleResolution: 'Bundler' };
 const strictest = { exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: true };
 
+// Every type a call takes or returns, imported by name from the two entry points and written
+// where a consumer writes it: an options object declared before the call, a result stored in a
+// variable of its type, a worker module's parts typed one by one.
+const named = `
+import {
+  type AdmissionBounds, type AdmissionReport, type AdmitOptions, type BackendChoice, type BackendName,
+  type BackendPreference, BoundedAdmission, type Claim, type CloseOptions, type CloseResult, defineWorker,
+  fromWire, type LatencySummary, type LinearRunOptions, LinearRuntime, type LinearRuntimeOptions,
+  type LinearWeights, type LoadOptions, loadNativeLibrary, NativeContext, type NativeLibrary,
+  type NativeLibraryPaths, type NativeOpenOptions, type NativeStats, type Permit, type RawFixtureApi,
+  type RawHandle, type RawNativeApi, type RawOpenOptions, type Refusal, type RunOptions, Runtime,
+  type RuntimeAdmissionOptions, type RuntimeOptions, type RuntimeReport, type RuntimeState, type SelectOptions,
+  seededWeights, selectBackend, type TaskContext, toWire, type WireError, type WireFields,
+  type WorkerDefinition, type WorkerHandler, type WorkerOptions,
+} from 'omni-runtime';
+import {
+  answerFor, type DrainOptions, type DrainResult, type ErrorBody, type HealthBody, type HttpAnswer,
+  type MetricsSource, serve, type Served, type ServeHandle, ServeMetrics, type ServeOptions, type ServerState,
+} from 'omni-runtime/serve';
+
+const workerOptions: WorkerOptions = { init: (data: unknown) => void data };
+const handler: WorkerHandler<{ n: number }, number> = (input, ctx: TaskContext) => input.n * ctx.cost;
+export const definition: WorkerDefinition<{ n: number }, number> = defineWorker(handler, workerOptions);
+
+const bounds: AdmissionBounds = { requests: 2, units: 8 };
+const admission = new BoundedAdmission(bounds);
+const tried: Permit | Refusal = admission.tryAdmit(1);
+const admitOptions: AdmitOptions = { timeoutMs: 10 };
+const permit: Permit = await admission.admit(1, admitOptions);
+const claim: Claim = permit.toClaim();
+admission.releaseClaim(claim);
+const admissionReport: AdmissionReport = admission.report();
+
+const admissionOptions: RuntimeAdmissionOptions = { requests: 4, wait: true };
+const runtimeOptions: RuntimeOptions = { worker: new URL('./worker.js', import.meta.url), admission: admissionOptions };
+const rt: Runtime = await Runtime.start(runtimeOptions);
+const runOptions: RunOptions = { cost: 1 };
+const doubled: number = await rt.run<number>({ n: 1 }, runOptions);
+const report: RuntimeReport = rt.report();
+const latency: LatencySummary = report.waitTimeMs;
+const state: RuntimeState = rt.state;
+const closeOptions: CloseOptions = { timeoutMs: 1 };
+const closed: CloseResult = await rt.close(closeOptions);
+
+const weights: LinearWeights = seededWeights(4, 2);
+const libraries: NativeLibraryPaths = {};
+const preference: BackendPreference = 'auto';
+const linearOptions: LinearRuntimeOptions = { backend: preference, weights, libraries };
+const lr: LinearRuntime = await LinearRuntime.start(linearOptions);
+const linearRun: LinearRunOptions = { rows: 1 };
+const y: Float32Array = await lr.run(new Float32Array(4), linearRun);
+const stats: NativeStats = await lr.stats();
+const backend: BackendName = lr.backend;
+
+const selectOptions: SelectOptions = {};
+const choice: BackendChoice = selectBackend('fixture', process.env, selectOptions);
+const loadOptions: LoadOptions = {};
+const library: NativeLibrary = loadNativeLibrary('fixture', loadOptions);
+const raw: RawNativeApi = library.raw;
+const fixture: RawFixtureApi | null = library.fixture;
+const rawOptions: RawOpenOptions = { workspace_count: 1, reserved: 0, workspace_bytes: 1024 };
+const opened: [RawHandle | null] = [null];
+raw.omni_open(0, rawOptions, opened);
+const openOptions: NativeOpenOptions = { device: 0 };
+const context: NativeContext = NativeContext.open(library, openOptions);
+
+const wire: WireError = toWire(new Error('x'));
+const fields: WireFields | undefined = wire.fields;
+const rebuilt: Error = fromWire(wire);
+
+const served: Served = lr;
+const serveOptions: ServeOptions = { port: 0 };
+const server: ServeHandle = await serve(served, serveOptions);
+const drainOptions: DrainOptions = { timeoutMs: 1 };
+const drained: DrainResult = await server.drain(drainOptions);
+const serverState: ServerState = server.state;
+const source: MetricsSource = { report: () => report, inflight: () => 0 };
+const metrics: ServeMetrics = new ServeMetrics(source);
+const answer: HttpAnswer = answerFor(rebuilt);
+const body: ErrorBody = answer.body;
+declare const health: HealthBody;
+
+export const used = [tried, doubled, admissionReport, latency, state, closed, y, stats, backend, choice, fixture,
+  context, drained, serverState, metrics, body, health, fields];
+`;
+
 // What a consumer's own declaration emit must name: each value exported with an inferred type
 // from a call of ours. A type the entry points do not export fails it (TS2883, "cannot be
 // named without a reference to ... This is likely not portable"). Left out: server.app and
@@ -185,6 +271,15 @@ await lr.run([1, 2, 3]);
     const { status, output } = typecheck('invalid', code, { skipLibCheck: true });
     expect(output).toBe('');
     expect(status).toBe(0);
+  });
+
+  it('name every type a call takes or returns, under module node16 and under bundler', () => {
+    const results = [
+      typecheck('named-node16', named, { ...strictest, ...node16 }),
+      typecheck('named-bundler', named, { ...strictest, ...bundler }),
+    ];
+    expect(results.map((r) => r.output)).toEqual(['', '']);
+    expect(results.map((r) => r.status)).toEqual([0, 0]);
   });
 
   it("let a consumer's declaration emit name every type it infers from a call", () => {
