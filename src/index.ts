@@ -33,6 +33,7 @@ export {
   NotFoundError,
   NotImplementedError,
   OmniError,
+  type OmniErrorCode,
   PermitMovedError,
   PermitReleasedError,
   type RefusalReason,

@@ -220,6 +220,37 @@ export const scraped = await metrics.scrape();
 export const answer = answerFor(rebuilt);
 `;
 
+// A consumer's error handling: narrowing by class and by code, against the union of codes,
+// which must be exactly the codes of the exported error classes (OmniError aside: its code is a
+// worker's own too). A class whose code is not in the union, or only a string, or a code of
+// the union without a class, fails the `complete` line.
+const codes = `
+import * as omni from 'omni-runtime';
+import { OmniError, type OmniErrorCode, type RefusalReason, RejectedError, TooLargeError } from 'omni-runtime';
+import { BodyTooLargeError } from 'omni-runtime/serve';
+
+type Exports = typeof omni;
+type Named = Exclude<keyof Exports, 'OmniError'>;
+type ClassCode<K extends Named> = Exports[K] extends abstract new (...args: any[]) => infer E
+  ? E extends Error & { readonly code: infer C } ? C : never
+  : never;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+export const complete: Same<{ [K in Named]: ClassCode<K> }[Named], OmniErrorCode> = true;
+
+declare const caught: unknown;
+if (caught instanceof RejectedError) caught.code satisfies 'OMNI_ERR_REJECTED';
+if (caught instanceof OmniError) caught.code satisfies string;
+
+declare const refused: RejectedError | TooLargeError | BodyTooLargeError;
+if (refused.code === 'OMNI_ERR_REJECTED') refused.reason satisfies RefusalReason;
+else if (refused.code === 'OMNI_ERR_TOO_LARGE') refused.unitCapacity satisfies number;
+else refused.limit satisfies number;
+
+export const statuses = { OMNI_ERR_REJECTED: 503 } satisfies Partial<Record<OmniErrorCode, number>>;
+// @ts-expect-error not a code of this package
+export const typo: OmniErrorCode = 'OMNI_ERR_REJECT';
+`;
+
 describe('the published types, from a consumer project', () => {
   it('accept every documented option given as undefined under exactOptionalPropertyTypes', () => {
     const { status, output } = typecheck('forwarded', forwarded, {
@@ -290,5 +321,11 @@ await lr.run([1, 2, 3]);
     ];
     expect(results.map((r) => r.output)).toEqual(['', '']);
     expect(results.map((r) => r.status)).toEqual([0, 0]);
+  });
+
+  it('narrow an error by class and by code, against an OmniErrorCode union complete for its classes', () => {
+    const { status, output } = typecheck('codes', codes, { ...strictest, ...node16 });
+    expect(output).toBe('');
+    expect(status).toBe(0);
   });
 });
