@@ -4,7 +4,7 @@
  * `exports` to the built dist/), type-checked by tsc under strict settings a user may choose.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
@@ -16,15 +16,19 @@ symlinkSync(packageRoot, join(dir, 'node_modules', 'omni-runtime'), 'dir');
 symlinkSync(join(packageRoot, 'node_modules', '@types'), join(dir, 'node_modules', '@types'), 'dir');
 writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module' }));
 
-/** Writes `code` as the consumer's only module and type-checks it with these compiler options. */
+/**
+ * Writes `code` as the consumer's only module (or each of several modules, by file name) and
+ * type-checks it with these compiler options.
+ */
 function typecheck(
   name: string,
-  code: string,
+  code: string | Record<string, string>,
   options: Record<string, unknown>,
 ): { status: number | null; output: string } {
   const project = join(dir, name);
   mkdirSync(project);
-  writeFileSync(join(project, 'main.ts'), code);
+  const modules = typeof code === 'string' ? { 'main.ts': code } : code;
+  for (const [file, text] of Object.entries(modules)) writeFileSync(join(project, file), text);
   writeFileSync(
     join(project, 'tsconfig.json'),
     JSON.stringify({
@@ -37,7 +41,7 @@ function typecheck(
         types: ['node'],
         ...options,
       },
-      files: ['main.ts'],
+      files: Object.keys(modules),
     }),
   );
   const tsc = join(packageRoot, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -251,6 +255,20 @@ export const statuses = { OMNI_ERR_REJECTED: 503 } satisfies Partial<Record<Omni
 export const typo: OmniErrorCode = 'OMNI_ERR_REJECT';
 `;
 
+/**
+ * The README's ```ts blocks, each as a module of its own. scripts/check-readme.mjs checks them
+ * against src/ under this package's own settings; here they meet the shipped .d.ts under a
+ * consumer's, the ones the README says its examples pass.
+ */
+function readmeBlocks(): Record<string, string> {
+  const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');
+  const blocks = [...readme.matchAll(/^```ts[^\n]*\n([\s\S]*?)^```[ \t]*$/gm)]
+    // What check-readme leaves out, this leaves out too.
+    .filter((block) => !/<!--\s*readme-check:\s*skip\s*-->\s*$/.test(readme.slice(0, block.index)))
+    .map(([, code]) => code ?? '');
+  return Object.fromEntries(blocks.map((code, i) => [`block-${i + 1}.ts`, code]));
+}
+
 describe('the published types, from a consumer project', () => {
   it('accept every documented option given as undefined under exactOptionalPropertyTypes', () => {
     const { status, output } = typecheck('forwarded', forwarded, {
@@ -327,5 +345,18 @@ await lr.run([1, 2, 3]);
     const { status, output } = typecheck('codes', codes, { ...strictest, ...node16 });
     expect(output).toBe('');
     expect(status).toBe(0);
+  });
+
+  it("typecheck the README's examples under strict, exactOptionalPropertyTypes and skipLibCheck off", () => {
+    const blocks = readmeBlocks();
+    // The reader of the README must find its blocks, or an empty project passes this test.
+    expect(Object.keys(blocks).length).toBeGreaterThan(4);
+    const settings = { ...strictest, skipLibCheck: false };
+    const results = [
+      typecheck('readme-node16', blocks, { ...settings, ...node16 }),
+      typecheck('readme-bundler', blocks, { ...settings, ...bundler }),
+    ];
+    expect(results.map((r) => r.output)).toEqual(['', '']);
+    expect(results.map((r) => r.status)).toEqual([0, 0]);
   });
 });
