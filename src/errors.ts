@@ -54,7 +54,9 @@ export type OmniErrorCode =
 
 export class OmniError extends Error {
   readonly code: string;
-  constructor(code: string, message: string, options?: ErrorOptions) {
+  // ErrorOptions spelt out: the lib declares it from ES2022 on, and these constructors are in the
+  // .d.ts a consumer compiles, whose target may be older (TS2304 under skipLibCheck: false).
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
     this.name = new.target.name;
@@ -165,7 +167,7 @@ export class RejectedError extends OmniError implements RefusalSnapshot {
 /** The caller's own signal aborted; the work itself may still be running. */
 export class AbortError extends OmniError {
   declare readonly code: 'OMNI_ERR_ABORTED';
-  constructor(message = 'the operation was aborted', options?: ErrorOptions) {
+  constructor(message = 'the operation was aborted', options?: { cause?: unknown }) {
     super('OMNI_ERR_ABORTED', message, options);
     this.name = 'AbortError';
   }

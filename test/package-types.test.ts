@@ -298,6 +298,17 @@ export type Used = [Runtime, LinearRuntime, typeof serve];
     expect([exact.status, node16.status]).toEqual([0, 0]);
   });
 
+  it('check with skipLibCheck off under a target before ES2022, whose lib has no ErrorOptions', () => {
+    // Node 20 runs ES2022, but a consumer's target (and so its default lib) may be older.
+    const code = `
+import { AbortError, OmniError } from 'omni-runtime';
+export const errors = [new OmniError('MY_CODE', 'mine', { cause: 1 }), new AbortError('gone', { cause: 2 })];
+`;
+    const { status, output } = typecheck('lib-es2020', code, { target: 'ES2020', skipLibCheck: false });
+    expect(output).toBe('');
+    expect(status).toBe(0);
+  });
+
   it('reject what the runtime would refuse', () => {
     // Each @ts-expect-error must meet an error, or tsc reports the directive unused.
     const code = `
