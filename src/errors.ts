@@ -20,9 +20,43 @@ export interface RefusalSnapshot {
   readonly rejected: number;
 }
 
+/**
+ * The code of every error class below, one each: each class declares its own as a literal type,
+ * so `instanceof` narrows `code` and a check of `code` narrows a union of these classes. A plain
+ * OmniError's `code` stays a string: a worker's own coded error is rebuilt as one.
+ */
+export type OmniErrorCode =
+  | 'OMNI_ERR_INVALID_BOUND'
+  | 'OMNI_ERR_INVALID_COST'
+  | 'OMNI_ERR_INVALID_ARGUMENT'
+  | 'OMNI_ERR_PERMIT_RELEASED'
+  | 'OMNI_ERR_PERMIT_MOVED'
+  | 'OMNI_ERR_INVALID_CLAIM'
+  | 'OMNI_ERR_CLAIMS_EXHAUSTED'
+  | 'OMNI_ERR_TOO_LARGE'
+  | 'OMNI_ERR_TIMEOUT'
+  | 'OMNI_ERR_CLOSED'
+  | 'OMNI_ERR_REJECTED'
+  | 'OMNI_ERR_ABORTED'
+  | 'OMNI_ERR_DEADLINE'
+  | 'OMNI_ERR_TASK_FAILED'
+  | 'OMNI_ERR_WORKER_EXITED'
+  | 'OMNI_ERR_UNAVAILABLE'
+  | 'OMNI_ERR_LIBRARY_NOT_FOUND'
+  | 'OMNI_ERR_ABI_MISMATCH'
+  | 'OMNI_ERR_NATIVE'
+  | 'OMNI_ERR_BAD_BODY'
+  | 'OMNI_ERR_BODY_TOO_LARGE'
+  | 'OMNI_ERR_UNSUPPORTED_MEDIA_TYPE'
+  | 'OMNI_ERR_NOT_FOUND'
+  | 'OMNI_ERR_NOT_IMPLEMENTED'
+  | 'OMNI_ERR_BAD_REQUEST';
+
 export class OmniError extends Error {
   readonly code: string;
-  constructor(code: string, message: string, options?: ErrorOptions) {
+  // ErrorOptions spelt out: the lib declares it from ES2022 on, and these constructors are in the
+  // .d.ts a consumer compiles, whose target may be older (TS2304 under skipLibCheck: false).
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
     this.name = new.target.name;
@@ -57,12 +91,14 @@ export class InvalidArgumentError extends TypeError {
 }
 
 export class PermitReleasedError extends OmniError {
+  declare readonly code: 'OMNI_ERR_PERMIT_RELEASED';
   constructor(message = 'permit was already released') {
     super('OMNI_ERR_PERMIT_RELEASED', message);
   }
 }
 
 export class PermitMovedError extends OmniError {
+  declare readonly code: 'OMNI_ERR_PERMIT_MOVED';
   constructor(message = 'permit was moved into a claim; release the claim instead') {
     super('OMNI_ERR_PERMIT_MOVED', message);
   }
@@ -70,12 +106,14 @@ export class PermitMovedError extends OmniError {
 
 /** A claim does not belong to this admission (slot out of range, malformed fields). */
 export class InvalidClaimError extends OmniError {
+  declare readonly code: 'OMNI_ERR_INVALID_CLAIM';
   constructor(message = 'claim does not belong to this admission') {
     super('OMNI_ERR_INVALID_CLAIM', message);
   }
 }
 
 export class ClaimsExhaustedError extends OmniError {
+  declare readonly code: 'OMNI_ERR_CLAIMS_EXHAUSTED';
   constructor(message = 'every claim slot is in use') {
     super('OMNI_ERR_CLAIMS_EXHAUSTED', message);
   }
@@ -83,6 +121,7 @@ export class ClaimsExhaustedError extends OmniError {
 
 /** The cost exceeds the whole unit ceiling: it can never fit (an HTTP front answers 413). */
 export class TooLargeError extends OmniError {
+  declare readonly code: 'OMNI_ERR_TOO_LARGE';
   readonly cost: number;
   readonly unitCapacity: number;
   constructor(cost: number, unitCapacity: number, message?: string) {
@@ -93,12 +132,14 @@ export class TooLargeError extends OmniError {
 }
 
 export class TimeoutError extends OmniError {
+  declare readonly code: 'OMNI_ERR_TIMEOUT';
   constructor(message = 'timed out waiting for admission') {
     super('OMNI_ERR_TIMEOUT', message);
   }
 }
 
 export class ClosedError extends OmniError {
+  declare readonly code: 'OMNI_ERR_CLOSED';
   constructor(message = 'admission is closed') {
     super('OMNI_ERR_CLOSED', message);
   }
@@ -106,6 +147,7 @@ export class ClosedError extends OmniError {
 
 /** Admission refused the request at once ('requests', 'units', 'queued'). */
 export class RejectedError extends OmniError implements RefusalSnapshot {
+  declare readonly code: 'OMNI_ERR_REJECTED';
   readonly reason: RefusalReason;
   readonly depth: number;
   readonly capacity: number;
@@ -124,7 +166,8 @@ export class RejectedError extends OmniError implements RefusalSnapshot {
 
 /** The caller's own signal aborted; the work itself may still be running. */
 export class AbortError extends OmniError {
-  constructor(message = 'the operation was aborted', options?: ErrorOptions) {
+  declare readonly code: 'OMNI_ERR_ABORTED';
+  constructor(message = 'the operation was aborted', options?: { cause?: unknown }) {
     super('OMNI_ERR_ABORTED', message, options);
     this.name = 'AbortError';
   }
@@ -132,6 +175,7 @@ export class AbortError extends OmniError {
 
 /** The caller's deadline passed; capacity stays held until the work really ends. */
 export class DeadlineError extends OmniError {
+  declare readonly code: 'OMNI_ERR_DEADLINE';
   constructor(message = 'deadline exceeded') {
     super('OMNI_ERR_DEADLINE', message);
   }
@@ -139,12 +183,14 @@ export class DeadlineError extends OmniError {
 
 /** A task handler threw an error that carried no code of its own. */
 export class TaskFailedError extends OmniError {
+  declare readonly code: 'OMNI_ERR_TASK_FAILED';
   constructor(message = 'task failed') {
     super('OMNI_ERR_TASK_FAILED', message);
   }
 }
 
 export class WorkerExitedError extends OmniError {
+  declare readonly code: 'OMNI_ERR_WORKER_EXITED';
   constructor(message = 'worker exited while running the task') {
     super('OMNI_ERR_WORKER_EXITED', message);
   }
@@ -152,6 +198,7 @@ export class WorkerExitedError extends OmniError {
 
 /** The runtime is not 'ready' (starting, draining, stopped or failed). */
 export class UnavailableError extends OmniError {
+  declare readonly code: 'OMNI_ERR_UNAVAILABLE';
   readonly state: string;
   constructor(state: string, message?: string) {
     super('OMNI_ERR_UNAVAILABLE', message ?? `runtime is ${state}`);
@@ -160,6 +207,7 @@ export class UnavailableError extends OmniError {
 }
 
 export class LibraryNotFoundError extends OmniError {
+  declare readonly code: 'OMNI_ERR_LIBRARY_NOT_FOUND';
   readonly path: string;
   constructor(path: string, message?: string) {
     super('OMNI_ERR_LIBRARY_NOT_FOUND', message ?? `native library not found at ${path}`);
@@ -168,6 +216,7 @@ export class LibraryNotFoundError extends OmniError {
 }
 
 export class AbiMismatchError extends OmniError {
+  declare readonly code: 'OMNI_ERR_ABI_MISMATCH';
   readonly expected: number;
   readonly actual: number;
   constructor(expected: number, actual: number, message?: string) {
@@ -182,6 +231,7 @@ export class AbiMismatchError extends OmniError {
 
 /** A native entry point returned an error code; `nativeCode` is the C side's code. */
 export class NativeError extends OmniError {
+  declare readonly code: 'OMNI_ERR_NATIVE';
   readonly nativeCode: number;
   /** A sticky error leaves the native context unusable (the runtime moves to 'failed'). */
   readonly fatal: boolean;
@@ -196,6 +246,7 @@ export class NativeError extends OmniError {
 
 /** The body is malformed, truncated, unreadable, or its shape does not match the layer. */
 export class BadBodyError extends OmniError {
+  declare readonly code: 'OMNI_ERR_BAD_BODY';
   constructor(message = 'the request body is malformed') {
     super('OMNI_ERR_BAD_BODY', message);
   }
@@ -203,6 +254,7 @@ export class BadBodyError extends OmniError {
 
 /** The body is larger than the server's body limit (the runtime was never asked). */
 export class BodyTooLargeError extends OmniError {
+  declare readonly code: 'OMNI_ERR_BODY_TOO_LARGE';
   readonly limit: number;
   constructor(limit: number, message?: string) {
     super('OMNI_ERR_BODY_TOO_LARGE', message ?? `the request body exceeds the limit of ${limit} bytes`);
@@ -212,6 +264,7 @@ export class BodyTooLargeError extends OmniError {
 
 /** The body's Content-Type is neither application/octet-stream nor application/json. */
 export class UnsupportedMediaTypeError extends OmniError {
+  declare readonly code: 'OMNI_ERR_UNSUPPORTED_MEDIA_TYPE';
   constructor(
     message = 'send application/octet-stream (float32 LE rows) or application/json ({ "rows": [[...]] })',
   ) {
@@ -221,6 +274,7 @@ export class UnsupportedMediaTypeError extends OmniError {
 
 /** No route for this method and path. */
 export class NotFoundError extends OmniError {
+  declare readonly code: 'OMNI_ERR_NOT_FOUND';
   constructor(message = 'no such route') {
     super('OMNI_ERR_NOT_FOUND', message);
   }
@@ -228,6 +282,7 @@ export class NotFoundError extends OmniError {
 
 /** A request this server never serves, for any resource: a CONNECT (it is no proxy). */
 export class NotImplementedError extends OmniError {
+  declare readonly code: 'OMNI_ERR_NOT_IMPLEMENTED';
   constructor(message = 'not implemented by this server') {
     super('OMNI_ERR_NOT_IMPLEMENTED', message);
   }
@@ -235,6 +290,7 @@ export class NotImplementedError extends OmniError {
 
 /** The request is not valid HTTP or names no valid resource (framing, URL, header values). */
 export class BadRequestError extends OmniError {
+  declare readonly code: 'OMNI_ERR_BAD_REQUEST';
   constructor(message = 'the request is malformed') {
     super('OMNI_ERR_BAD_REQUEST', message);
   }

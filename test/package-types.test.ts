@@ -4,7 +4,7 @@
  * `exports` to the built dist/), type-checked by tsc under strict settings a user may choose.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
@@ -16,15 +16,19 @@ symlinkSync(packageRoot, join(dir, 'node_modules', 'omni-runtime'), 'dir');
 symlinkSync(join(packageRoot, 'node_modules', '@types'), join(dir, 'node_modules', '@types'), 'dir');
 writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module' }));
 
-/** Writes `code` as the consumer's only module and type-checks it with these compiler options. */
+/**
+ * Writes `code` as the consumer's only module (or each of several modules, by file name) and
+ * type-checks it with these compiler options.
+ */
 function typecheck(
   name: string,
-  code: string,
+  code: string | Record<string, string>,
   options: Record<string, unknown>,
 ): { status: number | null; output: string } {
   const project = join(dir, name);
   mkdirSync(project);
-  writeFileSync(join(project, 'main.ts'), code);
+  const modules = typeof code === 'string' ? { 'main.ts': code } : code;
+  for (const [file, text] of Object.entries(modules)) writeFileSync(join(project, file), text);
   writeFileSync(
     join(project, 'tsconfig.json'),
     JSON.stringify({
@@ -37,7 +41,7 @@ function typecheck(
         types: ['node'],
         ...options,
       },
-      files: ['main.ts'],
+      files: Object.keys(modules),
     }),
   );
   const tsc = join(packageRoot, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -87,6 +91,184 @@ NativeContext.open(loadNativeLibrary('fixture', { path }), {
 }).close();
 `;
 
+// The two resolutions a consumer's tsconfig may name: Node's own, and a bundler's.
+const node16 = { module: 'Node16', moduleResolution: 'Node16' };
+const bundler = { module: 'ESNext', moduleResolution: 'Bundler' };
+const strictest = { exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: true };
+
+// Every type a call takes or returns, imported by name from the two entry points and written
+// where a consumer writes it: an options object declared before the call, a result stored in a
+// variable of its type, a worker module's parts typed one by one.
+const named = `
+import {
+  type AdmissionBounds, type AdmissionReport, type AdmitOptions, type BackendChoice, type BackendName,
+  type BackendPreference, BoundedAdmission, type Claim, type CloseOptions, type CloseResult, defineWorker,
+  fromWire, type LatencySummary, type LinearRunOptions, LinearRuntime, type LinearRuntimeOptions,
+  type LinearWeights, type LoadOptions, loadNativeLibrary, NativeContext, type NativeLibrary,
+  type NativeLibraryPaths, type NativeOpenOptions, type NativeStats, type Permit, type RawFixtureApi,
+  type RawHandle, type RawNativeApi, type RawOpenOptions, type Refusal, type RunOptions, Runtime,
+  type RuntimeAdmissionOptions, type RuntimeOptions, type RuntimeReport, type RuntimeState, type SelectOptions,
+  seededWeights, selectBackend, type TaskContext, toWire, type WireError, type WireFields,
+  type WorkerDefinition, type WorkerHandler, type WorkerOptions,
+} from 'omni-runtime';
+import {
+  answerFor, type DrainOptions, type DrainResult, type ErrorBody, type HealthBody, type HttpAnswer,
+  type MetricsSource, serve, type Served, type ServeHandle, ServeMetrics, type ServeOptions, type ServerState,
+} from 'omni-runtime/serve';
+
+const workerOptions: WorkerOptions = { init: (data: unknown) => void data };
+const handler: WorkerHandler<{ n: number }, number> = (input, ctx: TaskContext) => input.n * ctx.cost;
+export const definition: WorkerDefinition<{ n: number }, number> = defineWorker(handler, workerOptions);
+
+const bounds: AdmissionBounds = { requests: 2, units: 8 };
+const admission = new BoundedAdmission(bounds);
+const tried: Permit | Refusal = admission.tryAdmit(1);
+const admitOptions: AdmitOptions = { timeoutMs: 10 };
+const permit: Permit = await admission.admit(1, admitOptions);
+const claim: Claim = permit.toClaim();
+admission.releaseClaim(claim);
+const admissionReport: AdmissionReport = admission.report();
+
+const admissionOptions: RuntimeAdmissionOptions = { requests: 4, wait: true };
+const runtimeOptions: RuntimeOptions = { worker: new URL('./worker.js', import.meta.url), admission: admissionOptions };
+const rt: Runtime = await Runtime.start(runtimeOptions);
+const runOptions: RunOptions = { cost: 1 };
+const doubled: number = await rt.run<number>({ n: 1 }, runOptions);
+const report: RuntimeReport = rt.report();
+const latency: LatencySummary = report.waitTimeMs;
+const state: RuntimeState = rt.state;
+const closeOptions: CloseOptions = { timeoutMs: 1 };
+const closed: CloseResult = await rt.close(closeOptions);
+
+const weights: LinearWeights = seededWeights(4, 2);
+const libraries: NativeLibraryPaths = {};
+const preference: BackendPreference = 'auto';
+const linearOptions: LinearRuntimeOptions = { backend: preference, weights, libraries };
+const lr: LinearRuntime = await LinearRuntime.start(linearOptions);
+const linearRun: LinearRunOptions = { rows: 1 };
+const y: Float32Array = await lr.run(new Float32Array(4), linearRun);
+const stats: NativeStats = await lr.stats();
+const backend: BackendName = lr.backend;
+
+const selectOptions: SelectOptions = {};
+const choice: BackendChoice = selectBackend('fixture', process.env, selectOptions);
+const loadOptions: LoadOptions = {};
+const library: NativeLibrary = loadNativeLibrary('fixture', loadOptions);
+const raw: RawNativeApi = library.raw;
+const fixture: RawFixtureApi | null = library.fixture;
+const rawOptions: RawOpenOptions = { workspace_count: 1, reserved: 0, workspace_bytes: 1024 };
+const opened: [RawHandle | null] = [null];
+raw.omni_open(0, rawOptions, opened);
+const openOptions: NativeOpenOptions = { device: 0 };
+const context: NativeContext = NativeContext.open(library, openOptions);
+
+const wire: WireError = toWire(new Error('x'));
+const fields: WireFields | undefined = wire.fields;
+const rebuilt: Error = fromWire(wire);
+
+const served: Served = lr;
+const serveOptions: ServeOptions = { port: 0 };
+const server: ServeHandle = await serve(served, serveOptions);
+const drainOptions: DrainOptions = { timeoutMs: 1 };
+const drained: DrainResult = await server.drain(drainOptions);
+const serverState: ServerState = server.state;
+const source: MetricsSource = { report: () => report, inflight: () => 0 };
+const metrics: ServeMetrics = new ServeMetrics(source);
+const answer: HttpAnswer = answerFor(rebuilt);
+const body: ErrorBody = answer.body;
+declare const health: HealthBody;
+
+export const used = [tried, doubled, admissionReport, latency, state, closed, y, stats, backend, choice, fixture,
+  context, drained, serverState, metrics, body, health, fields];
+`;
+
+// What a consumer's own declaration emit must name: each value exported with an inferred type
+// from a call of ours. A type the entry points do not export fails it (TS2883, "cannot be
+// named without a reference to ... This is likely not portable"). Left out: server.app and
+// metrics.registry, fastify's and prom-client's own types, which a consumer names from those
+// packages.
+const inferred = `
+import {
+  BoundedAdmission, defineWorker, fromWire, LinearRuntime, loadNativeLibrary, NativeContext, NativeStatus,
+  Runtime, seededWeights, selectBackend, toWire,
+} from 'omni-runtime';
+import { answerFor, serve, ServeMetrics } from 'omni-runtime/serve';
+
+export const admission = new BoundedAdmission({ requests: 1 });
+export const tried = admission.tryAdmit(1);
+export const permit = await admission.admit(1, { timeoutMs: 1 });
+export const claim = permit.toClaim();
+export const admissionReport = admission.report();
+export default defineWorker(async (x: number, ctx) => x * ctx.cost, { init: () => {} });
+export const rt = await Runtime.start({ worker: 'worker.js', admission: { requests: 1 } });
+export const ran = rt.run<number>(1, { cost: 1 });
+export const report = rt.report();
+export const closing = rt.close({ timeoutMs: 1 });
+export const lr = await LinearRuntime.start({ weights: seededWeights(4, 2) });
+export const linear = lr.run(new Float32Array(4), { rows: 1 });
+export const stats = lr.stats();
+export const lrRuntime = lr.runtime;
+export const library = loadNativeLibrary('fixture', {});
+export const raw = library.raw;
+export const fixture = library.fixture;
+export const choice = selectBackend('auto');
+export const context = NativeContext.open(library, {});
+export const status = NativeStatus;
+export const wire = toWire(new Error('x'));
+export const rebuilt = fromWire(wire);
+export const server = await serve(lr, {});
+export const drain = server.drain;
+export const drained = await server.drain({ timeoutMs: 1 });
+export const metrics = new ServeMetrics({ report: () => report, inflight: () => 0 });
+export const scraped = await metrics.scrape();
+export const answer = answerFor(rebuilt);
+`;
+
+// A consumer's error handling: narrowing by class and by code, against the union of codes,
+// which must be exactly the codes of the exported error classes (OmniError aside: its code is a
+// worker's own too). A class whose code is not in the union, or only a string, or a code of
+// the union without a class, fails the `complete` line.
+const codes = `
+import * as omni from 'omni-runtime';
+import { OmniError, type OmniErrorCode, type RefusalReason, RejectedError, TooLargeError } from 'omni-runtime';
+import { BodyTooLargeError } from 'omni-runtime/serve';
+
+type Exports = typeof omni;
+type Named = Exclude<keyof Exports, 'OmniError'>;
+type ClassCode<K extends Named> = Exports[K] extends abstract new (...args: any[]) => infer E
+  ? E extends Error & { readonly code: infer C } ? C : never
+  : never;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+export const complete: Same<{ [K in Named]: ClassCode<K> }[Named], OmniErrorCode> = true;
+
+declare const caught: unknown;
+if (caught instanceof RejectedError) caught.code satisfies 'OMNI_ERR_REJECTED';
+if (caught instanceof OmniError) caught.code satisfies string;
+
+declare const refused: RejectedError | TooLargeError | BodyTooLargeError;
+if (refused.code === 'OMNI_ERR_REJECTED') refused.reason satisfies RefusalReason;
+else if (refused.code === 'OMNI_ERR_TOO_LARGE') refused.unitCapacity satisfies number;
+else refused.limit satisfies number;
+
+export const statuses = { OMNI_ERR_REJECTED: 503 } satisfies Partial<Record<OmniErrorCode, number>>;
+// @ts-expect-error not a code of this package
+export const typo: OmniErrorCode = 'OMNI_ERR_REJECT';
+`;
+
+/**
+ * The README's ```ts blocks, each as a module of its own. scripts/check-readme.mjs checks them
+ * against src/ under this package's own settings; here they meet the shipped .d.ts under a
+ * consumer's, the ones the README says its examples pass.
+ */
+function readmeBlocks(): Record<string, string> {
+  const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');
+  const blocks = [...readme.matchAll(/^```ts[^\n]*\n([\s\S]*?)^```[ \t]*$/gm)]
+    // What check-readme leaves out, this leaves out too.
+    .filter((block) => !/<!--\s*readme-check:\s*skip\s*-->\s*$/.test(readme.slice(0, block.index)))
+    .map(([, code]) => code ?? '');
+  return Object.fromEntries(blocks.map((code, i) => [`block-${i + 1}.ts`, code]));
+}
+
 describe('the published types, from a consumer project', () => {
   it('accept every documented option given as undefined under exactOptionalPropertyTypes', () => {
     const { status, output } = typecheck('forwarded', forwarded, {
@@ -116,6 +298,17 @@ export type Used = [Runtime, LinearRuntime, typeof serve];
     expect([exact.status, node16.status]).toEqual([0, 0]);
   });
 
+  it('check with skipLibCheck off under a target before ES2022, whose lib has no ErrorOptions', () => {
+    // Node 20 runs ES2022, but a consumer's target (and so its default lib) may be older.
+    const code = `
+import { AbortError, OmniError } from 'omni-runtime';
+export const errors = [new OmniError('MY_CODE', 'mine', { cause: 1 }), new AbortError('gone', { cause: 2 })];
+`;
+    const { status, output } = typecheck('lib-es2020', code, { target: 'ES2020', skipLibCheck: false });
+    expect(output).toBe('');
+    expect(status).toBe(0);
+  });
+
   it('reject what the runtime would refuse', () => {
     // Each @ts-expect-error must meet an error, or tsc reports the directive unused.
     const code = `
@@ -138,5 +331,43 @@ await lr.run([1, 2, 3]);
     const { status, output } = typecheck('invalid', code, { skipLibCheck: true });
     expect(output).toBe('');
     expect(status).toBe(0);
+  });
+
+  it('name every type a call takes or returns, under module node16 and under bundler', () => {
+    const results = [
+      typecheck('named-node16', named, { ...strictest, ...node16 }),
+      typecheck('named-bundler', named, { ...strictest, ...bundler }),
+    ];
+    expect(results.map((r) => r.output)).toEqual(['', '']);
+    expect(results.map((r) => r.status)).toEqual([0, 0]);
+  });
+
+  it("let a consumer's declaration emit name every type it infers from a call", () => {
+    const emit = { noEmit: false, declaration: true, emitDeclarationOnly: true, outDir: 'out' };
+    const results = [
+      typecheck('inferred-node16', inferred, { ...strictest, ...node16, ...emit }),
+      typecheck('inferred-bundler', inferred, { ...strictest, ...bundler, ...emit }),
+    ];
+    expect(results.map((r) => r.output)).toEqual(['', '']);
+    expect(results.map((r) => r.status)).toEqual([0, 0]);
+  });
+
+  it('narrow an error by class and by code, against an OmniErrorCode union complete for its classes', () => {
+    const { status, output } = typecheck('codes', codes, { ...strictest, ...node16 });
+    expect(output).toBe('');
+    expect(status).toBe(0);
+  });
+
+  it("typecheck the README's examples under strict and exactOptionalPropertyTypes, from the package", () => {
+    const blocks = readmeBlocks();
+    // The reader of the README must find its blocks, or an empty project passes this test.
+    expect(Object.keys(blocks).length).toBeGreaterThan(4);
+    // skipLibCheck off, which the README names too, is the test above's: it reaches every .d.ts.
+    const results = [
+      typecheck('readme-node16', blocks, { ...strictest, ...node16 }),
+      typecheck('readme-bundler', blocks, { ...strictest, ...bundler }),
+    ];
+    expect(results.map((r) => r.output)).toEqual(['', '']);
+    expect(results.map((r) => r.status)).toEqual([0, 0]);
   });
 });

@@ -33,6 +33,12 @@ export interface DrainResult {
   readonly abandonedRequests: number;
 }
 
+/** ServeHandle.drain()'s options. */
+export interface DrainOptions {
+  /** How long to wait for in-flight work before abandoning it (default: serve()'s drainTimeoutMs). */
+  readonly timeoutMs?: number | undefined;
+}
+
 export interface Closable {
   /** Says itself whether its timeout abandoned work: its teardown takes time of its own. */
   close(options?: { timeoutMs?: number }): Promise<{ readonly clean: boolean }>;

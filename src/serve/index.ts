@@ -7,10 +7,10 @@ export {
   UnsupportedMediaTypeError,
 } from '../errors.js';
 export { type BodyEncoding, OCTET_STREAM, ROWS_HEADER } from './body.js';
-export type { DrainResult, ServerState } from './drain.js';
+export type { DrainOptions, DrainResult, ServerState } from './drain.js';
 export { HEALTH_PATH, type HealthBody } from './health-route.js';
 export { DEADLINE_HEADER, LINEAR_PATH } from './linear-route.js';
-export { ServeMetrics } from './metrics.js';
+export { type MetricsSource, ServeMetrics } from './metrics.js';
 export { METRICS_PATH } from './metrics-route.js';
 export {
   DEFAULT_BODY_LIMIT,

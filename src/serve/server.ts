@@ -24,7 +24,7 @@ import {
   expectationHandler,
   rememberResponse,
 } from './client-error.js';
-import { Drain, type DrainResult, type ServerState } from './drain.js';
+import { Drain, type DrainOptions, type DrainResult, type ServerState } from './drain.js';
 import { continueOwed, continueWhenRead, deferContinue } from './expect-continue.js';
 import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
@@ -77,7 +77,7 @@ export interface ServeHandle {
    * Graceful shutdown (drain.ts); runs once, later calls share its result. The listener is
    * closed before this returns: connections attempted afterwards are refused.
    */
-  drain(options?: { timeoutMs?: number | undefined }): Promise<DrainResult>;
+  drain(options?: DrainOptions): Promise<DrainResult>;
   /** Cuts a drain's wait for in-flight requests short (a second SIGINT). */
   expireDrain(): void;
   /** The same as drain() with the default timeout. */
