@@ -219,6 +219,32 @@ describe('pipelined requests', () => {
     expect(sample(text, 'omni_http_client_errors_total{detail="HPE_INVALID_METHOD"}')).toBeUndefined();
   });
 
+  // While draining every answer closes its connection: the first of two pipelined calls,
+  // both admitted before the drain, closed it under the second, whose work was then aborted
+  // (499) although it was accepted and about to be answered.
+  it('two pipelined calls in flight when the drain starts: both answered, the last one closes', async () => {
+    const { g, s, first } = await servedWithOneThread();
+    const socket = await connected(s.port);
+    let heard = '';
+    socket.on('data', (chunk: Buffer) => {
+      heard += chunk.toString('latin1');
+    });
+    // The server's half of the close, after its last answer.
+    const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()));
+    socket.write(Buffer.concat([first, first]));
+    await g.reach(ENTERED, 1); // the first call is held in the worker
+    await until(() => g.lr.report().queued === 1, 'the second call queued behind it');
+    const drained = s.drain({ timeoutMs: 60_000 });
+    g.open();
+    await ended;
+    const heads = heard.split('HTTP/1.1 ').slice(1);
+    expect(heads.map((h) => h.slice(0, 3))).toEqual(['200', '200']);
+    expect(heads.map((h) => /\r\nconnection: close\r\n/i.test(h))).toEqual([false, true]);
+    socket.destroy();
+    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(g.lr.report()).toMatchObject({ completed: 2, aborted: 0 });
+  });
+
   // Before: counted when it came, though its 417 was never written.
   it('an unsupported Expect behind a call still running, whose client then leaves: not answered, not counted', async () => {
     const { g, s, first } = await servedWithOneThread();

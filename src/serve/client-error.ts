@@ -73,6 +73,15 @@ export function rememberResponse(req: IncomingMessage, res: ServerResponse): voi
   (req.socket as ClientSocket)[LATEST_RESPONSE] = res;
 }
 
+/**
+ * Whether a request was routed on `req`'s connection after it: its answer comes after `res`'s,
+ * so an answer that closes the connection is that one's, not `res`'s.
+ */
+export function answeredLater(req: IncomingMessage, res: ServerResponse): boolean {
+  const latest = (req.socket as ClientSocket | null)?.[LATEST_RESPONSE];
+  return latest !== undefined && latest !== res;
+}
+
 function errorAnswer(code: string, message: string): { status: number; text: string } {
   return rawAnswer(errorFor(code, message));
 }

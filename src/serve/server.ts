@@ -19,6 +19,7 @@ import { notUtf8Json, OCTET_STREAM } from './body.js';
 import {
   ANSWERED_STATUS,
   type AnsweredSocket,
+  answeredLater,
   clientErrorHandler,
   connectHandler,
   expectationHandler,
@@ -225,9 +226,13 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   // Every answer, errors (415, 413, draining) and GETs whose body nobody reads included.
   app.addHook('onSend', (request, reply, payload, done) => {
     closeIfUnread(request.raw, reply);
-    // While draining, every answer closes its connection, those of requests that came before
-    // the drain too: a client reusing a kept-alive one would be reset when the drain ends.
-    if (drain.state !== 'serving') reply.header('connection', 'close');
+    // While draining, every connection closes after its last answer, those of requests that
+    // came before the drain too: a client reusing a kept-alive one would be reset when the
+    // drain ends. Not after an earlier one: node would drop the answers of the requests
+    // pipelined behind it, already admitted, and abort their work.
+    if (drain.state !== 'serving' && !answeredLater(request.raw, reply.raw)) {
+      reply.header('connection', 'close');
+    }
     // fastify closes the connection after every body parser error, even one found once the
     // whole body was read (malformed JSON): node still runs the requests pipelined behind it,
     // whose answers that close would then drop (RFC 9112 9.6: such requests must not run).
