@@ -198,9 +198,9 @@ describe('pipelined requests', () => {
     expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
   });
 
-  // While the server drains every answer closes its connection, that of a call before a request
-  // node cannot parse too: the error was counted when the parser failed, though never answered
-  // (a CONNECT in that place was neither answered nor counted).
+  // While the server drains a connection's last answer closes it, that of a call before a
+  // request node cannot parse too (the request is never routed): the error was counted when the
+  // parser failed, though never answered (a CONNECT in that place was neither).
   it('a request node cannot parse behind a call whose answer closes the connection (a drain): not answered, not counted', async () => {
     const { g, s, first } = await servedWithOneThread();
     const failed = parseFailure(s);
@@ -219,7 +219,7 @@ describe('pipelined requests', () => {
     expect(sample(text, 'omni_http_client_errors_total{detail="HPE_INVALID_METHOD"}')).toBeUndefined();
   });
 
-  // While draining every answer closes its connection: the first of two pipelined calls,
+  // While draining, every answer closed its connection: the first of two pipelined calls,
   // both admitted before the drain, closed it under the second, whose work was then aborted
   // (499) although it was accepted and about to be answered.
   it('two pipelined calls in flight when the drain starts: both answered, the last one closes', async () => {

@@ -145,7 +145,8 @@ export function clientErrorHandler(
       if (code === DATA_AFTER_CLOSE) return;
       latest.once('close', () => {
         // Finished: the connection is in step, answer, unless that answer closed it (node ended
-        // it: every answer does while the server drains). Not finished: the client left.
+        // it: a connection's last answer does while the server drains). Not finished: the
+        // client left.
         if (latest.writableFinished && s.writable) {
           metrics.clientError(code);
           s.write(errorAnswer(code, err.message).text);
@@ -250,8 +251,8 @@ export function connectHandler(
     s.once('end', () => s.destroy());
     s.resume();
     // Finished: the answers before it are out, answer (unless the last one closed the
-    // connection, as every answer does while the server drains). Not finished: the client left,
-    // unanswered and so uncounted.
+    // connection, as a connection's last answer does while the server drains). Not finished:
+    // the client left, unanswered and so uncounted.
     latest.once('close', () => {
       if (latest.writableFinished && closesConnection(latest)) return;
       if (latest.writableFinished) answer();
