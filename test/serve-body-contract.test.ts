@@ -2,7 +2,8 @@
  * POST /v1/linear bodies and headers beyond serve-status.test.ts: JSON rows that are too wide,
  * a rows hint that contradicts a JSON body, `null` for a body, the charset and Content-Encoding
  * spellings that mean UTF-8 and identity, a client deadline that shortens the server's (and
- * cannot lengthen the runtime's own when the server has none), and a
+ * cannot lengthen the runtime's own when the server has none), a server deadline of Infinity
+ * (none, over the runtime's own), and a
  * worker answer of the wrong shape. Nothing malformed reaches a worker.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -142,6 +143,47 @@ describe('headers', () => {
     expect(a.json?.code).toBe('OMNI_ERR_DEADLINE');
     expect(await held).toHaveLength(OUT);
   });
+
+  // serve() refused deadlineMs: Infinity, which Runtime and LinearRuntime take as "none".
+  it("deadlineMs: Infinity is none, even over the runtime's own default deadline", async () => {
+    const g = await startGated({
+      inFeatures: IN,
+      outFeatures: OUT,
+      threads: 1,
+      deadlineMs: 50,
+      admission: { requests: 4 },
+    });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0, deadlineMs: Number.POSITIVE_INFINITY });
+    servers.push(s);
+    // As above: the only thread held by a call without a deadline, the request queued behind it.
+    const held = g.lr.run(Float32Array.from(ROW), { deadlineMs: Number.POSITIVE_INFINITY });
+    await g.reach(ENTERED, 1);
+    const unbounded = postJson(s.address, { rows: [ROW] });
+    await until(() => g.lr.report().queued === 1, 'the request queued');
+    // Run after the request, with the runtime's 50 ms: once it has missed it, a request given
+    // the runtime's default would have too.
+    expect((await Promise.allSettled([g.lr.run(Float32Array.from(ROW))]))[0]).toMatchObject({
+      status: 'rejected',
+      reason: { code: 'OMNI_ERR_DEADLINE' },
+    });
+    g.open();
+    const a = await unbounded;
+    expect(a.status).toBe(200);
+    expect(a.json).toEqual({ rows: [expectedRow(ROW, OUT)] });
+    expect(await held).toHaveLength(OUT);
+  });
+
+  it('with deadlineMs: Infinity a client deadline still shortens it: 504', async () => {
+    const g = await startGated({ inFeatures: IN, outFeatures: OUT, threads: 1, admission: { requests: 2 } });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0, deadlineMs: Number.POSITIVE_INFINITY });
+    servers.push(s);
+    // The gate stays shut: without the client's 50 ms this would never end.
+    const a = await postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '50' });
+    expect(a.status).toBe(504);
+    expect(a.json?.code).toBe('OMNI_ERR_DEADLINE');
+  }, 20_000);
 
   it('a client deadline shorter than the server one shortens it: 504', async () => {
     const g = await startGated({ inFeatures: IN, outFeatures: OUT, threads: 1, admission: { requests: 2 } });

@@ -256,7 +256,7 @@ describe('CONNECT (this server is no proxy)', () => {
     await g.lr.close();
   });
 
-  // While the server drains every answer closes its connection, the answer of a call before a
+  // While the server drains a connection's last answer closes it, the answer of a call before a
   // CONNECT too: the CONNECT was counted when it came, though never answered.
   it('behind a call whose answer closes the connection (a drain): not answered, not counted', async () => {
     const g = await gated();

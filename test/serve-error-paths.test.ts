@@ -157,7 +157,7 @@ describe('clientErrorHandler', () => {
     return res;
   }
 
-  it('an error behind an answer still to come: counted at once, answered once that answer ends', async () => {
+  it('an error behind an answer still to come: answered and counted once that answer ends', async () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: false });
     const res = pendingResponse(socket);
@@ -169,22 +169,41 @@ describe('clientErrorHandler', () => {
       written: '',
       destroyed: false,
     });
-    expect(await clientErrors(m)).toContain('omni_http_client_errors_total{detail="HPE_HEADER_OVERFLOW"} 1');
+    // Not answered yet, so not counted yet: the answer before it may still close the connection.
+    expect(await clientErrors(m)).not.toContain('detail=');
     res.writableFinished = true;
     res.emit('close');
     expect(parse(socket.written).status).toBe(431);
     expect({ ended: socket.ended, destroyed: socket.destroyed }).toEqual({ ended: true, destroyed: false });
+    expect(await clientErrors(m)).toContain('omni_http_client_errors_total{detail="HPE_HEADER_OVERFLOW"} 1');
   });
 
-  it('an error behind an answer that never finished (the client left): closed, nothing written', () => {
+  it('an error behind an answer that never finished (the client left): closed, nothing written, not counted', async () => {
+    const m = metrics();
     const socket = fakeSocket({ headersSent: false });
     const res = pendingResponse(socket);
-    clientErrorHandler(metrics())(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
+    clientErrorHandler(m)(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
     res.emit('close');
     expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
       written: '',
       destroyed: true,
     });
+    expect(await clientErrors(m)).not.toContain('detail=');
+  });
+
+  // Before: counted when the parser failed, though never answered (a CONNECT in its place was
+  // neither answered nor counted).
+  it('an error behind an answer that closes the connection (a drain): not answered, not counted', async () => {
+    const m = metrics();
+    const socket = fakeSocket({ headersSent: false });
+    const res = pendingResponse(socket);
+    clientErrorHandler(m)(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
+    // node ends the connection after an answer that says Connection: close.
+    res.writableFinished = true;
+    socket.end();
+    res.emit('close');
+    expect(socket.written).toBe('');
+    expect(await clientErrors(m)).not.toContain('detail=');
   });
 
   it('bytes after a closing request whose answer is still to come: left to node, nothing counted', async () => {
@@ -199,15 +218,13 @@ describe('clientErrorHandler', () => {
     expect(await clientErrors(m)).not.toContain('detail=');
   });
 
-  it('a request whose response already started: no second answer on the wire, still closed', async () => {
+  it('a request whose response already started: no second answer on the wire, still closed, not counted', async () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: true });
     clientErrorHandler(m)(error('HPE_INVALID_CHUNK_SIZE'), socket as unknown as Socket);
     expect(socket.written).toBe('');
     expect(socket.destroyed).toBe(true);
-    expect(await clientErrors(m)).toContain(
-      'omni_http_client_errors_total{detail="HPE_INVALID_CHUNK_SIZE"} 1',
-    );
+    expect(await clientErrors(m)).not.toContain('detail=');
   });
 });
 
@@ -244,25 +261,29 @@ describe('connectHandler', () => {
 
   // node no longer looks after a connection it handed to 'connect' listeners: one left open
   // here would stay open.
-  it('a connection no longer writable: nothing written, destroyed', () => {
+  it('a connection no longer writable: nothing written, destroyed, not counted', async () => {
+    const m = metrics();
     const socket = fakeSocket();
     socket.writable = false;
-    connectHandler(metrics(), noAdopt)(req, socket as unknown as Socket);
+    connectHandler(m, noAdopt)(req, socket as unknown as Socket);
     expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
       written: '',
       destroyed: true,
     });
+    expect(await clientErrors(m)).not.toContain('detail=');
   });
 
-  it('behind an answer that never finished (the client left): destroyed, nothing written', () => {
+  it('behind an answer that never finished (the client left): destroyed, nothing written, not counted', async () => {
+    const m = metrics();
     const socket = fakeSocket();
     const res = pendingResponse(socket);
-    connectHandler(metrics(), noAdopt)(req, socket as unknown as Socket);
+    connectHandler(m, noAdopt)(req, socket as unknown as Socket);
     res.emit('close');
     expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
       written: '',
       destroyed: true,
     });
+    expect(await clientErrors(m)).not.toContain('detail=');
   });
 
   it('behind an answer still to come that turns out to close the connection: not answered, not counted', async () => {

@@ -26,6 +26,17 @@ async function connected(port: number): Promise<Socket> {
   return socket;
 }
 
+/**
+ * Resolves when a connection's parser fails (after the server's own 'clientError' handler, which
+ * was registered first, has run): the error is counted only once answered, so the count is no
+ * sign of it.
+ */
+function parseFailure(s: ServeHandle): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    s.app.server.once('clientError', (err: Error & { code?: string }) => resolve(err.code));
+  });
+}
+
 /** A server on one worker thread (gated), and a whole call for it to hold while more arrive. */
 async function servedWithOneThread(): Promise<{
   g: Gated;
@@ -134,13 +145,11 @@ describe('pipelined requests', () => {
     'a request node cannot parse (%s) behind one still running: that one is answered first, then the error',
     async (_name, broken, status, routed) => {
       const { g, s, first } = await servedWithOneThread();
+      const failed = parseFailure(s);
       const heard = pipelinedExchange(s.port, Buffer.concat([first, Buffer.from(broken)]), 2);
       await g.reach(ENTERED, 1); // the first call is held in the worker
       // The parser has failed on the second request while the first is still unanswered.
-      await until(
-        async () => /omni_http_client_errors_total\{/.test((await s.metrics.scrape()).text),
-        'the parse error',
-      );
+      const detail = await failed;
       g.open();
       // Before: the error answer took the first request's place ([status], its work aborted).
       expect(await heard).toEqual({ statuses: [200, status], closed: false });
@@ -162,6 +171,8 @@ describe('pipelined requests', () => {
       expect(sample(text, series(499))).toBeUndefined();
       expect(sample(text, series(200))).toBe(1);
       expect(sample(text, series(400))).toBe(routed ? 1 : undefined);
+      // Answered, so counted.
+      expect(sample(text, `omni_http_client_errors_total{detail="${detail}"}`)).toBe(1);
       expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
     },
   );
@@ -173,16 +184,85 @@ describe('pipelined requests', () => {
     const { g, s, first } = await servedWithOneThread();
     const unsupported = Buffer.from('GET /health HTTP/1.1\r\nHost: x\r\nExpect: x-unsupported\r\n\r\n');
     const broken = Buffer.from('FOO /health HTTP/1.1\r\nHost: x\r\n\r\n');
+    const failed = parseFailure(s);
     const heard = pipelinedExchange(s.port, Buffer.concat([first, unsupported, broken]), 3);
     await g.reach(ENTERED, 1); // the first call is held in the worker
-    await until(
-      async () => /detail="HPE_INVALID_METHOD"/.test((await s.metrics.scrape()).text),
-      'the parse error',
-    );
+    expect(await failed).toBe('HPE_INVALID_METHOD');
     g.open();
     // Before: [200, 417, 400], the 400 after an answer that said Connection: close.
     expect(await heard).toEqual({ statuses: [200, 417], closed: true });
     await until(() => g.lr.report().depth === 0, 'the work to end');
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, 'omni_http_client_errors_total{detail="EXPECTATION_FAILED"}')).toBe(1);
+    expect(sample(text, 'omni_http_client_errors_total{detail="HPE_INVALID_METHOD"}')).toBeUndefined();
+    expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+
+  // While the server drains a connection's last answer closes it, that of a call before a
+  // request node cannot parse too (the request is never routed): the error was counted when the
+  // parser failed, though never answered (a CONNECT in that place was neither).
+  it('a request node cannot parse behind a call whose answer closes the connection (a drain): not answered, not counted', async () => {
+    const { g, s, first } = await servedWithOneThread();
+    const failed = parseFailure(s);
+    const heard = pipelinedExchange(
+      s.port,
+      Buffer.concat([first, Buffer.from('FOO /health HTTP/1.1\r\nHost: x\r\n\r\n')]),
+      2,
+    );
+    await g.reach(ENTERED, 1); // the first call is held in the worker
+    expect(await failed).toBe('HPE_INVALID_METHOD');
+    const drained = s.drain({ timeoutMs: 60_000 });
+    g.open();
+    expect(await heard).toEqual({ statuses: [200], closed: true });
+    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, 'omni_http_client_errors_total{detail="HPE_INVALID_METHOD"}')).toBeUndefined();
+  });
+
+  // While draining, every answer closed its connection: the first of two pipelined calls,
+  // both admitted before the drain, closed it under the second, whose work was then aborted
+  // (499) although it was accepted and about to be answered.
+  it('two pipelined calls in flight when the drain starts: both answered, the last one closes', async () => {
+    const { g, s, first } = await servedWithOneThread();
+    const socket = await connected(s.port);
+    let heard = '';
+    socket.on('data', (chunk: Buffer) => {
+      heard += chunk.toString('latin1');
+    });
+    // The server's half of the close, after its last answer.
+    const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()));
+    socket.write(Buffer.concat([first, first]));
+    await g.reach(ENTERED, 1); // the first call is held in the worker
+    await until(() => g.lr.report().queued === 1, 'the second call queued behind it');
+    const drained = s.drain({ timeoutMs: 60_000 });
+    g.open();
+    await ended;
+    const heads = heard.split('HTTP/1.1 ').slice(1);
+    expect(heads.map((h) => h.slice(0, 3))).toEqual(['200', '200']);
+    expect(heads.map((h) => /\r\nconnection: close\r\n/i.test(h))).toEqual([false, true]);
+    socket.destroy();
+    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(g.lr.report()).toMatchObject({ completed: 2, aborted: 0 });
+  });
+
+  // Before: counted when it came, though its 417 was never written.
+  it('an unsupported Expect behind a call still running, whose client then leaves: not answered, not counted', async () => {
+    const { g, s, first } = await servedWithOneThread();
+    const expectation = new Promise<void>((resolve) =>
+      s.app.server.once('checkExpectation', () => resolve()),
+    );
+    const socket = await connected(s.port);
+    socket.write(
+      Buffer.concat([first, Buffer.from('GET /health HTTP/1.1\r\nHost: x\r\nExpect: x-unsupported\r\n\r\n')]),
+    );
+    await g.reach(ENTERED, 1); // the first call is held in the worker
+    await expectation; // its 417 is queued behind the first answer
+    socket.destroy();
+    await until(() => g.lr.report().aborted === 1, 'the call to hear the client leave');
+    g.open();
+    await until(() => g.lr.report().depth === 0, 'the work to end');
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, 'omni_http_client_errors_total{detail="EXPECTATION_FAILED"}')).toBeUndefined();
     expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
   });
 

@@ -73,6 +73,15 @@ export function rememberResponse(req: IncomingMessage, res: ServerResponse): voi
   (req.socket as ClientSocket)[LATEST_RESPONSE] = res;
 }
 
+/**
+ * Whether a request was routed on `req`'s connection after it: its answer comes after `res`'s,
+ * so an answer that closes the connection is that one's, not `res`'s.
+ */
+export function answeredLater(req: IncomingMessage, res: ServerResponse): boolean {
+  const latest = (req.socket as ClientSocket | null)?.[LATEST_RESPONSE];
+  return latest !== undefined && latest !== res;
+}
+
 function errorAnswer(code: string, message: string): { status: number; text: string } {
   return rawAnswer(errorFor(code, message));
 }
@@ -93,7 +102,10 @@ function rawAnswer(error: Error): { status: number; text: string } {
 /**
  * A server 'clientError' listener: one JSON answer, then close. The answer keeps the requests'
  * order: an error in a request pipelined behind requests still being answered waits for their
- * answers; otherwise it is answered at once if nothing was sent yet.
+ * answers; otherwise it is answered at once if nothing was sent yet. Counted (client errors, by
+ * parser code) when its answer is written, as a CONNECT's and an Expect's are: an error that is
+ * never answered (the client left first, an answer before it closed the connection, its own
+ * answer had already begun) is not in the count of requests answered that way.
  */
 export function clientErrorHandler(
   metrics: ServeMetrics,
@@ -110,6 +122,7 @@ export function clientErrorHandler(
       // The request may already be routed (a chunked body fails mid-way): answer only if its
       // response has not started, as node:http's own default handler does.
       if (s.writable && s._httpMessage?.headersSent !== true) {
+        metrics.clientError(code);
         s[ANSWERED_STATUS] = answer.status;
         s.write(answer.text);
         // Not destroyed at once: bytes the client sent after the bad ones would still be unread,
@@ -122,7 +135,6 @@ export function clientErrorHandler(
     };
     const latest = s[LATEST_RESPONSE];
     if (latest === undefined || latest.writableFinished || latest.destroyed) {
-      metrics.clientError(code);
       answerNow();
       return;
     }
@@ -131,10 +143,12 @@ export function clientErrorHandler(
       // latest one's answer must come first. Bytes after a closing request are not counted:
       // the connection is not closed for them, nor answered 400.
       if (code === DATA_AFTER_CLOSE) return;
-      metrics.clientError(code);
       latest.once('close', () => {
-        // Finished: the connection is in step, answer. Not finished: the client left.
+        // Finished: the connection is in step, answer, unless that answer closed it (node ended
+        // it: a connection's last answer does while the server drains). Not finished: the
+        // client left.
         if (latest.writableFinished && s.writable) {
+          metrics.clientError(code);
           s.write(errorAnswer(code, err.message).text);
           closeLingering(s);
           return;
@@ -143,7 +157,6 @@ export function clientErrorHandler(
       });
       return;
     }
-    metrics.clientError(code);
     if (latest.socket !== null) {
       answerNow();
       return;
@@ -175,7 +188,9 @@ export function expectationHandler(
     // node calls this listener instead of 'request': the 417 is the connection's latest answer,
     // and one that closes it, so a parse error pipelined behind must wait for it (and add none).
     rememberResponse(req, res);
-    metrics.clientError('EXPECTATION_FAILED');
+    // Counted once written: a 417 queued behind a call still running goes unanswered when the
+    // client leaves first.
+    res.once('finish', () => metrics.clientError('EXPECTATION_FAILED'));
     const answer = answerFor(
       new OmniError('OMNI_ERR_EXPECTATION_FAILED', 'only "Expect: 100-continue" is supported'),
     );
@@ -213,6 +228,7 @@ export function connectHandler(
         s.destroy();
         return;
       }
+      metrics.clientError('CONNECT');
       s.write(
         rawAnswer(new NotImplementedError('CONNECT is not supported: this server is not a proxy')).text,
       );
@@ -224,7 +240,6 @@ export function connectHandler(
     // 9.6): node closes the connection after it, lingering.
     if (latest?.writableFinished && closesConnection(latest)) return;
     if (!pending) {
-      metrics.clientError('CONNECT');
       answer();
       return;
     }
@@ -236,10 +251,10 @@ export function connectHandler(
     s.once('end', () => s.destroy());
     s.resume();
     // Finished: the answers before it are out, answer (unless the last one closed the
-    // connection, as every answer does while the server drains). Not finished: the client left.
+    // connection, as a connection's last answer does while the server drains). Not finished:
+    // the client left, unanswered and so uncounted.
     latest.once('close', () => {
       if (latest.writableFinished && closesConnection(latest)) return;
-      metrics.clientError('CONNECT');
       if (latest.writableFinished) answer();
       else s.destroy();
     });

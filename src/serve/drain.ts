@@ -5,9 +5,9 @@
  * that are already open are answered 503 with `Connection: close`); (2) the listening sockets
  * close (every address of host 'localhost'), so no new connection is accepted (open keep-alive
  * connections are left to hear their 503 rather than being reset under a request in flight);
- * (3) requests already being answered run to their end (their answers close their connections
- * too); (4) the runtime closes, which waits for work still running after its caller left (a 504
- * keeps its capacity until the work ends);
+ * (3) requests already being answered run to their end (the last answer of each connection
+ * closes it); (4) the runtime closes, which waits for work still running after its caller left
+ * (a 504 keeps its capacity until the work ends);
  * (5) the remaining connections (those node handed to a CONNECT listener too, see adopt()) and
  * the HTTP server close. Steps 3 and 4 share one timeout:
  * work still running then is abandoned (the runtime terminates the threads running it, without

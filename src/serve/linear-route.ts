@@ -25,7 +25,10 @@ export const DEADLINE_HEADER = 'x-omni-deadline-ms';
 export interface LinearRouteOptions {
   readonly runtime: Served;
   readonly drain: Drain;
-  /** The server's deadline for every call, else the runtime's default (unset: none). */
+  /**
+   * The server's deadline for every call, else the runtime's default (unset: none; Infinity:
+   * none, passed on so that it lifts a default the runtime has).
+   */
   readonly deadlineMs: number | undefined;
 }
 

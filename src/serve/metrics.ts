@@ -138,7 +138,7 @@ export class ServeMetrics {
     });
     this.#clientErrors = new Counter({
       name: 'omni_http_client_errors_total',
-      help: 'Requests answered without reaching a route, then closed: malformed HTTP (400, 408 or 431, by parser code), an unsupported Expect (EXPECTATION_FAILED, 417), a CONNECT (CONNECT, 501).',
+      help: 'Requests answered without reaching a route, then closed: malformed HTTP (400, 408 or 431, by parser code), an unsupported Expect (EXPECTATION_FAILED, 417), a CONNECT (CONNECT, 501). Counted when the answer is written: not when the client left, or an answer before it closed the connection, first.',
       labelNames: ['detail'],
       registers: [registry],
     });

@@ -19,6 +19,7 @@ import { notUtf8Json, OCTET_STREAM } from './body.js';
 import {
   ANSWERED_STATUS,
   type AnsweredSocket,
+  answeredLater,
   clientErrorHandler,
   connectHandler,
   expectationHandler,
@@ -53,8 +54,9 @@ export interface ServeOptions {
   /** Largest request body in bytes (default 8 MiB); larger ones are answered 413. */
   readonly bodyLimit?: number | undefined;
   /**
-   * Deadline for every call in milliseconds (default: the runtime's own). A client's
-   * x-omni-deadline-ms may shorten it, never lengthen it.
+   * Deadline for every call in milliseconds (default: the runtime's own; Infinity: none, even
+   * where the runtime has a default). A client's x-omni-deadline-ms may shorten it, never
+   * lengthen it.
    */
   readonly deadlineMs?: number | undefined;
   /** Retry-After, in seconds, on a 503 for full capacity (default 1). */
@@ -110,6 +112,14 @@ function positive(name: string, value: number | undefined): number | undefined {
   return value;
 }
 
+/** serve()'s deadlineMs: any number > 0, as the runtime takes it (Infinity: none). */
+function deadline(value: number | undefined): number | undefined {
+  if (value !== undefined && !(typeof value === 'number' && value > 0)) {
+    throw new InvalidArgumentError(`deadlineMs must be a number > 0, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
 /**
  * Answered before its body was read: node would go on reading that body on a kept-alive
  * connection, and a malformed rest of it would get a second, unasked answer.
@@ -128,7 +138,9 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const retryAfter = integer('retryAfterSeconds', options.retryAfterSeconds, 1, 0, 86_400);
   const drainTimeoutMs = positive('drainTimeoutMs', options.drainTimeoutMs) ?? DEFAULT_DRAIN_TIMEOUT_MS;
   // The runtime's default is the ceiling too: a client's deadline replaces it in run().
-  const deadlineMs = positive('deadlineMs', options.deadlineMs) ?? runtime.deadlineMs;
+  // Infinity means none, as for the runtime: kept as Infinity (not undefined) so that it lifts
+  // a default the runtime has, and a client's deadline still shortens it.
+  const deadlineMs = deadline(options.deadlineMs) ?? runtime.deadlineMs;
 
   const drain = new Drain(options.closeRuntime === false ? undefined : runtime);
   const report = (): RuntimeReport => {
@@ -214,9 +226,13 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   // Every answer, errors (415, 413, draining) and GETs whose body nobody reads included.
   app.addHook('onSend', (request, reply, payload, done) => {
     closeIfUnread(request.raw, reply);
-    // While draining, every answer closes its connection, those of requests that came before
-    // the drain too: a client reusing a kept-alive one would be reset when the drain ends.
-    if (drain.state !== 'serving') reply.header('connection', 'close');
+    // While draining, every connection closes after its last answer, those of requests that
+    // came before the drain too: a client reusing a kept-alive one would be reset when the
+    // drain ends. Not after an earlier one: node would drop the answers of the requests
+    // pipelined behind it, already admitted, and abort their work.
+    if (drain.state !== 'serving' && !answeredLater(request.raw, reply.raw)) {
+      reply.header('connection', 'close');
+    }
     // fastify closes the connection after every body parser error, even one found once the
     // whole body was read (malformed JSON): node still runs the requests pipelined behind it,
     // whose answers that close would then drop (RFC 9112 9.6: such requests must not run).
