@@ -173,23 +173,30 @@ describe('drain', () => {
     expect(await held).toBe('OMNI_ERR_WORKER_EXITED');
   });
 
-  it('a drain timeout of 2^31 ms or more waits, instead of abandoning the work after 1 ms', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
-    gates.push(g);
-    const s = await serve(g.lr, { port: 0 });
-    const inflight = postFloats(s.address, [1, 2, 3, 4]);
-    await g.reach(ENTERED, 1);
-    const drained = s.drain({ timeoutMs: 2 ** 31 });
-    // A 1 ms deadline set after the drain's timer: a timeout cut to 1 ms would have fired
-    // first (same duration, earlier) and closed the runtime before this call was refused.
-    expect(await codeOf(g.lr.run(new Float32Array(4), { deadlineMs: 1 }))).toBe('OMNI_ERR_DEADLINE');
-    expect(g.lr.report().state).toBe('ready');
-    expect(s.state).toBe('draining');
-    g.open();
-    expect((await inflight).status).toBe(200);
-    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
-    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
-  });
+  it.each([
+    ['drain({ timeoutMs: 2^31 })', {}, { timeoutMs: 2 ** 31 }],
+    ['drain({ timeoutMs: Infinity })', {}, { timeoutMs: Number.POSITIVE_INFINITY }],
+    ['drainTimeoutMs: Infinity', { drainTimeoutMs: Number.POSITIVE_INFINITY }, {}],
+  ])(
+    '%s waits for the work, instead of abandoning it after 1 ms or refusing',
+    async (_name, options, drain) => {
+      const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
+      gates.push(g);
+      const s = await serve(g.lr, { port: 0, ...options });
+      const inflight = postFloats(s.address, [1, 2, 3, 4]);
+      await g.reach(ENTERED, 1);
+      const drained = s.drain(drain);
+      // A 1 ms deadline set after the drain's timer: a timeout cut to 1 ms would have fired
+      // first (same duration, earlier) and closed the runtime before this call was refused.
+      expect(await codeOf(g.lr.run(new Float32Array(4), { deadlineMs: 1 }))).toBe('OMNI_ERR_DEADLINE');
+      expect(g.lr.report().state).toBe('ready');
+      expect(s.state).toBe('draining');
+      g.open();
+      expect((await inflight).status).toBe(200);
+      expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+      expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+    },
+  );
 
   it('an idle server drained with a 1 ms timeout is clean: the runtime teardown is not abandoned work', async () => {
     const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });

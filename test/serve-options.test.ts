@@ -53,6 +53,7 @@ describe('option ranges', () => {
     ['a negative Retry-After', { retryAfterSeconds: -1 }],
     ['a Retry-After over a day', { retryAfterSeconds: 86_401 }],
     ['a zero drain timeout', { drainTimeoutMs: 0 }],
+    ['a NaN drain timeout', { drainTimeoutMs: Number.NaN }],
     ['a zero deadline', { deadlineMs: 0 }],
     ['a NaN deadline', { deadlineMs: Number.NaN }],
   ])('%s: OMNI_ERR_INVALID_ARGUMENT', async (_name, options) => {
@@ -71,6 +72,7 @@ describe('option ranges', () => {
   it('drain({ timeoutMs }) must be a number > 0', async () => {
     const { s } = await start({});
     expect(await codeOf((async () => s.drain({ timeoutMs: -1 }))())).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(await codeOf((async () => s.drain({ timeoutMs: Number.NaN }))())).toBe('OMNI_ERR_INVALID_ARGUMENT');
     expect(s.state).toBe('serving');
   });
 });

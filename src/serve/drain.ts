@@ -35,7 +35,7 @@ export interface DrainResult {
 
 /** ServeHandle.drain()'s options. */
 export interface DrainOptions {
-  /** How long to wait for in-flight work before abandoning it (default: serve()'s drainTimeoutMs). */
+  /** How long to wait for in-flight work before abandoning it (default: serve()'s drainTimeoutMs; Infinity: no limit). */
   readonly timeoutMs?: number | undefined;
 }
 

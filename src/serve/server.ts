@@ -61,7 +61,7 @@ export interface ServeOptions {
   readonly deadlineMs?: number | undefined;
   /** Retry-After, in seconds, on a 503 for full capacity (default 1). */
   readonly retryAfterSeconds?: number | undefined;
-  /** How long a drain waits for in-flight work before abandoning it (default 10 s). */
+  /** How long a drain waits for in-flight work before abandoning it (default 10 s; Infinity: no limit). */
   readonly drainTimeoutMs?: number | undefined;
   /** Close the runtime when the server drains (default true: the server owns it). */
   readonly closeRuntime?: boolean | undefined;
@@ -105,17 +105,10 @@ function integer(
   return value;
 }
 
-function positive(name: string, value: number | undefined): number | undefined {
-  if (value !== undefined && !(typeof value === 'number' && value > 0 && Number.isFinite(value))) {
-    throw new InvalidArgumentError(`${name} must be a number > 0, got ${describeValue(value)}`);
-  }
-  return value;
-}
-
-/** serve()'s deadlineMs: any number > 0, as the runtime takes it (Infinity: none). */
-function deadline(value: number | undefined): number | undefined {
+/** A time option: any number > 0, as the runtime takes its timeouts (Infinity: none). */
+function duration(name: string, value: number | undefined): number | undefined {
   if (value !== undefined && !(typeof value === 'number' && value > 0)) {
-    throw new InvalidArgumentError(`deadlineMs must be a number > 0, got ${describeValue(value)}`);
+    throw new InvalidArgumentError(`${name} must be a number > 0, got ${describeValue(value)}`);
   }
   return value;
 }
@@ -136,11 +129,11 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const port = integer('port', options.port, 8080, 0, 65535);
   const bodyLimit = integer('bodyLimit', options.bodyLimit, DEFAULT_BODY_LIMIT, 1, 2 ** 31 - 1);
   const retryAfter = integer('retryAfterSeconds', options.retryAfterSeconds, 1, 0, 86_400);
-  const drainTimeoutMs = positive('drainTimeoutMs', options.drainTimeoutMs) ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  const drainTimeoutMs = duration('drainTimeoutMs', options.drainTimeoutMs) ?? DEFAULT_DRAIN_TIMEOUT_MS;
   // The runtime's default is the ceiling too: a client's deadline replaces it in run().
   // Infinity means none, as for the runtime: kept as Infinity (not undefined) so that it lifts
   // a default the runtime has, and a client's deadline still shortens it.
-  const deadlineMs = deadline(options.deadlineMs) ?? runtime.deadlineMs;
+  const deadlineMs = duration('deadlineMs', options.deadlineMs) ?? runtime.deadlineMs;
 
   const drain = new Drain(options.closeRuntime === false ? undefined : runtime);
   const report = (): RuntimeReport => {
@@ -295,7 +288,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
       return drain.state;
     },
     drain: (drainOptions = {}) =>
-      drain.start(app, positive('timeoutMs', drainOptions.timeoutMs) ?? drainTimeoutMs),
+      drain.start(app, duration('timeoutMs', drainOptions.timeoutMs) ?? drainTimeoutMs),
     expireDrain: () => drain.expire(),
     close: () => drain.start(app, drainTimeoutMs),
   };
