@@ -179,7 +179,7 @@ export class LinearRuntime {
       device: resolvedDevice,
       ...checkLibraries(libraries),
     });
-    const weights = checked ?? seededWeights(inF, outF, seed);
+    const weights = sharedCopy(checked ?? seededWeights(inF, outF, seed));
     const data: NativeWorkerData = {
       backend: choice.backend,
       libraryPath: choice.library.path,
@@ -304,6 +304,23 @@ function checkWeights(
   // which keeps own data properties only (a class's getters would arrive as nothing), and a
   // getter read again could answer differently from what was checked.
   return { w, b, inFeatures, outFeatures };
+}
+
+/**
+ * The threads' weights, copied once at start into one SharedArrayBuffer. piscina clones
+ * workerData again for every thread it starts, a replacement for a lost one included: the
+ * caller's own arrays, reused or detached (transferred) since, would reach it as they are then
+ * (a detached one fails that clone, uncaught, in the main thread). Shared, every thread's clone
+ * is this one copy, not a copy each holds for as long as it lives.
+ */
+function sharedCopy({ w, b, inFeatures, outFeatures }: LinearWeights): LinearWeights {
+  const wLength = inFeatures * outFeatures;
+  const memory = new SharedArrayBuffer((wLength + outFeatures) * Float32Array.BYTES_PER_ELEMENT);
+  const sharedW = new Float32Array(memory, 0, wLength);
+  const sharedB = new Float32Array(memory, wLength * Float32Array.BYTES_PER_ELEMENT, outFeatures);
+  sharedW.set(w);
+  sharedB.set(b);
+  return { w: sharedW, b: sharedB, inFeatures, outFeatures };
 }
 
 function checkLibraries(libraries: NativeLibraryPaths | undefined): {
