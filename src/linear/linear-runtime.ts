@@ -1,5 +1,5 @@
 import { types } from 'node:util';
-import { InvalidArgumentError, TooLargeError } from '../errors.js';
+import { InvalidArgumentError, TooLargeError, UnavailableError } from '../errors.js';
 import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../native/index.js';
 import { lengthOf } from '../native/validate.js';
 import type { RunOptions } from '../runtime/options.js';
@@ -88,9 +88,12 @@ export class LinearRuntime {
    * Runs `rows` rows of x (row-major, inFeatures wide) and resolves with rows x outFeatures.
    * The cost defaults to rows. Checked before admission, so a mistake holds no capacity: more
    * rows than one native call takes (`maxRows`) is OMNI_ERR_TOO_LARGE (it can never be served),
-   * any other malformed argument OMNI_ERR_INVALID_ARGUMENT.
+   * any other malformed argument OMNI_ERR_INVALID_ARGUMENT. A runtime that is not ready comes
+   * first, as in Runtime.run: every call is then OMNI_ERR_UNAVAILABLE, whatever its arguments.
    */
   run(x: Float32Array, options?: LinearRunOptions): Promise<Float32Array> {
+    const state = this.runtime.state;
+    if (state !== 'ready') return this.runtime[kEndedEarly]('unavailable', new UnavailableError(state));
     if (options !== undefined && (typeof options !== 'object' || options === null)) {
       return this.runtime[kEndedEarly]('invalid', new InvalidArgumentError('run options must be an object'));
     }
