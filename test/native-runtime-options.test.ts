@@ -27,6 +27,9 @@ describe('LinearRuntime.start option checks', () => {
     ['a fractional seed', { backend: 'fixture', seed: 1.5 }],
     ['a seed above 2^32-1', { backend: 'fixture', seed: 2 ** 32 }],
     ['a NaN seed beside weights', { backend: 'fixture', weights: seededWeights(4, 4), seed: Number.NaN }],
+    // Only undefined takes the default 256, as for every other option: null is a mistake.
+    ['a null inFeatures', { backend: 'fixture', inFeatures: null }],
+    ['a null outFeatures', { backend: 'fixture', outFeatures: null }],
     [
       'inFeatures that disagree with the weights',
       { backend: 'fixture', weights: seededWeights(4, 4), inFeatures: 8 },

@@ -109,8 +109,10 @@ export function checkLinearOptions(options: LinearRuntimeOptions): CheckedLinear
   // Runtime.start checks its own options again.
   checkRuntimeOptions({ ...runtime, worker });
   const weights = given === undefined ? undefined : checkWeights(given, inFeatures, outFeatures);
-  const inF = weights?.inFeatures ?? checkFeatures('inFeatures', inFeatures ?? 256);
-  const outF = weights?.outFeatures ?? checkFeatures('outFeatures', outFeatures ?? 256);
+  // Only undefined takes the default: a null shape is a mistake, as a null seed or device is.
+  const inF = weights?.inFeatures ?? checkFeatures('inFeatures', inFeatures === undefined ? 256 : inFeatures);
+  const outF =
+    weights?.outFeatures ?? checkFeatures('outFeatures', outFeatures === undefined ? 256 : outFeatures);
   // Even beside weights, where it is unused: a malformed seed is a mistake, not a no-op.
   if (seed !== undefined) requireInteger('seed', seed, 0, 2 ** 32 - 1);
   const maxRows = rowsPerCall(workspaceBytes, inF, outF);
