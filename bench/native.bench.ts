@@ -7,7 +7,8 @@
  * Run: npm run build && node dist/bench/native.bench.js (about a minute)
  */
 import { Bench } from 'tinybench';
-import { LinearRuntime, seededWeights } from '../src/linear/linear-runtime.js';
+import { LinearRuntime } from '../src/linear/linear-runtime.js';
+import { seededWeights } from '../src/linear/weights.js';
 import {
   FixtureFaults,
   kRawHandle,

@@ -46,14 +46,10 @@ export {
   UnsupportedMediaTypeError,
   WorkerExitedError,
 } from './errors.js';
-export {
-  type LinearRunOptions,
-  LinearRuntime,
-  type LinearRuntimeOptions,
-  type NativeLibraryPaths,
-  seededWeights,
-} from './linear/linear-runtime.js';
+export { type LinearRunOptions, LinearRuntime } from './linear/linear-runtime.js';
 export type { LinearWeights } from './linear/protocol.js';
+export type { LinearRuntimeOptions, NativeLibraryPaths } from './linear/start-options.js';
+export { seededWeights } from './linear/weights.js';
 export {
   type BackendChoice,
   type BackendName,

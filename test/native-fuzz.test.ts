@@ -9,7 +9,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { rowsPerCall } from '../src/linear/linear-runtime.js';
+import { rowsPerCall } from '../src/linear/start-options.js';
 import { MAX_FEATURES, MAX_ROWS, NativeContext, seededFloats } from '../src/native/index.js';
 import { fixtureLibrary } from './fixtures/native-fixture-library.js';
 import {

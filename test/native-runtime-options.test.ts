@@ -27,6 +27,9 @@ describe('LinearRuntime.start option checks', () => {
     ['a fractional seed', { backend: 'fixture', seed: 1.5 }],
     ['a seed above 2^32-1', { backend: 'fixture', seed: 2 ** 32 }],
     ['a NaN seed beside weights', { backend: 'fixture', weights: seededWeights(4, 4), seed: Number.NaN }],
+    // Only undefined takes the default 256, as for every other option: null is a mistake.
+    ['a null inFeatures', { backend: 'fixture', inFeatures: null }],
+    ['a null outFeatures', { backend: 'fixture', outFeatures: null }],
     [
       'inFeatures that disagree with the weights',
       { backend: 'fixture', weights: seededWeights(4, 4), inFeatures: 8 },
@@ -234,6 +237,23 @@ describe('LinearRuntime passes its options through (each one observed)', () => {
     }
     // Every call made ends in one outcome: these ended before admission, each invalid.
     expect(lr.report()).toMatchObject({ invalid: keys.length, depth: 0, completed: 0, failed: 0 });
+  });
+
+  it('a call to a closed LinearRuntime is OMNI_ERR_UNAVAILABLE whatever its arguments, counted unavailable, as Runtime.run does', async () => {
+    // 16 -> 8 takes 192 bytes a row: 1024 bytes hold 5 rows, so 6 rows is too many.
+    const lr = await start({ threads: 1, inFeatures: 16, outFeatures: 8, workspaceBytes: 1024 });
+    await lr.close();
+    const calls: [string, () => Promise<unknown>][] = [
+      ['run options deadlineMs -1', () => lr.run(seededFloats(1, 16), { deadlineMs: -1 })],
+      ['x an Int32Array', () => lr.run(new Int32Array(16) as unknown as Float32Array)],
+      ['x not whole rows', () => lr.run(new Float32Array(15))],
+      ['rows disagreeing with x', () => lr.run(new Float32Array(16), { rows: 2 })],
+      ['run options null', () => lr.run(new Float32Array(16), null as unknown as undefined)],
+      ['more rows than one call takes', () => lr.run(new Float32Array(6 * 16))],
+    ];
+    for (const [what, call] of calls)
+      expect((await rejection(call())).code, what).toBe('OMNI_ERR_UNAVAILABLE');
+    expect(lr.report()).toMatchObject({ unavailable: calls.length, invalid: 0, refused: 0 });
   });
 
   it('the workspace byte limit reaches the workers: their cache stays within it', async () => {

@@ -27,6 +27,8 @@ import { closeRuntimes, start } from './fixtures/native-runtime-harness.js';
 import { maxViolation as tolerance } from './fixtures/native-tolerance.js';
 import { rejection } from './fixtures/runtime-harness.js';
 
+const NATIVE_EXIT_WORKER = builtModuleUrl('test/fixtures/native-exit-worker.js');
+
 /** The stated tolerance (test/fixtures/native-tolerance.ts) for one runtime result. */
 function maxViolation(got: Float32Array, x: Float32Array, weights: LinearWeights, rows: number): number {
   return tolerance(got, x, weights.w, weights.b, rows, weights.outFeatures, weights.inFeatures);
@@ -383,6 +385,50 @@ describe('native backend through the runtime (fixture)', () => {
       Runtime.start({ worker: builtModuleUrl('workers/native.js'), threads: 2, workerData: data }),
     );
     expect(faults.liveBytes()).toBe(before);
+  });
+
+  /**
+   * Starts on `weights`, runs x, lets the caller `change` its arrays, loses the only thread (the
+   * built-in worker plus an `exit` task) and runs x again on its replacement: both outputs.
+   */
+  async function acrossReplacement(change: (weights: LinearWeights) => void): Promise<Float32Array[]> {
+    const realStart = Runtime.start.bind(Runtime);
+    const spawn = vi
+      .spyOn(Runtime, 'start')
+      .mockImplementation((options) => realStart({ ...options, worker: NATIVE_EXIT_WORKER }));
+    try {
+      const weights = seededWeights(6, 3, 9);
+      const lr = await start({ threads: 1, weights });
+      const x = seededFloats(4, 2 * 6);
+      const before = await lr.run(x.slice());
+      change(weights);
+      expect((await rejection(lr.runtime.run({ exit: true }))).code).toBe('OMNI_ERR_WORKER_EXITED');
+      const after = await lr.run(x.slice());
+      expect(lr.report().state).toBe('ready');
+      return [before, after];
+    } finally {
+      spawn.mockRestore();
+    }
+  }
+
+  // piscina clones workerData again for every thread it starts: weights handed on by reference
+  // reached a thread that replaced a lost one as the caller's arrays were by then.
+  it("a replacement thread runs the weights given at start, though the caller's arrays were reused since", async () => {
+    const [before, after] = await acrossReplacement((weights) => {
+      weights.w.fill(0);
+      weights.b.fill(0);
+    });
+    expect(after).toEqual(before);
+  });
+
+  it("a replacement thread starts though the caller's weight buffers were handed elsewhere (detached) since", async () => {
+    // Before: the replacement's workerData could not be cloned, an uncaught DataCloneError in
+    // the main thread (piscina starts it from a worker's exit event).
+    const [before, after] = await acrossReplacement((weights) => {
+      structuredClone(weights.w.buffer, { transfer: [weights.w.buffer as ArrayBuffer] });
+      structuredClone(weights.b.buffer, { transfer: [weights.b.buffer as ArrayBuffer] });
+    });
+    expect(after).toEqual(before);
   });
 
   it("a clean close frees every worker thread's native context (close hook before termination)", async () => {

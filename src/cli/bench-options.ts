@@ -5,7 +5,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { isDecimal } from '../decimal.js';
-import { type NativeLibraryPaths, rowsPerCall } from '../linear/linear-runtime.js';
+import { type NativeLibraryPaths, rowsPerCall } from '../linear/start-options.js';
 import { backendFromEnv } from '../native/backend.js';
 import { MAX_DEVICE } from '../native/device.js';
 import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';

@@ -9,11 +9,8 @@
  */
 
 import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
-import {
-  LinearRuntime,
-  type LinearRuntimeOptions,
-  type NativeLibraryPaths,
-} from '../linear/linear-runtime.js';
+import { LinearRuntime } from '../linear/linear-runtime.js';
+import type { LinearRuntimeOptions, NativeLibraryPaths } from '../linear/start-options.js';
 import { MAX_DEVICE } from '../native/device.js';
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';

@@ -1,76 +1,16 @@
 import { types } from 'node:util';
-import { describeValue, InvalidArgumentError, TooLargeError } from '../errors.js';
-import {
-  type BackendName,
-  type BackendPreference,
-  DEFAULT_WORKSPACE_BYTES,
-  MAX_FEATURES,
-  MAX_ROWS,
-  MAX_WORKSPACE_COUNT,
-  type NativeStats,
-  resolveDevice,
-  seededFloats,
-  selectBackend,
-} from '../native/index.js';
-import { lengthOf, requireFloat32Array, requireInteger, requireLength } from '../native/validate.js';
-import { builtModuleUrl } from '../paths.js';
-import { checkRuntimeOptions, type RunOptions, type RuntimeOptions } from '../runtime/options.js';
+import { InvalidArgumentError, TooLargeError, UnavailableError } from '../errors.js';
+import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../native/index.js';
+import { lengthOf } from '../native/validate.js';
+import type { RunOptions } from '../runtime/options.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
-import type { LinearWeights, NativeWorkerData, NativeWorkerInput } from './protocol.js';
-
-/** The runtime's own options, each of which LinearRuntime.start passes on (required here). */
-type PassedOption = Exclude<keyof RuntimeOptions, 'worker' | 'workerData'>;
-
-export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'workerData'> {
-  /** 'fixture' (CPU), 'cuda', or 'auto' (CUDA when a device opens); default OMNI_BACKEND, else auto. */
-  readonly backend?: BackendPreference | undefined;
-  /** CUDA device; default OMNI_CUDA_DEVICE, else 0. */
-  readonly device?: number | undefined;
-  /**
-   * Native libraries to load instead of this package's native/build ones, e.g. a CUDA library
-   * built for your GPUs (relative paths from the working directory). Each must be the backend
-   * it is given for; 'auto' probes the `cuda` one.
-   */
-  readonly libraries?: NativeLibraryPaths | undefined;
-  /** The layer's weights. Without them, seeded random weights of the given shape are used. */
-  readonly weights?: LinearWeights | undefined;
-  /** The layer's shape without `weights` (default 256 -> 256); with them, it must agree. */
-  readonly inFeatures?: number | undefined;
-  readonly outFeatures?: number | undefined;
-  /** Seed of the random weights (an integer in 0..2^32-1; default 1). */
-  readonly seed?: number | undefined;
-  /** Per-context workspace cache bounds (defaults 4 and 512 MiB). */
-  readonly workspaceCount?: number | undefined;
-  readonly workspaceBytes?: number | undefined;
-  /** Test hook: allows `inject` calls (fixture backend only). */
-  readonly faultInjection?: boolean | undefined;
-}
-
-export interface NativeLibraryPaths {
-  readonly fixture?: string | undefined;
-  readonly cuda?: string | undefined;
-}
+import type { NativeWorkerData, NativeWorkerInput } from './protocol.js';
+import { checkLinearOptions, type LinearRuntimeOptions } from './start-options.js';
+import { seededWeights, sharedCopy } from './weights.js';
 
 export interface LinearRunOptions extends RunOptions {
   /** Rows in x (default x.length / inFeatures). Cost defaults to rows. */
   readonly rows?: number | undefined;
-}
-
-/**
- * Seeded weights, scaled so outputs stay in GELU's interesting range. The shape (1..MAX_FEATURES
- * each) and the seed (0..2^32-1) are checked before anything is allocated.
- */
-export function seededWeights(inFeatures: number, outFeatures: number, seed = 1): LinearWeights {
-  checkFeatures('inFeatures', inFeatures);
-  checkFeatures('outFeatures', outFeatures);
-  requireInteger('seed', seed, 0, 2 ** 32 - 1);
-  const scale = 1 / Math.sqrt(inFeatures);
-  return {
-    w: seededFloats(seed, inFeatures * outFeatures, scale),
-    b: seededFloats(seed + 1, outFeatures, 0.1),
-    inFeatures,
-    outFeatures,
-  };
 }
 
 /**
@@ -119,83 +59,28 @@ export class LinearRuntime {
   }
 
   static async start(options: LinearRuntimeOptions = {}): Promise<LinearRuntime> {
-    if (typeof options !== 'object' || options === null) {
-      throw new InvalidArgumentError('LinearRuntime.start options must be an object');
-    }
-    const {
-      backend: preference,
-      device,
-      libraries,
-      weights: given,
-      inFeatures,
-      outFeatures,
-      seed,
-      workspaceCount,
-      workspaceBytes,
-      faultInjection,
-      threads,
-      admission,
-      deadlineMs,
-      idleTimeout,
-      resourceLimits,
-      startTimeoutMs,
-    } = options;
-    // Each named, not a rest spread: that would keep own properties only and silently drop
-    // runtime options that come through a prototype (Runtime.start reads those). The type makes
-    // an option added to RuntimeOptions a compile error here until it is passed on.
-    const passed: { [K in PassedOption]: RuntimeOptions[K] } = {
-      threads,
-      admission,
-      deadlineMs,
-      idleTimeout,
-      resourceLimits,
-      startTimeoutMs,
-    };
-    const worker = builtModuleUrl('workers/native.js');
-    // Every option is checked before any work: loading a library (for 'auto', opening a CUDA
-    // context to probe it) and making seeded weights (up to 1 GiB). Runtime.start checks its
-    // own options again.
-    checkRuntimeOptions({ ...passed, worker });
-    const checked = given === undefined ? undefined : checkWeights(given, inFeatures, outFeatures);
-    const inF = checked?.inFeatures ?? checkFeatures('inFeatures', inFeatures ?? 256);
-    const outF = checked?.outFeatures ?? checkFeatures('outFeatures', outFeatures ?? 256);
-    // Even beside weights, where it is unused: a malformed seed is a mistake, not a no-op.
-    if (seed !== undefined) requireInteger('seed', seed, 0, 2 ** 32 - 1);
-    const maxRows = rowsPerCall(workspaceBytes, inF, outF);
-    // What every thread's NativeContext.open checks again (for its direct users), checked here
-    // first: a mistake is one coded error from start() before any thread starts, whichever backend
-    // (the fixture has no devices, yet a malformed device or OMNI_CUDA_DEVICE is still a mistake).
-    const resolvedDevice = resolveDevice(device);
-    if (workspaceCount !== undefined) {
-      requireInteger('workspaceCount', workspaceCount, 1, MAX_WORKSPACE_COUNT);
-    }
-    if (faultInjection !== undefined && typeof faultInjection !== 'boolean') {
-      // The threads test it with === true: any other value would silently leave faults off.
-      throw new InvalidArgumentError(
-        `faultInjection must be a boolean, got ${describeValue(faultInjection)}`,
-      );
-    }
-    const choice = selectBackend(preference, process.env, {
-      device: resolvedDevice,
-      ...checkLibraries(libraries),
-    });
-    const weights = checked ?? seededWeights(inF, outF, seed);
+    // Every option first (start-options.ts), before a library is loaded or weights are made.
+    const checked = checkLinearOptions(options);
+    const { inFeatures, outFeatures, selection } = checked;
+    const choice = selectBackend(checked.preference, process.env, selection);
+    const weights = sharedCopy(checked.weights ?? seededWeights(inFeatures, outFeatures, checked.seed));
     const data: NativeWorkerData = {
       backend: choice.backend,
       libraryPath: choice.library.path,
-      device: resolvedDevice,
+      device: selection.device,
       weights,
-      workspaceCount,
-      workspaceBytes,
-      faultInjection,
+      workspaceCount: checked.workspaceCount,
+      workspaceBytes: checked.workspaceBytes,
+      faultInjection: checked.faultInjection,
     };
-    const runtime = await Runtime.start({ ...passed, worker, workerData: data });
+    const runtime = await Runtime.start({ ...checked.runtime, worker: checked.worker, workerData: data });
     return new LinearRuntime(runtime, {
-      ...weights,
+      inFeatures,
+      outFeatures,
       backend: choice.backend,
       reason: choice.reason,
       libraryPath: choice.library.path,
-      maxRows,
+      maxRows: checked.maxRows,
     });
   }
 
@@ -203,9 +88,12 @@ export class LinearRuntime {
    * Runs `rows` rows of x (row-major, inFeatures wide) and resolves with rows x outFeatures.
    * The cost defaults to rows. Checked before admission, so a mistake holds no capacity: more
    * rows than one native call takes (`maxRows`) is OMNI_ERR_TOO_LARGE (it can never be served),
-   * any other malformed argument OMNI_ERR_INVALID_ARGUMENT.
+   * any other malformed argument OMNI_ERR_INVALID_ARGUMENT. A runtime that is not ready comes
+   * first, as in Runtime.run: every call is then OMNI_ERR_UNAVAILABLE, whatever its arguments.
    */
   run(x: Float32Array, options?: LinearRunOptions): Promise<Float32Array> {
+    const state = this.runtime.state;
+    if (state !== 'ready') return this.runtime[kEndedEarly]('unavailable', new UnavailableError(state));
     if (options !== undefined && (typeof options !== 'object' || options === null)) {
       return this.runtime[kEndedEarly]('invalid', new InvalidArgumentError('run options must be an object'));
     }
@@ -274,97 +162,4 @@ export class LinearRuntime {
   close(options?: CloseOptions): Promise<CloseResult> {
     return this.runtime.close(options);
   }
-}
-
-/**
- * Checked once here: a wrong shape is one coded error from start(), not a failure in every thread.
- * A shape also given in the options must agree: the weights would silently win, and rows would
- * then be cut at a width the caller did not ask for.
- */
-function checkWeights(
-  weights: LinearWeights,
-  wantIn: number | undefined,
-  wantOut: number | undefined,
-): LinearWeights {
-  if (typeof weights !== 'object' || weights === null) {
-    throw new InvalidArgumentError('weights must be { w, b, inFeatures, outFeatures }');
-  }
-  const inFeatures = checkFeatures('weights.inFeatures', weights.inFeatures);
-  const outFeatures = checkFeatures('weights.outFeatures', weights.outFeatures);
-  if ((wantIn !== undefined && wantIn !== inFeatures) || (wantOut !== undefined && wantOut !== outFeatures)) {
-    throw new InvalidArgumentError(
-      `inFeatures/outFeatures (${wantIn ?? '-'} -> ${wantOut ?? '-'}) disagree with the weights' ${inFeatures} -> ${outFeatures}`,
-    );
-  }
-  const w = requireFloat32Array('weights.w', weights.w);
-  const b = requireFloat32Array('weights.b', weights.b);
-  requireLength('weights.w', w, inFeatures * outFeatures);
-  requireLength('weights.b', b, outFeatures);
-  // The values checked, as a plain object: the threads get the weights by structured clone,
-  // which keeps own data properties only (a class's getters would arrive as nothing), and a
-  // getter read again could answer differently from what was checked.
-  return { w, b, inFeatures, outFeatures };
-}
-
-function checkLibraries(libraries: NativeLibraryPaths | undefined): {
-  fixturePath?: string;
-  cudaPath?: string;
-} {
-  if (libraries === undefined) return {};
-  if (typeof libraries !== 'object' || libraries === null) {
-    throw new InvalidArgumentError('libraries must be { fixture?, cuda? } (paths)');
-  }
-  // Own keys are checked for a misspelt backend; the paths themselves are read like every
-  // other option, inherited ones included (Object.entries alone would skip those silently).
-  for (const backend of Object.keys(libraries)) {
-    if (backend !== 'fixture' && backend !== 'cuda') {
-      throw new InvalidArgumentError(
-        `libraries has no backend ${JSON.stringify(backend)} (want fixture or cuda)`,
-      );
-    }
-  }
-  const paths: { fixturePath?: string; cudaPath?: string } = {};
-  for (const backend of ['fixture', 'cuda'] as const) {
-    const path: unknown = libraries[backend];
-    if (path === undefined) continue;
-    if (typeof path !== 'string' || path === '') {
-      throw new InvalidArgumentError(
-        `libraries.${backend} must be a non-empty path, got ${JSON.stringify(path)}`,
-      );
-    }
-    paths[backend === 'fixture' ? 'fixturePath' : 'cudaPath'] = path;
-  }
-  return paths;
-}
-
-/**
- * The most rows one native call can take: the C side refuses a call whose scratch (input and
- * output rows, each staged twice) exceeds the workspace byte limit, on every attempt. Checked at
- * start so that such a call is refused before admission instead of failing in a worker.
- */
-export function rowsPerCall(
-  workspaceBytes: number | undefined,
-  inFeatures: number,
-  outFeatures: number,
-): number {
-  const bytes =
-    workspaceBytes === undefined
-      ? DEFAULT_WORKSPACE_BYTES
-      : requireInteger('workspaceBytes', workspaceBytes, 1, Number.MAX_SAFE_INTEGER);
-  const perRow = 2 * (inFeatures + outFeatures) * Float32Array.BYTES_PER_ELEMENT;
-  if (bytes < perRow) {
-    throw new InvalidArgumentError(
-      `workspaceBytes ${bytes} cannot hold one row of ${inFeatures} in + ${outFeatures} out (${perRow} bytes)`,
-    );
-  }
-  return Math.min(MAX_ROWS, Math.floor(bytes / perRow));
-}
-
-function checkFeatures(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1 || value > MAX_FEATURES) {
-    throw new InvalidArgumentError(
-      `${name} must be an integer from 1 to ${MAX_FEATURES}, got ${describeValue(value)}`,
-    );
-  }
-  return value;
 }

@@ -1,0 +1,198 @@
+/**
+ * LinearRuntime.start's options and their checks. Every option is checked before any work:
+ * loading a library (for 'auto', opening a CUDA context to probe it), making seeded weights
+ * (up to 1 GiB) and starting threads. A mistake is one coded error from start().
+ *
+ * Throws: InvalidArgumentError, or InvalidBoundError for the admission bounds (checkRuntimeOptions).
+ */
+import { describeValue, InvalidArgumentError } from '../errors.js';
+import {
+  type BackendPreference,
+  DEFAULT_WORKSPACE_BYTES,
+  MAX_ROWS,
+  MAX_WORKSPACE_COUNT,
+  resolveDevice,
+  type SelectOptions,
+} from '../native/index.js';
+import { requireInteger } from '../native/validate.js';
+import { builtModuleUrl } from '../paths.js';
+import { checkRuntimeOptions, type RuntimeOptions } from '../runtime/options.js';
+import type { LinearWeights } from './protocol.js';
+import { checkFeatures, checkWeights } from './weights.js';
+
+/** The runtime's own options, each of which LinearRuntime.start passes on (required here). */
+type PassedOption = Exclude<keyof RuntimeOptions, 'worker' | 'workerData'>;
+
+export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'workerData'> {
+  /** 'fixture' (CPU), 'cuda', or 'auto' (CUDA when a device opens); default OMNI_BACKEND, else auto. */
+  readonly backend?: BackendPreference | undefined;
+  /** CUDA device; default OMNI_CUDA_DEVICE, else 0. */
+  readonly device?: number | undefined;
+  /**
+   * Native libraries to load instead of this package's native/build ones, e.g. a CUDA library
+   * built for your GPUs (relative paths from the working directory). Each must be the backend
+   * it is given for; 'auto' probes the `cuda` one.
+   */
+  readonly libraries?: NativeLibraryPaths | undefined;
+  /** The layer's weights. Without them, seeded random weights of the given shape are used. */
+  readonly weights?: LinearWeights | undefined;
+  /** The layer's shape without `weights` (default 256 -> 256); with them, it must agree. */
+  readonly inFeatures?: number | undefined;
+  readonly outFeatures?: number | undefined;
+  /** Seed of the random weights (an integer in 0..2^32-1; default 1). */
+  readonly seed?: number | undefined;
+  /** Per-context workspace cache bounds (defaults 4 and 512 MiB). */
+  readonly workspaceCount?: number | undefined;
+  readonly workspaceBytes?: number | undefined;
+  /** Test hook: allows `inject` calls (fixture backend only). */
+  readonly faultInjection?: boolean | undefined;
+}
+
+export interface NativeLibraryPaths {
+  readonly fixture?: string | undefined;
+  readonly cuda?: string | undefined;
+}
+
+/** LinearRuntimeOptions, checked: what start() needs to choose a backend and start threads. */
+export interface CheckedLinearOptions {
+  /** The runtime's options, for Runtime.start (which checks them again). */
+  readonly runtime: { [K in PassedOption]: RuntimeOptions[K] };
+  readonly worker: string;
+  readonly preference: BackendPreference | undefined;
+  /** selectBackend's options: the resolved device and the libraries given. */
+  readonly selection: SelectOptions & { device: number };
+  /** The weights given, checked (a plain object); undefined for seeded ones. */
+  readonly weights: LinearWeights | undefined;
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+  readonly seed: number | undefined;
+  readonly maxRows: number;
+  readonly workspaceCount: number | undefined;
+  readonly workspaceBytes: number | undefined;
+  readonly faultInjection: boolean | undefined;
+}
+
+export function checkLinearOptions(options: LinearRuntimeOptions): CheckedLinearOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('LinearRuntime.start options must be an object');
+  }
+  const {
+    backend: preference,
+    device,
+    libraries,
+    weights: given,
+    inFeatures,
+    outFeatures,
+    seed,
+    workspaceCount,
+    workspaceBytes,
+    faultInjection,
+    threads,
+    admission,
+    deadlineMs,
+    idleTimeout,
+    resourceLimits,
+    startTimeoutMs,
+  } = options;
+  // Each named, not a rest spread: that would keep own properties only and silently drop
+  // runtime options that come through a prototype (Runtime.start reads those). The type makes
+  // an option added to RuntimeOptions a compile error here until it is passed on.
+  const runtime: { [K in PassedOption]: RuntimeOptions[K] } = {
+    threads,
+    admission,
+    deadlineMs,
+    idleTimeout,
+    resourceLimits,
+    startTimeoutMs,
+  };
+  const worker = builtModuleUrl('workers/native.js');
+  // Runtime.start checks its own options again.
+  checkRuntimeOptions({ ...runtime, worker });
+  const weights = given === undefined ? undefined : checkWeights(given, inFeatures, outFeatures);
+  // Only undefined takes the default: a null shape is a mistake, as a null seed or device is.
+  const inF = weights?.inFeatures ?? checkFeatures('inFeatures', inFeatures === undefined ? 256 : inFeatures);
+  const outF =
+    weights?.outFeatures ?? checkFeatures('outFeatures', outFeatures === undefined ? 256 : outFeatures);
+  // Even beside weights, where it is unused: a malformed seed is a mistake, not a no-op.
+  if (seed !== undefined) requireInteger('seed', seed, 0, 2 ** 32 - 1);
+  const maxRows = rowsPerCall(workspaceBytes, inF, outF);
+  // What every thread's NativeContext.open checks again (for its direct users), checked here
+  // first: a mistake is one coded error from start() before any thread starts, whichever backend
+  // (the fixture has no devices, yet a malformed device or OMNI_CUDA_DEVICE is still a mistake).
+  const resolvedDevice = resolveDevice(device);
+  if (workspaceCount !== undefined) {
+    requireInteger('workspaceCount', workspaceCount, 1, MAX_WORKSPACE_COUNT);
+  }
+  if (faultInjection !== undefined && typeof faultInjection !== 'boolean') {
+    // The threads test it with === true: any other value would silently leave faults off.
+    throw new InvalidArgumentError(`faultInjection must be a boolean, got ${describeValue(faultInjection)}`);
+  }
+  return {
+    runtime,
+    worker,
+    preference,
+    selection: { device: resolvedDevice, ...checkLibraries(libraries) },
+    weights,
+    inFeatures: inF,
+    outFeatures: outF,
+    seed,
+    maxRows,
+    workspaceCount,
+    workspaceBytes,
+    faultInjection,
+  };
+}
+
+function checkLibraries(libraries: NativeLibraryPaths | undefined): {
+  fixturePath?: string;
+  cudaPath?: string;
+} {
+  if (libraries === undefined) return {};
+  if (typeof libraries !== 'object' || libraries === null) {
+    throw new InvalidArgumentError('libraries must be { fixture?, cuda? } (paths)');
+  }
+  // Own keys are checked for a misspelt backend; the paths themselves are read like every
+  // other option, inherited ones included (Object.entries alone would skip those silently).
+  for (const backend of Object.keys(libraries)) {
+    if (backend !== 'fixture' && backend !== 'cuda') {
+      throw new InvalidArgumentError(
+        `libraries has no backend ${JSON.stringify(backend)} (want fixture or cuda)`,
+      );
+    }
+  }
+  const paths: { fixturePath?: string; cudaPath?: string } = {};
+  for (const backend of ['fixture', 'cuda'] as const) {
+    const path: unknown = libraries[backend];
+    if (path === undefined) continue;
+    if (typeof path !== 'string' || path === '') {
+      throw new InvalidArgumentError(
+        `libraries.${backend} must be a non-empty path, got ${JSON.stringify(path)}`,
+      );
+    }
+    paths[backend === 'fixture' ? 'fixturePath' : 'cudaPath'] = path;
+  }
+  return paths;
+}
+
+/**
+ * The most rows one native call can take: the C side refuses a call whose scratch (input and
+ * output rows, each staged twice) exceeds the workspace byte limit, on every attempt. Checked at
+ * start so that such a call is refused before admission instead of failing in a worker.
+ */
+export function rowsPerCall(
+  workspaceBytes: number | undefined,
+  inFeatures: number,
+  outFeatures: number,
+): number {
+  const bytes =
+    workspaceBytes === undefined
+      ? DEFAULT_WORKSPACE_BYTES
+      : requireInteger('workspaceBytes', workspaceBytes, 1, Number.MAX_SAFE_INTEGER);
+  const perRow = 2 * (inFeatures + outFeatures) * Float32Array.BYTES_PER_ELEMENT;
+  if (bytes < perRow) {
+    throw new InvalidArgumentError(
+      `workspaceBytes ${bytes} cannot hold one row of ${inFeatures} in + ${outFeatures} out (${perRow} bytes)`,
+    );
+  }
+  return Math.min(MAX_ROWS, Math.floor(bytes / perRow));
+}
