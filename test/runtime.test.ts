@@ -56,6 +56,25 @@ describe('Runtime.start', () => {
     expect(rt.report()).toMatchObject({ state: 'ready', depth: 0, capacity: null, completed: 1 });
   });
 
+  it('a replacement thread gets the workerData given at start, though the caller changed it since', async () => {
+    const blob = new ArrayBuffer(8);
+    const workerData = { tag: 'at start', blob };
+    const rt = await start({ worker: INIT_WORKER, threads: 1, workerData });
+    workerData.tag = 'changed';
+    structuredClone(blob, { transfer: [blob] }); // handed elsewhere: detached
+    expect(await codeOf(rt.run({ exit: true }))).toBe('OMNI_ERR_WORKER_EXITED');
+    await expect(rt.run(null)).resolves.toBe('at start');
+  });
+
+  it('a workerData structured clone refuses: OMNI_ERR_INVALID_ARGUMENT before any thread starts', async () => {
+    const c = newControl();
+    const workerData = { control: c.buffer, hook: () => {} };
+    expect(await codeOf(Runtime.start({ worker: INIT_WORKER, workerData }))).toBe(
+      'OMNI_ERR_INVALID_ARGUMENT',
+    );
+    expect(Atomics.load(c, INVOKED)).toBe(0);
+  });
+
   it('accepts a file: URL object and a plain path for the worker', async () => {
     const url = new URL(GATED_WORKER);
     const a = await start({ worker: url });

@@ -153,6 +153,21 @@ function checkResourceLimits(limits: unknown): ResourceLimits | undefined {
   return limits as ResourceLimits;
 }
 
+/**
+ * The workerData every thread's init gets, taken once at start: piscina clones it again for each
+ * thread it starts, a lost thread's replacement included, so the caller's own object would hand
+ * a replacement whatever it holds by then (a buffer since transferred elsewhere made that clone
+ * throw, uncaught, in the main thread). A SharedArrayBuffer inside stays shared.
+ */
+function snapshot(workerData: unknown): unknown {
+  try {
+    return structuredClone(workerData);
+  } catch (err) {
+    if ((err as Error)?.name !== 'DataCloneError') throw err;
+    return bad(`workerData cannot be posted to a worker thread: ${(err as Error).message}`);
+  }
+}
+
 export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOptions {
   if (typeof options !== 'object' || options === null) bad('Runtime.start needs an options object');
   const admission = options.admission;
@@ -163,7 +178,7 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
     bad('admission.wait must be a boolean');
   const checked: CheckedRuntimeOptions = {
     moduleUrl: moduleUrlOf(options.worker),
-    workerData: options.workerData,
+    workerData: snapshot(options.workerData),
     threads: checkInteger('threads', options.threads ?? 1, 1, 256),
     admission,
     deadlineMs: checkDeadline('deadlineMs', options.deadlineMs),
