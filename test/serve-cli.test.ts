@@ -318,6 +318,8 @@ describe('a runtime that fails behind the command: it logs, drains and exits 1',
     expect((await postFloats(url, [FAIL_FATAL, 0, 0, 0])).status).toBe(500);
     await served.line(/runtime failed: draining/);
     expect(await tryConnect(Number(new URL(url).port))).toBe('ECONNREFUSED');
+    // A supervisor's SIGTERM now asks for the drain under way: it is the first, and cuts nothing.
+    served.signals.emit('SIGTERM');
     gated!.open(); // lets the held call finish: the drain waited for it
     const answer = await held;
     expect(answer.status).toBe(200);
