@@ -266,7 +266,10 @@ describe('runServeCommand in-process (signals from an EventEmitter)', () => {
 });
 
 /** runServeCommand in this process over `startRuntime`'s runtime, signals from an EventEmitter. */
-function serveInProcess(argv: string[], startRuntime: () => Promise<LinearRuntime>) {
+function serveInProcess(
+  argv: string[],
+  startRuntime: (options: LinearRuntimeOptions) => Promise<LinearRuntime>,
+) {
   const signals = new EventEmitter();
   const lines: string[] = [];
   const errors: string[] = [];
@@ -350,6 +353,24 @@ describe('a runtime that fails behind the command: it logs, drains and exits 1',
     expect(served.errors).toHaveLength(1);
     expect(served.errors[0]).toContain('OMNI_ERR_WORKER_EXITED');
     expect(runtime!.state).toBe('stopped');
+  });
+
+  it('the native fixture with a sticky fault injected: the next call fails it, exit 1', async () => {
+    buildFixture();
+    let lr: LinearRuntime | undefined;
+    const served = serveInProcess(['--in-features', '4', '--out-features', '2'], async (options) => {
+      lr = await LinearRuntime.start({ ...options, backend: 'fixture', faultInjection: true });
+      return lr;
+    });
+    const url = await served.listening;
+    expect(await lr!.runtime.run({ inject: 'fatal' })).toBeNull();
+    const answer = await postFloats(url, [1, 2, 3, 4]);
+    expect(answer.status).toBe(500);
+    expect(answer.json).toMatchObject({ code: 'OMNI_ERR_NATIVE' });
+    expect(await served.exitCode).toBe(1);
+    expect(served.errors).toHaveLength(1);
+    expect(served.errors[0]).toContain('OMNI_ERR_NATIVE');
+    expect(lr!.report().state).toBe('stopped');
   });
 
   it('a sticky native error in a call a SIGTERM drain waits for: the drain finishes, exit 1', async () => {
