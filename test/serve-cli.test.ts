@@ -12,12 +12,13 @@ import { createInterface } from 'node:readline';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import { parseServeArgs, runServeCommand } from '../src/cli/serve-command.js';
-import { type LinearRuntimeOptions, OmniError, seededWeights } from '../src/index.js';
+import { LinearRuntime, type LinearRuntimeOptions, OmniError, Runtime, seededWeights } from '../src/index.js';
 import { defaultLibraryPath, referenceLinearGelu } from '../src/native/index.js';
-import { packageRoot } from '../src/paths.js';
+import { builtModuleUrl, packageRoot } from '../src/paths.js';
 import { sample } from './fixtures/metrics-text.js';
+import { codeOf } from './fixtures/runtime-harness.js';
 import { floatsOf, get, postFloats, postJson, tryConnect } from './fixtures/serve-client.js';
-import { ENTERED, expectedRow } from './fixtures/serve-gate-layout.js';
+import { ENTERED, expectedRow, FAIL_FATAL, HELD_INPUT } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
 const CLI = join(packageRoot, 'dist', 'src', 'cli.js');
@@ -264,6 +265,134 @@ describe('runServeCommand in-process (signals from an EventEmitter)', () => {
   });
 });
 
+/** runServeCommand in this process over `startRuntime`'s runtime, signals from an EventEmitter. */
+function serveInProcess(
+  argv: string[],
+  startRuntime: (options: LinearRuntimeOptions) => Promise<LinearRuntime>,
+) {
+  const signals = new EventEmitter();
+  const lines: string[] = [];
+  const errors: string[] = [];
+  const printed = new EventEmitter();
+  const line = (pattern: RegExp): Promise<string> =>
+    new Promise((resolve) => {
+      const seen = lines.find((l) => pattern.test(l));
+      if (seen !== undefined) return resolve(seen);
+      const onLine = (l: string): void => {
+        if (!pattern.test(l)) return;
+        printed.off('line', onLine);
+        resolve(l);
+      };
+      printed.on('line', onLine);
+    });
+  const exitCode = runServeCommand(['--port', '0', ...argv], {
+    signals: signals as unknown as NodeJS.Process,
+    out: (l) => {
+      lines.push(l);
+      printed.emit('line', l);
+    },
+    err: (l) => errors.push(l),
+    startRuntime,
+  });
+  const listening = line(LISTENING).then((l) => LISTENING.exec(l)![1]!);
+  return { signals, lines, errors, line, listening, exitCode };
+}
+
+describe('a runtime that fails behind the command: it logs, drains and exits 1', () => {
+  it('a sticky native error: one line on stderr with its code, the answer owed is finished, exit 1', async () => {
+    let gated: Gated | undefined;
+    const served = serveInProcess(
+      ['--threads', '2', '--in-features', '4', '--drain-timeout-ms', '600000'],
+      async () => {
+        gated = await startGated({
+          threads: 2,
+          admission: { requests: 4 },
+          inFeatures: 4,
+          outFeatures: 2,
+          open: true,
+        });
+        return gated.lr;
+      },
+    );
+    const url = await served.listening;
+    // One call held on one thread while a call on the other fails the runtime.
+    const held = postFloats(url, [HELD_INPUT, 0, 0, 0]);
+    await gated!.reach(ENTERED, 1);
+    expect((await postFloats(url, [FAIL_FATAL, 0, 0, 0])).status).toBe(500);
+    await served.line(/runtime failed: draining/);
+    expect(await tryConnect(Number(new URL(url).port))).toBe('ECONNREFUSED');
+    // A supervisor's SIGTERM now asks for the drain under way: it is the first, and cuts nothing.
+    served.signals.emit('SIGTERM');
+    gated!.open(); // lets the held call finish: the drain waited for it
+    const answer = await held;
+    expect(answer.status).toBe(200);
+    expect(floatsOf(answer)).toEqual(expectedRow([HELD_INPUT, 0, 0, 0], 2));
+    expect(await served.exitCode).toBe(1);
+    expect(served.errors).toHaveLength(1);
+    expect(served.errors[0]).toContain('OMNI_ERR_NATIVE');
+    expect(served.lines.at(-1)).toMatch(/drained, exiting/);
+    expect(gated!.lr.report().state).toBe('stopped');
+  });
+
+  it('a lost thread whose replacement cannot start, with no request in flight: exit 1', async () => {
+    let runtime: Runtime | undefined;
+    const served = serveInProcess(['--in-features', '4', '--out-features', '2'], async () => {
+      // One thread that starts; its replacement exits in init, leaving the pool without threads.
+      const then = 'exit';
+      runtime = await Runtime.start({
+        worker: builtModuleUrl('test/fixtures/replacement-fails-worker.js'),
+        workerData: { loads: new SharedArrayBuffer(8), ok: 1, then },
+        admission: { requests: 4 },
+      });
+      return new LinearRuntime(runtime, { inFeatures: 4, outFeatures: 2, backend: 'fixture' });
+    });
+    await served.listening;
+    // Not an HTTP call: the failure comes from the pool, with nothing for a route to see.
+    expect(await codeOf(runtime!.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await served.exitCode).toBe(1);
+    expect(served.errors).toHaveLength(1);
+    expect(served.errors[0]).toContain('OMNI_ERR_WORKER_EXITED');
+    expect(runtime!.state).toBe('stopped');
+  });
+
+  it('the native fixture with a sticky fault injected: the next call fails it, exit 1', async () => {
+    buildFixture();
+    let lr: LinearRuntime | undefined;
+    const served = serveInProcess(['--in-features', '4', '--out-features', '2'], async (options) => {
+      lr = await LinearRuntime.start({ ...options, backend: 'fixture', faultInjection: true });
+      return lr;
+    });
+    const url = await served.listening;
+    expect(await lr!.runtime.run({ inject: 'fatal' })).toBeNull();
+    const answer = await postFloats(url, [1, 2, 3, 4]);
+    expect(answer.status).toBe(500);
+    expect(answer.json).toMatchObject({ code: 'OMNI_ERR_NATIVE' });
+    expect(await served.exitCode).toBe(1);
+    expect(served.errors).toHaveLength(1);
+    expect(served.errors[0]).toContain('OMNI_ERR_NATIVE');
+    expect(lr!.report().state).toBe('stopped');
+  });
+
+  it('a sticky native error in a call a SIGTERM drain waits for: the drain finishes, exit 1', async () => {
+    let gated: Gated | undefined;
+    const served = serveInProcess(['--in-features', '4', '--drain-timeout-ms', '600000'], async () => {
+      gated = await startGated({ admission: { requests: 4 }, inFeatures: 4, outFeatures: 2 });
+      return gated.lr;
+    });
+    const url = await served.listening;
+    const fatal = postFloats(url, [FAIL_FATAL, 0, 0, 0]);
+    await gated!.reach(ENTERED, 1);
+    served.signals.emit('SIGTERM');
+    await served.line(/SIGTERM: draining/);
+    gated!.open();
+    expect((await fatal).status).toBe(500);
+    expect(await served.exitCode).toBe(1);
+    expect(served.errors).toHaveLength(1);
+    expect(served.errors[0]).toContain('OMNI_ERR_NATIVE');
+    expect(served.lines.at(-1)).toMatch(/drained, exiting/);
+  });
+});
+
 describe('serve child processes', () => {
   beforeAll(() => {
     buildFixture();
@@ -367,4 +496,15 @@ describe('serve child processes', () => {
       expect(child.stdout.at(-1)).toMatch(/drained, exiting/);
     },
   );
+
+  it('gated: a sticky native error fails the runtime; the process drains and exits 1 on its own', async () => {
+    const child = launch(GATED_CLI, ['--port', '0', '--in-features', '4', '--out-features', '2']);
+    const [, url] = await child.line(LISTENING);
+    child.process.stdin.write('open\n');
+    expect((await postFloats(url!, [FAIL_FATAL, 0, 0, 0])).status).toBe(500);
+    expect(await child.exit).toBe(1);
+    expect(child.stderr).toHaveLength(1);
+    expect(child.stderr[0]).toContain('OMNI_ERR_NATIVE');
+    expect(child.stdout.at(-1)).toMatch(/drained, exiting/);
+  });
 });

@@ -4,9 +4,11 @@
  * stalled mid-upload is cut off (README, Limits: HTTP). In-flight work is held at the fixture
  * worker's gate; a stalled upload is seen through the server's in-flight gauge.
  */
+import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
+import { CUT_OFF_STATUS } from '../src/serve/metrics.js';
 import { sample } from './fixtures/metrics-text.js';
 import { codeOf, until } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
@@ -166,5 +168,42 @@ describe('drain', () => {
     expect(await closed).toBe('');
     expect(g.entered()).toBe(0);
     expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+  }, 20_000);
+
+  it('in the metrics, a request the drain cuts off is 444, apart from a client that left (499)', async () => {
+    const { g, s } = await start();
+    // A client whose call is running (held at the gate), and one stalled mid-upload.
+    const left = request(`${s.address}/v1/linear`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+    });
+    left.on('error', () => {}); // destroyed on purpose below
+    left.end(Buffer.from(new Float32Array([1, 2, 3, 4]).buffer));
+    await g.reach(ENTERED, 1);
+    const stalled = connect({ host: '127.0.0.1', port: s.port });
+    sockets.push(stalled);
+    stalled.on('error', () => {}); // the server cuts it off on purpose
+    stalled.write(
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 64\r\n\r\n',
+    );
+    const inflight = async (n: number): Promise<boolean> =>
+      sample((await s.metrics.scrape()).text, 'omni_http_inflight') === n;
+    await until(() => inflight(2), 'both requests');
+    const drained = s.drain({ timeoutMs: 600_000 });
+    left.destroy(); // this client leaves during the drain
+    await until(() => inflight(1), 'the client that left');
+    s.expireDrain(); // the stalled one is cut off by the server
+    expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
+    const series = (status: number): string =>
+      `omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="${status}"}`;
+    // Recorded when the response closes, which may follow the drain's end.
+    let text = '';
+    await until(async () => {
+      text = (await s.metrics.scrape()).text;
+      return (sample(text, series(CUT_OFF_STATUS)) ?? 0) + (sample(text, series(499)) ?? 0) === 2;
+    }, 'both requests in the histogram');
+    expect(sample(text, series(499))).toBe(1);
+    expect(sample(text, series(CUT_OFF_STATUS))).toBe(1);
+    expect(CUT_OFF_STATUS).toBe(444);
   }, 20_000);
 });

@@ -1,11 +1,13 @@
 /**
  * `omni-runtime serve`: start a LinearRuntime on the chosen backend, put it behind HTTP
  * (src/serve), print where it listens, and on SIGTERM or SIGINT drain and exit. A signal that
- * comes while the runtime starts stops it once the runtime is up, without ever listening.
+ * comes while the runtime starts stops it once the runtime is up, without ever listening. A
+ * runtime that fails (it never recovers) is drained the same way, after one line on stderr.
  *
  * Exit status: 0 after a clean drain; 1 when the drain timeout abandoned work (or a second
- * signal cut the wait short). Usage mistakes throw UsageError (one line, exit 2); a runtime
- * or listener that cannot start throws its coded error (one line, exit 1).
+ * signal cut the wait short), and whenever the runtime failed. Usage mistakes throw
+ * UsageError (one line, exit 2); a runtime or listener that cannot start throws its coded
+ * error (one line, exit 1).
  */
 
 import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
@@ -15,6 +17,7 @@ import { MAX_DEVICE } from '../native/device.js';
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
 import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
+import { failureLine, watchFailure } from './failure-watch.js';
 import { ShutdownSignals, type SignalSource } from './shutdown-signals.js';
 
 export const SERVE_HELP = `Usage: omni-runtime serve [flags]
@@ -28,8 +31,11 @@ Serves the built-in native worker (y = GELU(x W^T + b)) over HTTP, on loopback b
 Full capacity answers 503 with Retry-After at once; a cost that can never fit and a body over
 the limit 413; a malformed body 400; a call past its deadline 504; a native error 500.
 SIGTERM or SIGINT drains: no new connections, new requests 503, in-flight work finishes
-(up to --drain-timeout-ms), then the runtime closes and the process exits 0. A signal
-while the runtime starts stops it as soon as the runtime is up, without listening (exit 0).
+(up to --drain-timeout-ms), then the runtime closes and the process exits 0 (1 if the
+timeout or a second signal cut work off). A signal while the runtime starts stops it as
+soon as the runtime is up, without listening (exit 0). A runtime that fails (a sticky native
+error, a lost thread that cannot be replaced) never recovers: the server says so on stderr,
+drains the same way and exits 1.
 
 Flags:
   --host ADDR            interface to listen on (default 127.0.0.1)
@@ -70,10 +76,17 @@ export interface ServeConfig {
 
 /** What the command needs from outside; tests swap the runtime (a gated fixture) and streams. */
 export interface ServeCommandDeps {
-  readonly startRuntime?: (
-    options: LinearRuntimeOptions,
-  ) => Promise<Served & { backendReason?: string; libraryPath?: string | null }>;
+  readonly startRuntime?: (options: LinearRuntimeOptions) => Promise<
+    Served & {
+      backendReason?: string;
+      libraryPath?: string | null;
+      /** A LinearRuntime's Runtime: the error that failed it, for the line on stderr. */
+      runtime?: { readonly failure?: Error | undefined };
+    }
+  >;
   readonly out?: (line: string) => void;
+  /** Where the failure line goes (default stderr). */
+  readonly err?: (line: string) => void;
   readonly signals?: SignalSource;
   /** Listeners already installed (the CLI installs them before loading this module); kept, not disposed. */
   readonly listening?: ShutdownSignals;
@@ -228,20 +241,30 @@ async function serveUntilSignalled(
       `${runtime.inFeatures} -> ${runtime.outFeatures} features)`,
   );
 
-  const signal = await signals.first;
+  const watch = watchFailure(runtime);
+  // undefined: the runtime failed before any signal came.
+  const signal = await Promise.race([signals.first, watch.failed.then(() => undefined)]);
+  watch.stop();
   // drain() stops listening before it returns: once this line is out, connections are refused.
   const drained = handle.drain();
-  out(`omni-runtime serve: ${signal}: draining (up to ${config.drainTimeoutMs} ms)`);
-  // A second signal stops waiting for in-flight requests (they are abandoned).
+  const err = deps.err ?? ((line: string) => process.stderr.write(`${line}\n`));
+  if (signal === undefined) err(failureLine(runtime.runtime?.failure));
+  out(`omni-runtime serve: ${signal ?? 'runtime failed'}: draining (up to ${config.drainTimeoutMs} ms)`);
+  // A second signal stops waiting for in-flight requests (they are abandoned); during the
+  // drain of a failed runtime a signal is the first, and asks only for what is under way.
   signals.onAgain((again) => {
     out(`omni-runtime serve: ${again} again: abandoning in-flight requests`);
     handle.expireDrain();
   });
   const result = await drained;
+  // A runtime that fails during a signal's drain (a sticky native error in a call the drain
+  // waited for) stays 'draining', but keeps the error: a stop that broke it is not clean.
+  const failedLate = signal !== undefined && runtime.runtime?.failure !== undefined;
+  if (failedLate) err(failureLine(runtime.runtime?.failure));
   out(
     result.clean
       ? 'omni-runtime serve: drained, exiting'
       : `omni-runtime serve: drain timed out (${result.abandonedRequests} requests abandoned), exiting`,
   );
-  return result.clean ? 0 : 1;
+  return result.clean && signal !== undefined && !failedLate ? 0 : 1;
 }

@@ -9,7 +9,8 @@
  * closes it); (4) the runtime closes, which waits for work still running after its caller left
  * (a 504 keeps its capacity until the work ends);
  * (5) the remaining connections (those node handed to a CONNECT listener too, see adopt()) and
- * the HTTP server close. Steps 3 and 4 share one timeout:
+ * the HTTP server close; a request still unanswered then is cut off (cutOff() says so, for the
+ * metrics: the server, not the client, ended it). Steps 3 and 4 share one timeout:
  * work still running then is abandoned (the runtime terminates the threads running it, without
  * their close hooks, and reclaims its capacity; its idle threads run their close hooks first).
  * A second signal (expire()) also cuts the runtime's close hooks short.
@@ -47,7 +48,10 @@ export interface Closable {
 export class Drain {
   readonly #runtime: Closable | undefined;
   #state: ServerState = 'serving';
-  #inflight = 0;
+  /** Responses from their request's arrival until they close. */
+  readonly #open = new Set<ServerResponse>();
+  /** Those still open when step 5 closed their connection: the server, not the client, cut them off. */
+  readonly #cut = new WeakSet<ServerResponse>();
   #wake: (() => void) | undefined;
   #expire: (() => void) | undefined;
   #closingRuntime = false;
@@ -65,16 +69,24 @@ export class Drain {
   }
 
   get inflight(): number {
-    return this.#inflight;
+    return this.#open.size;
   }
 
   /** Counts a request until its response closes. */
   track(res: ServerResponse): void {
-    this.#inflight++;
+    this.#open.add(res);
     res.once('close', () => {
-      this.#inflight--;
-      if (this.#inflight === 0) this.#wake?.();
+      this.#open.delete(res);
+      if (this.#open.size === 0) this.#wake?.();
     });
+  }
+
+  /**
+   * Whether the drain closed this response's connection before it was answered (a client
+   * stalled mid-upload, a call still running at the timeout), rather than the client leaving.
+   */
+  cutOff(res: ServerResponse): boolean {
+    return this.#cut.has(res);
   }
 
   /**
@@ -124,7 +136,7 @@ export class Drain {
       timer = setLongTimeout(resolve, timeoutMs, false);
     });
     const requestsDone =
-      this.#inflight === 0
+      this.#open.size === 0
         ? true
         : await Promise.race([
             new Promise<true>((resolve) => {
@@ -132,7 +144,7 @@ export class Drain {
             }),
             expired,
           ]);
-    const abandonedRequests = requestsDone ? 0 : this.#inflight;
+    const abandonedRequests = requestsDone ? 0 : this.#open.size;
     clearLongTimeout(timer);
     let runtimeDone = true;
     if (this.#runtime) {
@@ -148,6 +160,7 @@ export class Drain {
         () => false,
       );
     }
+    for (const res of this.#open) this.#cut.add(res);
     for (const server of servers) server.closeAllConnections();
     for (const socket of this.#handedOver) socket.destroy();
     await app.close();

@@ -12,6 +12,13 @@ import type { RuntimeReport } from '../runtime.js';
 const STATES = ['starting', 'ready', 'draining', 'stopped', 'failed'] as const;
 const OUTCOMES = ['completed', 'failed', 'aborted', 'deadline', 'refused', 'invalid', 'unavailable'] as const;
 
+/**
+ * The latency histogram's status for a request the server's drain cut off unanswered (a client
+ * stalled mid-upload, a call still running at the drain's timeout): nginx's 444, "closed
+ * without a response", beside its 499 for a client that left. It is never sent.
+ */
+export const CUT_OFF_STATUS = 444;
+
 /** Seconds; from well under a millisecond (a refusal) to a long native batch. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -125,7 +132,7 @@ export class ServeMetrics {
     }
     this.#latency = new Histogram({
       name: 'omni_http_request_duration_seconds',
-      help: 'Time from request to answer, by route, method and status.',
+      help: `Time from request to answer, by route, method and status (never sent: 499, the client left unanswered; ${CUT_OFF_STATUS}, the server's drain cut it off unanswered).`,
       labelNames: ['route', 'method', 'status'],
       buckets: LATENCY_BUCKETS,
       registers: [registry],

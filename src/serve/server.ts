@@ -31,7 +31,7 @@ import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
 import { lingerOnClose } from './linger.js';
 import { listeningServers } from './listeners.js';
-import { ServeMetrics } from './metrics.js';
+import { CUT_OFF_STATUS, ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
 import { closeWithConnection } from './pipelined-close.js';
 import { answerFor, fromHttpStack } from './status.js';
@@ -185,7 +185,8 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   app.addHook('onRequest', async (request, reply) => {
     drain.track(reply.raw);
     // fastify's onResponse runs on 'finish', which an answer to a client that already left
-    // never reaches: record those as 499 here, or they would be missing from the histogram.
+    // never reaches: record those as 499 here, or they would be missing from the histogram,
+    // and those the drain cut off as CUT_OFF_STATUS, or they would read as clients leaving.
     // A request whose body node:http could not parse was answered by the client-error handler.
     // The request's socket, not the response's: a response queued behind earlier answers on its
     // connection has none yet.
@@ -195,7 +196,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
         metrics.observe(
           request.routeOptions.url ?? 'unmatched',
           request.method,
-          socket?.[ANSWERED_STATUS] ?? 499,
+          socket?.[ANSWERED_STATUS] ?? (drain.cutOff(reply.raw) ? CUT_OFF_STATUS : 499),
           reply.elapsedTime / 1000,
         );
       }
