@@ -1,33 +1,27 @@
-import { randomInt } from 'node:crypto';
-import { isAbortSignal } from '../abort-signal.js';
 import {
   ClosedError,
-  describeValue,
   InvalidArgumentError,
   InvalidClaimError,
   PermitReleasedError,
   TooLargeError,
 } from '../errors.js';
-import { type AdmissionBounds, type CheckedBounds, checkBounds, invalidCost, isValidCost } from './bounds.js';
+import { boundsOf, createAdmissionBuffer, isAdmissionBuffer } from './admission-buffer.js';
+import { type AdmitOptions, invalidAdmitOptions } from './admit-options.js';
+import { type AdmissionBounds, checkBounds, invalidCost, isValidCost } from './bounds.js';
 import { ClaimTable, NOT_A_CLAIM, SPENT } from './claims.js';
 import { type Claim, kClaim, kRecount, kRelease, type PermitOwner } from './internal.js';
 import {
-  bufferBytes,
   CLOSED_BIT_32,
   CLOSED_BIT_64,
   FLAGS_64,
-  ID_I32,
   LEAKED_I32,
   MAX_CLAIM_SLOTS,
   NARROW_FIELD_MASK,
   REJECTED_U64,
-  REQUESTS_I32,
   SEQ_I32,
-  SHIFT_I32,
   SLOTS_I32,
   STATE_I32,
   STATE_U64,
-  UNIT_CEILING_F64,
   WAITERS_I32,
   WAITING_BIT_32,
   WAITING_BIT_64,
@@ -43,16 +37,6 @@ import {
   type Refusal,
 } from './refusal.js';
 import { abortError, WaitingRoom } from './waiting-room.js';
-
-export interface AdmitOptions {
-  /** The caller's signal: aborting removes the waiter at once (not counted as a refusal). */
-  readonly signal?: AbortSignal | undefined;
-  /**
-   * Give up after this many milliseconds with OMNI_ERR_TIMEOUT (counted as a refusal). Any
-   * value >= 0 is honoured, beyond setTimeout's 2^31-1 ms too; Infinity means no timeout.
-   */
-  readonly timeoutMs?: number | undefined;
-}
 
 export interface AdmissionReport {
   /** Outstanding requests. */
@@ -101,19 +85,6 @@ function refusalFor64(word: bigint, requestLimit: bigint, unitMask: bigint, room
   if (fields >= requestLimit) return REFUSED_REQUESTS;
   if ((fields & unitMask) > room) return REFUSED_UNITS;
   return REFUSED_QUEUED;
-}
-
-/** Every admission's id is non-zero, and its buffer holds all the claim slots it says it has. */
-function isAdmissionBuffer(buffer: unknown): buffer is SharedArrayBuffer {
-  if (!(buffer instanceof SharedArrayBuffer) || buffer.byteLength < bufferBytes(1)) return false;
-  const i32 = new Int32Array(buffer, 0, 16);
-  const slots = Atomics.load(i32, SLOTS_I32);
-  return (
-    Atomics.load(i32, ID_I32) !== 0 &&
-    slots >= 1 &&
-    slots <= MAX_CLAIM_SLOTS &&
-    buffer.byteLength >= bufferBytes(slots)
-  );
 }
 
 // attach() hands its buffer to the constructor through this, so the public constructor keeps
@@ -194,8 +165,7 @@ export class BoundedAdmission implements PermitOwner {
 
   constructor(bounds: AdmissionBounds) {
     const checked = checkBounds(bounds);
-    const slots = Math.min(checked.requests, MAX_CLAIM_SLOTS);
-    this.#buffer = attaching ?? BoundedAdmission.#createBuffer(checked, slots);
+    this.#buffer = attaching ?? createAdmissionBuffer(checked, Math.min(checked.requests, MAX_CLAIM_SLOTS));
     this.#i32 = new Int32Array(this.#buffer, 0, 8);
     this.#u64 = new BigUint64Array(this.#buffer, 0, 8);
     this.#requests = checked.requests;
@@ -228,18 +198,6 @@ export class BoundedAdmission implements PermitOwner {
     });
   }
 
-  static #createBuffer(bounds: CheckedBounds, slots: number): SharedArrayBuffer {
-    const buffer = new SharedArrayBuffer(bufferBytes(slots));
-    const i32 = new Int32Array(buffer, 0, 16);
-    // Non-zero and random: claims of another admission (even in another process) never match.
-    i32[ID_I32] = randomInt(1, 2 ** 31 - 1) | 0 || 1;
-    i32[REQUESTS_I32] = bounds.requests;
-    i32[SLOTS_I32] = slots;
-    i32[SHIFT_I32] = bounds.unitShift;
-    new Float64Array(buffer, 0, 8)[UNIT_CEILING_F64] = bounds.units ?? -1;
-    return buffer;
-  }
-
   /**
    * Attaches to an admission created on another thread (pass its `buffer`). Both instances
    * share every counter; waiters are queued per instance.
@@ -248,14 +206,9 @@ export class BoundedAdmission implements PermitOwner {
     if (!isAdmissionBuffer(buffer)) {
       throw new InvalidArgumentError('attach() needs the whole SharedArrayBuffer of a BoundedAdmission');
     }
-    const i32 = new Int32Array(buffer, 0, 8);
-    const ceiling = new Float64Array(buffer, 0, 8)[UNIT_CEILING_F64]!;
     attaching = buffer;
     try {
-      return new BoundedAdmission({
-        requests: Atomics.load(i32, REQUESTS_I32),
-        units: ceiling < 0 ? undefined : ceiling,
-      });
+      return new BoundedAdmission(boundsOf(buffer));
     } finally {
       attaching = undefined;
     }
@@ -295,16 +248,8 @@ export class BoundedAdmission implements PermitOwner {
       return Promise.reject(new InvalidArgumentError('admit options must be an object'));
     }
     const { signal, timeoutMs } = options;
-    if (signal !== undefined && !isAbortSignal(signal)) {
-      return Promise.reject(new InvalidArgumentError('signal must be an AbortSignal'));
-    }
-    if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0)) {
-      return Promise.reject(
-        new InvalidArgumentError(
-          `timeoutMs must be a number >= 0 (Infinity: no timeout), got ${describeValue(timeoutMs)}`,
-        ),
-      );
-    }
+    const invalid = invalidAdmitOptions(signal, timeoutMs);
+    if (invalid !== undefined) return Promise.reject(invalid);
     if (signal?.aborted) return Promise.reject(abortError(signal));
     if (this.#unitMode && cost > this.#ceiling) {
       this.#countRefusal();

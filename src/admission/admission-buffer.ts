@@ -1,0 +1,50 @@
+import { randomInt } from 'node:crypto';
+import type { CheckedBounds } from './bounds.js';
+import {
+  bufferBytes,
+  ID_I32,
+  MAX_CLAIM_SLOTS,
+  REQUESTS_I32,
+  SHIFT_I32,
+  SLOTS_I32,
+  UNIT_CEILING_F64,
+} from './layout.js';
+
+/**
+ * Making an admission's SharedArrayBuffer, and recognising one handed to attach(): the header
+ * carries the configuration, so an attaching thread rebuilds the same bounds from the buffer
+ * alone.
+ */
+export function createAdmissionBuffer(bounds: CheckedBounds, slots: number): SharedArrayBuffer {
+  const buffer = new SharedArrayBuffer(bufferBytes(slots));
+  const i32 = new Int32Array(buffer, 0, 16);
+  // Non-zero and random: claims of another admission (even in another process) never match.
+  i32[ID_I32] = randomInt(1, 2 ** 31 - 1) | 0 || 1;
+  i32[REQUESTS_I32] = bounds.requests;
+  i32[SLOTS_I32] = slots;
+  i32[SHIFT_I32] = bounds.unitShift;
+  new Float64Array(buffer, 0, 8)[UNIT_CEILING_F64] = bounds.units ?? -1;
+  return buffer;
+}
+
+/** Every admission's id is non-zero, and its buffer holds all the claim slots it says it has. */
+export function isAdmissionBuffer(buffer: unknown): buffer is SharedArrayBuffer {
+  if (!(buffer instanceof SharedArrayBuffer) || buffer.byteLength < bufferBytes(1)) return false;
+  const i32 = new Int32Array(buffer, 0, 16);
+  const slots = Atomics.load(i32, SLOTS_I32);
+  return (
+    Atomics.load(i32, ID_I32) !== 0 &&
+    slots >= 1 &&
+    slots <= MAX_CLAIM_SLOTS &&
+    buffer.byteLength >= bufferBytes(slots)
+  );
+}
+
+/** The bounds an admission's buffer was made with (check isAdmissionBuffer first). */
+export function boundsOf(buffer: SharedArrayBuffer): { requests: number; units: number | undefined } {
+  const ceiling = new Float64Array(buffer, 0, 8)[UNIT_CEILING_F64]!;
+  return {
+    requests: Atomics.load(new Int32Array(buffer, 0, 8), REQUESTS_I32),
+    units: ceiling < 0 ? undefined : ceiling,
+  };
+}
