@@ -206,7 +206,7 @@ describe('release', () => {
 });
 
 describe('attach refuses a forged header', () => {
-  // Kills: bounded-admission.ts isAdmissionBuffer without `slots >= 1` (M35) or without the
+  // Kills: admission-buffer.ts isAdmissionBuffer without `slots >= 1` (M35) or without the
   // non-zero id check (M46); the zeroed buffer of test/admission.test.ts fails both at once.
   it.each([
     ['claims no slot', SLOTS_I32],

@@ -36,6 +36,7 @@ import {
   REFUSED_UNITS,
   type Refusal,
 } from './refusal.js';
+import { StateFlags } from './state-flags.js';
 import { abortError, WaitingRoom } from './waiting-room.js';
 
 export interface AdmissionReport {
@@ -118,7 +119,7 @@ let attaching: SharedArrayBuffer | undefined;
  * either the release comes first (the waiter's try sees the room) or it sees the flag and its
  * bump follows the waiter's SEQ read (the wait returns at once or is notified): no wake-up is
  * lost and no waiter spins. Clearing the flag re-checks the count and wakes (see
- * #clearWaitingFlag), since a release in that window saw no flag.
+ * StateFlags.clearWaiting), since a release in that window saw no flag.
  *
  * Waiting needs a running event loop: an instance with queued waiters in a thread whose loop
  * is blocked (a piscina worker with atomics 'sync' between tasks) keeps WAITING set and makes
@@ -159,6 +160,7 @@ export class BoundedAdmission implements PermitOwner {
   readonly #deltas: bigint[] = [];
   /** ceiling - cost per small cost: the most units that may already be held. */
   readonly #rooms: bigint[] = [];
+  readonly #flags: StateFlags;
   readonly #claims: ClaimTable;
   readonly #guard: LeakGuard;
   readonly #room: WaitingRoom;
@@ -187,13 +189,14 @@ export class BoundedAdmission implements PermitOwner {
         this.#rooms.push(BigInt(Math.max(this.#ceiling - cost, -1)));
       }
     }
+    this.#flags = new StateFlags(this.#i32, this.#u64, checked.wide);
     this.#claims = new ClaimTable(this.#buffer, Atomics.load(this.#i32, SLOTS_I32));
     this.#guard = new LeakGuard((count, units) => this.#reclaimLeaked(count, units));
     this.#room = new WaitingRoom(this.#i32, {
       reserveAsHead: (cost) => this.#reserve(cost, true),
       countRefusal: () => this.#countRefusal(),
-      setWaitingFlag: () => this.#setWaitingFlag(),
-      clearWaitingFlag: () => this.#clearWaitingFlag(),
+      setWaitingFlag: () => this.#flags.setWaiting(),
+      clearWaitingFlag: () => this.#flags.clearWaiting(),
       depth: () => this.report().depth,
     });
   }
@@ -220,9 +223,7 @@ export class BoundedAdmission implements PermitOwner {
   }
 
   get closed(): boolean {
-    return this.#wide
-      ? Atomics.load(this.#u64, STATE_U64) >= CLOSED_BIT_64
-      : Atomics.load(this.#i32, STATE_I32) >= CLOSED_BIT_32;
+    return this.#flags.closed;
   }
 
   /**
@@ -234,7 +235,7 @@ export class BoundedAdmission implements PermitOwner {
     let result: Permit | Refusal;
     if (this.#unitMode && cost > this.#ceiling) result = REFUSED_TOO_LARGE;
     // This instance's own waiters come first even while the shared flag is briefly down (see
-    // #clearWaitingFlag); a plain field read, unlike a shared load of WAITERS (~4 ns here).
+    // StateFlags.clearWaiting); a plain field read, unlike a shared load of WAITERS (~4 ns here).
     else if (this.#room.waiting) result = this.#refusalWhileQueued(cost);
     else if (this.#wide) result = this.#reserveWide(cost, false);
     else result = this.#reserveNarrow(cost, false);
@@ -306,8 +307,7 @@ export class BoundedAdmission implements PermitOwner {
    * every thread with that error, and resolves once outstanding reaches zero.
    */
   close(): Promise<void> {
-    if (this.#wide) Atomics.or(this.#u64, STATE_U64, CLOSED_BIT_64);
-    else Atomics.or(this.#i32, STATE_I32, CLOSED_BIT_32);
+    this.#flags.close();
     this.#wake(); // other instances' waiters and drains must observe the flag
     return this.#room.drain();
   }
@@ -414,7 +414,7 @@ export class BoundedAdmission implements PermitOwner {
 
   /**
    * tryAdmit with this instance's own waiters queued (the shared flag may be briefly down, see
-   * #clearWaitingFlag): refused whatever the word says; one load of it gives the reason.
+   * StateFlags.clearWaiting): refused whatever the word says; one load of it gives the reason.
    */
   #refusalWhileQueued(cost: number): Refusal {
     if (this.#wide) {
@@ -442,36 +442,6 @@ export class BoundedAdmission implements PermitOwner {
 
   #giveWide(delta: bigint): void {
     if (Atomics.sub(this.#u64, STATE_U64, delta) >= WAITING_BIT_64) this.#wake();
-  }
-
-  #setWaitingFlag(): void {
-    if (this.#wide) Atomics.or(this.#u64, STATE_U64, WAITING_BIT_64);
-    else Atomics.or(this.#i32, STATE_I32, WAITING_BIT_32);
-  }
-
-  /**
-   * Called by whoever took WAITERS to zero. Another instance may have counted a new waiter in
-   * the meantime: clear, then re-check the count and set again, so a non-zero count always
-   * ends with the flag set (its own incrementer sets it too, after counting). A release that
-   * ran while the flag was down saw no flag and woke nobody, so setting it again also wakes.
-   * That waiter may leave before the flag is set again: re-check, and clear again if the
-   * count is back to zero, or the flag would stay set with nobody waiting ('queued' forever).
-   * Between the clear and the re-set, a waiter counted meanwhile is queued with the flag down.
-   * Another thread's tryAdmit in that window may take room first: that is not barging, as the
-   * waiter counts as queued from the moment the flag shows it (its admit has not returned, and
-   * its tries before that are ordinary attempts). Its own instance knows better, so tryAdmit
-   * there also checks the local queue.
-   */
-  #clearWaitingFlag(): void {
-    for (;;) {
-      if (this.#wide) Atomics.and(this.#u64, STATE_U64, ~WAITING_BIT_64);
-      else Atomics.and(this.#i32, STATE_I32, ~WAITING_BIT_32);
-      if (Atomics.load(this.#i32, WAITERS_I32) === 0) return;
-      this.#setWaitingFlag();
-      Atomics.add(this.#i32, SEQ_I32, 1); // bump, then notify: as in #wake
-      Atomics.notify(this.#i32, SEQ_I32);
-      if (Atomics.load(this.#i32, WAITERS_I32) !== 0) return;
-    }
   }
 
   #reclaimLeaked(count: number, units: number): void {
