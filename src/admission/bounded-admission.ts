@@ -249,8 +249,11 @@ export class BoundedAdmission implements PermitOwner {
       return Promise.reject(new InvalidArgumentError('admit options must be an object'));
     }
     const { signal, timeoutMs } = options;
-    const invalid = invalidAdmitOptions(signal, timeoutMs);
-    if (invalid !== undefined) return Promise.reject(invalid);
+    // Checked only when given: admit(cost) stays the two comparisons it was.
+    if (signal !== undefined || timeoutMs !== undefined) {
+      const invalid = invalidAdmitOptions(signal, timeoutMs);
+      if (invalid !== undefined) return Promise.reject(invalid);
+    }
     if (signal?.aborted) return Promise.reject(abortError(signal));
     if (this.#unitMode && cost > this.#ceiling) {
       this.#countRefusal();
