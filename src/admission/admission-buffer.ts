@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
-import type { CheckedBounds } from './bounds.js';
+import { InvalidBoundError } from '../errors.js';
+import { type CheckedBounds, checkBounds } from './bounds.js';
 import {
   bufferBytes,
   ID_I32,
@@ -40,11 +41,23 @@ export function isAdmissionBuffer(buffer: unknown): buffer is SharedArrayBuffer 
   );
 }
 
-/** The bounds an admission's buffer was made with (check isAdmissionBuffer first). */
-export function boundsOf(buffer: SharedArrayBuffer): { requests: number; units: number | undefined } {
+/**
+ * The bounds an admission's buffer was made with, or undefined when its header holds none an
+ * admission could have (check isAdmissionBuffer first): they must pass checkBounds and pack the
+ * word as the header says (SHIFT), or this instance would read another layout than the others.
+ */
+export function headerBounds(buffer: SharedArrayBuffer): CheckedBounds | undefined {
+  const i32 = new Int32Array(buffer, 0, 8);
   const ceiling = new Float64Array(buffer, 0, 8)[UNIT_CEILING_F64]!;
-  return {
-    requests: Atomics.load(new Int32Array(buffer, 0, 8), REQUESTS_I32),
-    units: ceiling < 0 ? undefined : ceiling,
-  };
+  let bounds: CheckedBounds;
+  try {
+    bounds = checkBounds({
+      requests: Atomics.load(i32, REQUESTS_I32),
+      units: ceiling < 0 ? undefined : ceiling,
+    });
+  } catch (err) {
+    if (err instanceof InvalidBoundError) return undefined;
+    throw err;
+  }
+  return bounds.unitShift === Atomics.load(i32, SHIFT_I32) ? bounds : undefined;
 }

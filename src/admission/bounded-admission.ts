@@ -5,7 +5,7 @@ import {
   PermitReleasedError,
   TooLargeError,
 } from '../errors.js';
-import { boundsOf, createAdmissionBuffer, isAdmissionBuffer } from './admission-buffer.js';
+import { createAdmissionBuffer, headerBounds, isAdmissionBuffer } from './admission-buffer.js';
 import { type AdmitOptions, invalidAdmitOptions } from './admit-options.js';
 import { type AdmissionBounds, checkBounds, invalidCost, isValidCost } from './bounds.js';
 import { ClaimTable, NOT_A_CLAIM, SPENT } from './claims.js';
@@ -206,12 +206,13 @@ export class BoundedAdmission implements PermitOwner {
    * share every counter; waiters are queued per instance.
    */
   static attach(buffer: SharedArrayBuffer): BoundedAdmission {
-    if (!isAdmissionBuffer(buffer)) {
+    const bounds = isAdmissionBuffer(buffer) ? headerBounds(buffer) : undefined;
+    if (bounds === undefined) {
       throw new InvalidArgumentError('attach() needs the whole SharedArrayBuffer of a BoundedAdmission');
     }
     attaching = buffer;
     try {
-      return new BoundedAdmission(boundsOf(buffer));
+      return new BoundedAdmission(bounds);
     } finally {
       attaching = undefined;
     }
