@@ -87,7 +87,7 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
     permit.release();
   });
 
-  // Kills: bounded-admission.ts #clearWaitingFlag with Atomics.notify before the SEQ bump.
+  // Kills: state-flags.ts clearWaiting with Atomics.notify before the SEQ bump.
   it('re-setting the WAITING flag bumps SEQ before it notifies: a waiter falling asleep in between still wakes', async () => {
     const admission = new BoundedAdmission({ requests: 1, units });
     const otherThread = BoundedAdmission.attach(admission.buffer);
@@ -279,7 +279,7 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
     expect(admission.report()).toMatchObject({ depth: 0, rejected: 1 });
   });
 
-  // Kills: bounded-admission.ts `closed` on the wide word with `> CLOSED_BIT_64` instead of `>=`:
+  // Kills: state-flags.ts `closed` on the wide word with `> CLOSED_BIT_64` instead of `>=`:
   // only the stress test noticed (a closed word with nothing held is exactly the flag).
   it('reads closed once closed with nothing outstanding', async () => {
     const admission = new BoundedAdmission({ requests: 2, units });
@@ -288,7 +288,7 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
     expect(admission.closed).toBe(true);
   });
 
-  // Kills: bounded-admission.ts admit() validating `timeoutMs > 0`: 0 is documented as valid
+  // Kills: admit-options.ts invalidAdmitOptions with `timeoutMs > 0`: 0 is documented as valid
   // (any value >= 0); only the stress test's waiting mode passed 0.
   it('takes timeoutMs 0: admits when there is room, times out (counted) when full', async () => {
     const admission = new BoundedAdmission({ requests: 1, units });

@@ -69,7 +69,7 @@ describe('claim slot cap', () => {
     for (const claim of claims) admission.releaseClaim(claim);
     expect(admission.report()).toMatchObject({ depth: 0 });
   });
-  // Kills: bounded-admission.ts isAdmissionBuffer with `slots < MAX_CLAIM_SLOTS`: an admission
+  // Kills: admission-buffer.ts isAdmissionBuffer with `slots < MAX_CLAIM_SLOTS`: an admission
   // with the documented 65,536 slots could not be attached.
   it('attaches to an admission that has all 65,536 slots', () => {
     const admission = new BoundedAdmission({ requests: 70_000 });

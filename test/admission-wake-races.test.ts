@@ -246,7 +246,7 @@ describe.each([
       },
       // The clear has taken the flag down with that waiter queued; room comes back. (Another
       // thread's tryAdmit here is ordered before the waiter, which counts as queued once the flag
-      // shows it again: see #clearWaitingFlag.)
+      // shows it again: see StateFlags.clearWaiting.)
       afterClear: () => {
         holder.release();
         const result = admission.tryAdmit(1);

@@ -4,7 +4,7 @@
  * test/admission-try-admit.test.ts, claims in test/admission-claims.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { ID_I32, SLOTS_I32 } from '../src/admission/layout.js';
+import { ID_I32, REQUESTS_I32, SLOTS_I32, UNIT_CEILING_F64 } from '../src/admission/layout.js';
 import { type AdmissionReport, BoundedAdmission, type Permit } from '../src/index.js';
 import { admitted, WORD_MODES } from './fixtures/admission-interleave.js';
 import { thrown } from './fixtures/thrown.js';
@@ -206,7 +206,7 @@ describe('release', () => {
 });
 
 describe('attach refuses a forged header', () => {
-  // Kills: bounded-admission.ts isAdmissionBuffer without `slots >= 1` (M35) or without the
+  // Kills: admission-buffer.ts isAdmissionBuffer without `slots >= 1` (M35) or without the
   // non-zero id check (M46); the zeroed buffer of test/admission.test.ts fails both at once.
   it.each([
     ['claims no slot', SLOTS_I32],
@@ -217,6 +217,23 @@ describe('attach refuses a forged header', () => {
     new Uint8Array(forged).set(new Uint8Array(whole));
     expect(BoundedAdmission.attach(forged).report().capacity).toBe(8); // the copy itself attaches
     new Int32Array(forged)[index] = 0;
+    expect(thrown(() => BoundedAdmission.attach(forged)).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+  });
+
+  // A header with bounds no admission has is not an admission's either: the constructor's
+  // OMNI_ERR_INVALID_BOUND would blame bounds this caller never wrote. Nor is one whose unit
+  // ceiling packs the word otherwise than its SHIFT says (2^53-1 units on a word packed for 100):
+  // attached, that instance read the narrow word as the wide one.
+  it.each([
+    ['requests 0', 'Int32', REQUESTS_I32, 0],
+    ['a NaN unit ceiling', 'Float64', UNIT_CEILING_F64, Number.NaN],
+    ['a unit ceiling its SHIFT does not pack', 'Float64', UNIT_CEILING_F64, MAX],
+  ] as const)('a copy of a real buffer with %s: OMNI_ERR_INVALID_ARGUMENT', (_what, view, index, value) => {
+    const whole = new BoundedAdmission({ requests: 8, units: 100 }).buffer;
+    const forged = new SharedArrayBuffer(whole.byteLength);
+    new Uint8Array(forged).set(new Uint8Array(whole));
+    const header = view === 'Int32' ? new Int32Array(forged, 0, 16) : new Float64Array(forged, 0, 8);
+    header[index] = value;
     expect(thrown(() => BoundedAdmission.attach(forged)).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });
 });

@@ -1,33 +1,27 @@
-import { randomInt } from 'node:crypto';
-import { isAbortSignal } from '../abort-signal.js';
 import {
   ClosedError,
-  describeValue,
   InvalidArgumentError,
   InvalidClaimError,
   PermitReleasedError,
   TooLargeError,
 } from '../errors.js';
-import { type AdmissionBounds, type CheckedBounds, checkBounds, invalidCost, isValidCost } from './bounds.js';
+import { createAdmissionBuffer, headerBounds, isAdmissionBuffer } from './admission-buffer.js';
+import { type AdmitOptions, invalidAdmitOptions } from './admit-options.js';
+import { type AdmissionBounds, checkBounds, invalidCost, isValidCost } from './bounds.js';
 import { ClaimTable, NOT_A_CLAIM, SPENT } from './claims.js';
 import { type Claim, kClaim, kRecount, kRelease, type PermitOwner } from './internal.js';
 import {
-  bufferBytes,
   CLOSED_BIT_32,
   CLOSED_BIT_64,
   FLAGS_64,
-  ID_I32,
   LEAKED_I32,
   MAX_CLAIM_SLOTS,
   NARROW_FIELD_MASK,
   REJECTED_U64,
-  REQUESTS_I32,
   SEQ_I32,
-  SHIFT_I32,
   SLOTS_I32,
   STATE_I32,
   STATE_U64,
-  UNIT_CEILING_F64,
   WAITERS_I32,
   WAITING_BIT_32,
   WAITING_BIT_64,
@@ -42,17 +36,8 @@ import {
   REFUSED_UNITS,
   type Refusal,
 } from './refusal.js';
+import { StateFlags } from './state-flags.js';
 import { abortError, WaitingRoom } from './waiting-room.js';
-
-export interface AdmitOptions {
-  /** The caller's signal: aborting removes the waiter at once (not counted as a refusal). */
-  readonly signal?: AbortSignal | undefined;
-  /**
-   * Give up after this many milliseconds with OMNI_ERR_TIMEOUT (counted as a refusal). Any
-   * value >= 0 is honoured, beyond setTimeout's 2^31-1 ms too; Infinity means no timeout.
-   */
-  readonly timeoutMs?: number | undefined;
-}
 
 export interface AdmissionReport {
   /** Outstanding requests. */
@@ -103,19 +88,6 @@ function refusalFor64(word: bigint, requestLimit: bigint, unitMask: bigint, room
   return REFUSED_QUEUED;
 }
 
-/** Every admission's id is non-zero, and its buffer holds all the claim slots it says it has. */
-function isAdmissionBuffer(buffer: unknown): buffer is SharedArrayBuffer {
-  if (!(buffer instanceof SharedArrayBuffer) || buffer.byteLength < bufferBytes(1)) return false;
-  const i32 = new Int32Array(buffer, 0, 16);
-  const slots = Atomics.load(i32, SLOTS_I32);
-  return (
-    Atomics.load(i32, ID_I32) !== 0 &&
-    slots >= 1 &&
-    slots <= MAX_CLAIM_SLOTS &&
-    buffer.byteLength >= bufferBytes(slots)
-  );
-}
-
 // attach() hands its buffer to the constructor through this, so the public constructor keeps
 // the one-argument signature users see.
 let attaching: SharedArrayBuffer | undefined;
@@ -147,7 +119,7 @@ let attaching: SharedArrayBuffer | undefined;
  * either the release comes first (the waiter's try sees the room) or it sees the flag and its
  * bump follows the waiter's SEQ read (the wait returns at once or is notified): no wake-up is
  * lost and no waiter spins. Clearing the flag re-checks the count and wakes (see
- * #clearWaitingFlag), since a release in that window saw no flag.
+ * StateFlags.clearWaiting), since a release in that window saw no flag.
  *
  * Waiting needs a running event loop: an instance with queued waiters in a thread whose loop
  * is blocked (a piscina worker with atomics 'sync' between tasks) keeps WAITING set and makes
@@ -188,14 +160,14 @@ export class BoundedAdmission implements PermitOwner {
   readonly #deltas: bigint[] = [];
   /** ceiling - cost per small cost: the most units that may already be held. */
   readonly #rooms: bigint[] = [];
+  readonly #flags: StateFlags;
   readonly #claims: ClaimTable;
   readonly #guard: LeakGuard;
   readonly #room: WaitingRoom;
 
   constructor(bounds: AdmissionBounds) {
     const checked = checkBounds(bounds);
-    const slots = Math.min(checked.requests, MAX_CLAIM_SLOTS);
-    this.#buffer = attaching ?? BoundedAdmission.#createBuffer(checked, slots);
+    this.#buffer = attaching ?? createAdmissionBuffer(checked, Math.min(checked.requests, MAX_CLAIM_SLOTS));
     this.#i32 = new Int32Array(this.#buffer, 0, 8);
     this.#u64 = new BigUint64Array(this.#buffer, 0, 8);
     this.#requests = checked.requests;
@@ -217,27 +189,16 @@ export class BoundedAdmission implements PermitOwner {
         this.#rooms.push(BigInt(Math.max(this.#ceiling - cost, -1)));
       }
     }
+    this.#flags = new StateFlags(this.#i32, this.#u64, checked.wide);
     this.#claims = new ClaimTable(this.#buffer, Atomics.load(this.#i32, SLOTS_I32));
     this.#guard = new LeakGuard((count, units) => this.#reclaimLeaked(count, units));
     this.#room = new WaitingRoom(this.#i32, {
       reserveAsHead: (cost) => this.#reserve(cost, true),
       countRefusal: () => this.#countRefusal(),
-      setWaitingFlag: () => this.#setWaitingFlag(),
-      clearWaitingFlag: () => this.#clearWaitingFlag(),
+      setWaitingFlag: () => this.#flags.setWaiting(),
+      clearWaitingFlag: () => this.#flags.clearWaiting(),
       depth: () => this.report().depth,
     });
-  }
-
-  static #createBuffer(bounds: CheckedBounds, slots: number): SharedArrayBuffer {
-    const buffer = new SharedArrayBuffer(bufferBytes(slots));
-    const i32 = new Int32Array(buffer, 0, 16);
-    // Non-zero and random: claims of another admission (even in another process) never match.
-    i32[ID_I32] = randomInt(1, 2 ** 31 - 1) | 0 || 1;
-    i32[REQUESTS_I32] = bounds.requests;
-    i32[SLOTS_I32] = slots;
-    i32[SHIFT_I32] = bounds.unitShift;
-    new Float64Array(buffer, 0, 8)[UNIT_CEILING_F64] = bounds.units ?? -1;
-    return buffer;
   }
 
   /**
@@ -245,17 +206,13 @@ export class BoundedAdmission implements PermitOwner {
    * share every counter; waiters are queued per instance.
    */
   static attach(buffer: SharedArrayBuffer): BoundedAdmission {
-    if (!isAdmissionBuffer(buffer)) {
+    const bounds = isAdmissionBuffer(buffer) ? headerBounds(buffer) : undefined;
+    if (bounds === undefined) {
       throw new InvalidArgumentError('attach() needs the whole SharedArrayBuffer of a BoundedAdmission');
     }
-    const i32 = new Int32Array(buffer, 0, 8);
-    const ceiling = new Float64Array(buffer, 0, 8)[UNIT_CEILING_F64]!;
     attaching = buffer;
     try {
-      return new BoundedAdmission({
-        requests: Atomics.load(i32, REQUESTS_I32),
-        units: ceiling < 0 ? undefined : ceiling,
-      });
+      return new BoundedAdmission(bounds);
     } finally {
       attaching = undefined;
     }
@@ -267,9 +224,7 @@ export class BoundedAdmission implements PermitOwner {
   }
 
   get closed(): boolean {
-    return this.#wide
-      ? Atomics.load(this.#u64, STATE_U64) >= CLOSED_BIT_64
-      : Atomics.load(this.#i32, STATE_I32) >= CLOSED_BIT_32;
+    return this.#flags.closed;
   }
 
   /**
@@ -281,7 +236,7 @@ export class BoundedAdmission implements PermitOwner {
     let result: Permit | Refusal;
     if (this.#unitMode && cost > this.#ceiling) result = REFUSED_TOO_LARGE;
     // This instance's own waiters come first even while the shared flag is briefly down (see
-    // #clearWaitingFlag); a plain field read, unlike a shared load of WAITERS (~4 ns here).
+    // StateFlags.clearWaiting); a plain field read, unlike a shared load of WAITERS (~4 ns here).
     else if (this.#room.waiting) result = this.#refusalWhileQueued(cost);
     else if (this.#wide) result = this.#reserveWide(cost, false);
     else result = this.#reserveNarrow(cost, false);
@@ -295,15 +250,10 @@ export class BoundedAdmission implements PermitOwner {
       return Promise.reject(new InvalidArgumentError('admit options must be an object'));
     }
     const { signal, timeoutMs } = options;
-    if (signal !== undefined && !isAbortSignal(signal)) {
-      return Promise.reject(new InvalidArgumentError('signal must be an AbortSignal'));
-    }
-    if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0)) {
-      return Promise.reject(
-        new InvalidArgumentError(
-          `timeoutMs must be a number >= 0 (Infinity: no timeout), got ${describeValue(timeoutMs)}`,
-        ),
-      );
+    // Checked only when given: admit(cost) stays the two comparisons it was.
+    if (signal !== undefined || timeoutMs !== undefined) {
+      const invalid = invalidAdmitOptions(signal, timeoutMs);
+      if (invalid !== undefined) return Promise.reject(invalid);
     }
     if (signal?.aborted) return Promise.reject(abortError(signal));
     if (this.#unitMode && cost > this.#ceiling) {
@@ -361,8 +311,7 @@ export class BoundedAdmission implements PermitOwner {
    * every thread with that error, and resolves once outstanding reaches zero.
    */
   close(): Promise<void> {
-    if (this.#wide) Atomics.or(this.#u64, STATE_U64, CLOSED_BIT_64);
-    else Atomics.or(this.#i32, STATE_I32, CLOSED_BIT_32);
+    this.#flags.close();
     this.#wake(); // other instances' waiters and drains must observe the flag
     return this.#room.drain();
   }
@@ -469,7 +418,7 @@ export class BoundedAdmission implements PermitOwner {
 
   /**
    * tryAdmit with this instance's own waiters queued (the shared flag may be briefly down, see
-   * #clearWaitingFlag): refused whatever the word says; one load of it gives the reason.
+   * StateFlags.clearWaiting): refused whatever the word says; one load of it gives the reason.
    */
   #refusalWhileQueued(cost: number): Refusal {
     if (this.#wide) {
@@ -497,36 +446,6 @@ export class BoundedAdmission implements PermitOwner {
 
   #giveWide(delta: bigint): void {
     if (Atomics.sub(this.#u64, STATE_U64, delta) >= WAITING_BIT_64) this.#wake();
-  }
-
-  #setWaitingFlag(): void {
-    if (this.#wide) Atomics.or(this.#u64, STATE_U64, WAITING_BIT_64);
-    else Atomics.or(this.#i32, STATE_I32, WAITING_BIT_32);
-  }
-
-  /**
-   * Called by whoever took WAITERS to zero. Another instance may have counted a new waiter in
-   * the meantime: clear, then re-check the count and set again, so a non-zero count always
-   * ends with the flag set (its own incrementer sets it too, after counting). A release that
-   * ran while the flag was down saw no flag and woke nobody, so setting it again also wakes.
-   * That waiter may leave before the flag is set again: re-check, and clear again if the
-   * count is back to zero, or the flag would stay set with nobody waiting ('queued' forever).
-   * Between the clear and the re-set, a waiter counted meanwhile is queued with the flag down.
-   * Another thread's tryAdmit in that window may take room first: that is not barging, as the
-   * waiter counts as queued from the moment the flag shows it (its admit has not returned, and
-   * its tries before that are ordinary attempts). Its own instance knows better, so tryAdmit
-   * there also checks the local queue.
-   */
-  #clearWaitingFlag(): void {
-    for (;;) {
-      if (this.#wide) Atomics.and(this.#u64, STATE_U64, ~WAITING_BIT_64);
-      else Atomics.and(this.#i32, STATE_I32, ~WAITING_BIT_32);
-      if (Atomics.load(this.#i32, WAITERS_I32) === 0) return;
-      this.#setWaitingFlag();
-      Atomics.add(this.#i32, SEQ_I32, 1); // bump, then notify: as in #wake
-      Atomics.notify(this.#i32, SEQ_I32);
-      if (Atomics.load(this.#i32, WAITERS_I32) !== 0) return;
-    }
   }
 
   #reclaimLeaked(count: number, units: number): void {

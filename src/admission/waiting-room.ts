@@ -180,7 +180,7 @@ export class WaitingRoom {
   /** Removes a waiter and everything it registered; false if it had already left. */
   #leave(waiter: Waiter): boolean {
     if (!this.#queue.remove(waiter)) return false;
-    // Whoever takes the count to zero clears the flag; it re-checks the count (see clearWaitingFlag).
+    // Whoever takes the count to zero clears the flag; it re-checks the count (see StateFlags.clearWaiting).
     if (Atomics.sub(this.#i32, WAITERS_I32, 1) === 1) this.#host.clearWaitingFlag();
     clearLongTimeout(waiter.timer);
     if (waiter.signal) unfollowAbort(waiter.signal, waiter);
