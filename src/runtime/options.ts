@@ -163,9 +163,19 @@ function snapshot(workerData: unknown): unknown {
   try {
     return structuredClone(workerData);
   } catch (err) {
-    if ((err as Error)?.name !== 'DataCloneError') throw err;
+    if (!isCloneRefusal(err)) throw err;
     return bad(`workerData cannot be posted to a worker thread: ${(err as Error).message}`);
   }
+}
+
+/**
+ * Structured clone's refusal of a value: a DataCloneError, or, for one that can only be
+ * transferred (a MessagePort, a stream), a TypeError coded ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST.
+ * Any other error (a getter that throws) is the caller's own.
+ */
+export function isCloneRefusal(err: unknown): boolean {
+  const e = err as { name?: unknown; code?: unknown } | null;
+  return e?.name === 'DataCloneError' || e?.code === 'ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST';
 }
 
 export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOptions {
