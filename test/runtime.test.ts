@@ -263,6 +263,9 @@ describe('Runtime.start', () => {
       { worker, admission: { requests: 2 ** 16 + 1 } },
       { worker, admission: { requests: 2, units: 0 } },
       { worker, admission: { requests: 2, units: -4 } },
+      // Every option is checked before the workerData is cloned (the costly step), as before
+      // it was cloned at start: a bound mistake beside an uncloneable one is still a bound's.
+      { worker, admission: { requests: 0 }, workerData: { f: () => 1 } },
     ];
     for (const options of invalidBound) {
       expect([options, await codeOf(Runtime.start(options as RuntimeOptions))]).toEqual([

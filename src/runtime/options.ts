@@ -186,9 +186,8 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   }
   if (admission?.wait !== undefined && typeof admission.wait !== 'boolean')
     bad('admission.wait must be a boolean');
-  const checked: CheckedRuntimeOptions = {
+  const checked: Omit<CheckedRuntimeOptions, 'workerData'> = {
     moduleUrl: moduleUrlOf(options.worker),
-    workerData: snapshot(options.workerData),
     threads: checkInteger('threads', options.threads ?? 1, 1, 256),
     admission,
     deadlineMs: checkDeadline('deadlineMs', options.deadlineMs),
@@ -208,7 +207,9 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
     }
     checkBounds(admission);
   }
-  return checked;
+  // Cloned last, once every option has passed: a mistake costs no clone of a large workerData,
+  // and a bound's mistake stays OMNI_ERR_INVALID_BOUND beside one that cannot be cloned.
+  return { ...checked, workerData: snapshot(options.workerData) };
 }
 
 export interface CloseOptions {
