@@ -6,6 +6,7 @@ import { checkBounds } from '../admission/bounds.js';
 import type { AdmissionBounds } from '../admission/index.js';
 import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
 import { describeValue, InvalidArgumentError, InvalidBoundError } from '../errors.js';
+import { isCloneRefusal } from './clone-refusal.js';
 
 export interface RuntimeAdmissionOptions extends AdmissionBounds {
   /** Queue FIFO for room (honouring the caller's signal and deadline) instead of refusing. */
@@ -166,16 +167,6 @@ function snapshot(workerData: unknown): unknown {
     if (!isCloneRefusal(err)) throw err;
     return bad(`workerData cannot be posted to a worker thread: ${(err as Error).message}`);
   }
-}
-
-/**
- * Structured clone's refusal of a value: a DataCloneError, or, for one that can only be
- * transferred (a MessagePort, a stream), a TypeError coded ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST.
- * Any other error (a getter that throws) is the caller's own.
- */
-export function isCloneRefusal(err: unknown): boolean {
-  const e = err as { name?: unknown; code?: unknown } | null;
-  return e?.name === 'DataCloneError' || e?.code === 'ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST';
 }
 
 export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOptions {

@@ -3,7 +3,8 @@ import { InvalidArgumentError, WorkerExitedError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { builtModuleUrl } from '../paths.js';
 import { fromWire } from '../wire-error.js';
-import { type CheckedRuntimeOptions, isCloneRefusal } from './options.js';
+import { isCloneRefusal } from './clone-refusal.js';
+import type { CheckedRuntimeOptions } from './options.js';
 import { ABANDONED, type EntryData, type PingMessage, type PingReply } from './protocol.js';
 
 /**
