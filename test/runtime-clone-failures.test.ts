@@ -4,6 +4,7 @@
  * result that cannot be posted back ends its task with OMNI_ERR_TASK_FAILED, named after the
  * clone's DataCloneError. Either way the capacity comes back exactly once and the pool keeps serving.
  */
+import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, control, gate, rejection, start } from './fixtures/runtime-harness.js';
@@ -20,22 +21,31 @@ async function boundIntact(rt: Started, requests: number): Promise<void> {
 }
 
 describe('an input that cannot be posted to a worker', () => {
-  it('a function in the input, a buffer named twice in transfer: OMNI_ERR_INVALID_ARGUMENT', async () => {
+  // A port or a stream not listed for transfer is refused with a TypeError
+  // (ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST), not a DataCloneError: no worker exited either.
+  it('a function or an untransferred port in the input, a buffer named twice in transfer: OMNI_ERR_INVALID_ARGUMENT', async () => {
     const rt = await start({ threads: 1, admission: { requests: 2, units: 4 } });
     const c = control();
     const counted = { mode: 'echo', control: c.buffer as SharedArrayBuffer };
     const buffer = new ArrayBuffer(8);
+    const { port1, port2 } = new MessageChannel();
     // One at a time: each holds 3 of the 4 units until its failure gives them back.
     const refusedInputs = [
       () => rt.run({ ...counted, value: { callback: () => 1 } }, { cost: 3 }),
       () => rt.run({ ...counted, value: buffer }, { transfer: [buffer, buffer], cost: 3 }),
+      () => rt.run({ ...counted, value: port1 }, { cost: 3 }),
     ];
-    for (const call of refusedInputs) {
-      const err = await rejection(call());
-      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    try {
+      for (const call of refusedInputs) {
+        const err = await rejection(call());
+        expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      }
+    } finally {
+      port1.close();
+      port2.close();
     }
     expect(Atomics.load(c, INVOKED)).toBe(0);
-    expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 2 });
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 3 });
     await boundIntact(rt, 2);
   });
 

@@ -4,6 +4,7 @@
  * in-flight work before stopping, or, with timeoutMs, terminates stuck work and still
  * returns its capacity. The other concepts: runtime-{cancel,admission,failures,transfer}.
  */
+import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { defineWorker, Runtime, type RuntimeOptions } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
@@ -73,6 +74,23 @@ describe('Runtime.start', () => {
       'OMNI_ERR_INVALID_ARGUMENT',
     );
     expect(Atomics.load(c, INVOKED)).toBe(0);
+  });
+
+  // A port or a stream must be transferred, not cloned: structured clone refuses it with a
+  // TypeError (ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST), not a DataCloneError.
+  it('a workerData holding a MessagePort: OMNI_ERR_INVALID_ARGUMENT before any thread starts', async () => {
+    const c = newControl();
+    const { port1, port2 } = new MessageChannel();
+    try {
+      const workerData = { control: c.buffer, port: port1 };
+      expect(await codeOf(Runtime.start({ worker: INIT_WORKER, workerData }))).toBe(
+        'OMNI_ERR_INVALID_ARGUMENT',
+      );
+      expect(Atomics.load(c, INVOKED)).toBe(0);
+    } finally {
+      port1.close();
+      port2.close();
+    }
   });
 
   it('accepts a file: URL object and a plain path for the worker', async () => {
@@ -245,6 +263,9 @@ describe('Runtime.start', () => {
       { worker, admission: { requests: 2 ** 16 + 1 } },
       { worker, admission: { requests: 2, units: 0 } },
       { worker, admission: { requests: 2, units: -4 } },
+      // Every option is checked before the workerData is cloned (the costly step), as before
+      // it was cloned at start: a bound mistake beside an uncloneable one is still a bound's.
+      { worker, admission: { requests: 0 }, workerData: { f: () => 1 } },
     ];
     for (const options of invalidBound) {
       expect([options, await codeOf(Runtime.start(options as RuntimeOptions))]).toEqual([

@@ -6,6 +6,7 @@ import { checkBounds } from '../admission/bounds.js';
 import type { AdmissionBounds } from '../admission/index.js';
 import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
 import { describeValue, InvalidArgumentError, InvalidBoundError } from '../errors.js';
+import { isCloneRefusal } from './clone-refusal.js';
 
 export interface RuntimeAdmissionOptions extends AdmissionBounds {
   /** Queue FIFO for room (honouring the caller's signal and deadline) instead of refusing. */
@@ -163,7 +164,7 @@ function snapshot(workerData: unknown): unknown {
   try {
     return structuredClone(workerData);
   } catch (err) {
-    if ((err as Error)?.name !== 'DataCloneError') throw err;
+    if (!isCloneRefusal(err)) throw err;
     return bad(`workerData cannot be posted to a worker thread: ${(err as Error).message}`);
   }
 }
@@ -176,9 +177,8 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   }
   if (admission?.wait !== undefined && typeof admission.wait !== 'boolean')
     bad('admission.wait must be a boolean');
-  const checked: CheckedRuntimeOptions = {
+  const checked: Omit<CheckedRuntimeOptions, 'workerData'> = {
     moduleUrl: moduleUrlOf(options.worker),
-    workerData: snapshot(options.workerData),
     threads: checkInteger('threads', options.threads ?? 1, 1, 256),
     admission,
     deadlineMs: checkDeadline('deadlineMs', options.deadlineMs),
@@ -198,7 +198,9 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
     }
     checkBounds(admission);
   }
-  return checked;
+  // Cloned last, once every option has passed: a mistake costs no clone of a large workerData,
+  // and a bound's mistake stays OMNI_ERR_INVALID_BOUND beside one that cannot be cloned.
+  return { ...checked, workerData: snapshot(options.workerData) };
 }
 
 export interface CloseOptions {

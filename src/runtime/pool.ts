@@ -3,6 +3,7 @@ import { InvalidArgumentError, WorkerExitedError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { builtModuleUrl } from '../paths.js';
 import { fromWire } from '../wire-error.js';
+import { isCloneRefusal } from './clone-refusal.js';
 import type { CheckedRuntimeOptions } from './options.js';
 import { ABANDONED, type EntryData, type PingMessage, type PingReply } from './protocol.js';
 
@@ -218,7 +219,7 @@ function createPool(options: CheckedRuntimeOptions, entryData: EntryData): Pisci
     trackThreads(pool);
     return pool;
   } catch (err) {
-    if ((err as Error)?.name !== 'DataCloneError') throw err;
+    if (!isCloneRefusal(err)) throw err;
     throw new InvalidArgumentError(
       `workerData cannot be posted to a worker thread: ${(err as Error).message}`,
     );

@@ -3,16 +3,7 @@
  * by what the rejection was and by who gave the capacity back.
  */
 import { describeValue, InvalidArgumentError, TaskFailedError, WorkerExitedError } from '../errors.js';
-
-/**
- * The input (or its transfer list) could not be posted to a worker: structured clone refused
- * it in this thread, so no worker ever saw the task. piscina hands back postMessage's own
- * error: a DOMException named DataCloneError, or Node's ERR_INVALID_TRANSFER_OBJECT.
- */
-function isPostFailure(err: unknown): boolean {
-  if (err instanceof DOMException) return err.name === 'DataCloneError';
-  return (err as { code?: unknown } | null)?.code === 'ERR_INVALID_TRANSFER_OBJECT';
-}
+import { isCloneRefusal } from './clone-refusal.js';
 
 /**
  * A readable message for any rejection value. A worker's uncaught error crosses threads
@@ -31,7 +22,9 @@ export function messageOf(err: unknown): string {
 export function taskFailure(err: unknown, reclaimed: boolean): Error {
   const message = messageOf(err);
   if (!reclaimed) return new TaskFailedError(message);
-  if (isPostFailure(err))
+  // The input (or its transfer list) could not be posted: structured clone refused it in this
+  // thread (piscina hands back postMessage's own error), so no worker ever saw the task.
+  if (isCloneRefusal(err))
     return new InvalidArgumentError(`the task could not be sent to a worker: ${message}`);
   return new WorkerExitedError(message);
 }

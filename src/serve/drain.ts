@@ -6,8 +6,10 @@
  * close (every address of host 'localhost'), so no new connection is accepted (open keep-alive
  * connections are left to hear their 503 rather than being reset under a request in flight);
  * (3) requests already being answered run to their end (the last answer of each connection
- * closes it); (4) the runtime closes, which waits for work still running after its caller left
- * (a 504 keeps its capacity until the work ends);
+ * closes it, when the drain makes it: one made before, queued behind a call the drain waits
+ * for, said keep-alive, and leaves its connection idle like those idle when the drain began);
+ * (4) the runtime closes, which waits for work still running after its caller left (a 504
+ * keeps its capacity until the work ends);
  * (5) the remaining connections (those node handed to a CONNECT listener too, see adopt()) and
  * the HTTP server close; a request still unanswered then is cut off (cutOff() says so, for the
  * metrics: the server, not the client, ended it). Steps 3 and 4 share one timeout:

@@ -223,7 +223,8 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     // While draining, every connection closes after its last answer, those of requests that
     // came before the drain too: a client reusing a kept-alive one would be reset when the
     // drain ends. Not after an earlier one: node would drop the answers of the requests
-    // pipelined behind it, already admitted, and abort their work.
+    // pipelined behind it, already admitted, and abort their work (nor after one answered
+    // before the drain, queued behind this one: its head is written, saying keep-alive).
     if (drain.state !== 'serving' && !answeredLater(request.raw, reply.raw)) {
       reply.header('connection', 'close');
     }

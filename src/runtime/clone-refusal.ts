@@ -1,0 +1,20 @@
+/**
+ * How structured clone (and postMessage) refuses to post a value, in this thread: every place
+ * that posts the caller's values (workerData at start, a task's input) then answers the
+ * caller's mistake with one coded error, not a dead worker or node's raw error.
+ */
+
+/**
+ * This thread's structured clone refused a value: a DOMException named DataCloneError (a
+ * function, a detached buffer, a buffer listed twice), a TypeError coded
+ * ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST for what can only be transferred (a MessagePort, a
+ * stream) but is not listed, or ERR_INVALID_TRANSFER_OBJECT for a transfer list holding what
+ * cannot be transferred. A DOMException, not the name alone: a worker's own DataCloneError
+ * reaches this thread rebuilt as a plain Error of that name (workers/uncaught.ts), and is that
+ * worker's failure. Any other error (a getter that throws) is the caller's own.
+ */
+export function isCloneRefusal(err: unknown): boolean {
+  if (err instanceof DOMException) return err.name === 'DataCloneError';
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST' || code === 'ERR_INVALID_TRANSFER_OBJECT';
+}
