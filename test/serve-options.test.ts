@@ -72,7 +72,9 @@ describe('option ranges', () => {
   it('drain({ timeoutMs }) must be a number > 0', async () => {
     const { s } = await start({});
     expect(await codeOf((async () => s.drain({ timeoutMs: -1 }))())).toBe('OMNI_ERR_INVALID_ARGUMENT');
-    expect(await codeOf((async () => s.drain({ timeoutMs: Number.NaN }))())).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(await codeOf((async () => s.drain({ timeoutMs: Number.NaN }))())).toBe(
+      'OMNI_ERR_INVALID_ARGUMENT',
+    );
     expect(s.state).toBe('serving');
   });
 });
