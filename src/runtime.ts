@@ -365,7 +365,7 @@ export class Runtime {
    * Stops admitting (run() rejects OMNI_ERR_UNAVAILABLE), lets in-flight and queued work
    * finish, then stops the threads. With `timeoutMs`, work still running then is abandoned:
    * its callers reject, its capacity is reclaimed, and its threads are terminated without their
-   * close hooks (the idle ones run theirs first, see #forced). Termination cannot interrupt a
+   * close hooks (the other threads run theirs first, see #forced). Termination cannot interrupt a
    * native call: close() resolves once the threads have stopped, so a thread inside one holds
    * it until the call returns (test/runtime-close-native-call.test.ts). Every call returns the
    * same promise; a later call's timeout still applies when it ends the wait sooner (e.g. a
@@ -394,51 +394,51 @@ export class Runtime {
   }
 
   /**
-   * One teardown turn per thread that serves: a lost thread's replacement that never came up
-   * would never take its turn, and close() would wait out startTimeoutMs for it. One that comes
-   * up during a round got no turn, nor did one that another thread's turn went to (a thread that
-   * ends in its hook lets the others leave the barrier early): another round reaches every thread
-   * that is alive and serves then (the entry runs a thread's close hook once; a second turn
-   * answers at once). A replacement's ready message may trail the round's replies, so each round
-   * first waits until the watch has heard of every thread that has loaded. One still loading
-   * when the last round ends gets no turn: the pool's destroy() terminates it without its close
-   * hook. Ends early when a hook does not return in time or `cut` settles.
+   * One teardown turn per thread `reach` names (every thread that serves, for a clean close): a
+   * lost thread's replacement that never came up would never take its turn, and close() would
+   * wait out startTimeoutMs for it. One that comes up during a round got no turn, nor did one
+   * that another thread's turn went to (a thread that ends in its hook lets the others leave the
+   * barrier early): another round reaches every thread `reach` names then (the entry runs a
+   * thread's close hook once; a second turn answers at once). A replacement's ready message may
+   * trail the round's replies, so each round first waits until the watch has heard of every
+   * thread that has loaded. One still loading when the last round ends gets no turn: the pool's
+   * destroy() terminates it without its close hook. Ends early when a hook does not return in
+   * time or `cut` settles.
    */
-  async #teardown(pool: Piscina, cut: Promise<void>): Promise<void> {
+  async #teardown(pool: Piscina, cut: Promise<void>, reach: () => number[]): Promise<void> {
     const watch = this.#watch;
     const closed = new Set<number>();
-    let threads = watch?.serving ?? this.#options.threads;
-    for (;;) {
-      const answered = await teardown(pool, threads, this.#options.startTimeoutMs, cut);
-      if (answered === undefined || watch === undefined) return;
-      for (const id of answered) closed.add(id);
+    for (let threads = reach(); ; threads = reach()) {
+      if (threads.length > 0) {
+        const answered = await teardown(pool, threads.length, this.#options.startTimeoutMs, cut);
+        if (answered === undefined) return;
+        for (const id of answered) closed.add(id);
+      }
+      if (watch === undefined) return;
       await watch.caughtUp(cut);
-      const serving = watch.servingNow();
-      if (serving.every((id) => closed.has(id))) return;
-      threads = serving.length;
+      if (reach().every((id) => closed.has(id))) return;
     }
   }
 
   /**
    * close()'s timeout passed with calls outstanding: they are abandoned now (callers reject,
    * capacity comes back, a call still queued never runs). A thread running one is terminated
-   * without its close hook, since a native call cannot be interrupted; every thread idle now
-   * runs its hook first, bounded as a clean close bounds them: by startTimeoutMs, or cut short
-   * by a later close timeout (the spent one no longer applies). Idle threads are the ones
-   * piscina sees up and without a task; with one of them there is no call queued, so the
-   * teardown round reaches exactly them. A thread that ends its call while the round runs gets
-   * no turn.
+   * without its close hook, since a native call cannot be interrupted; every other thread runs
+   * its hook first, in the rounds a clean close runs, bounded as those are: by startTimeoutMs,
+   * or cut short by a later close timeout (the spent one no longer applies). A round reaches
+   * the threads idle then, the ones piscina sees up and without a task (with one of them there
+   * is no call queued, so the round's messages go one to each at once). A lost thread's
+   * replacement that comes up during a round, or a thread whose abandoned call ends (piscina
+   * has heard it end) before the last round is over, is idle for the next round. One still
+   * running a call then is terminated without its hook.
    */
   async #forced(pool: Piscina): Promise<void> {
     for (const task of [...this.#live]) task.abandon();
-    const idle = idleThreads(pool);
-    if (idle > 0) {
-      const cut = new Promise<void>((resolve) => {
-        this.#force = resolve;
-      });
-      this.#forceAt = Number.POSITIVE_INFINITY;
-      await teardown(pool, idle, this.#options.startTimeoutMs, cut);
-    }
+    const cut = new Promise<void>((resolve) => {
+      this.#force = resolve;
+    });
+    this.#forceAt = Number.POSITIVE_INFINITY;
+    await this.#teardown(pool, cut, () => idleThreads(pool));
     await pool.destroy();
   }
 
@@ -463,7 +463,8 @@ export class Runtime {
       clearLongTimeout(this.#forceTimer);
       this.#forceAt = Number.POSITIVE_INFINITY;
       const cut = expired.then(() => undefined);
-      await this.#teardown(pool, cut);
+      const watch = this.#watch;
+      await this.#teardown(pool, cut, () => watch?.servingNow() ?? []);
       // destroy(), not piscina's close(): the work has drained and every thread's turn came after
       // its last task, so there is nothing left for close() to wait for, and close() leaves its
       // own 30 s timeout armed, which (through the pool's listeners) kept this runtime and its
