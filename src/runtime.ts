@@ -343,6 +343,11 @@ export class Runtime {
     this.#destroyed = this.#pool?.destroy();
   }
 
+  /**
+   * Only a ready runtime turns 'failed'. One draining stays so: close() has refused everything
+   * not yet admitted by then, so there is nothing left for 'failed' to refuse, and it ends
+   * 'stopped' with `failure` kept.
+   */
   #fail(error: Error): void {
     this.#failure ??= error;
     if (this.#state === 'ready') this.#state = 'failed';
