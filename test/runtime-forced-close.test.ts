@@ -6,7 +6,9 @@
  * runtimes does not leak one native context per such thread each time. Hooks are counted in shared memory by the close-count worker; the busy thread is held
  * in a synchronous wait (as in a native call) that the test never opens before the close.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { once } from 'node:events';
+import { Piscina } from 'piscina';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { seededWeights } from '../src/index.js';
 import type { NativeWorkerData } from '../src/linear/protocol.js';
 import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
@@ -106,6 +108,38 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     await waitFor(held, SIGNALLED);
     open(closed);
     expect(await closing).toEqual({ clean: false, abandoned: 1 });
+  }, 20_000);
+
+  // The order under test, a call's end reaching the main thread before another thread's hook
+  // returns, is between two threads' messages, which no handshake between the threads orders:
+  // the test waits for piscina's own 'drain' event (a thread came free) on the runtime's pool.
+  it('runs the hook of a thread whose abandoned call ends while the idle hooks run', async () => {
+    const closed = control();
+    const rt = await start({
+      worker: CLOSE_COUNT_WORKER,
+      threads: 2,
+      admission: { requests: 2 },
+      workerData: { closed: closed.buffer, closeGate: true },
+    });
+    const runs = vi.spyOn(Piscina.prototype, 'run');
+    const held = control();
+    const call = codeOf(rt.run(gate(held, { awaitSignal: true })));
+    await waitFor(held, STARTED);
+    const pool = runs.mock.contexts[0] as Piscina;
+    runs.mockRestore();
+    const closing = rt.close({ timeoutMs: 0 });
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    // The idle thread's hook waits at its gate; the abandoned call hears its signal and ends.
+    await waitFor(closed, INVOKED);
+    await waitFor(held, SIGNALLED);
+    const free = once(pool, 'drain');
+    open(held);
+    await free;
+    open(closed);
+    expect(await closing).toEqual({ clean: false, abandoned: 1 });
+    // Both threads ran their hook (and each returned): the call's thread after it was free.
+    expect(Atomics.load(closed, INVOKED)).toBe(2);
+    expect(Atomics.load(closed, STARTED)).toBe(2);
   }, 20_000);
 
   it('a later close timeout cuts an idle hook that never returns short', async () => {
