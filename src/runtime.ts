@@ -84,6 +84,7 @@ export class Runtime {
   #pool: Piscina | undefined;
   /** Fails the runtime and abandons the pool when threads are lost for good. */
   #guard: PoolGuard | undefined;
+  /** close()'s sequence: made with the pool, run once by the first close(). */
   #shutdown: Shutdown | undefined;
   #inflight = 0;
   /** Calls whose work has not ended, for a close timeout to abandon (see TaskOwner.live). */
