@@ -1,21 +1,8 @@
 import type { Piscina } from 'piscina';
 import { BoundedAdmission, type Claim, type Permit } from './admission/index.js';
-import { kRecount } from './admission/internal.js';
 import { MAX_CLAIM_SLOTS } from './admission/layout.js';
 import { moveEnvelope, TaskEnvelope } from './envelope.js';
-import {
-  AbortError,
-  ClosedError,
-  DeadlineError,
-  hasCode,
-  type RefusalReason,
-  RejectedError,
-  TimeoutError,
-  TooLargeError,
-  UnavailableError,
-  WorkerExitedError,
-} from './errors.js';
-import { clearLongTimeout, type LongTimer, setLongTimeout } from './long-timeout.js';
+import { UnavailableError } from './errors.js';
 import { isMovable, movedValue, withMovedBuffers } from './movable.js';
 import { CancelWords } from './runtime/cancel-words.js';
 import {
@@ -30,10 +17,12 @@ import {
   type RuntimeOptions,
 } from './runtime/options.js';
 import { noOutcomes, type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
-import { busyThreads, idleThreads, startPool, teardown } from './runtime/pool.js';
+import { busyThreads, startPool } from './runtime/pool.js';
+import { PoolGuard } from './runtime/pool-guard.js';
 import type { TaskReply } from './runtime/protocol.js';
-import { ReplacementWatch } from './runtime/replacement-watch.js';
+import { abortedBeforeDispatch, refused, waitFailed } from './runtime/refusals.js';
 import { type RuntimeReport, type RuntimeState, runtimeReport } from './runtime/report.js';
+import { Shutdown } from './runtime/shutdown.js';
 
 export type { CloseOptions } from './runtime/options.js';
 export type { LatencySummary, RuntimeReport, RuntimeState } from './runtime/report.js';
@@ -91,27 +80,16 @@ export class Runtime {
   readonly #owner: TaskOwner;
   /** run() without options: checked once, not per call. */
   readonly #defaultCall: CheckedRunOptions;
+  /** The guard's pool, read by run() without going through the guard. */
   #pool: Piscina | undefined;
+  /** Fails the runtime and abandons the pool when threads are lost for good. */
+  #guard: PoolGuard | undefined;
+  /** close()'s sequence: made with the pool, run once by the first close(). */
+  #shutdown: Shutdown | undefined;
   #inflight = 0;
   /** Calls whose work has not ended, for a close timeout to abandon (see TaskOwner.live). */
   readonly #live = new Set<PendingTask>();
-  #closing: Promise<CloseResult> | undefined;
-  /**
-   * Ends close()'s wait early, for in-flight work or close hooks (armed by a close timeout);
-   * unset once close() is over.
-   */
-  #force: (() => void) | undefined;
-  #forceTimer: LongTimer;
-  #forceAt = Number.POSITIVE_INFINITY;
-  /** close() is stopping the threads itself: their exits are no longer a lost pool. */
-  #tearingDown = false;
   #failure: Error | undefined;
-  /** The pool was destroyed after losing every thread: close() must not send it more work. */
-  #abandoned = false;
-  /** The abandoned pool's destroy(): close() resolves only once its threads are gone. */
-  #destroyed: Promise<void> | undefined;
-  /** Fails the runtime when a lost thread's replacement does not come up. */
-  #watch: ReplacementWatch | undefined;
 
   private constructor(options: CheckedRuntimeOptions) {
     this.#options = options;
@@ -146,22 +124,24 @@ export class Runtime {
       module: runtime.#options.moduleUrl,
       data: runtime.#options.workerData,
     });
-    const pool = runtime.#pool;
-    const loads = new Int32Array(loaded);
-    const watch = new ReplacementWatch(pool, loads, runtime.#options.startTimeoutMs, (error) => {
-      runtime.#fail(error);
-      // No thread left that could take the queued calls: give them back now (this may come
-      // with a later loss, after the runtime has failed with a thread still serving).
-      if (watch.serving <= 0) runtime.#abandon();
-    });
-    runtime.#watch = watch;
-    // piscina removes a dead worker and starts its replacement in the same turn; look after it
-    // once the worker has left pool.threads (it emits just before).
-    pool.on('workerDestroy', () => {
-      queueMicrotask(() => {
-        if (!runtime.#tearingDown && !runtime.#abandoned) watch.removed();
-        runtime.#checkThreads();
-      });
+    const guard = new PoolGuard(
+      runtime.#pool,
+      new Int32Array(loaded),
+      runtime.#options.startTimeoutMs,
+      (error) => runtime.#fail(error),
+    );
+    runtime.#guard = guard;
+    runtime.#shutdown = new Shutdown({
+      admission: runtime.#admission,
+      live: runtime.#live,
+      guard,
+      startTimeoutMs: runtime.#options.startTimeoutMs,
+      draining: () => {
+        runtime.#state = 'draining';
+      },
+      stopped: () => {
+        runtime.#state = 'stopped';
+      },
     });
     runtime.#state = 'ready';
     return runtime;
@@ -190,7 +170,7 @@ export class Runtime {
       return this[kEndedEarly]('invalid', err);
     }
     const { cost, signal, deadlineMs } = call;
-    if (signal?.aborted) return Promise.reject(this.#abortedBeforeDispatch(signal));
+    if (signal?.aborted) return Promise.reject(abortedBeforeDispatch(signal, this.#outcomes));
     const deadlineAt = deadlineMs === undefined ? 0 : Date.now() + deadlineMs;
     if (this.#waits) return this.#admitThenDispatch(input, call, deadlineAt) as Promise<O>;
     let admitted: ReturnType<BoundedAdmission['tryAdmit']>;
@@ -199,7 +179,8 @@ export class Runtime {
     } catch (err) {
       return this[kEndedEarly]('invalid', err); // OMNI_ERR_INVALID_COST
     }
-    if (!admitted.ok) return Promise.reject(this.#refused(admitted.reason, cost));
+    if (!admitted.ok)
+      return Promise.reject(refused(admitted.reason, cost, this.#admission, this.#state, this.#outcomes));
     return this.#dispatch(admitted, input, call, deadlineAt, deadlineMs) as Promise<O>;
   }
 
@@ -215,29 +196,24 @@ export class Runtime {
         timeoutMs: timed ? Math.max(0, deadlineAt - Date.now()) : undefined,
       });
     } catch (err) {
-      throw this.#waitFailed(err, cost);
+      throw waitFailed(err, cost, this.#admission, this.#state, this.#outcomes);
     }
     // The admission stops watching the signal once it grants the permit, and the task starts
     // watching it only at dispatch: an abort in between (even in the same tick as run()) is
     // caught here, before anything reaches a worker.
     if (signal?.aborted) {
       permit.release();
-      throw this.#abortedBeforeDispatch(signal);
+      throw abortedBeforeDispatch(signal, this.#outcomes);
     }
     // A permit granted before close() still runs (close drains it); 'failed' or 'stopped' do
     // not, nor does anything once the pool has been abandoned.
-    if (this.#abandoned || (this.#state !== 'ready' && this.#state !== 'draining')) {
+    if (this.#guard!.abandoned || (this.#state !== 'ready' && this.#state !== 'draining')) {
       permit.release();
       this.#outcomes.unavailable++;
       throw new UnavailableError(this.#state);
     }
     const left = deadlineAt === 0 ? undefined : Math.max(1, deadlineAt - Date.now());
     return this.#dispatch(permit, input, call, deadlineAt, left);
-  }
-
-  #abortedBeforeDispatch(signal: AbortSignal): AbortError {
-    this.#outcomes.aborted++;
-    return new AbortError('the caller aborted before the call', { cause: signal.reason });
   }
 
   #dispatch(
@@ -298,51 +274,11 @@ export class Runtime {
     return Promise.reject(err);
   }
 
-  #refused(reason: RefusalReason, cost: number): Error {
-    this.#outcomes.refused++;
-    if (reason === 'too-large') return new TooLargeError(cost, this.#admission.report().unitCapacity ?? 0);
-    if (reason === 'closed') return new UnavailableError(this.#state);
-    const report = this.#admission.report();
-    return new RejectedError(reason, report);
-  }
-
-  #waitFailed(err: unknown, cost: number): unknown {
-    if (err instanceof TimeoutError) {
-      this.#outcomes.deadline++;
-      return new DeadlineError('deadline passed while waiting for admission');
-    }
-    if (err instanceof ClosedError) {
-      this.#outcomes.unavailable++;
-      return new UnavailableError(this.#state);
-    }
-    if (err instanceof TooLargeError) return this.#refused('too-large', cost);
-    if (hasCode(err, 'OMNI_ERR_ABORTED')) this.#outcomes.aborted++;
-    else if (hasCode(err, 'OMNI_ERR_INVALID_COST')) this.#outcomes.invalid++;
-    return err;
-  }
-
   /**
-   * piscina replaces a dead worker, but stops for good once a replacement fails while starting.
-   * A pool left with no threads would queue calls forever: fail the runtime and abandon the
-   * pool, so queued calls reject and their capacity is reclaimed.
+   * Only a ready runtime turns 'failed'. One draining stays so: close() has refused everything
+   * not yet admitted by then, so there is nothing left for 'failed' to refuse, and it ends
+   * 'stopped' with `failure` kept.
    */
-  #checkThreads(): void {
-    const pool = this.#pool;
-    // During close()'s drain a lost pool must still be abandoned: its queued calls would
-    // otherwise never end and the drain never finish. Only teardown's own exits are expected.
-    if (!pool || this.#tearingDown || this.#abandoned || pool.threads.length > 0) return;
-    this.#fail(new WorkerExitedError('every worker thread has exited and none could be restarted'));
-    this.#abandon();
-  }
-
-  /** Destroys a pool that cannot serve: its queued calls reject and their capacity is reclaimed. */
-  #abandon(): void {
-    if (this.#abandoned || this.#tearingDown) return;
-    this.#abandoned = true;
-    this.#watch?.stop();
-    this.#destroyed = this.#pool?.destroy();
-  }
-
   #fail(error: Error): void {
     this.#failure ??= error;
     if (this.#state === 'ready') this.#state = 'failed';
@@ -365,7 +301,7 @@ export class Runtime {
    * Stops admitting (run() rejects OMNI_ERR_UNAVAILABLE), lets in-flight and queued work
    * finish, then stops the threads. With `timeoutMs`, work still running then is abandoned:
    * its callers reject, its capacity is reclaimed, and its threads are terminated without their
-   * close hooks (the idle ones run theirs first, see #forced). Termination cannot interrupt a
+   * close hooks (the other threads run theirs first, see Shutdown). Termination cannot interrupt a
    * native call: close() resolves once the threads have stopped, so a thread inside one holds
    * it until the call returns (test/runtime-close-native-call.test.ts). Every call returns the
    * same promise; a later call's timeout still applies when it ends the wait sooner (e.g. a
@@ -379,107 +315,6 @@ export class Runtime {
     } catch (err) {
       return Promise.reject(err);
     }
-    this.#closing ??= this.#shutdown();
-    if (timeoutMs !== undefined) this.#forceAfter(timeoutMs);
-    return this.#closing;
-  }
-
-  /** Arms close()'s timeout, or brings it forward; a later one never postpones it. */
-  #forceAfter(timeoutMs: number): void {
-    const at = Date.now() + timeoutMs;
-    if (this.#force === undefined || at >= this.#forceAt) return;
-    this.#forceAt = at;
-    clearLongTimeout(this.#forceTimer);
-    this.#forceTimer = setLongTimeout((force) => force(), timeoutMs, this.#force);
-  }
-
-  /**
-   * One teardown turn per thread that serves: a lost thread's replacement that never came up
-   * would never take its turn, and close() would wait out startTimeoutMs for it. One that comes
-   * up during a round got no turn, nor did one that another thread's turn went to (a thread that
-   * ends in its hook lets the others leave the barrier early): another round reaches every thread
-   * that is alive and serves then (the entry runs a thread's close hook once; a second turn
-   * answers at once). A replacement's ready message may trail the round's replies, so each round
-   * first waits until the watch has heard of every thread that has loaded. One still loading
-   * when the last round ends gets no turn: the pool's destroy() terminates it without its close
-   * hook. Ends early when a hook does not return in time or `cut` settles.
-   */
-  async #teardown(pool: Piscina, cut: Promise<void>): Promise<void> {
-    const watch = this.#watch;
-    const closed = new Set<number>();
-    let threads = watch?.serving ?? this.#options.threads;
-    for (;;) {
-      const answered = await teardown(pool, threads, this.#options.startTimeoutMs, cut);
-      if (answered === undefined || watch === undefined) return;
-      for (const id of answered) closed.add(id);
-      await watch.caughtUp(cut);
-      const serving = watch.servingNow();
-      if (serving.every((id) => closed.has(id))) return;
-      threads = serving.length;
-    }
-  }
-
-  /**
-   * close()'s timeout passed with calls outstanding: they are abandoned now (callers reject,
-   * capacity comes back, a call still queued never runs). A thread running one is terminated
-   * without its close hook, since a native call cannot be interrupted; every thread idle now
-   * runs its hook first, bounded as a clean close bounds them: by startTimeoutMs, or cut short
-   * by a later close timeout (the spent one no longer applies). Idle threads are the ones
-   * piscina sees up and without a task; with one of them there is no call queued, so the
-   * teardown round reaches exactly them. A thread that ends its call while the round runs gets
-   * no turn.
-   */
-  async #forced(pool: Piscina): Promise<void> {
-    for (const task of [...this.#live]) task.abandon();
-    const idle = idleThreads(pool);
-    if (idle > 0) {
-      const cut = new Promise<void>((resolve) => {
-        this.#force = resolve;
-      });
-      this.#forceAt = Number.POSITIVE_INFINITY;
-      await teardown(pool, idle, this.#options.startTimeoutMs, cut);
-    }
-    await pool.destroy();
-  }
-
-  async #shutdown(): Promise<CloseResult> {
-    this.#state = 'draining';
-    const drained = this.#admission.close().then(() => true);
-    const expired = new Promise<boolean>((resolve) => {
-      this.#force = () => resolve(false);
-    });
-    const clean = await Promise.race([drained, expired]);
-    const abandoned = clean ? 0 : this.#admission.report().depth;
-    this.#tearingDown = true;
-    this.#watch?.stop();
-    const pool = this.#pool!;
-    // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
-    if (!this.#abandoned && clean) {
-      // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
-      // hook that never returns is not waited for past startTimeoutMs. A close timeout given so
-      // far bounded the wait for work, not the hooks (a 0 ms one on an idle runtime must not
-      // skip them); one given while they run (a server's second signal: stop waiting) cuts them
-      // short instead of leaving close() to wait out startTimeoutMs.
-      clearLongTimeout(this.#forceTimer);
-      this.#forceAt = Number.POSITIVE_INFINITY;
-      const cut = expired.then(() => undefined);
-      await this.#teardown(pool, cut);
-      // destroy(), not piscina's close(): the work has drained and every thread's turn came after
-      // its last task, so there is nothing left for close() to wait for, and close() leaves its
-      // own 30 s timeout armed, which (through the pool's listeners) kept this runtime and its
-      // buffers reachable for 30 s after close() resolved.
-      await pool.destroy();
-    } else if (!this.#abandoned) {
-      await this.#forced(pool);
-    } else {
-      await this.#destroyed;
-    }
-    // Every thread has stopped. One terminated inside a claim's release (a forced close) left
-    // that claim's counts behind, which nobody else would ever give back.
-    this.#admission[kRecount]();
-    this.#force = undefined;
-    clearLongTimeout(this.#forceTimer);
-    this.#state = 'stopped';
-    return { clean, abandoned };
+    return this.#shutdown!.close(timeoutMs);
   }
 }

@@ -30,7 +30,7 @@ async function forceClosedWithACallRunning() {
 }
 
 describe('close() stopping its own threads', () => {
-  // Mutant: #checkThreads without its `#tearingDown` guard (src/runtime.ts): the threads a
+  // Mutant: #checkThreads without its `tearingDown` guard (src/runtime/pool-guard.ts): the threads a
   // close stops would read as a lost pool and leave a sticky failure behind.
   it('a clean close leaves no failure behind', async () => {
     const rt = await start({ threads: 2 });
@@ -298,7 +298,7 @@ describe('a lost thread whose replacement comes up', () => {
 
 describe('a forced close', () => {
   // Mutant: #shutdown running the close-hook rounds after a close timeout too
-  // (`if (!this.#abandoned)` for `if (!this.#abandoned && clean)`, src/runtime.ts): the round,
+  // (`if (!guard.abandoned)` for `if (!guard.abandoned && clean)`, src/runtime/shutdown.ts): the round,
   // cut at once by the timeout that already fired, warns that the hooks did not finish.
   it('runs no close-hook round, so it warns of no hook cut short', async () => {
     const warnings: string[] = [];
@@ -316,7 +316,7 @@ describe('a forced close', () => {
 });
 
 describe.skipIf(!canBlockInRead)('a replacement stuck in a native call in its init', () => {
-  // Mutant: the stuck-replacement callback without `runtime.#abandon()` (src/runtime.ts,
+  // Mutant: the stuck-replacement callback without `this.abandon()` (src/runtime/pool-guard.ts,
   // `if (watch.serving <= 0)`): ReplacementWatch then only terminate()s the stuck thread, which
   // cannot stop inside a native call, so the queued call waits for that call to return.
   it('one thread: the runtime fails and gives a queued call back while the thread cannot stop yet', async () => {

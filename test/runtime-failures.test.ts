@@ -178,6 +178,44 @@ describe('a fatal worker error', () => {
     await closing;
     expect(rt.state).toBe('stopped');
   });
+
+  // Why 'draining' and not 'failed' there: close() has already refused every call not yet
+  // admitted (a waiter is woken with it), so no permit can be granted after the fatal error for
+  // a 'failed' state to refuse; the calls admitted before close() run either way, as queued
+  // calls do after a fatal error before close(); and the close hooks still run.
+  it("during close()'s drain: nothing is admitted after it, close() resolves clean and the close hooks run", async () => {
+    const closed = control();
+    const rt = await start({
+      worker: builtModuleUrl('test/fixtures/close-count-worker.js'),
+      threads: 1,
+      admission: { requests: 2, wait: true },
+      workerData: { closed: closed.buffer },
+    });
+    const a = control();
+    const first = rt.run(gate(a));
+    await waitFor(a, STARTED);
+    const fatal = rejection(rt.run({ mode: 'fatal', code: 'X_DURING_DRAIN' }));
+    const never = control();
+    const waiter = rejection(rt.run({ mode: 'echo', control: never.buffer as SharedArrayBuffer }));
+    const closing = rt.close();
+    expect(await waiter).toMatchObject({ code: 'OMNI_ERR_UNAVAILABLE', state: 'draining' });
+    open(a);
+    await first;
+    const err = await fatal;
+    expect(rt.state).toBe('draining');
+    expect(rt.failure).toBe(err);
+    expect(await codeOf(rt.run({ mode: 'echo' }))).toBe('OMNI_ERR_UNAVAILABLE');
+    await expect(closing).resolves.toEqual({ clean: true, abandoned: 0 });
+    expect(Atomics.load(never, INVOKED)).toBe(0);
+    expect(Atomics.load(closed, INVOKED)).toBe(1);
+    expect(rt.report()).toMatchObject({
+      state: 'stopped',
+      depth: 0,
+      completed: 1,
+      failed: 1,
+      unavailable: 2,
+    });
+  });
 });
 
 describe('a call whose work ends without a reply', () => {

@@ -1,12 +1,14 @@
 /**
  * close({ timeoutMs }) once its timeout has passed with calls still running: the calls are
  * abandoned at once, the threads running them are terminated without their close hooks (a
- * native call cannot be interrupted), and every thread idle then runs its hook first, so a
- * process that force-closes runtimes does not leak one native context per idle thread each
- * time. Hooks are counted in shared memory by the close-count worker; the busy thread is held
+ * native call cannot be interrupted), and every other thread runs its hook first (one idle
+ * then, or a replacement that comes up while those hooks run), so a process that force-closes
+ * runtimes does not leak one native context per such thread each time. Hooks are counted in shared memory by the close-count worker; the busy thread is held
  * in a synchronous wait (as in a native call) that the test never opens before the close.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { once } from 'node:events';
+import { Piscina } from 'piscina';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { seededWeights } from '../src/index.js';
 import type { NativeWorkerData } from '../src/linear/protocol.js';
 import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
@@ -18,6 +20,7 @@ afterEach(cleanup);
 
 const CLOSE_COUNT_WORKER = builtModuleUrl('test/fixtures/close-count-worker.js');
 const NATIVE_GATED_WORKER = builtModuleUrl('test/fixtures/native-gated-worker.js');
+const NATIVE_LATE_REPLACEMENT_WORKER = builtModuleUrl('test/fixtures/native-late-replacement-worker.js');
 
 /** Two threads, one held in a call that will be abandoned, the other idle. */
 async function oneBusyOneIdle(
@@ -107,6 +110,38 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     expect(await closing).toEqual({ clean: false, abandoned: 1 });
   }, 20_000);
 
+  // The order under test, a call's end reaching the main thread before another thread's hook
+  // returns, is between two threads' messages, which no handshake between the threads orders:
+  // the test waits for piscina's own 'drain' event (a thread came free) on the runtime's pool.
+  it('runs the hook of a thread whose abandoned call ends while the idle hooks run', async () => {
+    const closed = control();
+    const rt = await start({
+      worker: CLOSE_COUNT_WORKER,
+      threads: 2,
+      admission: { requests: 2 },
+      workerData: { closed: closed.buffer, closeGate: true },
+    });
+    const runs = vi.spyOn(Piscina.prototype, 'run');
+    const held = control();
+    const call = codeOf(rt.run(gate(held, { awaitSignal: true })));
+    await waitFor(held, STARTED);
+    const pool = runs.mock.contexts[0] as Piscina;
+    runs.mockRestore();
+    const closing = rt.close({ timeoutMs: 0 });
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    // The idle thread's hook waits at its gate; the abandoned call hears its signal and ends.
+    await waitFor(closed, INVOKED);
+    await waitFor(held, SIGNALLED);
+    const free = once(pool, 'drain');
+    open(held);
+    await free;
+    open(closed);
+    expect(await closing).toEqual({ clean: false, abandoned: 1 });
+    // Both threads ran their hook (and each returned): the call's thread after it was free.
+    expect(Atomics.load(closed, INVOKED)).toBe(2);
+    expect(Atomics.load(closed, STARTED)).toBe(2);
+  }, 20_000);
+
   it('a later close timeout cuts an idle hook that never returns short', async () => {
     // startTimeoutMs out of reach: only the second timeout can end the hook's wait.
     const { rt, closed, call } = await oneBusyOneIdle({ closeHangs: true }, 600_000);
@@ -146,6 +181,34 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     // Only the busy thread's context is left behind: it was terminated without its hook.
     expect(faults.liveBytes() - before).toBe(perThread);
   });
+
+  it("frees the context of a lost thread's replacement that comes up while the idle hooks run", async () => {
+    const faults = new FixtureFaults(loadNativeLibrary('fixture'));
+    const before = faults.liveBytes();
+    const words = new SharedArrayBuffer(8);
+    const data = {
+      backend: 'fixture',
+      device: undefined,
+      weights: seededWeights(64, 32),
+      words,
+      threads: 3,
+    } satisfies NativeWorkerData & { words: SharedArrayBuffer; threads: number };
+    const rt = await start({ worker: NATIVE_LATE_REPLACEMENT_WORKER, threads: 3, workerData: data });
+    const perThread = (faults.liveBytes() - before) / 3;
+    expect(perThread).toBeGreaterThan(0);
+    const stuck = control();
+    const call = codeOf(rt.run(gate(stuck, { sync: true })));
+    await waitFor(stuck, STARTED);
+    // An idle thread takes it and ends without its hook (its context is lost with it); the
+    // replacement waits in its init until the remaining idle thread's close hook lets it go on.
+    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    await waitFor(new Int32Array(words), 0, 4);
+    expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    // Left behind: the exited thread's context and the busy thread's. The idle thread freed its
+    // own, and the replacement, up once that hook had let it finish its init, freed its own too.
+    expect(faults.liveBytes() - before).toBe(2 * perThread);
+  }, 20_000);
 });
 
 describe('close({ timeoutMs }) and a call that never reached a worker', () => {

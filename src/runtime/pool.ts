@@ -151,6 +151,8 @@ export async function teardown(
  * reads the thread's state when read). Declared here: piscina does not export the type.
  */
 interface ThreadView {
+  /** The thread's threadId (-1 once it has exited). */
+  readonly id: number;
   readonly currentUsage: number;
   readonly destroyed: boolean;
   readonly terminating: boolean;
@@ -160,13 +162,14 @@ interface ThreadView {
 const upThreads = new WeakMap<Piscina, Set<ThreadView>>();
 
 /**
- * Threads that are up and run no task now (a ping included). Counted from piscina's own task
- * bookkeeping, which is what decides where the next task goes.
+ * threadIds of the threads that are up and run no task now (a ping included). Read from
+ * piscina's own task bookkeeping, which is what decides where the next task goes: with no task
+ * queued, a round of this many messages goes one to each of them, at once.
  */
-export function idleThreads(pool: Piscina): number {
-  let idle = 0;
+export function idleThreads(pool: Piscina): number[] {
+  const idle: number[] = [];
   for (const thread of upThreads.get(pool) ?? []) {
-    if (!thread.destroyed && !thread.terminating && thread.currentUsage === 0) idle++;
+    if (!thread.destroyed && !thread.terminating && thread.currentUsage === 0) idle.push(thread.id);
   }
   return idle;
 }

@@ -1,0 +1,153 @@
+import type { BoundedAdmission } from '../admission/index.js';
+import { kRecount } from '../admission/internal.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
+// A type only: CloseResult stays declared with Runtime, whose .d.ts is public and must not reach
+// this module's (PoolGuard's pool brings in piscina's own .d.ts; see report.ts's PoolCounts).
+import type { CloseResult } from '../runtime.js';
+import type { PendingTask } from './pending-task.js';
+import { idleThreads, teardown } from './pool.js';
+import type { PoolGuard } from './pool-guard.js';
+
+/** What a runtime's close() works on. */
+export interface ShutdownHost {
+  readonly admission: BoundedAdmission;
+  /** Calls whose work has not ended, for a close timeout to abandon (see TaskOwner.live). */
+  readonly live: Set<PendingTask>;
+  readonly guard: PoolGuard;
+  /** Bounds each round of close hooks (and the wait for a replacement's ready message). */
+  readonly startTimeoutMs: number;
+  /** The runtime's state moves to 'draining' (close() began) and then to 'stopped'. */
+  draining(): void;
+  stopped(): void;
+}
+
+/**
+ * A runtime's close(): stop admitting, drain (or, once a close timeout passes, abandon what is
+ * still outstanding), run the threads' close hooks, stop the threads.
+ *
+ * Invariants: the sequence runs once, whichever close() starts it, and every close() returns
+ * its promise; a close timeout only ever brings the end of a wait forward; close() resolves
+ * once every thread has stopped, with the admission's counts recounted (a thread terminated
+ * inside a claim's release leaves them behind).
+ */
+export class Shutdown {
+  readonly #host: ShutdownHost;
+  #closing: Promise<CloseResult> | undefined;
+  /**
+   * Ends close()'s wait early, for in-flight work or close hooks (armed by a close timeout);
+   * unset once close() is over.
+   */
+  #force: (() => void) | undefined;
+  #forceTimer: LongTimer;
+  #forceAt = Number.POSITIVE_INFINITY;
+
+  constructor(host: ShutdownHost) {
+    this.#host = host;
+  }
+
+  /** Starts the sequence once; `timeoutMs` (checked already) arms or brings forward the cut. */
+  close(timeoutMs: number | undefined): Promise<CloseResult> {
+    this.#closing ??= this.#shutdown();
+    if (timeoutMs !== undefined) this.#forceAfter(timeoutMs);
+    return this.#closing;
+  }
+
+  /** Arms close()'s timeout, or brings it forward; a later one never postpones it. */
+  #forceAfter(timeoutMs: number): void {
+    const at = Date.now() + timeoutMs;
+    if (this.#force === undefined || at >= this.#forceAt) return;
+    this.#forceAt = at;
+    clearLongTimeout(this.#forceTimer);
+    this.#forceTimer = setLongTimeout((force) => force(), timeoutMs, this.#force);
+  }
+
+  /**
+   * One teardown turn per thread `reach` names (every thread that serves, for a clean close): a
+   * lost thread's replacement that never came up would never take its turn, and close() would
+   * wait out startTimeoutMs for it. One that comes up during a round got no turn, nor did one
+   * that another thread's turn went to (a thread that ends in its hook lets the others leave the
+   * barrier early): another round reaches every thread `reach` names then (the entry runs a
+   * thread's close hook once; a second turn answers at once). A replacement's ready message may
+   * trail the round's replies, so each round first waits until the watch has heard of every
+   * thread that has loaded. One still loading when the last round ends gets no turn: the pool's
+   * destroy() terminates it without its close hook. Ends early when a hook does not return in
+   * time or `cut` settles.
+   */
+  async #teardown(cut: Promise<void>, reach: () => number[]): Promise<void> {
+    const { guard, startTimeoutMs } = this.#host;
+    const closed = new Set<number>();
+    for (let threads = reach(); ; threads = reach()) {
+      if (threads.length > 0) {
+        const answered = await teardown(guard.pool, threads.length, startTimeoutMs, cut);
+        if (answered === undefined) return;
+        for (const id of answered) closed.add(id);
+      }
+      await guard.watch.caughtUp(cut);
+      if (reach().every((id) => closed.has(id))) return;
+    }
+  }
+
+  /**
+   * close()'s timeout passed with calls outstanding: they are abandoned now (callers reject,
+   * capacity comes back, a call still queued never runs). A thread running one is terminated
+   * without its close hook, since a native call cannot be interrupted; every other thread runs
+   * its hook first, in the rounds a clean close runs, bounded as those are: by startTimeoutMs,
+   * or cut short by a later close timeout (the spent one no longer applies). A round reaches
+   * the threads idle then, the ones piscina sees up and without a task (with one of them there
+   * is no call queued, so the round's messages go one to each at once). A lost thread's
+   * replacement that comes up during a round, or a thread whose abandoned call ends (piscina
+   * has heard it end) before the last round is over, is idle for the next round. One still
+   * running a call then is terminated without its hook.
+   */
+  async #forced(): Promise<void> {
+    const { guard, live } = this.#host;
+    for (const task of [...live]) task.abandon();
+    const cut = new Promise<void>((resolve) => {
+      this.#force = resolve;
+    });
+    this.#forceAt = Number.POSITIVE_INFINITY;
+    await this.#teardown(cut, () => idleThreads(guard.pool));
+    await guard.pool.destroy();
+  }
+
+  async #shutdown(): Promise<CloseResult> {
+    const host = this.#host;
+    const { admission, guard } = host;
+    host.draining();
+    const drained = admission.close().then(() => true);
+    const expired = new Promise<boolean>((resolve) => {
+      this.#force = () => resolve(false);
+    });
+    const clean = await Promise.race([drained, expired]);
+    const abandoned = clean ? 0 : admission.report().depth;
+    guard.tearDown();
+    // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
+    if (!guard.abandoned && clean) {
+      // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
+      // hook that never returns is not waited for past startTimeoutMs. A close timeout given so
+      // far bounded the wait for work, not the hooks (a 0 ms one on an idle runtime must not
+      // skip them); one given while they run (a server's second signal: stop waiting) cuts them
+      // short instead of leaving close() to wait out startTimeoutMs.
+      clearLongTimeout(this.#forceTimer);
+      this.#forceAt = Number.POSITIVE_INFINITY;
+      const cut = expired.then(() => undefined);
+      await this.#teardown(cut, () => guard.watch.servingNow());
+      // destroy(), not piscina's close(): the work has drained and every thread's turn came after
+      // its last task, so there is nothing left for close() to wait for, and close() leaves its
+      // own 30 s timeout armed, which (through the pool's listeners) kept this runtime and its
+      // buffers reachable for 30 s after close() resolved.
+      await guard.pool.destroy();
+    } else if (!guard.abandoned) {
+      await this.#forced();
+    } else {
+      await guard.destroyed;
+    }
+    // Every thread has stopped. One terminated inside a claim's release (a forced close) left
+    // that claim's counts behind, which nobody else would ever give back.
+    admission[kRecount]();
+    this.#force = undefined;
+    clearLongTimeout(this.#forceTimer);
+    host.stopped();
+    return { clean, abandoned };
+  }
+}
