@@ -1,6 +1,7 @@
 /**
  * Values that structured clone refuses, on the way in or out. An input that cannot be posted
- * never reaches a worker: the caller hears OMNI_ERR_INVALID_ARGUMENT (not a dead worker). A
+ * never reaches a worker: the caller hears OMNI_ERR_INVALID_ARGUMENT (not a dead worker); a
+ * worker that dies of such an error of its own is a dead worker (OMNI_ERR_WORKER_EXITED). A
  * result that cannot be posted back ends its task with OMNI_ERR_TASK_FAILED, named after the
  * clone's DataCloneError. Either way the capacity comes back exactly once and the pool keeps serving.
  */
@@ -60,6 +61,25 @@ describe('an input that cannot be posted to a worker', () => {
     expect((await refused).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
     await expect(Promise.all([running, after])).resolves.toEqual(['a', 'after']);
     await boundIntact(rt, 3);
+  });
+});
+
+describe('a worker thread ended by its own clone refusal', () => {
+  // The same coded TypeErrors a refused input rejects with here, but thrown (uncaught) in the
+  // worker after the call reached it: the thread died in the call, so OMNI_ERR_WORKER_EXITED, as
+  // for any other uncaught error, not OMNI_ERR_INVALID_ARGUMENT (the input was posted fine).
+  it.each([
+    ['a port not listed for transfer (ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST)', 'port'],
+    ['a plain object in the transfer list (ERR_INVALID_TRANSFER_OBJECT)', 'transfer-list'],
+  ])('%s: OMNI_ERR_WORKER_EXITED; capacity back once', async (_what, value) => {
+    const rt = await start({ threads: 1, admission: { requests: 2, units: 4 } });
+    const c = control();
+    const call = { mode: 'uncaught-post', value, control: c.buffer as SharedArrayBuffer } as const;
+    const err = await rejection(rt.run(call, { cost: 3 }));
+    expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(Atomics.load(c, INVOKED)).toBe(1); // the call did reach the worker
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 1 });
+    await boundIntact(rt, 2);
   });
 });
 

@@ -1,3 +1,5 @@
+import { types } from 'node:util';
+
 /**
  * How structured clone (and postMessage) refuses to post a value, in this thread: every place
  * that posts the caller's values (workerData at start, a task's input) then answers the
@@ -9,12 +11,16 @@
  * function, a detached buffer, a buffer listed twice), a TypeError coded
  * ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST for what can only be transferred (a MessagePort, a
  * stream) but is not listed, or ERR_INVALID_TRANSFER_OBJECT for a transfer list holding what
- * cannot be transferred. A DOMException, not the name alone: a worker's own DataCloneError
- * reaches this thread rebuilt as a plain Error of that name (workers/uncaught.ts), and is that
- * worker's failure. Any other error (a getter that throws) is the caller's own.
+ * cannot be transferred. Only this thread's own errors: a worker's uncaught error is that
+ * worker's failure (its thread died in the call), though it may carry the same name or code. A
+ * DOMException, not the name alone: a worker's DataCloneError reaches this thread rebuilt as a
+ * plain Error of that name (workers/uncaught.ts). A native error for the codes: Node rebuilds a
+ * worker's uncaught TypeError, code included, as an object with TypeError's prototype that is
+ * not a native error. Any other error (a getter that throws) is the caller's own.
  */
 export function isCloneRefusal(err: unknown): boolean {
   if (err instanceof DOMException) return err.name === 'DataCloneError';
-  const code = (err as { code?: unknown } | null)?.code;
+  if (!types.isNativeError(err)) return false;
+  const code = (err as { code?: unknown }).code;
   return code === 'ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST' || code === 'ERR_INVALID_TRANSFER_OBJECT';
 }
