@@ -1,5 +1,6 @@
 import type { Piscina } from 'piscina';
 import { WorkerExitedError } from '../errors.js';
+import { destroyPool } from './pool.js';
 import { ReplacementWatch } from './replacement-watch.js';
 
 /**
@@ -22,6 +23,7 @@ export class PoolGuard {
   /** The abandoned pool's destroy(): close() resolves only once its threads are gone. */
   destroyed: Promise<void> | undefined;
   readonly #fail: (error: Error) => void;
+  readonly #startTimeoutMs: number;
 
   /**
    * `loaded`: the entry's count of threads whose module has loaded (EntryData.loaded); `fail`
@@ -30,6 +32,7 @@ export class PoolGuard {
   constructor(pool: Piscina, loaded: Int32Array, startTimeoutMs: number, fail: (error: Error) => void) {
     this.pool = pool;
     this.#fail = fail;
+    this.#startTimeoutMs = startTimeoutMs;
     const watch = new ReplacementWatch(pool, loaded, startTimeoutMs, (error) => {
       fail(error);
       // No thread left that could take the queued calls: give them back now (this may come
@@ -69,6 +72,6 @@ export class PoolGuard {
     if (this.abandoned || this.tearingDown) return;
     this.abandoned = true;
     this.watch.stop();
-    this.destroyed = this.pool.destroy();
+    this.destroyed = destroyPool(this.pool, this.#startTimeoutMs);
   }
 }

@@ -93,7 +93,7 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
     // the ones waiting at the ping's barrier close where they are.
     if (everyThreadAnswered) await teardown(pool, options.threads, options.startTimeoutMs);
     else await abandon(ping, stuck, options.startTimeoutMs);
-    await pool.destroy();
+    await destroyPool(pool, options.startTimeoutMs);
     throw err instanceof Error && 'code' in err
       ? err
       : new WorkerExitedError(String((err as Error)?.message ?? err));
@@ -161,6 +161,9 @@ interface ThreadView {
 /** Each pool's threads that have come up ('workerCreate'), less those found destroyed. */
 const upThreads = new WeakMap<Piscina, Set<ThreadView>>();
 
+/** Each pool's threads that piscina has removed and that have not exited yet: their exits. */
+const endingThreads = new WeakMap<Piscina, Set<Promise<void>>>();
+
 /**
  * threadIds of the threads that are up and run no task now (a ping included). Read from
  * piscina's own task bookkeeping, which is what decides where the next task goes: with no task
@@ -192,14 +195,56 @@ export function busyThreads(pool: Piscina): number {
  * Follows the pool's threads from the first: piscina emits the first threads' 'workerCreate'
  * on the next microtask, so this must be attached in the turn the pool is made. Each event
  * carries a fresh view object, so a destroyed thread is dropped by its flag, not by identity.
+ * A removed thread may still be running (one that died of an uncaught error is removed at its
+ * 'error', and exits later): its exit is kept for destroyPool(). piscina emits 'workerDestroy'
+ * before the thread leaves `pool.threads`; one whose threadId reads -1 is exiting already.
  */
 function trackThreads(pool: Piscina): void {
   const up = new Set<ThreadView>();
+  const ending = new Set<Promise<void>>();
   upThreads.set(pool, up);
+  endingThreads.set(pool, ending);
   pool.on('workerCreate', (thread: ThreadView) => up.add(thread));
-  pool.on('workerDestroy', () => {
+  pool.on('workerDestroy', (removed: ThreadView) => {
     for (const thread of up) if (thread.destroyed) up.delete(thread);
+    const id = removed.id;
+    const worker = id === -1 ? undefined : pool.threads.find((t) => t.threadId === id);
+    if (worker === undefined) return;
+    // Not events.once(): that would reject on a later 'error', and this promise has no reader
+    // until the pool is destroyed.
+    const exited = new Promise<void>((resolve) => {
+      worker.once('exit', () => {
+        ending.delete(exited);
+        resolve();
+      });
+    });
+    ending.add(exited);
   });
+}
+
+/**
+ * Stops the pool's threads for good, and resolves once every thread it ever had has exited.
+ * piscina's destroy() waits only for the threads still in the pool; one removed earlier (dead
+ * of an uncaught error: removed at its 'error', exiting later) may exit after destroy() has
+ * ended, and piscina's exit handler then tops the pool back up to minThreads: a new thread
+ * that would run the worker's init and idle for good. With minThreads 0 no exit starts one.
+ * Such a thread has been terminated by piscina and runs no more of the worker's code; only
+ * native code (its own sub-threads, a native cleanup hook) can hold its exit, so the wait for
+ * it is bounded by `timeoutMs`: past that nothing more can start, and close() resolves with
+ * a warning rather than hang.
+ */
+export async function destroyPool(pool: Piscina, timeoutMs: number): Promise<void> {
+  // The pool's live options object: piscina reads minThreads from it at every exit.
+  (pool.options as { minThreads: number }).minThreads = 0;
+  await pool.destroy();
+  const ending = endingThreads.get(pool);
+  if (ending === undefined || ending.size === 0) return;
+  if ((await within(Promise.all(ending), timeoutMs)) === undefined) {
+    process.emitWarning(
+      `a worker thread removed from the pool did not exit within ${timeoutMs} ms`,
+      'OmniRuntimeWarning',
+    );
+  }
 }
 
 /** The pool; a workerData that structured clone cannot post is the caller's mistake, coded. */

@@ -5,7 +5,7 @@ import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeou
 // this module's (PoolGuard's pool brings in piscina's own .d.ts; see report.ts's PoolCounts).
 import type { CloseResult } from '../runtime.js';
 import type { PendingTask } from './pending-task.js';
-import { idleThreads, teardown } from './pool.js';
+import { destroyPool, idleThreads, teardown } from './pool.js';
 import type { PoolGuard } from './pool-guard.js';
 
 /** What a runtime's close() works on. */
@@ -107,7 +107,7 @@ export class Shutdown {
     });
     this.#forceAt = Number.POSITIVE_INFINITY;
     await this.#teardown(cut, () => idleThreads(guard.pool));
-    await guard.pool.destroy();
+    await destroyPool(guard.pool, this.#host.startTimeoutMs);
   }
 
   async #shutdown(): Promise<CloseResult> {
@@ -136,7 +136,7 @@ export class Shutdown {
       // its last task, so there is nothing left for close() to wait for, and close() leaves its
       // own 30 s timeout armed, which (through the pool's listeners) kept this runtime and its
       // buffers reachable for 30 s after close() resolved.
-      await guard.pool.destroy();
+      await destroyPool(guard.pool, host.startTimeoutMs);
     } else if (!guard.abandoned) {
       await this.#forced();
     } else {

@@ -1,0 +1,86 @@
+/**
+ * close() and a thread that exits after piscina dropped it. A thread that dies of an uncaught
+ * error leaves the pool at its 'error' event, but its 'exit' may come later; piscina's exit
+ * handler then tops the pool back up to its thread count. When that 'exit' came after close()
+ * had destroyed the pool, the new thread ran the worker's init and then idled for good (a
+ * leaked native context, a process kept alive). The fixture's dying thread is held in its exit
+ * by a sub-thread inside read() on a pipe the test writes to, so the late 'exit' is ordered
+ * by the test, not by time; Linux (glibc) only.
+ */
+import { closeSync, existsSync, readdirSync, writeSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { builtModuleUrl } from '../src/paths.js';
+import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
+import { HOOKS, INITS, TID, WORDS } from './fixtures/late-exit-worker.js';
+import { cleanup, codeOf, start, turns, until } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+/** Worker threads of this process (those of every runtime, and vitest's own if any). */
+function workerThreads(): number {
+  return (process.report.getReport() as { workers: unknown[] }).workers.length;
+}
+
+/** This process's Linux thread ids. */
+function osThreads(): string[] {
+  return readdirSync('/proc/self/task');
+}
+
+describe.skipIf(!canBlockInRead)('close() and a thread that exits late', () => {
+  it('starts no thread once the pool is torn down, and resolves once the late thread has exited', async () => {
+    const [readEnd, writeEnd] = libcPipe();
+    let written = false;
+    const letItExit = (): void => {
+      if (!written) writeSync(writeEnd, 'x');
+      written = true;
+    };
+    try {
+      const counts = new Int32Array(new SharedArrayBuffer(4 * WORDS));
+      const base = workerThreads();
+      const rt = await start({
+        worker: builtModuleUrl('test/fixtures/late-exit-worker.js'),
+        threads: 1,
+        workerData: { counts: counts.buffer },
+      });
+      expect(await codeOf(rt.run({ die: readEnd }))).toBe('OMNI_ERR_WORKER_EXITED');
+      // piscina started the replacement at the error; a call waits for it to come up.
+      expect(await rt.run({})).toBe(1);
+      expect(Atomics.load(counts, INITS)).toBe(2);
+      // The dying thread is not listed: a thread that is stopping leaves the report.
+      expect(workerThreads()).toBe(base + 1);
+
+      let closedBeforeExit: boolean | undefined;
+      const closing = rt.close().then((result) => {
+        closedBeforeExit ??= !written;
+        return result;
+      });
+      // The replacement ran its hook and stopped; the dying thread is still held in its exit.
+      await until(() => workerThreads() === base, 'the replacement to stop');
+      await turns();
+      expect(Atomics.load(counts, HOOKS)).toBe(1);
+      expect(blockedInRead(readEnd)).toBe(true);
+      const dying = `/proc/self/task/${Atomics.load(counts, TID)}`;
+      expect(existsSync(dying)).toBe(true);
+      const before = new Set(osThreads());
+
+      letItExit();
+      expect(await closing).toEqual({ clean: true, abandoned: 0 });
+      // Once the dying thread has ended, its 'exit' is queued to this thread: a few turns of the
+      // loop deliver it. A thread started for it then is a new OS thread at once (its init
+      // comes later).
+      await until(() => !existsSync(dying), 'the dying thread to end');
+      await turns();
+      expect(
+        osThreads().filter((tid) => !before.has(tid)),
+        'threads started after close()',
+      ).toEqual([]);
+      expect(closedBeforeExit, 'close() resolved only once the late thread had exited').toBe(false);
+      expect(Atomics.load(counts, INITS)).toBe(2);
+      expect(workerThreads()).toBe(base);
+    } finally {
+      letItExit(); // a failed assertion must not leave the thread (and cleanup) blocked
+      closeSync(readEnd);
+      closeSync(writeEnd);
+    }
+  }, 30_000);
+});
