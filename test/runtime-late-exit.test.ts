@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
 import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
 import { HOOKS, INITS, TID, WORDS } from './fixtures/late-exit-worker.js';
+import { WORDS as CHAOS_WORDS, type ChaosKind } from './fixtures/runtime-chaos-worker.js';
 import { cleanup, codeOf, start, turns, until } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
@@ -83,4 +84,45 @@ describe.skipIf(!canBlockInRead)('close() and a thread that exits late', () => {
       closeSync(writeEnd);
     }
   }, 30_000);
+});
+
+describe('close() after threads were lost', () => {
+  // Mutant: trackThreads without its `id === -1` check (src/runtime/pool.ts): a thread that ends
+  // with process.exit() is removed inside its own 'exit' event, when its threadId reads -1 and it
+  // is still in pool.threads; the 'exit' listener attached then never runs, so every close()
+  // after such a loss waited out startTimeoutMs and warned.
+  it.each([
+    ['exit', 'process.exit() in a call'],
+    ['uncaught', 'an uncaught error'],
+  ] as const)(
+    '%s (%s): resolves without a warning once the lost threads have exited',
+    async (kind, _what) => {
+      const warnings: string[] = [];
+      const onWarning = (warning: Error): void => {
+        if (warning.name === 'OmniRuntimeWarning') warnings.push(warning.message);
+      };
+      process.on('warning', onWarning);
+      try {
+        const words = new SharedArrayBuffer(4 * CHAOS_WORDS * 3);
+        const rt = await start({
+          worker: builtModuleUrl('test/fixtures/runtime-chaos-worker.js'),
+          threads: 2,
+          startTimeoutMs: 5_000,
+        });
+        const call = (k: ChaosKind, i: number): Promise<unknown> =>
+          rt.run({ kind: k, words, at: CHAOS_WORDS * i, value: i, sync: false });
+        // Two losses in a row: the second lands on a replacement or on the other first thread.
+        expect(await codeOf(call(kind, 0))).toBe('OMNI_ERR_WORKER_EXITED');
+        expect(await codeOf(call(kind, 1))).toBe('OMNI_ERR_WORKER_EXITED');
+        // A call waits for a replacement to come up: the pool serves again.
+        expect(await call('value', 2)).toBe(2);
+        expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+        await turns(); // process 'warning' is emitted on a later tick
+        expect(warnings).toEqual([]);
+      } finally {
+        process.off('warning', onWarning);
+      }
+    },
+    30_000,
+  );
 });
