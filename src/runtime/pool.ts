@@ -1,9 +1,8 @@
 import { Piscina } from 'piscina';
-import { InvalidArgumentError, WorkerExitedError } from '../errors.js';
+import { WorkerExitedError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { builtModuleUrl } from '../paths.js';
 import { fromWire } from '../wire-error.js';
-import { isCloneRefusal } from './clone-refusal.js';
 import type { CheckedRuntimeOptions } from './options.js';
 import { ABANDONED, type EntryData, type PingMessage, type PingReply } from './protocol.js';
 
@@ -247,31 +246,24 @@ export async function destroyPool(pool: Piscina, timeoutMs: number): Promise<voi
   }
 }
 
-/** The pool; a workerData that structured clone cannot post is the caller's mistake, coded. */
+/** The pool. Its workerData posts: the caller's was cloned once already (checkRuntimeOptions). */
 function createPool(options: CheckedRuntimeOptions, entryData: EntryData): Piscina {
-  try {
-    const pool = new Piscina({
-      // A CommonJS shim: piscina's require() of entry.js itself could abort the process.
-      filename: builtModuleUrl('workers/entry-shim.cjs'),
-      minThreads: options.threads,
-      maxThreads: options.threads,
-      concurrentTasksPerWorker: 1,
-      maxQueue: Number.POSITIVE_INFINITY,
-      // Queued tasks start in submission order (piscina otherwise re-queues at the back).
-      stricterFIFO: true,
-      idleTimeout: options.idleTimeout ?? Number.POSITIVE_INFINITY,
-      ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
-      workerData: entryData,
-      recordTiming: true,
-    });
-    trackThreads(pool);
-    return pool;
-  } catch (err) {
-    if (!isCloneRefusal(err)) throw err;
-    throw new InvalidArgumentError(
-      `workerData cannot be posted to a worker thread: ${(err as Error).message}`,
-    );
-  }
+  const pool = new Piscina({
+    // A CommonJS shim: piscina's require() of entry.js itself could abort the process.
+    filename: builtModuleUrl('workers/entry-shim.cjs'),
+    minThreads: options.threads,
+    maxThreads: options.threads,
+    concurrentTasksPerWorker: 1,
+    maxQueue: Number.POSITIVE_INFINITY,
+    // Queued tasks start in submission order (piscina otherwise re-queues at the back).
+    stricterFIFO: true,
+    idleTimeout: options.idleTimeout ?? Number.POSITIVE_INFINITY,
+    ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+    workerData: entryData,
+    recordTiming: true,
+  });
+  trackThreads(pool);
+  return pool;
 }
 
 /**
