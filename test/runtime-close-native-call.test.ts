@@ -5,7 +5,7 @@
  * thread stops, and close() resolves, only once the native call returns. The thread is seen
  * blocked in read() through /proc, so the test orders nothing by time; Linux (glibc) only.
  */
-import { closeSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, writeSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
 import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
@@ -22,7 +22,7 @@ describe.skipIf(!canBlockInRead)('close() and a thread inside a native call', ()
       returned = true;
     };
     try {
-      const hooks = new Int32Array(new SharedArrayBuffer(4));
+      const hooks = new Int32Array(new SharedArrayBuffer(8));
       const rt = await start({
         worker: builtModuleUrl('test/fixtures/native-block-worker.js'),
         threads: 2,
@@ -40,6 +40,13 @@ describe.skipIf(!canBlockInRead)('close() and a thread inside a native call', ()
       // Abandoned at once: its caller hears of it and its capacity is back while the call runs.
       expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
       expect(rt.report()).toMatchObject({ depth: 0, running: 0 });
+      // The idle thread runs its close hook and is then terminated: once its OS thread is gone,
+      // close()'s hook rounds are over, so the call returning now cannot earn its thread a turn
+      // (returning during a round would: see Shutdown's forced close).
+      await until(
+        () => Atomics.load(hooks, 0) === 1 && !existsSync(`/proc/self/task/${Atomics.load(hooks, 1)}`),
+        'the idle thread to run its close hook and stop',
+      );
       await turns();
       expect(blockedInRead(readEnd)).toBe(true);
       expect(closedBeforeReturn).toBeUndefined();
