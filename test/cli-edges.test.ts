@@ -13,6 +13,8 @@ import { formatTable } from '../src/cli/bench-report.js';
 import { parseServeArgs, runServeCommand } from '../src/cli/serve-command.js';
 import { ShutdownSignals } from '../src/cli/shutdown-signals.js';
 import { benchPhase, benchResult } from './fixtures/bench-result.js';
+import { codeOf } from './fixtures/runtime-harness.js';
+import { FAIL_FATAL } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 import { thrownCode } from './fixtures/thrown.js';
 
@@ -133,5 +135,33 @@ describe('runServeCommand', () => {
     expect(lines).toEqual(['omni-runtime serve: SIGTERM while starting: stopping']);
     expect(closedWith).toEqual({ timeoutMs: 7 });
     expect(exitCode).toBe(1);
+  });
+
+  // A runtime that failed while the command started (a sticky native error) and a signal then:
+  // the close of a failed runtime is clean (nothing is outstanding), and the stop exited 0 with
+  // nothing on stderr, while a failure after listening exits 1 with its line.
+  it('a signal while starting and a runtime that failed by then: its line on stderr, exit 1', async () => {
+    const signals = new EventEmitter();
+    const lines: string[] = [];
+    const errors: string[] = [];
+    let gated: Gated | undefined;
+    const exitCode = await runServeCommand(['--port', '0', '--in-features', '2'], {
+      signals: signals as unknown as NodeJS.Process,
+      out: (l) => lines.push(l),
+      err: (l) => errors.push(l),
+      startRuntime: async (given) => {
+        gated = await startGated({ ...given, inFeatures: 2, outFeatures: 2, open: true });
+        gates.push(gated);
+        expect(await codeOf(gated.lr.run(new Float32Array([FAIL_FATAL, 0])))).toBe('OMNI_ERR_NATIVE');
+        expect(gated.lr.report().state).toBe('failed');
+        signals.emit('SIGTERM');
+        return gated.lr;
+      },
+    });
+    expect(lines).toEqual(['omni-runtime serve: SIGTERM while starting: stopping']);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatch(/^omni-runtime serve: the runtime failed: OMNI_ERR_NATIVE: /);
+    expect(exitCode).toBe(1);
+    expect(gated!.lr.report().state).toBe('stopped');
   });
 });

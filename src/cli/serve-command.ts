@@ -33,9 +33,9 @@ the limit 413; a malformed body 400; a call past its deadline 504; a native erro
 SIGTERM or SIGINT drains: no new connections, new requests 503, in-flight work finishes
 (up to --drain-timeout-ms), then the runtime closes and the process exits 0 (1 if the
 timeout or a second signal cut work off). A signal while the runtime starts stops it as
-soon as the runtime is up, without listening (exit 0). A runtime that fails (a sticky native
-error, a lost thread that cannot be replaced) never recovers: the server says so on stderr,
-drains the same way and exits 1.
+soon as the runtime is up, without listening (exit 0; 1 if the runtime had failed by then).
+A runtime that fails (a sticky native error, a lost thread that cannot be replaced) never
+recovers: the server says so on stderr, drains the same way and exits 1.
 
 Flags:
   --host ADDR            interface to listen on (default 127.0.0.1)
@@ -212,12 +212,16 @@ async function serveUntilSignalled(
     ...(config.device === undefined ? {} : { device: config.device }),
     ...(config.deadlineMs === undefined ? {} : { deadlineMs: config.deadlineMs }),
   });
+  const err = deps.err ?? ((line: string) => process.stderr.write(`${line}\n`));
   const early = signals.received;
   if (early !== undefined) {
     // Signalled while starting: never listen, so no client is accepted only to be drained.
     out(`omni-runtime serve: ${early} while starting: stopping`);
     const closed = await runtime.close({ timeoutMs: config.drainTimeoutMs });
-    return closed.clean ? 0 : 1;
+    // A failed runtime closes clean (nothing is outstanding), but the stop did not go well.
+    const failure = runtime.runtime?.failure;
+    if (failure !== undefined) err(failureLine(failure));
+    return closed.clean && failure === undefined ? 0 : 1;
   }
   let handle: Awaited<ReturnType<typeof serve>>;
   try {
@@ -247,7 +251,6 @@ async function serveUntilSignalled(
   watch.stop();
   // drain() stops listening before it returns: once this line is out, connections are refused.
   const drained = handle.drain();
-  const err = deps.err ?? ((line: string) => process.stderr.write(`${line}\n`));
   if (signal === undefined) err(failureLine(runtime.runtime?.failure));
   out(`omni-runtime serve: ${signal ?? 'runtime failed'}: draining (up to ${config.drainTimeoutMs} ms)`);
   // A second signal stops waiting for in-flight requests (they are abandoned); during the
