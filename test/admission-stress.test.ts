@@ -300,9 +300,11 @@ describe('BoundedAdmission under real threads', () => {
     expect(total(CLAIM_WINS)).toBe(expectedWins);
     expect(total(CLAIM_LOSSES)).toBe(expectedWins);
     expect(total(STALE_WINS)).toBe(0);
-    // Both threads won some: the copies really raced.
-    expect(stat(control, 0, CLAIM_WINS)).toBeGreaterThan(0);
-    expect(stat(control, 1, CLAIM_WINS)).toBeGreaterThan(0);
+    // Each thread led half the rounds and won at least their first claims: both ways of
+    // releasing a copied claim won. (Who wins the rest is the scheduler's choice: left to chance,
+    // whoever started a round first usually won all of it, so one thread could win nothing.)
+    expect(stat(control, 0, CLAIM_WINS)).toBeGreaterThanOrEqual(rounds / 2);
+    expect(stat(control, 1, CLAIM_WINS)).toBeGreaterThanOrEqual(rounds / 2);
   }, 30_000);
 
   it('wakes waiters across threads without losing a wake-up, and givers-up take nothing', async () => {
