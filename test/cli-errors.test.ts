@@ -23,9 +23,9 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 // completed nothing fails the run (OMNI_ERR_BENCH, exit 1) before the rates are resolved. It
 // counts completions in its last three quarters, so a process the machine did not run for that
 // long completes none: 0.05 s (37.5 ms counted) or a 1024-wide layer's 6 ms calls over 0.2 s
-// (150 ms counted) failed that way when the calibration was held up. Calls of 8 features take
-// microseconds; here 375 ms are counted (a 200 ms hold-up failed both lines before, not now).
-const CALIBRATED = ['--calibrate', '0.5', '--in-features', '8', '--out-features', '8'];
+// (150 ms counted) failed that way when the calibration was held up for 200 ms. Calls of 8
+// features take microseconds, and 750 ms are counted here.
+const CALIBRATED = ['--calibrate', '1', '--in-features', '8', '--out-features', '8'];
 
 const cases: Array<[string, string[], string]> = [
   ['an unknown command', ['frobnicate'], 'frobnicate'],
