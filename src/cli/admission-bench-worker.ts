@@ -77,11 +77,13 @@ batch(); // warm the loop up before timing starts
 Atomics.add(ctl, READY, 1);
 Atomics.notify(ctl, READY);
 Atomics.wait(ctl, GO, 0);
+// One batch at least: a thread the OS did not run between GO and STOP (a busy machine, a short
+// round) would otherwise count nothing, and the round would report 0 pairs/s.
 let pairs = 0;
-while (Atomics.load(ctl, STOP) === 0) {
+do {
   batch();
   pairs += BATCH;
-}
+} while (Atomics.load(ctl, STOP) === 0);
 results[2 * data.index] = pairs;
 results[2 * data.index + 1] = refused;
 // Release order: the counts are written before DONE, so the main thread reads them complete.
