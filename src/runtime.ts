@@ -90,9 +90,16 @@ export class Runtime {
   /** Calls whose work has not ended, for a close timeout to abandon (see TaskOwner.live). */
   readonly #live = new Set<PendingTask>();
   #failure: Error | undefined;
+  /** whenFailed()'s promise: made once, resolved by #fail with the first failure. */
+  readonly #failed: Promise<Error>;
+  #announceFailure!: (error: Error) => void;
 
   private constructor(options: CheckedRuntimeOptions) {
     this.#options = options;
+    // Only the resolver is kept: a pending promise holds neither the process nor the runtime.
+    this.#failed = new Promise<Error>((resolve) => {
+      this.#announceFailure = resolve;
+    });
     // checkRuntimeOptions has checked the bound, its claim-slot limit included.
     const bounds = options.admission;
     this.#bounded = bounds !== undefined;
@@ -159,6 +166,16 @@ export class Runtime {
   /** The sticky error that moved the runtime to 'failed', if any. */
   get failure(): Error | undefined {
     return this.#failure;
+  }
+
+  /**
+   * Resolves (never rejects) with `failure` as soon as it is set, so a supervisor need not poll
+   * `state`; the same promise on every call, pending for good while nothing fails. It follows
+   * `failure`, not `state`: a failure during close()'s drain resolves it too, though the state
+   * stays 'draining' and ends 'stopped' (see #fail).
+   */
+  whenFailed(): Promise<Error> {
+    return this.#failed;
   }
 
   run<O = unknown>(input: unknown, options?: RunOptions): Promise<O> {
@@ -280,8 +297,10 @@ export class Runtime {
    * 'stopped' with `failure` kept.
    */
   #fail(error: Error): void {
-    this.#failure ??= error;
     if (this.#state === 'ready') this.#state = 'failed';
+    if (this.#failure !== undefined) return;
+    this.#failure = error;
+    this.#announceFailure(error);
   }
 
   report(): RuntimeReport {

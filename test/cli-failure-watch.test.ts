@@ -1,8 +1,10 @@
 /**
- * The serve command's failure watch, in-process on a fake clock: it reads the runtime's state
- * at once and then every FAILURE_POLL_MS, resolves once that state is 'failed' (a runtime only
- * draining or stopped is not), survives a report() that throws, and reads nothing after stop().
- * The command around it (drain, stderr line, exit 1) is serve-cli's.
+ * The serve command's failure watch, in-process on a fake clock. A runtime whose Runtime has
+ * whenFailed() is only listened to: no interval is armed and nothing is read, and its failure
+ * resolves the watch with no poll elapsing. Without it (or when it throws or rejects), the watch
+ * reads the runtime's state at once and then every FAILURE_POLL_MS, resolves once that state is
+ * 'failed' (a runtime only draining or stopped is not), survives a report() that throws, and
+ * reads nothing after stop(). The command around it (drain, stderr line, exit 1) is serve-cli's.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FAILURE_POLL_MS, failureLine, watchFailure } from '../src/cli/failure-watch.js';
@@ -77,6 +79,61 @@ describe('watchFailure', () => {
     await vi.advanceTimersByTimeAsync(5 * FAILURE_POLL_MS);
     expect(runtime.reads).toBe(1);
     expect(await settled(watch.failed)).toBe(false);
+  });
+});
+
+/** A runtime whose Runtime offers whenFailed(): `fail` resolves it; report() says 'ready'. */
+function announcing() {
+  let fail: (error: Error) => void = () => {};
+  const whenFailed = new Promise<Error>((resolve) => {
+    fail = resolve;
+  });
+  const runtime = scripted(['ready']);
+  return { served: Object.assign(runtime, { runtime: { whenFailed: () => whenFailed } }), fail };
+}
+
+describe('watchFailure with whenFailed()', () => {
+  it('arms no interval and reads nothing; the failure resolves it with no poll elapsing', async () => {
+    const { served, fail } = announcing();
+    const watch = watchFailure(served);
+    expect(vi.getTimerCount()).toBe(0);
+    expect(served.reads).toBe(0);
+    expect(await settled(watch.failed)).toBe(false);
+    fail(new NativeError(7, 'sticky', true));
+    expect(await settled(watch.failed)).toBe(true);
+    expect(served.reads).toBe(0);
+  });
+
+  it('a runtime failed already: resolves at once', async () => {
+    const { served, fail } = announcing();
+    fail(new NativeError(7, 'sticky', true));
+    expect(await settled(watchFailure(served).failed)).toBe(true);
+  });
+
+  it('stop() before the failure: failed never resolves', async () => {
+    const { served, fail } = announcing();
+    const watch = watchFailure(served);
+    expect(vi.getTimerCount()).toBe(0);
+    watch.stop();
+    fail(new NativeError(7, 'sticky', true));
+    expect(await settled(watch.failed)).toBe(false);
+  });
+
+  it('a hand-written whenFailed() that throws or rejects: the state is polled instead', async () => {
+    for (const whenFailed of [
+      () => {
+        throw new Error('no event here');
+      },
+      () => Promise.reject(new Error('no event here')),
+    ]) {
+      const runtime = Object.assign(scripted(['ready', 'failed']), { runtime: { whenFailed } });
+      const watch = watchFailure(runtime);
+      expect(await settled(watch.failed)).toBe(false);
+      expect(runtime.reads).toBe(1);
+      await vi.advanceTimersByTimeAsync(FAILURE_POLL_MS);
+      expect(await settled(watch.failed)).toBe(true);
+      expect(vi.getTimerCount()).toBe(0);
+    }
   });
 });
 

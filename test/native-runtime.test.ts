@@ -265,6 +265,16 @@ describe('native backend through the runtime (fixture)', () => {
       expect((await rejection(lr.stats())).code).toBe('OMNI_ERR_UNAVAILABLE');
     });
 
+    it('a fatal error resolves lr.runtime.whenFailed() with the failure', async () => {
+      const lr = await start({ threads: 1, weights, faultInjection: true });
+      const told = lr.runtime.whenFailed();
+      expect(await lr.runtime.run({ inject: 'fatal' })).toBeNull();
+      const err = await rejection(lr.run(x(2)));
+      expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', fatal: true });
+      expect(await told).toBe(err);
+      expect(lr.runtime.failure).toBe(err);
+    });
+
     it('a failed copy is OMNI_ERR_NATIVE (not fatal); the worker keeps serving, nothing leaked', async () => {
       const lr = await start({ threads: 1, weights, faultInjection: true });
       const expected = await lr.run(x(3));

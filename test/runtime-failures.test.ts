@@ -1,7 +1,8 @@
 /**
  * A failing or dying worker: the caller sees a stable code, every unit of capacity comes back
  * (the worker's finally, or the main thread's reclaim when the worker died), and the pool
- * keeps serving. A fatal worker error moves the runtime to 'failed'.
+ * keeps serving. A fatal worker error moves the runtime to 'failed', and whenFailed() tells
+ * whoever waits on it, with the same error as `failure`.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { BoundedAdmission } from '../src/admission/index.js';
@@ -10,7 +11,18 @@ import { builtModuleUrl } from '../src/paths.js';
 import { CancelWords } from '../src/runtime/cancel-words.js';
 import { noOutcomes, PendingTask } from '../src/runtime/pending-task.js';
 import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, control, gate, rejection, start, until } from './fixtures/runtime-harness.js';
+import {
+  cleanup,
+  codeOf,
+  control,
+  gate,
+  rejection,
+  start,
+  turns,
+  until,
+} from './fixtures/runtime-harness.js';
+import { FAIL_FATAL } from './fixtures/serve-gate-layout.js';
+import { startGated } from './fixtures/serve-harness.js';
 
 afterEach(cleanup);
 
@@ -218,6 +230,89 @@ describe('a fatal worker error', () => {
   });
 });
 
+/** Whether `promise` has settled once callbacks queued on this thread so far have run. */
+async function settledYet(promise: Promise<unknown>): Promise<boolean> {
+  const pending = Symbol('pending');
+  await turns();
+  return (await Promise.race([promise, Promise.resolve(pending)])) !== pending;
+}
+
+describe('whenFailed()', () => {
+  it('resolves with `failure` before the failing call rejects, and is the same promise on every call', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const told = rt.whenFailed();
+    expect(rt.whenFailed()).toBe(told);
+    expect(await settledYet(told)).toBe(false);
+    const order: string[] = [];
+    void told.then(() => order.push('told'));
+    const err = await rejection(
+      rt.run({ mode: 'fatal', code: 'X_CONTEXT_LOST' }).finally(() => order.push('caller')),
+    );
+    expect(order).toEqual(['told', 'caller']);
+    expect(await told).toBe(err);
+    expect(rt.failure).toBe(err);
+    expect(rt.whenFailed()).toBe(told);
+    await rt.close();
+    expect(rt.whenFailed()).toBe(told);
+  });
+
+  it('keeps the first failure, as `failure` does', async () => {
+    const rt = await start({ threads: 1 });
+    const a = control();
+    const first = rt.run(gate(a));
+    const one = rejection(rt.run({ mode: 'fatal', code: 'X_FIRST' }));
+    const two = rejection(rt.run({ mode: 'fatal', code: 'X_SECOND' }));
+    open(a);
+    await first;
+    await two;
+    expect(await rt.whenFailed()).toBe(await one);
+  });
+
+  it('a sticky native error through a LinearRuntime (gated worker): lr.runtime.whenFailed() resolves with it', async () => {
+    const gated = await startGated({ threads: 1, open: true, inFeatures: 4, outFeatures: 2 });
+    try {
+      const told = gated.lr.runtime.whenFailed();
+      const err = await rejection(gated.lr.run(new Float32Array([FAIL_FATAL, 0, 0, 0])));
+      expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', fatal: true });
+      expect(await told).toBe(err);
+      expect(gated.lr.runtime.failure).toBe(err);
+      expect(gated.lr.report().state).toBe('failed');
+    } finally {
+      await gated.lr.close({ timeoutMs: 5_000 });
+    }
+  });
+
+  it('still pending after a clean close of a runtime that never failed', async () => {
+    const rt = await start({ threads: 2, admission: { requests: 4 } });
+    const told = rt.whenFailed();
+    await expect(rt.run({ mode: 'echo', value: 1 })).resolves.toBe(1);
+    expect(await codeOf(rt.run({ mode: 'throw-coded', code: 'X_NOT_FATAL' }))).toBe('X_NOT_FATAL');
+    await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+    expect(rt.state).toBe('stopped');
+    expect(await settledYet(told)).toBe(false);
+    expect(rt.failure).toBeUndefined();
+  });
+
+  // The rule: it follows `failure`, not `state`. A fatal error in a call close() drains still
+  // resolves it, though the runtime stays 'draining' and ends 'stopped' (see 'a fatal worker error').
+  it("a failure during close()'s drain resolves it while the state stays 'draining'", async () => {
+    const rt = await start({ threads: 1 });
+    const a = control();
+    const first = rt.run(gate(a));
+    const fatal = rejection(rt.run({ mode: 'fatal', code: 'X_DURING_DRAIN' }));
+    const closing = rt.close();
+    const told = rt.whenFailed();
+    expect(await settledYet(told)).toBe(false);
+    open(a);
+    await first;
+    const err = await fatal;
+    expect(await told).toBe(err);
+    expect(rt.state).toBe('draining');
+    await closing;
+    expect(rt.state).toBe('stopped');
+  });
+});
+
 describe('a call whose work ends without a reply', () => {
   // Who gave the capacity back tells a thread that died mid-task from a reply lost after the
   // worker's finally had released the claim (the work itself ended).
@@ -289,6 +384,16 @@ describe('a pool that loses every thread', () => {
     expect(rt.failure).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
     await rt.close();
     expect(rt.state).toBe('stopped');
+  });
+
+  it('whenFailed() resolves with the failure once the pool is lost, with nothing polled', async () => {
+    const rt = await startFragile();
+    const told = rt.whenFailed();
+    expect(await codeOf(rt.run({ exit: true }))).toBe('OMNI_ERR_WORKER_EXITED');
+    const err = await told;
+    expect(err).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
+    expect(rt.failure).toBe(err);
+    expect(rt.state).toBe('failed');
   });
 
   it('while close() drains: queued calls reject, their capacity returns, and close() resolves', async () => {

@@ -69,6 +69,17 @@ describe('replacements that fail in init', () => {
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
   }, 20_000);
 
+  it('a replacement that never comes up: whenFailed() resolves with the failure, and the other thread serves on', async () => {
+    const rt = await twoThreads('hang');
+    const told = rt.whenFailed();
+    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    const err = await told; // startTimeoutMs after the replacement began its init
+    expect(err).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
+    expect(rt.failure).toBe(err);
+    expect(rt.state).toBe('failed');
+    await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+  }, 20_000);
+
   it('close() with a thread short: the close hooks run on the threads that serve, not waiting for the missing one', async () => {
     const loads = new SharedArrayBuffer(8);
     // Out of reach: were close() to wait for a close hook on the missing thread, the test times out.

@@ -9,7 +9,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import { parseServeArgs, runServeCommand } from '../src/cli/serve-command.js';
 import { LinearRuntime, type LinearRuntimeOptions, OmniError, Runtime, seededWeights } from '../src/index.js';
@@ -332,6 +332,30 @@ describe('a runtime that fails behind the command: it logs, drains and exits 1',
     expect(served.errors[0]).toContain('OMNI_ERR_NATIVE');
     expect(served.lines.at(-1)).toMatch(/drained, exiting/);
     expect(gated!.lr.report().state).toBe('stopped');
+  });
+
+  it("told by the runtime's whenFailed(): no poll is armed, and none elapses before it drains and exits 1", async () => {
+    let gated: Gated | undefined;
+    try {
+      const served = serveInProcess(['--in-features', '4'], async () => {
+        gated = await startGated({ admission: { requests: 4 }, inFeatures: 4, outFeatures: 2, open: true });
+        // From here on an interval never fires (the runtime's own are armed already): a failure
+        // noticed by polling report() would never be noticed at all.
+        vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+        return gated.lr;
+      });
+      const url = await served.listening;
+      expect(vi.getTimerCount()).toBe(0);
+      expect((await postFloats(url, [FAIL_FATAL, 0, 0, 0])).status).toBe(500);
+      expect(await served.exitCode).toBe(1);
+      expect(served.errors).toHaveLength(1);
+      expect(served.errors[0]).toContain('OMNI_ERR_NATIVE');
+      expect(served.lines.some((l) => /runtime failed: draining/.test(l))).toBe(true);
+      expect(gated!.lr.report().state).toBe('stopped');
+    } finally {
+      vi.useRealTimers();
+      await gated?.lr.close({ timeoutMs: 5_000 });
+    }
   });
 
   it('a lost thread whose replacement cannot start, with no request in flight: exit 1', async () => {

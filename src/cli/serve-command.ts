@@ -80,8 +80,11 @@ export interface ServeCommandDeps {
     Served & {
       backendReason?: string;
       libraryPath?: string | null;
-      /** A LinearRuntime's Runtime: the error that failed it, for the line on stderr. */
-      runtime?: { readonly failure?: Error | undefined };
+      /**
+       * A LinearRuntime's Runtime: the error that failed it, for the line on stderr, and
+       * whenFailed() to be told of it (without it, the state is polled: see failure-watch).
+       */
+      runtime?: { readonly failure?: Error | undefined; whenFailed?: () => Promise<unknown> };
     }
   >;
   readonly out?: (line: string) => void;
