@@ -323,24 +323,40 @@ describe.skipIf(!canBlockInRead)('a replacement stuck in a native call in its in
     const [readEnd, writeEnd] = libcPipe();
     try {
       const inits = new Int32Array(new SharedArrayBuffer(4));
+      // Out of reach of the first thread's start (a real 2 s one bounded start() too, which a
+      // loaded machine did not always fit in): the replacement's own timeout, armed when the
+      // thread is lost, runs on a fake clock and is made due once the replacement is stuck.
+      const startTimeoutMs = 600_000;
       const rt = await start({
         worker: NATIVE_INIT_WORKER,
         threads: 1,
         admission: { requests: 4 },
-        startTimeoutMs: 2_000,
+        startTimeoutMs,
         workerData: { fd: readEnd, inits: inits.buffer },
       });
-      expect(await codeOf(rt.run({ exit: true }))).toBe('OMNI_ERR_WORKER_EXITED');
-      await until(() => blockedInRead(readEnd), 'the replacement to block in read()');
       let code: string | undefined;
-      rt.run({}).then(
-        () => {
-          code = 'resolved';
-        },
-        (err: { code?: string }) => {
-          code = err.code ?? 'none';
-        },
-      );
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      try {
+        expect(await codeOf(rt.run({ exit: true }))).toBe('OMNI_ERR_WORKER_EXITED');
+        await waitFor(inits, 0, 2); // the replacement is in its init
+        // Polled by turns of the loop: until() waits on setTimeout, which is faked here.
+        for (const giveUpAt = Date.now() + 20_000; !blockedInRead(readEnd); ) {
+          if (Date.now() > giveUpAt)
+            throw new Error('timed out waiting for the replacement to block in read()');
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        rt.run({}).then(
+          () => {
+            code = 'resolved';
+          },
+          (err: { code?: string }) => {
+            code = err.code ?? 'none';
+          },
+        );
+        vi.advanceTimersByTime(startTimeoutMs);
+      } finally {
+        vi.useRealTimers();
+      }
       await until(() => rt.state === 'failed', 'the runtime to fail');
       await until(() => code !== undefined, 'the queued call to be given back', 10_000);
       expect(code).toBe('OMNI_ERR_WORKER_EXITED');
