@@ -31,7 +31,6 @@ describe('init on a replacement thread', () => {
       workerData: { loads },
       threads: 1,
       admission: { requests: 4 },
-      startTimeoutMs: 5_000,
     });
     const dying = rt.run({ exit: true });
     const next = rt.run({}); // runs on the replacement thread, whose init threw X_INIT_AGAIN
