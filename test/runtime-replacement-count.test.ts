@@ -103,7 +103,9 @@ describe('replacements that fail in init', () => {
       worker: builtModuleUrl('test/fixtures/late-replacement-worker.js'),
       threads: 2,
       workerData: { words },
-      startTimeoutMs: 10_000,
+      // Out of reach, as above: a real 10 s one bounded start() too. Nothing here waits it out
+      // (close() stops the replacement's timeout; a round waits for a ready message that comes).
+      startTimeoutMs: START_TIMEOUT_MS,
     });
     expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
     await until(() => Atomics.load(w, 0) === 3, 'the replacement to be in init');
@@ -111,5 +113,5 @@ describe('replacements that fail in init', () => {
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
     expect(Atomics.load(w, 2)).toBe(3); // every init finished
     expect(Atomics.load(w, 1)).toBe(2); // both live threads ran their close hook, once each
-  }, 20_000);
+  }, 60_000);
 });
