@@ -185,9 +185,13 @@ describe("ctx.signal and the worker's own clock", () => {
   it('aborts at the deadline while the main thread is busy', async () => {
     const rt = await start({ threads: 1 });
     const c = control();
-    // Whether the caller then hears of its deadline or of the result depends on which the main
-    // thread handles first once it is free: not what this test is about.
-    const call = rt.run(gate(c, { awaitSignal: true }), { deadlineMs: 1_000 }).catch(() => undefined);
+    // The deadline is far off in real time (a thread that started the task after a real 1 s one
+    // skipped it, and the test waited for it forever); the worker arms ctx.signal's timer as if it
+    // were 200 ms away. Whether the caller then hears of its deadline or of the result is not
+    // what this test is about.
+    const call = rt
+      .run(gate(c, { awaitSignal: true, signalIn: 200 }), { deadlineMs: 600_000 })
+      .catch(() => undefined);
     await waitFor(c, STARTED);
     // This thread blocks from here on (its deadline timer cannot run): bounded, not a timing check.
     const giveUpAt = Date.now() + 10_000;
@@ -207,9 +211,13 @@ describe('ctx in the worker once a task has ended', () => {
     const rt = await start({ worker: CONTEXT_WORKER, threads: 1, admission: { requests: 4 } });
     const c = control();
     const input = { control: c.buffer as SharedArrayBuffer };
-    const deadlineMs = 1_000;
-    await expect(rt.run({ mode: 'listen', ...input }, { deadlineMs })).resolves.toBe('listening');
-    const at = Date.now() + deadlineMs; // no earlier than that task's deadline
+    // The deadline is far off in real time (a thread that started the task after a real 1 s one
+    // skipped it); the worker arms ctx.signal's timer as if it were this close.
+    const signalIn = 1_000;
+    await expect(rt.run({ mode: 'listen', signalIn, ...input }, { deadlineMs: 600_000 })).resolves.toBe(
+      'listening',
+    );
+    const at = Date.now() + signalIn; // no earlier than that task's deadline timer was due
     // The same thread waits past that deadline: a timer still armed for it fires first.
     await expect(rt.run({ mode: 'after', at, ...input })).resolves.toBe(0);
     expect(rt.report()).toMatchObject({ completed: 2, deadline: 0 });
@@ -323,24 +331,40 @@ describe.skipIf(!canBlockInRead)('a replacement stuck in a native call in its in
     const [readEnd, writeEnd] = libcPipe();
     try {
       const inits = new Int32Array(new SharedArrayBuffer(4));
+      // Out of reach of the first thread's start (a real 2 s one bounded start() too, which a
+      // loaded machine did not always fit in): the replacement's own timeout, armed when the
+      // thread is lost, runs on a fake clock and is made due once the replacement is stuck.
+      const startTimeoutMs = 600_000;
       const rt = await start({
         worker: NATIVE_INIT_WORKER,
         threads: 1,
         admission: { requests: 4 },
-        startTimeoutMs: 2_000,
+        startTimeoutMs,
         workerData: { fd: readEnd, inits: inits.buffer },
       });
-      expect(await codeOf(rt.run({ exit: true }))).toBe('OMNI_ERR_WORKER_EXITED');
-      await until(() => blockedInRead(readEnd), 'the replacement to block in read()');
       let code: string | undefined;
-      rt.run({}).then(
-        () => {
-          code = 'resolved';
-        },
-        (err: { code?: string }) => {
-          code = err.code ?? 'none';
-        },
-      );
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      try {
+        expect(await codeOf(rt.run({ exit: true }))).toBe('OMNI_ERR_WORKER_EXITED');
+        await waitFor(inits, 0, 2); // the replacement is in its init
+        // Polled by turns of the loop: until() waits on setTimeout, which is faked here.
+        for (const giveUpAt = Date.now() + 20_000; !blockedInRead(readEnd); ) {
+          if (Date.now() > giveUpAt)
+            throw new Error('timed out waiting for the replacement to block in read()');
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        rt.run({}).then(
+          () => {
+            code = 'resolved';
+          },
+          (err: { code?: string }) => {
+            code = err.code ?? 'none';
+          },
+        );
+        vi.advanceTimersByTime(startTimeoutMs);
+      } finally {
+        vi.useRealTimers();
+      }
       await until(() => rt.state === 'failed', 'the runtime to fail');
       await until(() => code !== undefined, 'the queued call to be given back', 10_000);
       expect(code).toBe('OMNI_ERR_WORKER_EXITED');

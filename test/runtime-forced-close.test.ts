@@ -155,10 +155,21 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
   }, 20_000);
 
   it('bounds an idle hook that never returns by startTimeoutMs, as a clean close does', async () => {
-    const { rt, closed, call } = await oneBusyOneIdle({ closeHangs: true }, 2_000);
-    const closing = rt.close({ timeoutMs: 0 });
-    await Promise.race([waitFor(closed, INVOKED), closing]);
-    expect(Atomics.load(closed, INVOKED)).toBe(1);
+    // startTimeoutMs bounds the hook on a fake clock, made due once the hook runs: a real 2 s one
+    // bounded start() too, which a loaded machine did not always fit in.
+    const { rt, closed, call } = await oneBusyOneIdle({ closeHangs: true }, 600_000);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let closing: Promise<unknown>;
+    try {
+      closing = rt.close({ timeoutMs: 0 });
+      vi.advanceTimersByTime(0); // the close timeout: the call is abandoned, the hooks' round begins
+      // The round's bound is armed as its messages are sent: before the hook can begin.
+      await Promise.race([waitFor(closed, INVOKED), closing]);
+      expect(Atomics.load(closed, INVOKED)).toBe(1);
+      vi.advanceTimersByTime(600_000);
+    } finally {
+      vi.useRealTimers();
+    }
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     expect(await closing).toEqual({ clean: false, abandoned: 1 });
     expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, units: 0, leaked: 0 });

@@ -17,24 +17,28 @@ afterEach(async () => {
 
 const FAILS_WORKER = builtModuleUrl('test/fixtures/replacement-fails-worker.js');
 
+/**
+ * Out of reach of the first threads' start (a real 2 s one failed start() on a loaded machine):
+ * a replacement's own timeout runs on a fake clock, made due when the test says.
+ */
+const START_TIMEOUT_MS = 600_000;
+
 /** Two threads that start; every replacement fails in init as `then` says. */
-function twoThreads(then: 'exit' | 'hang', loads = new SharedArrayBuffer(8), startTimeoutMs = 2_000) {
+function twoThreads(then: 'exit' | 'hang', loads = new SharedArrayBuffer(8)) {
   return start({
     worker: FAILS_WORKER,
     workerData: { loads, ok: 2, then },
     threads: 2,
     admission: { requests: 4 },
-    // Long enough for two cold threads to start on a busy machine; no replacement comes up.
-    startTimeoutMs,
+    startTimeoutMs: START_TIMEOUT_MS,
   });
 }
 
 describe('replacements that fail in init', () => {
   it('one that exits there is no lost serving thread: the other thread keeps its call', async () => {
-    // Out of reach of the start (a real 2 s failed start() on a loaded machine); the
-    // replacement's own timeout runs on a fake clock, made due once the replacement has exited.
+    // The replacement's timeout is made due once the replacement has exited.
     const loads = new SharedArrayBuffer(8);
-    const rt = await twoThreads('exit', loads, 600_000);
+    const rt = await twoThreads('exit', loads);
     const c = control();
     const running = rt.run(gate(c, { value: 'kept' }));
     await waitFor(c, STARTED);
@@ -43,7 +47,7 @@ describe('replacements that fail in init', () => {
       // The idle thread takes it and dies; its replacement exits in init.
       expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
       await waitFor(new Int32Array(loads), 0, 3);
-      vi.advanceTimersByTime(600_000);
+      vi.advanceTimersByTime(START_TIMEOUT_MS);
     } finally {
       vi.useRealTimers();
     }
@@ -55,15 +59,27 @@ describe('replacements that fail in init', () => {
   }, 20_000);
 
   it('the last serving thread lost after the runtime failed: queued calls are given back', async () => {
-    const rt = await twoThreads('hang');
+    const loads = new SharedArrayBuffer(8);
+    const rt = await twoThreads('hang', loads);
     const c = control();
     const last = rt.run({ mode: 'block-exit', control: c.buffer as SharedArrayBuffer });
     await waitFor(c, STARTED);
-    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
-    const queued = codeOf(rt.run({ mode: 'echo', value: 1 })); // no thread free to take it
-    await until(() => rt.state === 'failed', 'the runtime to fail');
-    open(c); // the serving thread exits too; its replacement hangs in init as well
-    expect(await codeOf(last)).toBe('OMNI_ERR_WORKER_EXITED');
+    // Each loss's timeout is armed (on the fake clock) when piscina removes the lost thread, in the
+    // same turn as it rejects that thread's call: by the time the test hears of the call, that is.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let queued: Promise<string | undefined>;
+    try {
+      expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+      await waitFor(new Int32Array(loads), 0, 3); // the replacement hangs in init
+      queued = codeOf(rt.run({ mode: 'echo', value: 1 })); // no thread free to take it
+      vi.advanceTimersByTime(START_TIMEOUT_MS);
+      expect(rt.state).toBe('failed');
+      open(c); // the serving thread exits too; no replacement comes up for it either
+      expect(await codeOf(last)).toBe('OMNI_ERR_WORKER_EXITED');
+      vi.advanceTimersByTime(START_TIMEOUT_MS);
+    } finally {
+      vi.useRealTimers();
+    }
     expect(await queued).toBe('OMNI_ERR_WORKER_EXITED');
     expect(rt.report()).toMatchObject({ depth: 0, failed: 3 });
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
@@ -83,7 +99,7 @@ describe('replacements that fail in init', () => {
   it('close() with a thread short: the close hooks run on the threads that serve, not waiting for the missing one', async () => {
     const loads = new SharedArrayBuffer(8);
     // Out of reach: were close() to wait for a close hook on the missing thread, the test times out.
-    const rt = await twoThreads('hang', loads, 600_000);
+    const rt = await twoThreads('hang', loads);
     expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
     await until(() => Atomics.load(new Int32Array(loads), 0) === 3, 'the replacement to hang in init');
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
@@ -98,7 +114,9 @@ describe('replacements that fail in init', () => {
       worker: builtModuleUrl('test/fixtures/late-replacement-worker.js'),
       threads: 2,
       workerData: { words },
-      startTimeoutMs: 10_000,
+      // Out of reach, as above: a real 10 s one bounded start() too. Nothing here waits it out
+      // (close() stops the replacement's timeout; a round waits for a ready message that comes).
+      startTimeoutMs: START_TIMEOUT_MS,
     });
     expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
     await until(() => Atomics.load(w, 0) === 3, 'the replacement to be in init');
@@ -106,5 +124,5 @@ describe('replacements that fail in init', () => {
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
     expect(Atomics.load(w, 2)).toBe(3); // every init finished
     expect(Atomics.load(w, 1)).toBe(2); // both live threads ran their close hook, once each
-  }, 20_000);
+  }, 60_000);
 });

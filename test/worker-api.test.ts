@@ -31,7 +31,6 @@ describe('init on a replacement thread', () => {
       workerData: { loads },
       threads: 1,
       admission: { requests: 4 },
-      startTimeoutMs: 5_000,
     });
     const dying = rt.run({ exit: true });
     const next = rt.run({}); // runs on the replacement thread, whose init threw X_INIT_AGAIN
@@ -117,9 +116,11 @@ describe('ctx.cancelled', () => {
     const seen = control();
     // The task is posted synchronously (an idle thread), then this thread blocks, as an
     // overloaded event loop would: its deadline timer cannot fire until the worker has looked.
+    // The worker moves its own clock past the deadline: a real deadline short enough to wait
+    // out was sometimes past before the thread even started the task, which then never ran.
     const call = rt.run(
       { mode: 'deadline-observe', control: seen.buffer as SharedArrayBuffer },
-      { deadlineMs: 50 },
+      { deadlineMs: 60_000 },
     );
     Atomics.wait(seen, 0, 0, 10_000);
     await outcome(call);
