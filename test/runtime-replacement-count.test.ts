@@ -85,11 +85,19 @@ describe('replacements that fail in init', () => {
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
   }, 20_000);
 
-  it('a replacement that never comes up: whenFailed() resolves with the failure, and the other thread serves on', async () => {
-    const rt = await twoThreads('hang');
+  it('a replacement that never comes up: whenFailed() resolves with the failure', async () => {
+    const loads = new SharedArrayBuffer(8);
+    const rt = await twoThreads('hang', loads);
     const told = rt.whenFailed();
-    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
-    const err = await told; // startTimeoutMs after the replacement began its init
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+      await waitFor(new Int32Array(loads), 0, 3); // the replacement hangs in init
+      vi.advanceTimersByTime(START_TIMEOUT_MS); // its start timeout: the runtime fails
+    } finally {
+      vi.useRealTimers();
+    }
+    const err = await told;
     expect(err).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
     expect(rt.failure).toBe(err);
     expect(rt.state).toBe('failed');
