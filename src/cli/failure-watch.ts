@@ -71,15 +71,7 @@ function poll(runtime: Pick<Served, 'report'>, intervalMs: number): FailureWatch
   const stop = (): void => clearInterval(timer);
   const failed = new Promise<void>((resolve) => {
     const check = (): void => {
-      let state: string;
-      try {
-        state = runtime.report().state;
-      } catch {
-        // A hand-written runtime's report() that throws says nothing about failure; a throw
-        // from an interval would end the process instead of draining it.
-        return;
-      }
-      if (state !== 'failed') return;
+      if (!reportsFailed(runtime)) return;
       stop();
       resolve();
     };
@@ -87,6 +79,17 @@ function poll(runtime: Pick<Served, 'report'>, intervalMs: number): FailureWatch
     check();
   });
   return { failed, stop };
+}
+
+/** Whether report() says 'failed': all a runtime without whenFailed() (or `failure`) tells. */
+export function reportsFailed(runtime: Pick<Served, 'report'>): boolean {
+  try {
+    return runtime.report().state === 'failed';
+  } catch {
+    // A hand-written runtime's report() that throws says nothing about failure; a throw from
+    // the watch's interval would end the process instead of draining it.
+    return false;
+  }
 }
 
 /** The one line a failure becomes on stderr: its code, when it has one, then its message. */
