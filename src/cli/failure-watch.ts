@@ -45,17 +45,20 @@ function listen(whenFailed: PromiseLike<unknown>, runtime: Watched, intervalMs: 
   let stopped = false;
   let polling: FailureWatch | undefined;
   const failed = new Promise<void>((resolve) => {
-    whenFailed.then(
-      () => {
+    // Runtime's never rejects; a hand-written one that does (or whose then() throws) is read as
+    // if it had none. Once: a thenable may call back more than once, and stop() ends one poll.
+    const fallBack = (): void => {
+      if (stopped || polling !== undefined) return;
+      polling = poll(runtime, intervalMs);
+      void polling.failed.then(resolve);
+    };
+    try {
+      whenFailed.then(() => {
         if (!stopped) resolve();
-      },
-      () => {
-        // Runtime's never rejects; a hand-written one that does is read as if it had none.
-        if (stopped) return;
-        polling = poll(runtime, intervalMs);
-        void polling.failed.then(resolve);
-      },
-    );
+      }, fallBack);
+    } catch {
+      fallBack();
+    }
   });
   return {
     failed,
