@@ -10,6 +10,7 @@ import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseBenchArgs } from '../src/cli/bench-options.js';
 import { formatTable } from '../src/cli/bench-report.js';
+import { failureLine } from '../src/cli/failure-watch.js';
 import { parseServeArgs, runServeCommand } from '../src/cli/serve-command.js';
 import { ShutdownSignals } from '../src/cli/shutdown-signals.js';
 import { benchPhase, benchResult } from './fixtures/bench-result.js';
@@ -163,5 +164,37 @@ describe('runServeCommand', () => {
     expect(errors[0]).toMatch(/^omni-runtime serve: the runtime failed: OMNI_ERR_NATIVE: /);
     expect(exitCode).toBe(1);
     expect(gated!.lr.report().state).toBe('stopped');
+  });
+
+  // A runtime without a Runtime under it (ServeCommandDeps lets an embedder pass one) says it
+  // failed only through report(), as the failure watch reads it after listening (exit 1 then):
+  // a signal while starting closed it and exited 0, since only `runtime.failure` was read.
+  it('a signal while starting and a runtime whose report() says failed, with no Runtime under it: exit 1', async () => {
+    const signals = new EventEmitter();
+    const lines: string[] = [];
+    const errors: string[] = [];
+    const exitCode = await runServeCommand(['--port', '0', '--in-features', '2'], {
+      signals: signals as unknown as NodeJS.Process,
+      out: (l) => lines.push(l),
+      err: (l) => errors.push(l),
+      startRuntime: async (given) => {
+        const g = await startGated({ ...given, inFeatures: 2, outFeatures: 2, open: true });
+        gates.push(g);
+        expect(await codeOf(g.lr.run(new Float32Array([FAIL_FATAL, 0])))).toBe('OMNI_ERR_NATIVE');
+        signals.emit('SIGTERM');
+        const lr = g.lr;
+        return {
+          run: (input, options) => lr.run(input, options),
+          report: () => lr.report(),
+          close: (options) => lr.close(options),
+          inFeatures: lr.inFeatures,
+          outFeatures: lr.outFeatures,
+          backend: lr.backend,
+        };
+      },
+    });
+    expect(lines).toEqual(['omni-runtime serve: SIGTERM while starting: stopping']);
+    expect(errors).toEqual([failureLine(undefined)]);
+    expect(exitCode).toBe(1);
   });
 });

@@ -135,6 +135,48 @@ describe('watchFailure with whenFailed()', () => {
       expect(vi.getTimerCount()).toBe(0);
     }
   });
+
+  // watchFailure takes any thenable from a hand-written whenFailed(). One whose then() threw
+  // rejected `failed` (the command's wait on it would throw, leaving the server listening), and
+  // one that called its rejection callback twice armed two intervals, of which stop() cleared one.
+  it('a hand-written thenable whose then() throws, or that rejects twice: polled once, stopped clean', async () => {
+    const throwing = Object.assign(scripted(['ready', 'failed']), {
+      runtime: {
+        whenFailed: () => ({
+          // biome-ignore lint/suspicious/noThenProperty: a hand-written thenable is the case under test
+          then() {
+            throw new Error('no event here');
+          },
+        }),
+      },
+    });
+    const watch = watchFailure(throwing as unknown as Parameters<typeof watchFailure>[0]);
+    let rejected = false;
+    watch.failed.catch(() => {
+      rejected = true;
+    });
+    await vi.advanceTimersByTimeAsync(FAILURE_POLL_MS);
+    expect(rejected).toBe(false);
+    expect(await settled(watch.failed)).toBe(true);
+    expect(vi.getTimerCount()).toBe(0);
+
+    const twice = Object.assign(scripted(['ready']), {
+      runtime: {
+        whenFailed: () => ({
+          // biome-ignore lint/suspicious/noThenProperty: a hand-written thenable is the case under test
+          then(_: unknown, onRejected: (reason: unknown) => void) {
+            onRejected(new Error('no event here'));
+            onRejected(new Error('again'));
+          },
+        }),
+      },
+    });
+    const stopped = watchFailure(twice as unknown as Parameters<typeof watchFailure>[0]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(vi.getTimerCount()).toBe(1);
+    stopped.stop();
+    expect(vi.getTimerCount()).toBe(0);
+  });
 });
 
 describe('failureLine', () => {

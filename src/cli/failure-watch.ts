@@ -45,17 +45,20 @@ function listen(whenFailed: PromiseLike<unknown>, runtime: Watched, intervalMs: 
   let stopped = false;
   let polling: FailureWatch | undefined;
   const failed = new Promise<void>((resolve) => {
-    whenFailed.then(
-      () => {
+    // Runtime's never rejects; a hand-written one that does (or whose then() throws) is read as
+    // if it had none. Once: a thenable may call back more than once, and stop() ends one poll.
+    const fallBack = (): void => {
+      if (stopped || polling !== undefined) return;
+      polling = poll(runtime, intervalMs);
+      void polling.failed.then(resolve);
+    };
+    try {
+      whenFailed.then(() => {
         if (!stopped) resolve();
-      },
-      () => {
-        // Runtime's never rejects; a hand-written one that does is read as if it had none.
-        if (stopped) return;
-        polling = poll(runtime, intervalMs);
-        void polling.failed.then(resolve);
-      },
-    );
+      }, fallBack);
+    } catch {
+      fallBack();
+    }
   });
   return {
     failed,
@@ -71,15 +74,7 @@ function poll(runtime: Pick<Served, 'report'>, intervalMs: number): FailureWatch
   const stop = (): void => clearInterval(timer);
   const failed = new Promise<void>((resolve) => {
     const check = (): void => {
-      let state: string;
-      try {
-        state = runtime.report().state;
-      } catch {
-        // A hand-written runtime's report() that throws says nothing about failure; a throw
-        // from an interval would end the process instead of draining it.
-        return;
-      }
-      if (state !== 'failed') return;
+      if (!reportsFailed(runtime)) return;
       stop();
       resolve();
     };
@@ -87,6 +82,17 @@ function poll(runtime: Pick<Served, 'report'>, intervalMs: number): FailureWatch
     check();
   });
   return { failed, stop };
+}
+
+/** Whether report() says 'failed': all a runtime without whenFailed() (or `failure`) tells. */
+export function reportsFailed(runtime: Pick<Served, 'report'>): boolean {
+  try {
+    return runtime.report().state === 'failed';
+  } catch {
+    // A hand-written runtime's report() that throws says nothing about failure; a throw from
+    // the watch's interval would end the process instead of draining it.
+    return false;
+  }
 }
 
 /** The one line a failure becomes on stderr: its code, when it has one, then its message. */

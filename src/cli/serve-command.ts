@@ -17,7 +17,7 @@ import { MAX_DEVICE } from '../native/device.js';
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
 import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
-import { failureLine, watchFailure } from './failure-watch.js';
+import { failureLine, reportsFailed, watchFailure } from './failure-watch.js';
 import { ShutdownSignals, type SignalSource } from './shutdown-signals.js';
 
 export const SERVE_HELP = `Usage: omni-runtime serve [flags]
@@ -220,11 +220,15 @@ async function serveUntilSignalled(
   if (early !== undefined) {
     // Signalled while starting: never listen, so no client is accepted only to be drained.
     out(`omni-runtime serve: ${early} while starting: stopping`);
+    // Read before the close: a runtime without a Runtime under it says so only in its state,
+    // which the close moves on ('stopped'), as the watch would have read it after listening.
+    const reported = reportsFailed(runtime);
     const closed = await runtime.close({ timeoutMs: config.drainTimeoutMs });
     // A failed runtime closes clean (nothing is outstanding), but the stop did not go well.
     const failure = runtime.runtime?.failure;
-    if (failure !== undefined) err(failureLine(failure));
-    return closed.clean && failure === undefined ? 0 : 1;
+    const failed = reported || failure !== undefined;
+    if (failed) err(failureLine(failure));
+    return closed.clean && !failed ? 0 : 1;
   }
   let handle: Awaited<ReturnType<typeof serve>>;
   try {
