@@ -45,20 +45,19 @@ function listen(whenFailed: PromiseLike<unknown>, runtime: Watched, intervalMs: 
   let stopped = false;
   let polling: FailureWatch | undefined;
   const failed = new Promise<void>((resolve) => {
-    // Runtime's never rejects; a hand-written one that does (or whose then() throws) is read as
-    // if it had none. Once: a thenable may call back more than once, and stop() ends one poll.
-    const fallBack = (): void => {
-      if (stopped || polling !== undefined) return;
-      polling = poll(runtime, intervalMs);
-      void polling.failed.then(resolve);
-    };
-    try {
-      whenFailed.then(() => {
+    // Promise.resolve adopts a hand-written thenable as a promise would: a then() that throws
+    // becomes a rejection, and only its first call back counts. Runtime's never rejects; a
+    // hand-written one that does is read as if it had none.
+    Promise.resolve(whenFailed).then(
+      () => {
         if (!stopped) resolve();
-      }, fallBack);
-    } catch {
-      fallBack();
-    }
+      },
+      () => {
+        if (stopped) return;
+        polling = poll(runtime, intervalMs);
+        void polling.failed.then(resolve);
+      },
+    );
   });
   return {
     failed,
