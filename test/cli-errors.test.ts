@@ -7,8 +7,8 @@ import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { errorLine } from '../src/cli/main.js';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { errorLine, exitCodeFor, main } from '../src/cli/main.js';
 import { CLI, runCli } from './fixtures/cli-process.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'omni-cli-errors-'));
@@ -19,13 +19,21 @@ const blockedOut = join(scratch, 'blocked-out');
 mkdirSync(join(blockedOut, 'latency.svg'), { recursive: true });
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-// A line rejected only after calibration needs a calibration that completed something: one that
-// completed nothing fails the run (OMNI_ERR_BENCH, exit 1) before the rates are resolved. It
-// counts completions in its last three quarters, so a process the machine did not run for that
-// long completes none: 0.05 s (37.5 ms counted) or a 1024-wide layer's 6 ms calls over 0.2 s
-// (150 ms counted) failed that way when the calibration was held up for 200 ms. Calls of 8
-// features take microseconds, and 750 ms are counted here.
-const CALIBRATED = ['--calibrate', '1', '--in-features', '8', '--out-features', '8'];
+// A line rejected only after calibration (a multiple of capacity that floods the heap) is
+// checked in-process, on a calibration that reports a fixed capacity: the real one counts the
+// completions of a stretch of wall time, and a process the machine did not run through it
+// counted none, so the run failed (OMNI_ERR_BENCH, exit 1) before the rates were resolved
+// (forced: a 1.5 s stall). What is checked here begins after calibration.
+vi.mock(import('../src/cli/load-generator.js'), async (importOriginal) => ({
+  ...(await importOriginal()),
+  calibrate: async (_lr, _work, _seed, seconds, concurrency) => ({
+    seconds,
+    concurrency,
+    completed: 750,
+    calls: 1000,
+    capacity: 1000,
+  }),
+}));
 
 const cases: Array<[string, string[], string]> = [
   ['an unknown command', ['frobnicate'], 'frobnicate'],
@@ -71,11 +79,6 @@ const cases: Array<[string, string[], string]> = [
     '--units',
   ],
   ['a rate that would flood the heap', ['bench', '--rates', '1e8', '--duration', '0.2'], '--rates'],
-  [
-    'a multiple of capacity that would flood the heap (known after calibration)',
-    ['bench', '--rates', '1e9x', '--duration', '1', ...CALIBRATED, '--out', join(scratch, 'flood')],
-    '--rates',
-  ],
 ];
 
 describe.concurrent('command line errors', () => {
@@ -97,16 +100,6 @@ describe.concurrent('command line errors', () => {
     expect(existsSync(out)).toBe(false);
   });
 
-  it('leaves no output folder of its own behind when the line is rejected only after calibration', async () => {
-    const out = join(scratch, 'made-then-rejected', 'results');
-    const { code } = await runCli([
-      ...['bench', '--rates', '1e9x', '--duration', '1', ...CALIBRATED],
-      ...['--out', out],
-    ]);
-    expect(code).toBe(2);
-    expect(existsSync(join(scratch, 'made-then-rejected'))).toBe(false);
-  });
-
   const helps: string[][] = [
     [],
     ['--help'],
@@ -124,6 +117,37 @@ describe.concurrent('command line errors', () => {
       expect(stdout).toMatch(/usage/i);
     },
   );
+});
+
+describe('a line rejected only after calibration: a multiple of capacity that would flood the heap', () => {
+  const flood = ['bench', '--rates', '1e9x', '--duration', '1', '--in-features', '8', '--out-features', '8'];
+
+  it('is a usage mistake naming --rates (one line, exit 2), with nothing on stdout', async () => {
+    let stdout = '';
+    vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      stdout += String(chunk);
+      return true;
+    });
+    let thrown: unknown;
+    try {
+      await main([...flood, '--out', join(scratch, 'flood')]);
+    } catch (err) {
+      thrown = err;
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect(thrown).toMatchObject({ code: 'OMNI_ERR_USAGE' });
+    expect(exitCodeFor(thrown)).toBe(2);
+    expect(errorLine(thrown)).toContain('--rates');
+    expect(errorLine(thrown).split('\n')).toHaveLength(1);
+    expect(stdout).toBe('');
+  });
+
+  it('leaves no output folder of its own behind', async () => {
+    const out = join(scratch, 'made-then-rejected', 'results');
+    await expect(main([...flood, '--out', out])).rejects.toMatchObject({ code: 'OMNI_ERR_USAGE' });
+    expect(existsSync(join(scratch, 'made-then-rejected'))).toBe(false);
+  });
 });
 
 describe('a reader that leaves early (| head, a pager quit)', () => {
