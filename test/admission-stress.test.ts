@@ -254,7 +254,7 @@ describe('BoundedAdmission under real threads', () => {
       }
       expect(total(CLAIM_WINS)).toBe(claims);
       expect(total(CLAIM_LOSSES)).toBe(claims * (workers - 2));
-    }, 30_000);
+    });
   });
 
   it('lets exactly one of two threads release each copied claim, and no stale copy after reuse', async () => {
@@ -305,7 +305,7 @@ describe('BoundedAdmission under real threads', () => {
     // whoever started a round first usually won all of it, so one thread could win nothing.)
     expect(stat(control, 0, CLAIM_WINS)).toBeGreaterThanOrEqual(rounds / 2);
     expect(stat(control, 1, CLAIM_WINS)).toBeGreaterThanOrEqual(rounds / 2);
-  }, 30_000);
+  });
 
   // The racers meet at a spin barrier each round: one that died before it left the other
   // spinning there for good, a hang (until the test's timeout) instead of a failure.
@@ -375,5 +375,5 @@ describe('BoundedAdmission under real threads', () => {
     const after = admission.tryAdmit(ceiling);
     expect(after.ok ? 'admitted' : after.reason).toBe('admitted');
     (after as Permit).release();
-  }, 30_000);
+  });
 });
