@@ -308,7 +308,7 @@ describe('BoundedAdmission under real threads', () => {
   });
 
   // The racers meet at a spin barrier each round: one that died before it left the other
-  // spinning there for good, a hang (until the test's timeout) instead of a failure.
+  // spinning there for good, a thread that never ended (only afterEach's terminate stopped it).
   it('ends a race whose other racer died before the barrier: both threads exit, failed', async () => {
     const admission = new BoundedAdmission({ requests: 4, units: 64 });
     const control = new Int32Array(new SharedArrayBuffer(4 * (STATS + 2 * STATS_WIDTH)));
