@@ -254,7 +254,7 @@ describe('BoundedAdmission under real threads', () => {
       }
       expect(total(CLAIM_WINS)).toBe(claims);
       expect(total(CLAIM_LOSSES)).toBe(claims * (workers - 2));
-    }, 30_000);
+    });
   });
 
   it('lets exactly one of two threads release each copied claim, and no stale copy after reuse', async () => {
@@ -305,7 +305,43 @@ describe('BoundedAdmission under real threads', () => {
     // whoever started a round first usually won all of it, so one thread could win nothing.)
     expect(stat(control, 0, CLAIM_WINS)).toBeGreaterThanOrEqual(rounds / 2);
     expect(stat(control, 1, CLAIM_WINS)).toBeGreaterThanOrEqual(rounds / 2);
-  }, 30_000);
+  });
+
+  // The racers meet at a spin barrier each round: one that died before it left the other
+  // spinning there for good, a thread that never ended (only afterEach's terminate stopped it).
+  it('ends a race whose other racer died before the barrier: both threads exit, failed', async () => {
+    const admission = new BoundedAdmission({ requests: 4, units: 64 });
+    const control = new Int32Array(new SharedArrayBuffer(4 * (STATS + 2 * STATS_WIDTH)));
+    const winners = new Int32Array(new SharedArrayBuffer(4 * 4));
+    const running = await start(
+      2,
+      (index) => ({
+        workerData: {
+          mode: 'race',
+          buffer: admission.buffer,
+          rounds: 1,
+          winners: winners.buffer,
+          failInRound: index === 1 ? 1 : undefined,
+        },
+      }),
+      control,
+    );
+    const claims = [1, 2].map(() => (admission.tryAdmit(1) as Permit).toClaim());
+    for (const worker of running.workers) worker.postMessage({ claims, stale: [] });
+    // running.exits rejects with the first error; each thread's own exit is what counts here.
+    running.exits.catch(() => undefined);
+    const codes = Promise.all(
+      running.workers.map((worker) => new Promise<number>((resolve) => worker.once('exit', resolve))),
+    );
+    Atomics.store(control, ROUND, 1);
+    Atomics.notify(control, ROUND);
+    expect(await codes).toEqual([1, 1]);
+    expect(running.errors).toHaveLength(2);
+    expect(Atomics.load(control, FAILED)).toBe(1);
+    // The survivor left before the race: no claim was released.
+    expect(Array.from(winners)).toEqual([0, 0, 0, 0]);
+    expect(admission.report()).toMatchObject({ depth: 2 });
+  });
 
   it('wakes waiters across threads without losing a wake-up, and givers-up take nothing', async () => {
     const workers = 3;
@@ -339,5 +375,5 @@ describe('BoundedAdmission under real threads', () => {
     const after = admission.tryAdmit(ceiling);
     expect(after.ok ? 'admitted' : after.reason).toBe('admitted');
     (after as Permit).release();
-  }, 30_000);
+  });
 });
