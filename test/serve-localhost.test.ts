@@ -222,7 +222,8 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     // Held in flight, so the drain is still waiting when the connections are tried.
     const inflight = postFloats(`http://127.0.0.1:${s.port}`, [1, 2, 3, 4]);
     await g.reach(ENTERED, 1);
-    const drained = s.drain();
+    // Not the default 10 s: a machine stalled that long must not abandon the request.
+    const drained = s.drain({ timeoutMs: 600_000 });
     expect(await tryConnect('127.0.0.1', s.port)).toBe('ECONNREFUSED');
     expect(await tryConnect('::1', s.port)).toBe('ECONNREFUSED');
     g.open();
