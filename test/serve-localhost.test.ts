@@ -172,7 +172,6 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
       );
       expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     },
-    10_000,
   );
 
   it('port 0 taken on ::1 by another program once 127.0.0.1 listens: serve listens on a port free on both', async () => {
