@@ -33,6 +33,8 @@ const squatters: NetServer[] = [];
  * the server listening last: fastify makes that lookup once its main server listens on
  * 127.0.0.1, and binds the other addresses after it.
  */
+/** What the all-addresses lookup of 'localhost' answers (BOTH unless a test says otherwise). */
+let addressesOfLocalhost = BOTH;
 let beforeOthersBind: ((port: number) => Promise<unknown>) | undefined;
 /** Every server that listen() was called on since this test began. */
 let listen: MockInstance<NetServer['listen']>;
@@ -43,7 +45,8 @@ beforeEach(() => {
   dns.lookup = ((host: string, options: unknown, callback?: unknown) => {
     const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
     if (host === 'localhost' && all && typeof callback === 'function') {
-      const answer = (): void => (callback as (err: null, addresses: typeof BOTH) => void)(null, BOTH);
+      const answer = (): void =>
+        (callback as (err: null, addresses: typeof BOTH) => void)(null, addressesOfLocalhost);
       const hook = beforeOthersBind;
       beforeOthersBind = undefined;
       if (hook === undefined) {
@@ -60,6 +63,7 @@ beforeEach(() => {
 
 afterEach(async () => {
   dns.lookup = lookup;
+  addressesOfLocalhost = BOTH;
   beforeOthersBind = undefined;
   vi.restoreAllMocks();
   for (const g of gates.splice(0)) g.open();
@@ -228,5 +232,19 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     g.open();
     expect((await inflight).status).toBe(200);
     expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+});
+
+describe("host 'localhost' naming an address that is not this machine's", () => {
+  it('that address is skipped (it cannot be listened on here), not refused: serve listens on the others', async () => {
+    // 192.0.2.1 (TEST-NET-1) is no address of this machine: listening there fails EADDRNOTAVAIL,
+    // as on ::1 where IPv6 is off.
+    addressesOfLocalhost = [BOTH[0]!, { address: '192.0.2.1', family: 4 }];
+    const { g, s } = await start();
+    g.open();
+    expect(listeningServers(s.app)).toHaveLength(1);
+    expect(
+      await exchange('127.0.0.1', s.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    ).toMatch(/^HTTP\/1\.1 200 /);
   });
 });
