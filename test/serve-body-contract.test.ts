@@ -183,7 +183,7 @@ describe('headers', () => {
     const a = await postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '50' });
     expect(a.status).toBe(504);
     expect(a.json?.code).toBe('OMNI_ERR_DEADLINE');
-  }, 20_000);
+  });
 
   it('a client deadline shorter than the server one shortens it: 504', async () => {
     const g = await startGated({ inFeatures: IN, outFeatures: OUT, threads: 1, admission: { requests: 2 } });
@@ -194,7 +194,7 @@ describe('headers', () => {
     const a = await postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '50' });
     expect(a.status).toBe(504);
     expect(a.json?.code).toBe('OMNI_ERR_DEADLINE');
-  }, 20_000);
+  });
 });
 
 describe('the worker answer', () => {

@@ -440,6 +440,9 @@ describe('serve child processes', () => {
       String(IN),
       '--out-features',
       String(OUT),
+      // The drain's default 10 s would decide the exit status on a machine stalled that long.
+      '--drain-timeout-ms',
+      '600000',
     ]);
     const listening = await child.line(LISTENING);
     const [, url, , backend] = listening;
@@ -500,6 +503,9 @@ describe('serve child processes', () => {
         '4',
         '--out-features',
         '2',
+        // As above: the drain waits for the calls, whatever the machine's stalls.
+        '--drain-timeout-ms',
+        '600000',
       ]);
       const [, url] = await child.line(LISTENING);
       const inputs = [0, 1, 2].map((i) => [i, i + 1, i + 2, i + 3]);

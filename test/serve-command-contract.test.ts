@@ -212,7 +212,7 @@ describe('runServeCommand in-process', () => {
     expect(run.lines).toContain('omni-runtime serve: SIGINT again: abandoning in-flight requests');
     expect(gated.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
     expect([500, 'connection closed']).toContain(await stuck);
-  }, 20_000);
+  });
 
   it('a signal while the runtime starts: it never listens, closes the runtime, exit 0', async () => {
     const signals = new EventEmitter();

@@ -75,7 +75,7 @@ describe('drain', () => {
     expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
     expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
     expect([500, 'connection closed']).toContain(await stuck);
-  }, 20_000);
+  });
 
   it('expireDrain() while the runtime closes: a close() that rejects a second call is not an unhandled rejection', async () => {
     const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, open: true });
@@ -168,7 +168,7 @@ describe('drain', () => {
     expect(await closed).toBe('');
     expect(g.entered()).toBe(0);
     expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
-  }, 20_000);
+  });
 
   it('in the metrics, a request the drain cuts off is 444, apart from a client that left (499)', async () => {
     const { g, s } = await start();
@@ -205,5 +205,5 @@ describe('drain', () => {
     expect(sample(text, series(499))).toBe(1);
     expect(sample(text, series(CUT_OFF_STATUS))).toBe(1);
     expect(CUT_OFF_STATUS).toBe(444);
-  }, 20_000);
+  });
 });

@@ -70,7 +70,9 @@ describe('drain', () => {
 
     const inflight = postFloats(url, [1, 2, 3, 4]);
     await g.reach(ENTERED, 1);
-    const drained = s.drain();
+    // Not the default 10 s (nor in the tests below): a machine stalled that long must not
+    // abandon the work these tests wait for.
+    const drained = s.drain({ timeoutMs: 600_000 });
     expect(s.state).toBe('draining');
 
     const health = await request(healthAgent, `${url}/health`);
@@ -116,7 +118,7 @@ describe('drain', () => {
       Buffer.from(new Float32Array(4).buffer),
     );
     await g.reach(ENTERED, 1);
-    const drained = s.drain();
+    const drained = s.drain({ timeoutMs: 600_000 });
     g.open();
     const answer = await inflight;
     expect(answer.status).toBe(200);
@@ -130,7 +132,7 @@ describe('drain', () => {
    * instead for the 504's own call to reach the gate raced its deadline: a worker thread that
    * started it late skipped it, and nothing was left to wait for.
    */
-  async function drainWaitingOnRuntime(timeoutMs?: number) {
+  async function drainWaitingOnRuntime(timeoutMs: number) {
     const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
     gates.push(g);
     const s = await serve(g.lr, { port: 0 });
@@ -143,11 +145,11 @@ describe('drain', () => {
     expect((await late).status).toBe(504);
     // Both calls still hold their capacity: the 504's is given back only when it is skipped.
     expect(g.lr.report()).toMatchObject({ depth: 2, deadline: 1 });
-    return { g, s, held, drained: s.drain(timeoutMs === undefined ? {} : { timeoutMs }) };
+    return { g, s, held, drained: s.drain({ timeoutMs }) };
   }
 
   it('waits for work whose caller already heard 504 before closing the runtime', async () => {
-    const { g, held, drained } = await drainWaitingOnRuntime();
+    const { g, held, drained } = await drainWaitingOnRuntime(600_000);
     let settled = false;
     void drained.then(() => {
       settled = true;

@@ -6,10 +6,11 @@
  * same on every address.
  */
 import dns from 'node:dns';
-import { connect } from 'node:net';
+import { type AddressInfo, connect, createServer, Server as NetServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
+import { listeningServers } from '../src/serve/listeners.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
@@ -26,13 +27,34 @@ const hasIpv6Loopback = Object.values(networkInterfaces()).some((list) =>
 const lookup = dns.lookup;
 const gates: Gated[] = [];
 const servers: ServeHandle[] = [];
+const squatters: NetServer[] = [];
+/**
+ * Run (once) by the next all-addresses lookup of 'localhost' before it answers, with the port of
+ * the server listening last: fastify makes that lookup once its main server listens on
+ * 127.0.0.1, and binds the other addresses after it.
+ */
+/** What the all-addresses lookup of 'localhost' answers (BOTH unless a test says otherwise). */
+let addressesOfLocalhost = BOTH;
+let beforeOthersBind: ((port: number) => Promise<unknown>) | undefined;
+/** Every server that listen() was called on since this test began. */
+let listen: MockInstance<NetServer['listen']>;
 
 beforeEach(() => {
+  listen = vi.spyOn(NetServer.prototype, 'listen');
   // Only the all-addresses lookup of 'localhost' changes; node's own listen still gets 127.0.0.1.
   dns.lookup = ((host: string, options: unknown, callback?: unknown) => {
     const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
     if (host === 'localhost' && all && typeof callback === 'function') {
-      process.nextTick(callback as (err: null, addresses: typeof BOTH) => void, null, BOTH);
+      const answer = (): void =>
+        (callback as (err: null, addresses: typeof BOTH) => void)(null, addressesOfLocalhost);
+      const hook = beforeOthersBind;
+      beforeOthersBind = undefined;
+      if (hook === undefined) {
+        process.nextTick(answer);
+        return;
+      }
+      const main = (listen.mock.contexts as NetServer[]).filter((server) => server.listening).at(-1)!;
+      void hook((main.address() as AddressInfo).port).then(answer);
       return;
     }
     return (lookup as (...args: unknown[]) => void)(host, options, callback);
@@ -41,9 +63,28 @@ beforeEach(() => {
 
 afterEach(async () => {
   dns.lookup = lookup;
+  addressesOfLocalhost = BOTH;
+  beforeOthersBind = undefined;
+  vi.restoreAllMocks();
   for (const g of gates.splice(0)) g.open();
   await Promise.all(servers.splice(0).map((s) => s.close()));
+  await Promise.all(
+    squatters.splice(0).map((q) => new Promise((resolve) => q.close(() => resolve(undefined)))),
+  );
 });
+
+/**
+ * Another program's listener on [::1]:port (0: a port the kernel picks), which closes every
+ * connection unanswered; resolves with its port, taken on ::1 either way (by it, or already).
+ */
+async function squat(port: number): Promise<number> {
+  const squatter = createServer((socket) => socket.destroy());
+  squatters.push(squatter);
+  return new Promise((resolve) => {
+    squatter.once('error', () => resolve(port));
+    squatter.listen({ host: '::1', port }, () => resolve((squatter.address() as AddressInfo).port));
+  });
+}
 
 function tryConnect(host: string, port: number): Promise<string> {
   return new Promise((resolve) => {
@@ -135,8 +176,47 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
       );
       expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     },
-    10_000,
   );
+
+  it('port 0 taken on ::1 by another program once 127.0.0.1 listens: serve listens on a port free on both', async () => {
+    let taken: number | undefined;
+    beforeOthersBind = (port) => {
+      taken = port;
+      return squat(port);
+    };
+    const { g, s } = await start();
+    g.open();
+    // Before: serve listened on 127.0.0.1 alone, and a client whose 'localhost' is ::1 reached
+    // the other program at the port it was given.
+    expect(taken).toBeDefined();
+    expect(s.port).not.toBe(taken);
+    expect(listeningServers(s.app)).toHaveLength(2);
+    for (const host of ['127.0.0.1', '::1']) {
+      expect(
+        await exchange(host, s.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      ).toMatch(/^HTTP\/1\.1 200 /);
+    }
+  });
+
+  it('a port taken on ::1 by another program: EADDRINUSE, as on 127.0.0.1, and nothing listens', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
+    gates.push(g);
+    const port = await squat(0);
+    const failure = await serve(g.lr, { host: 'localhost', port }).then(
+      (s) => {
+        servers.push(s);
+        return undefined;
+      },
+      (err: NodeJS.ErrnoException) => err,
+    );
+    // Before: serve resolved, listening on 127.0.0.1 alone.
+    expect(failure?.code).toBe('EADDRINUSE');
+    const made = (listen.mock.contexts as NetServer[]).filter((server) => !squatters.includes(server));
+    expect(made.length).toBeGreaterThan(0);
+    expect(made.filter((server) => server.listening)).toEqual([]);
+    // The runtime is still the caller's, as after any listen error.
+    expect(g.lr.report().state).toBe('ready');
+  });
 
   it('a drain stops accepting connections on every address', async () => {
     const { g, s } = await start();
@@ -145,11 +225,26 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     // Held in flight, so the drain is still waiting when the connections are tried.
     const inflight = postFloats(`http://127.0.0.1:${s.port}`, [1, 2, 3, 4]);
     await g.reach(ENTERED, 1);
-    const drained = s.drain();
+    // Not the default 10 s: a machine stalled that long must not abandon the request.
+    const drained = s.drain({ timeoutMs: 600_000 });
     expect(await tryConnect('127.0.0.1', s.port)).toBe('ECONNREFUSED');
     expect(await tryConnect('::1', s.port)).toBe('ECONNREFUSED');
     g.open();
     expect((await inflight).status).toBe(200);
     expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+});
+
+describe("host 'localhost' naming an address that is not this machine's", () => {
+  it('that address is skipped (it cannot be listened on here), not refused: serve listens on the others', async () => {
+    // 192.0.2.1 (TEST-NET-1) is no address of this machine: listening there fails EADDRNOTAVAIL,
+    // as on ::1 where IPv6 is off.
+    addressesOfLocalhost = [BOTH[0]!, { address: '192.0.2.1', family: 4 }];
+    const { g, s } = await start();
+    g.open();
+    expect(listeningServers(s.app)).toHaveLength(1);
+    expect(
+      await exchange('127.0.0.1', s.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    ).toMatch(/^HTTP\/1\.1 200 /);
   });
 });

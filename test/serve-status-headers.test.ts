@@ -27,7 +27,7 @@ describe('headers', () => {
     expect((await get(url, '/health')).json).toMatchObject({ depth: 2 });
     g.open();
     expect(Array.from(await held)).toEqual(expected(rows(1)));
-  }, 20_000);
+  });
 
   it('JSON with charset=UTF-8 (any case), Content-Encoding identity, octets with any charset are served', async () => {
     const { url } = await start({ open: true, admission: { requests: 4 } });

@@ -5,9 +5,8 @@
  * second, unasked answer; one request must get one answer, and the connection then closes.
  */
 import { connect, type Socket } from 'node:net';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
-import { until } from './fixtures/runtime-harness.js';
 import { answerThenMalformedRest } from './fixtures/serve-client.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
@@ -23,6 +22,28 @@ function shared(): Promise<{ g: Gated; s: ServeHandle }> {
 afterAll(async () => {
   await (await started)?.s.close();
 });
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/**
+ * Holds the linger's bound (linger.ts, a 2 s timer) off: a test whose client does everything in
+ * time must not be cut off because this process stalled past it (a busy machine), the timer then
+ * firing before the bytes that wait in the socket are read. Waits then poll on turns of this
+ * thread instead of a timer.
+ */
+function holdLingerBound(): void {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+}
+
+/** Polls on turns of this thread (the timers are fake); a bound on the count, not the clock. */
+async function until(predicate: () => boolean, what: string): Promise<void> {
+  for (let turn = 0; !predicate(); turn++) {
+    if (turn === 1_000_000) throw new Error(`never saw ${what}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
 
 /**
  * A connected client that reads only once it has sent everything (paused), with the server's
@@ -70,6 +91,7 @@ describe('a connection that an answer closes', () => {
         .filter((l) => l.startsWith('omni_http_client_errors_total'))
         .join('\n');
     const errorsBefore = await clientErrors();
+    holdLingerBound();
     const { client, server, closed, failed } = await uploadingClient(s);
     // Refused before its body is read (415): answered with Connection: close while uploading.
     const body = 'x'.repeat(1000);
@@ -106,6 +128,7 @@ describe('a connection that an answer closes', () => {
 
   it('a request node cannot parse: bytes the client still sends do not reset it, the 400 is read', async () => {
     const { s } = await shared();
+    holdLingerBound();
     const { client, server, closed, failed } = await uploadingClient(s);
     client.write('POST /v1/linear HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n');
     // Until the 400 went out (before: with the socket destroyed at once).

@@ -7,7 +7,8 @@
  * parse, and CONNECT, are answered by client-error.ts; a connection an answer ends closes in stages
  * (linger.ts); shutdown is drain.ts.
  *
- * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...).
+ * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...), on
+ * any of the host's addresses (missed-binding.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -33,6 +34,7 @@ import { lingerOnClose } from './linger.js';
 import { listeningServers } from './listeners.js';
 import { CUT_OFF_STATUS, ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
+import { missedBinding } from './missed-binding.js';
 import { closeWithConnection } from './pipelined-close.js';
 import { answerFor, fromHttpStack } from './status.js';
 
@@ -134,8 +136,46 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   // Infinity means none, as for the runtime: kept as Infinity (not undefined) so that it lifts
   // a default the runtime has, and a client's deadline still shortens it.
   const deadlineMs = duration('deadlineMs', options.deadlineMs) ?? runtime.deadlineMs;
+  const settings: Settings = {
+    host,
+    port,
+    bodyLimit,
+    retryAfter,
+    drainTimeoutMs,
+    deadlineMs,
+    closeRuntime: options.closeRuntime !== false,
+  };
+  for (let attempt = 1; ; attempt++) {
+    const listened = await listenOnce(runtime, settings);
+    if (!('missed' in listened)) return listened.handle;
+    // Port 0 asks for a port free on every address: the one the kernel found free on the first
+    // was not on another (missed-binding.ts), so it picks again. A port given is refused.
+    if (port !== 0 || attempt === LISTEN_ATTEMPTS) throw listened.missed;
+  }
+}
 
-  const drain = new Drain(options.closeRuntime === false ? undefined : runtime);
+/** How often port 0 is tried again when the port picked is taken on another address. */
+const LISTEN_ATTEMPTS = 8;
+
+interface Settings {
+  readonly host: string;
+  readonly port: number;
+  readonly bodyLimit: number;
+  readonly retryAfter: number;
+  readonly drainTimeoutMs: number;
+  readonly deadlineMs: number | undefined;
+  readonly closeRuntime: boolean;
+}
+
+/**
+ * One server, listening on every usable address of the host, or closed again with the listen
+ * error of an address it missed (the first address's own error is thrown).
+ */
+async function listenOnce(
+  runtime: Served,
+  { host, port, bodyLimit, retryAfter, drainTimeoutMs, deadlineMs, closeRuntime }: Settings,
+): Promise<{ handle: ServeHandle } | { missed: NodeJS.ErrnoException }> {
+  const drain = new Drain(closeRuntime ? runtime : undefined);
   const report = (): RuntimeReport => {
     const r = runtime.report();
     // A draining server is not ready, whatever the runtime says until it is closed. (The
@@ -265,6 +305,11 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     await app.close();
     throw err;
   }
+  const missed = await missedBinding(app, host, (app.server.address() as AddressInfo).port);
+  if (missed !== undefined) {
+    await app.close();
+    return { missed };
+  }
   // fastify gives only its main server our clientError handler; the others answer the same.
   for (const other of listeningServers(app).slice(1)) {
     // fastify forwards their 'upgrade' to the main server, which has no listener: node would
@@ -280,7 +325,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   }
   const bound = app.server.address() as AddressInfo;
   const shownHost = bound.address.includes(':') ? `[${bound.address}]` : bound.address;
-  return {
+  const handle: ServeHandle = {
     app,
     address: `http://${shownHost}:${bound.port}`,
     host: bound.address,
@@ -294,4 +339,5 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     expireDrain: () => drain.expire(),
     close: () => drain.start(app, drainTimeoutMs),
   };
+  return { handle };
 }

@@ -1,0 +1,64 @@
+/**
+ * For a host name that names several addresses (host 'localhost': 127.0.0.1 and ::1 where
+ * /etc/hosts names both), fastify listens on the first with the port asked for (0: one the kernel
+ * finds free there), then on the others with that same port, and ignores a failure there. A port
+ * another program holds on ::1 then left the server on 127.0.0.1 alone, and a client whose
+ * 'localhost' is ::1 first reached that other program instead. This finds such an address, so
+ * that serve() can refuse the port as it refuses one taken on the first address (or, for port 0,
+ * listen again on another).
+ *
+ * Throws: nothing; a failed lookup is no missed binding (fastify then binds the first alone too).
+ */
+import dns from 'node:dns';
+import { isIP, Server as NetServer } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { listeningServers } from './listeners.js';
+
+/** Listen errors that say the address cannot be listened on here at all (no IPv6, say): skipped, as fastify does. */
+const UNUSABLE = new Set(['EADDRNOTAVAIL', 'EAFNOSUPPORT']);
+
+/**
+ * The listen error of an address `host` names that none of `app`'s servers listens on at `port`,
+ * found by listening there again; undefined when every usable address is bound.
+ */
+export async function missedBinding(
+  app: FastifyInstance,
+  host: string,
+  port: number,
+): Promise<NodeJS.ErrnoException | undefined> {
+  if (isIP(host) !== 0) return undefined;
+  const addresses = await new Promise<readonly dns.LookupAddress[]>((resolve) => {
+    // The same lookup fastify made (dns.lookup read at call time, as fastify reads it).
+    dns.lookup(host, { all: true }, (err, found) => resolve(err ? [] : found));
+  });
+  const bound = new Set(
+    listeningServers(app).map((server) => (server.address() as { address?: string } | null)?.address),
+  );
+  for (const { address } of addresses) {
+    if (bound.has(address)) continue;
+    const error = await listenError(address, port);
+    if (error === undefined || !UNUSABLE.has(error.code ?? '')) {
+      // Free again by now: it was not when fastify tried, which left it unbound all the same.
+      return error ?? inUse(address, port);
+    }
+  }
+  return undefined;
+}
+
+/** Why listening on address:port fails, or undefined once a listener was there (closed again). */
+function listenError(address: string, port: number): Promise<NodeJS.ErrnoException | undefined> {
+  return new Promise((resolve) => {
+    const probe = new NetServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(err));
+    probe.listen({ host: address, port, exclusive: true }, () => probe.close(() => resolve(undefined)));
+  });
+}
+
+function inUse(address: string, port: number): NodeJS.ErrnoException {
+  return Object.assign(new Error(`listen EADDRINUSE: address already in use ${address}:${port}`), {
+    code: 'EADDRINUSE',
+    syscall: 'listen',
+    address,
+    port,
+  });
+}
