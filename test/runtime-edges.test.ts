@@ -378,5 +378,5 @@ describe.skipIf(!canBlockInRead)('a replacement stuck in a native call in its in
       closeSync(readEnd);
       closeSync(writeEnd);
     }
-  }, 30_000);
+  });
 });

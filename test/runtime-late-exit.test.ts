@@ -85,7 +85,7 @@ describe.skipIf(!canBlockInRead)('close() and a thread that exits late', () => {
       closeSync(readEnd);
       closeSync(writeEnd);
     }
-  }, 30_000);
+  });
 });
 
 describe('close() after threads were lost', () => {
