@@ -24,5 +24,5 @@ describe('a close hook that ends its thread', () => {
     expect(rt.state).toBe('stopped');
     expect(Atomics.load(w, 0)).toBe(3); // two threads and the replacement ran init
     expect(Atomics.load(w, 1)).toBe(2); // each live one ran its close hook, once
-  }, 20_000);
+  });
 });

@@ -63,5 +63,5 @@ describe.skipIf(!canBlockInRead)('close() and a thread inside a native call', ()
       closeSync(readEnd);
       closeSync(writeEnd);
     }
-  }, 20_000);
+  });
 });

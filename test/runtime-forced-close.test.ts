@@ -108,7 +108,7 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     await waitFor(held, SIGNALLED);
     open(closed);
     expect(await closing).toEqual({ clean: false, abandoned: 1 });
-  }, 20_000);
+  });
 
   // The order under test, a call's end reaching the main thread before another thread's hook
   // returns, is between two threads' messages, which no handshake between the threads orders:
@@ -140,7 +140,7 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     // Both threads ran their hook (and each returned): the call's thread after it was free.
     expect(Atomics.load(closed, INVOKED)).toBe(2);
     expect(Atomics.load(closed, STARTED)).toBe(2);
-  }, 20_000);
+  });
 
   it('a later close timeout cuts an idle hook that never returns short', async () => {
     // startTimeoutMs out of reach: only the second timeout can end the hook's wait.
@@ -152,7 +152,7 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     expect(rt.close({ timeoutMs: 0 })).toBe(closing);
     expect(await closing).toEqual({ clean: false, abandoned: 1 });
     expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, units: 0, leaked: 0 });
-  }, 20_000);
+  });
 
   it('bounds an idle hook that never returns by startTimeoutMs, as a clean close does', async () => {
     // startTimeoutMs bounds the hook on a fake clock, made due once the hook runs: a real 2 s one
@@ -173,7 +173,7 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     expect(await closing).toEqual({ clean: false, abandoned: 1 });
     expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, units: 0, leaked: 0 });
-  }, 20_000);
+  });
 
   it("frees the idle thread's native context (the LinearRuntime worker's close hook)", async () => {
     // The fixture's byte count is process-wide: the threads share the library with this one.
@@ -219,7 +219,7 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     // Left behind: the exited thread's context and the busy thread's. The idle thread freed its
     // own, and the replacement, up once that hook had let it finish its init, freed its own too.
     expect(faults.liveBytes() - before).toBe(2 * perThread);
-  }, 20_000);
+  });
 });
 
 describe('close({ timeoutMs }) and a call that never reached a worker', () => {

@@ -56,7 +56,7 @@ describe('replacements that fail in init', () => {
     await expect(running).resolves.toBe('kept');
     expect(rt.report()).toMatchObject({ depth: 0, completed: 1, failed: 1 });
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
-  }, 20_000);
+  });
 
   it('the last serving thread lost after the runtime failed: queued calls are given back', async () => {
     const loads = new SharedArrayBuffer(8);
@@ -83,7 +83,7 @@ describe('replacements that fail in init', () => {
     expect(await queued).toBe('OMNI_ERR_WORKER_EXITED');
     expect(rt.report()).toMatchObject({ depth: 0, failed: 3 });
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
-  }, 20_000);
+  });
 
   it('a replacement that never comes up: whenFailed() resolves with the failure', async () => {
     const loads = new SharedArrayBuffer(8);
@@ -102,7 +102,7 @@ describe('replacements that fail in init', () => {
     expect(rt.failure).toBe(err);
     expect(rt.state).toBe('failed');
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
-  }, 20_000);
+  });
 
   it('close() with a thread short: the close hooks run on the threads that serve, not waiting for the missing one', async () => {
     const loads = new SharedArrayBuffer(8);
@@ -113,7 +113,7 @@ describe('replacements that fail in init', () => {
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
     expect(rt.report().state).toBe('stopped');
     expect(Atomics.load(new Int32Array(loads), 1)).toBe(1); // the one serving thread's hook ran
-  }, 20_000);
+  });
 
   it('a replacement that comes up while the close hooks run still runs its own', async () => {
     const words = new SharedArrayBuffer(16);

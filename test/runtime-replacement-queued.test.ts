@@ -51,5 +51,5 @@ describe('a call queued behind a replacement that never comes up', () => {
     await until(() => rt.state === 'failed', 'the runtime to fail');
     expect(await queued).toBe('OMNI_ERR_WORKER_EXITED');
     await expect(rt.close()).resolves.toEqual({ clean: true, abandoned: 0 });
-  }, 20_000);
+  });
 });
