@@ -255,7 +255,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     return reply.code(answer.status).send(answer.body);
   });
 
-  linearRoute(app, { runtime, drain, deadlineMs });
+  linearRoute(app, { runtime, drain, deadlineMs, bodyLimit });
   healthRoute(app, report);
   metricsRoute(app, metrics);
 
