@@ -291,3 +291,35 @@ describe('a hint that fits', () => {
     expect(g.entered() - before).toBe(1);
   });
 });
+
+describe('a runtime whose admission waits (wait: true)', () => {
+  // Its unit-ceiling refusal comes from admit(), not tryAdmit(): counted the same way there.
+  it('more rows than --units: refused before the upload, counted as after it', async () => {
+    const g = await startGated({
+      inFeatures: IN,
+      outFeatures: 3,
+      open: true,
+      admission: { requests: 2, units: UNITS, wait: true },
+    });
+    const s = await serve(g.lr, { port: 0 });
+    try {
+      const c = CASES[0]!;
+      const full = await counts(g, s);
+      const read = await rawExchange(s.port, [head(c, 'Connection: close\r\n'), c.body]);
+      const early = await counts(g, s);
+      expectCounted(c, full, early);
+      const socket = connect({ host: '127.0.0.1', port: s.port });
+      const first = new Promise<string>((resolve) => {
+        socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1')));
+      });
+      socket.write(head(c, 'Expect: 100-continue\r\n'));
+      const heard = await first;
+      socket.destroy();
+      expect(heard).toMatch(/^HTTP\/1\.1 413 /);
+      expect(read.status).toBe(413);
+      expectCounted(c, early, await counts(g, s));
+    } finally {
+      await s.close();
+    }
+  });
+});
