@@ -8,6 +8,13 @@ import type { NativeWorkerData, NativeWorkerInput } from './protocol.js';
 import { checkLinearOptions, type LinearRuntimeOptions } from './start-options.js';
 import { seededWeights, sharedCopy } from './weights.js';
 
+/**
+ * @internal For a front that learns a call's row count before its input (the HTTP rows hint):
+ * `lr[kRowsRefusal](rows)` is undefined while a call of `rows` rows at its default cost might
+ * be served, else a function that refuses it as run() would, counted as run() counts it.
+ */
+export const kRowsRefusal = Symbol('omni.linear.rowsRefusal');
+
 export interface LinearRunOptions extends RunOptions {
   /** Rows in x (default x.length / inFeatures). Cost defaults to rows. */
   readonly rows?: number | undefined;
@@ -131,13 +138,7 @@ export class LinearRuntime {
         new InvalidArgumentError(`x holds ${length} floats, not rows (${rows}) x ${this.inFeatures}`),
       );
     }
-    if (rows > this.maxRows) {
-      // Like a cost above the unit ceiling: it can never fit, so it counts as a refusal.
-      return this.runtime[kEndedEarly](
-        'refused',
-        new TooLargeError(rows, this.maxRows, `${rows} rows exceed the ${this.maxRows} one call takes`),
-      );
-    }
+    if (rows > this.maxRows) return this.#tooManyRows(rows);
     const input: NativeWorkerInput = { x, rows };
     return this.runtime.run<Float32Array>(input, {
       cost: cost === undefined ? rows : cost,
@@ -145,6 +146,25 @@ export class LinearRuntime {
       deadlineMs,
       transfer,
     });
+  }
+
+  /** Like a cost above the unit ceiling: it can never fit, so it counts as a refusal. */
+  #tooManyRows(rows: number): Promise<never> {
+    return this.runtime[kEndedEarly](
+      'refused',
+      new TooLargeError(rows, this.maxRows, `${rows} rows exceed the ${this.maxRows} one call takes`),
+    );
+  }
+
+  /** See kRowsRefusal. A runtime that is not ready is left to run(), which refuses every call. */
+  [kRowsRefusal](rows: number): (() => Promise<never>) | undefined {
+    if (this.runtime.state !== 'ready') return undefined;
+    if (rows > this.maxRows) return () => this.#tooManyRows(rows);
+    const ceiling = this.runtime.report().unitCapacity;
+    // The runtime's own refusal of that cost (its ceiling never changes), so that it counts it
+    // as any other: in its outcomes and in its admission's `rejected`. No input is ever sent.
+    if (ceiling !== null && rows > ceiling) return () => this.runtime.run<never>(undefined, { cost: rows });
+    return undefined;
   }
 
   /**

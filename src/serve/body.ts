@@ -62,20 +62,36 @@ export function decodeLinearBody(
   return decodeJson(body, rowsHint, inFeatures);
 }
 
-function decodeOctets(body: Buffer, rowsHint: number | undefined, inFeatures: number): LinearInput {
-  if (body.byteLength === 0) throw new BadBodyError('the request body is empty');
-  if (body.byteLength % FLOAT_BYTES !== 0) {
-    throw new BadBodyError(`the body holds ${body.byteLength} bytes: not a whole number of float32 values`);
+/**
+ * Why an octet-stream body of `byteLength` bytes cannot be decoded, or undefined when it can:
+ * decodeOctets' own checks, also made from a Content-Length before the body is read.
+ */
+export function octetLengthRefusal(
+  byteLength: number,
+  rowsHint: number | undefined,
+  inFeatures: number,
+): BadBodyError | undefined {
+  if (byteLength === 0) return new BadBodyError('the request body is empty');
+  if (byteLength % FLOAT_BYTES !== 0) {
+    return new BadBodyError(`the body holds ${byteLength} bytes: not a whole number of float32 values`);
   }
-  const floats = body.byteLength / FLOAT_BYTES;
+  const floats = byteLength / FLOAT_BYTES;
   const rows = rowsHint ?? floats / inFeatures;
   if (!Number.isInteger(rows) || rows * inFeatures !== floats) {
-    throw new BadBodyError(
+    return new BadBodyError(
       rowsHint === undefined
         ? `the body holds ${floats} floats: not a whole number of ${inFeatures}-wide rows`
         : `the body holds ${floats} floats, but ${rows} rows of ${inFeatures} need ${rows * inFeatures}`,
     );
   }
+  return undefined;
+}
+
+function decodeOctets(body: Buffer, rowsHint: number | undefined, inFeatures: number): LinearInput {
+  const refusal = octetLengthRefusal(body.byteLength, rowsHint, inFeatures);
+  if (refusal !== undefined) throw refusal;
+  const floats = body.byteLength / FLOAT_BYTES;
+  const rows = rowsHint ?? floats / inFeatures;
   const x = new Float32Array(floats);
   if (LITTLE_ENDIAN) new Uint8Array(x.buffer).set(body);
   else for (let i = 0; i < floats; i++) x[i] = body.readFloatLE(i * FLOAT_BYTES);

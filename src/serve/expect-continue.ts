@@ -1,8 +1,8 @@
 /**
  * `Expect: 100-continue`: the client uploads its body only once the server says 100 Continue.
  * node says it at once unless a server listens for 'checkContinue', so a request refused before
- * its body is read (draining, compressed, another media type, over the body limit) had it
- * uploaded for nothing. Here the 100 is sent from a preParsing hook: after routing and the
+ * its body is read (draining, compressed, another media type, over the body limit, a rows hint
+ * that settles the answer) had it uploaded for nothing. Here the 100 is sent from a preParsing hook: after routing and the
  * route's onRequest checks, and only for a body this server would go on to read. Only a request
  * node deferred gets one: node alone decides what asks for it (an HTTP/1.0 request's
  * expectation is ignored; a list such as `100-continue, 100-continue` asks).
@@ -28,7 +28,8 @@ export function deferContinue(this: Server, req: IncomingMessage, res: ServerRes
   this.emit('request', req, res);
 }
 
-function readable(request: FastifyRequest, bodyLimit: number): boolean {
+/** Whether this server goes on to read `request`'s body (the route's own checks aside). */
+export function bodyWillBeRead(request: FastifyRequest, bodyLimit: number): boolean {
   // A 404 reads a body it has a parser for, as a route does: withholding the 100 there would
   // leave the client waiting for it while the server waits for the body.
   if (!BODY_METHODS.has(request.raw.method ?? '')) return false;
@@ -76,7 +77,7 @@ export function continueOwed(req: IncomingMessage, res: ServerResponse): boolean
 /** Sends the deferred 100 Continue for a request whose body will be read. */
 export function continueWhenRead(app: FastifyInstance, bodyLimit: number): void {
   app.addHook('preParsing', (request, reply, payload, done) => {
-    if (deferred.has(request.raw) && readable(request, bodyLimit)) writeContinue(reply.raw);
+    if (deferred.has(request.raw) && bodyWillBeRead(request, bodyLimit)) writeContinue(reply.raw);
     done(null, payload);
   });
 }

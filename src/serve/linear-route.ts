@@ -3,19 +3,22 @@
  * Cost is the row count. Every failure is thrown to the server's error handler, which answers
  * through the status table (status.ts); nothing here picks a status.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isDecimal } from '../decimal.js';
 import { BadRequestError, TaskFailedError, UnavailableError, UnsupportedMediaTypeError } from '../errors.js';
+import { kRowsRefusal, type LinearRuntime } from '../linear/linear-runtime.js';
 import {
   decodeLinearBody,
   encodeJson,
   encodeOctets,
   OCTET_STREAM,
+  octetLengthRefusal,
   parseRowsHint,
   ROWS_HEADER,
 } from './body.js';
 import { clientGone } from './client-gone.js';
 import type { Drain } from './drain.js';
+import { bodyWillBeRead } from './expect-continue.js';
 import type { Served } from './server.js';
 
 export const LINEAR_PATH = '/v1/linear';
@@ -30,6 +33,8 @@ export interface LinearRouteOptions {
    * none, passed on so that it lifts a default the runtime has).
    */
   readonly deadlineMs: number | undefined;
+  /** The server's body limit: a body over it is refused by fastify, before this route's checks. */
+  readonly bodyLimit: number;
 }
 
 function parseDeadline(raw: unknown, serverMs: number | undefined): number | undefined {
@@ -74,13 +79,45 @@ function checkEncoding(
   }
 }
 
-export function linearRoute(app: FastifyInstance, { runtime, drain, deadlineMs }: LinearRouteOptions): void {
+/**
+ * Throws what the handler would answer, once it had read the body, for a request whose rows
+ * hint already settles it: a malformed or contradictory hint, an octet-stream Content-Length
+ * that does not hold the hinted rows, or more rows than the runtime can ever take in one call
+ * (refused by the runtime, which counts it as it counts that refusal from run()). In the
+ * handler's order, so the answer is the one it would give; without a hint, nothing.
+ */
+async function refuseFromHeaders(
+  request: FastifyRequest,
+  runtime: Served,
+  serverDeadlineMs: number | undefined,
+): Promise<void> {
+  const query = request.query as Record<string, unknown> | undefined;
+  const rows = parseRowsHint(query?.rows, request.headers[ROWS_HEADER]);
+  if (rows === undefined) return;
+  const length = request.headers['content-length'];
+  const octets = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() === OCTET_STREAM;
+  const badLength =
+    octets && length !== undefined ? octetLengthRefusal(Number(length), rows, runtime.inFeatures) : undefined;
+  // A Served that is not a LinearRuntime (a test's wrapper) leaves the row count to run().
+  const refuseRows =
+    badLength === undefined ? (runtime as Partial<LinearRuntime>)[kRowsRefusal]?.(rows) : undefined;
+  if (badLength === undefined && refuseRows === undefined) return;
+  parseDeadline(request.headers[DEADLINE_HEADER], serverDeadlineMs);
+  if (badLength !== undefined) throw badLength;
+  await refuseRows?.();
+}
+
+export function linearRoute(
+  app: FastifyInstance,
+  { runtime, drain, deadlineMs, bodyLimit }: LinearRouteOptions,
+): void {
   app.post(
     LINEAR_PATH,
     {
-      // Refused before the body is read: a draining server takes no new work, and a body this
+      // Refused before the body is read: a draining server takes no new work, a body this
       // route would misread (compressed, or JSON in a charset other than UTF-8) is refused
-      // rather than decoded as if it were plain.
+      // rather than decoded as if it were plain, and one its headers already condemn is never
+      // uploaded (no 100 Continue; the answer goes out at once and the connection closes).
       onRequest: async (request) => {
         if (drain.state !== 'serving') throw new UnavailableError('draining', 'the server is draining');
         checkEncoding(
@@ -88,6 +125,7 @@ export function linearRoute(app: FastifyInstance, { runtime, drain, deadlineMs }
           request.headers['transfer-encoding'],
           request.headers['content-type'],
         );
+        if (bodyWillBeRead(request, bodyLimit)) await refuseFromHeaders(request, runtime, deadlineMs);
       },
     },
     async (request, reply) => {

@@ -295,7 +295,7 @@ async function listenOnce(
     return reply.code(answer.status).send(answer.body);
   });
 
-  linearRoute(app, { runtime, drain, deadlineMs });
+  linearRoute(app, { runtime, drain, deadlineMs, bodyLimit });
   healthRoute(app, report);
   metricsRoute(app, metrics);
 

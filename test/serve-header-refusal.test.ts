@@ -1,0 +1,325 @@
+/**
+ * A request whose headers already condemn it (a rows hint the runtime can never serve, a
+ * malformed or contradictory hint, an octet-stream Content-Length that does not hold the hinted
+ * rows) is refused before its body is read: with the answer, counts and status the handler gave
+ * once it had read the body, but without the upload. Before, a client sending `Expect:
+ * 100-continue` heard 100 Continue and uploaded everything for that refusal, and one that held
+ * its body back got no answer until it sent it.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { connect } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type ServeHandle, serve } from '../src/serve/index.js';
+import { rawExchange } from './fixtures/serve-client.js';
+import { type Gated, startGated } from './fixtures/serve-harness.js';
+
+const IN = 4;
+const UNITS = 8;
+/** More than one native call takes (MAX_ROWS), checked before the unit ceiling. */
+const OVER_MAX_ROWS = 65_537;
+
+let started: Promise<{ g: Gated; s: ServeHandle }> | undefined;
+function shared(): Promise<{ g: Gated; s: ServeHandle }> {
+  started ??= (async () => {
+    const g = await startGated({
+      inFeatures: IN,
+      outFeatures: 3,
+      open: true,
+      admission: { requests: 4, units: UNITS },
+    });
+    return { g, s: await serve(g.lr, { port: 0 }) };
+  })();
+  return started;
+}
+
+afterAll(async () => {
+  await (await started)?.s.close();
+});
+
+function octets(rows: number): Buffer {
+  return Buffer.from(new Float32Array(rows * IN).fill(0.5).buffer);
+}
+
+function jsonRows(rows: number): string {
+  return JSON.stringify({ rows: Array.from({ length: rows }, () => [1, 2, 3, 4]) });
+}
+
+interface Case {
+  readonly name: string;
+  readonly target: string;
+  readonly headers: string;
+  readonly type: string;
+  readonly body: Buffer | string;
+  readonly status: number;
+  readonly code: string;
+  /** The runtime's outcomes.refused and admission rejected: what the handler's refusal counts. */
+  readonly refused: number;
+  readonly rejected: number;
+  /** omni_http_refused_total{reason="too-large",status="413"}. */
+  readonly tooLarge: number;
+}
+
+const OCTET = 'application/octet-stream';
+const CASES: readonly Case[] = [
+  {
+    name: 'more rows than --units (query)',
+    target: `/v1/linear?rows=${UNITS + 1}`,
+    headers: '',
+    type: OCTET,
+    body: octets(UNITS + 1),
+    status: 413,
+    code: 'OMNI_ERR_TOO_LARGE',
+    refused: 1,
+    rejected: 1,
+    tooLarge: 1,
+  },
+  {
+    name: 'more rows than --units (JSON, header)',
+    target: '/v1/linear',
+    headers: `x-omni-rows: ${UNITS + 1}\r\n`,
+    type: 'application/json',
+    body: jsonRows(UNITS + 1),
+    status: 413,
+    code: 'OMNI_ERR_TOO_LARGE',
+    refused: 1,
+    rejected: 1,
+    tooLarge: 1,
+  },
+  {
+    name: 'more rows than one native call takes',
+    target: '/v1/linear',
+    headers: `x-omni-rows: ${OVER_MAX_ROWS}\r\n`,
+    type: OCTET,
+    body: octets(OVER_MAX_ROWS),
+    status: 413,
+    code: 'OMNI_ERR_TOO_LARGE',
+    refused: 1,
+    rejected: 0,
+    tooLarge: 1,
+  },
+  {
+    name: 'a malformed hint',
+    target: '/v1/linear?rows=0',
+    headers: '',
+    type: OCTET,
+    body: octets(1),
+    status: 400,
+    code: 'OMNI_ERR_BAD_REQUEST',
+    refused: 0,
+    rejected: 0,
+    tooLarge: 0,
+  },
+  {
+    name: 'a query and a header that disagree',
+    target: '/v1/linear?rows=1',
+    headers: 'x-omni-rows: 2\r\n',
+    type: OCTET,
+    body: octets(1),
+    status: 400,
+    code: 'OMNI_ERR_BAD_REQUEST',
+    refused: 0,
+    rejected: 0,
+    tooLarge: 0,
+  },
+  {
+    name: 'a Content-Length that does not hold the hinted rows',
+    target: '/v1/linear?rows=2',
+    headers: '',
+    type: OCTET,
+    body: octets(3),
+    status: 400,
+    code: 'OMNI_ERR_BAD_BODY',
+    refused: 0,
+    rejected: 0,
+    tooLarge: 0,
+  },
+  {
+    name: 'too many rows and a malformed deadline: the deadline, as the handler checks it first',
+    target: `/v1/linear?rows=${UNITS + 1}`,
+    headers: 'x-omni-deadline-ms: soon\r\n',
+    type: OCTET,
+    body: octets(UNITS + 1),
+    status: 400,
+    code: 'OMNI_ERR_BAD_REQUEST',
+    refused: 0,
+    rejected: 0,
+    tooLarge: 0,
+  },
+];
+
+function head(c: Case, extra = ''): string {
+  return (
+    `POST ${c.target} HTTP/1.1\r\nHost: x\r\nContent-Type: ${c.type}\r\n` +
+    `Content-Length: ${Buffer.byteLength(c.body)}\r\n${c.headers}${extra}\r\n`
+  );
+}
+
+interface Counts {
+  readonly refused: number;
+  readonly rejected: number;
+  readonly tooLarge: number;
+  readonly entered: number;
+}
+
+async function counts(g: Gated, s: ServeHandle): Promise<Counts> {
+  const report = g.lr.report();
+  const text = (await s.metrics.scrape()).text;
+  const line = /^omni_http_refused_total\{reason="too-large",status="413"\} (\d+)$/m.exec(text);
+  return {
+    refused: report.refused,
+    rejected: report.rejected,
+    tooLarge: Number(line?.[1] ?? 0),
+    entered: g.entered(),
+  };
+}
+
+function expectCounted(c: Case, before: Counts, after: Counts): void {
+  expect({
+    refused: after.refused - before.refused,
+    rejected: after.rejected - before.rejected,
+    tooLarge: after.tooLarge - before.tooLarge,
+    entered: after.entered - before.entered,
+  }).toEqual({ refused: c.refused, rejected: c.rejected, tooLarge: c.tooLarge, entered: 0 });
+}
+
+/** The status line and the JSON code of the first answer in `text`, once it is all there. */
+function parsed(text: string): { status: number; code: unknown } | undefined {
+  const split = text.indexOf('\r\n\r\n');
+  if (split < 0) return undefined;
+  const length = Number(/\r\ncontent-length: (\d+)/i.exec(text.slice(0, split))?.[1]);
+  const body = text.slice(split + 4);
+  if (!(body.length >= length)) return undefined;
+  return {
+    status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]),
+    code: (JSON.parse(body.slice(0, length)) as { code?: unknown }).code,
+  };
+}
+
+describe('the same answer and counts as after reading the body', () => {
+  // The reference: the body sent in full, as the handler has always answered it.
+  it.each(CASES)('$name: body sent in full', async (c) => {
+    const { g, s } = await shared();
+    const before = await counts(g, s);
+    const answer = await rawExchange(s.port, [head(c, 'Connection: close\r\n'), c.body]);
+    expect(answer.status).toBe(c.status);
+    expect((JSON.parse(answer.body) as { code?: unknown }).code).toBe(c.code);
+    expectCounted(c, before, await counts(g, s));
+  });
+});
+
+describe('refused from its headers, with no body sent', () => {
+  it.each(CASES)('$name: Expect: 100-continue hears the refusal, never 100 Continue', async (c) => {
+    const { g, s } = await shared();
+    const before = await counts(g, s);
+    // The body is never sent. Before: the first thing heard was the 100 Continue.
+    const socket = connect({ host: '127.0.0.1', port: s.port });
+    let text = '';
+    const first = new Promise<string>((resolve) => {
+      socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1')));
+    });
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+    });
+    socket.write(head(c, 'Expect: 100-continue\r\n'));
+    expect(await first).not.toMatch(/^HTTP\/1\.1 100 /);
+    // The server closes the connection after the refusal: the client's body is not wanted.
+    await closed;
+    expect(text).toMatch(/\r\nconnection: close\r\n/i);
+    expect(parsed(text)).toEqual({ status: c.status, code: c.code });
+    expectCounted(c, before, await counts(g, s));
+  });
+
+  it.each(CASES)('$name: a client holding its body back gets the answer first', async (c) => {
+    const { g, s } = await shared();
+    const before = await counts(g, s);
+    // Which comes first on the server: the answer written in full, or the request's body being
+    // read (its stream resumed). node resumes an unread request only after its answer finished.
+    const order = new Promise<string>((resolve) => {
+      s.app.server.once('request', (req: IncomingMessage, res: ServerResponse) => {
+        req.once('resume', () => resolve('body read'));
+        res.once('finish', () => resolve('answered'));
+      });
+    });
+    const socket = connect({ host: '127.0.0.1', port: s.port });
+    let text = '';
+    const answered = new Promise<void>((resolve) => {
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('latin1');
+        if (parsed(text) !== undefined) resolve();
+      });
+    });
+    socket.write(head(c));
+    // Before: the server read on, waiting for the body, and never answered.
+    expect(await order).toBe('answered');
+    await answered;
+    socket.destroy();
+    expect(text).toMatch(/\r\nconnection: close\r\n/i);
+    expect(parsed(text)).toEqual({ status: c.status, code: c.code });
+    expectCounted(c, before, await counts(g, s));
+  });
+});
+
+describe('a hint that fits', () => {
+  it('hears 100 Continue, then is served', async () => {
+    const { g, s } = await shared();
+    const before = g.entered();
+    const body = octets(2);
+    const answer = await rawExchange(s.port, [
+      'POST /v1/linear?rows=2 HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+        `Content-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+      body,
+    ]);
+    expect(answer.status).toBe(100);
+    expect(answer.body).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(answer.body).toMatch(/\r\nx-omni-rows: 2\r\n/i);
+    expect(g.entered() - before).toBe(1);
+  });
+
+  it('chunked, with no Content-Length to compare: read and served', async () => {
+    const { g, s } = await shared();
+    const before = g.entered();
+    const body = octets(UNITS);
+    const answer = await rawExchange(s.port, [
+      `POST /v1/linear?rows=${UNITS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n` +
+        'Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n',
+      `${body.length.toString(16)}\r\n`,
+      body,
+      '\r\n0\r\n\r\n',
+    ]);
+    expect(answer.status).toBe(200);
+    expect(g.entered() - before).toBe(1);
+  });
+});
+
+describe('a runtime whose admission waits (wait: true)', () => {
+  // Its unit-ceiling refusal comes from admit(), not tryAdmit(): counted the same way there.
+  it('more rows than --units: refused before the upload, counted as after it', async () => {
+    const g = await startGated({
+      inFeatures: IN,
+      outFeatures: 3,
+      open: true,
+      admission: { requests: 2, units: UNITS, wait: true },
+    });
+    const s = await serve(g.lr, { port: 0 });
+    try {
+      const c = CASES[0]!;
+      const full = await counts(g, s);
+      const read = await rawExchange(s.port, [head(c, 'Connection: close\r\n'), c.body]);
+      const early = await counts(g, s);
+      expectCounted(c, full, early);
+      const socket = connect({ host: '127.0.0.1', port: s.port });
+      const first = new Promise<string>((resolve) => {
+        socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1')));
+      });
+      socket.write(head(c, 'Expect: 100-continue\r\n'));
+      const heard = await first;
+      socket.destroy();
+      expect(heard).toMatch(/^HTTP\/1\.1 413 /);
+      expect(read.status).toBe(413);
+      expectCounted(c, early, await counts(g, s));
+    } finally {
+      await s.close();
+    }
+  });
+});
