@@ -2,10 +2,10 @@
  * `Expect: 100-continue`: the client uploads its body only once the server says 100 Continue.
  * node says it at once unless a server listens for 'checkContinue', so a request refused before
  * its body is read (draining, compressed, another media type, over the body limit, a rows hint
- * that settles the answer) had it uploaded for nothing. Here the 100 is sent from a preParsing hook: after routing and the
- * route's onRequest checks, and only for a body this server would go on to read. Only a request
- * node deferred gets one: node alone decides what asks for it (an HTTP/1.0 request's
- * expectation is ignored; a list such as `100-continue, 100-continue` asks).
+ * that settles the answer) had it uploaded for nothing. Here the 100 is sent from a preParsing
+ * hook: after routing and the route's onRequest checks, and only for a body this server would go
+ * on to read. Only a request node deferred gets one: node alone decides what asks for it (an
+ * HTTP/1.0 request's expectation is ignored; a list such as `100-continue, 100-continue` asks).
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
