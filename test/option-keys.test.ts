@@ -10,16 +10,23 @@ import { BOUNDS_KEYS } from '../src/admission/bounds.js';
 import {
   type AdmissionBounds,
   BoundedAdmission,
+  defineWorker,
   LinearRuntime,
   type LinearRuntimeOptions,
+  NativeContext,
+  type NativeOpenOptions,
   Runtime,
   type RuntimeAdmissionOptions,
   type RuntimeOptions,
+  type SelectOptions,
   seededWeights,
+  selectBackend,
+  type WorkerOptions,
 } from '../src/index.js';
-import { defaultLibraryPath } from '../src/native/index.js';
+import { defaultLibraryPath, loadNativeLibrary } from '../src/native/index.js';
 import { checkOptionKeys } from '../src/option-keys.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { fixtureLibrary } from './fixtures/native-fixture-library.js';
 import { INVOKED, newControl } from './fixtures/runtime-control.js';
 import { codeOf } from './fixtures/runtime-harness.js';
 import { thrown, thrownCode } from './fixtures/thrown.js';
@@ -169,5 +176,61 @@ describe('LinearRuntime.start', () => {
     closing.push(lr);
     expect(lr.report().unitCapacity).toBe(8);
     expect(lr.inFeatures).toBe(4);
+  });
+});
+
+describe('native set-up options', () => {
+  const fixture = fixtureLibrary();
+
+  it('NativeContext.open refuses an unknown option before opening anything', () => {
+    // Armed: an omni_open reached would fail its first allocation (OMNI_ERR_NATIVE).
+    fixture.faults.failAllocAfter(1);
+    try {
+      const options = { workspaceSize: 1 << 20 } as NativeOpenOptions;
+      expect(thrownCode(() => NativeContext.open(fixture.lib, options))).toBe(INVALID);
+    } finally {
+      fixture.faults.failAllocAfter(0);
+    }
+  });
+
+  it('NativeContext.open takes every option', () => {
+    const options = {
+      device: 0,
+      workspaceCount: 2,
+      workspaceBytes: 1 << 20,
+      env: {},
+    } satisfies Required<NativeOpenOptions>;
+    NativeContext.open(fixture.lib, options).close();
+  });
+
+  it('selectBackend and loadNativeLibrary refuse an unknown option before loading', () => {
+    const missing = '/nonexistent/libomni_fixture.so';
+    const select = { fixturePath: missing, cuda: missing } as SelectOptions;
+    expect(thrownCode(() => selectBackend('fixture', {}, select))).toBe(INVALID);
+    expect(thrownCode(() => loadNativeLibrary('fixture', { path: missing, file: missing } as never))).toBe(
+      INVALID,
+    );
+  });
+
+  it('selectBackend and loadNativeLibrary take every option', () => {
+    const select = {
+      device: 0,
+      fixturePath: defaultLibraryPath('fixture'),
+      cudaPath: defaultLibraryPath('cuda'),
+    } satisfies Required<SelectOptions>;
+    expect(selectBackend('fixture', {}, select).backend).toBe('fixture');
+    expect(loadNativeLibrary('fixture', { path: defaultLibraryPath('fixture') }).backend).toBe('fixture');
+  });
+});
+
+describe('defineWorker', () => {
+  it('a misspelt hook is refused where the worker is written', () => {
+    const options = { init() {}, onClose() {} } as WorkerOptions;
+    expect(thrownCode(() => defineWorker(() => 1, options))).toBe(INVALID);
+  });
+
+  it('every hook is still taken', () => {
+    const options = { init() {}, close() {} } satisfies Required<WorkerOptions>;
+    expect(defineWorker(() => 1, options).close).toBe(options.close);
   });
 });
