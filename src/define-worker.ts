@@ -3,6 +3,7 @@
  * The module runs inside a worker thread, loaded by the runtime's entry.
  */
 import { InvalidArgumentError } from './errors.js';
+import { checkOptionKeys, type OptionKeys } from './option-keys.js';
 
 // Symbol.for, not Symbol(): the user's module may load its own copy of this package.
 const kDefinition = Symbol.for('omni-runtime.worker-definition');
@@ -36,6 +37,8 @@ export interface WorkerOptions {
   readonly close?: (() => void | Promise<void>) | undefined;
 }
 
+const WORKER_KEYS: OptionKeys<WorkerOptions> = { init: true, close: true };
+
 export interface WorkerDefinition<I = unknown, O = unknown> {
   readonly [kDefinition]: true;
   readonly handler: WorkerHandler<I, O>;
@@ -52,6 +55,8 @@ export function defineWorker<I, O>(
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('defineWorker options must be an object { init?, close? }');
   }
+  // A misspelt `close` hook would leave every thread's native resources unfreed without a word.
+  checkOptionKeys('defineWorker options', options, WORKER_KEYS);
   const { init, close } = options;
   for (const [name, hook] of [
     ['init', init],

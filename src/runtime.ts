@@ -104,7 +104,10 @@ export class Runtime {
     const bounds = options.admission;
     this.#bounded = bounds !== undefined;
     this.#waits = !bounds || bounds.wait === true;
-    this.#admission = new BoundedAdmission(bounds ?? { requests: SERIAL_WINDOW });
+    // Its bounds alone: `wait` is the runtime's option, no bound.
+    this.#admission = new BoundedAdmission(
+      bounds ? { requests: bounds.requests, units: bounds.units } : { requests: SERIAL_WINDOW },
+    );
     this.#cancel = new CancelWords(Math.min(this.#admission.report().capacity, SERIAL_WINDOW));
     this.#defaultCall = defaultRunOptions(options.deadlineMs);
     // Built once: PendingTask reaches the runtime through this, not through per-call closures.

@@ -5,7 +5,7 @@
  */
 import { networkInterfaces } from 'node:os';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import { type DrainOptions, type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
 import { codeOf } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
@@ -56,12 +56,39 @@ describe('option ranges', () => {
     ['a NaN drain timeout', { drainTimeoutMs: Number.NaN }],
     ['a zero deadline', { deadlineMs: 0 }],
     ['a NaN deadline', { deadlineMs: Number.NaN }],
+    // Misspelt, it would have been left at its default without a word.
+    ['a misspelt option', { drainTimeout: 5 }],
+    ['a misspelt option set to undefined', { bodylimit: undefined }],
   ])('%s: OMNI_ERR_INVALID_ARGUMENT', async (_name, options) => {
     // Refused before anything listens: one runtime serves every case, and is never closed by it.
     unserved ??= gated({ open: true });
     const g = await unserved;
     expect(await codeOf(serve(g.lr, { port: 0, ...options }))).toBe('OMNI_ERR_INVALID_ARGUMENT');
     expect(g.lr.report().state).toBe('ready');
+  });
+
+  it('a misspelt option is refused before anything listens', async () => {
+    unserved ??= gated({ open: true });
+    const g = await unserved;
+    const { s } = await start({});
+    // The port is taken: a listen before the check would have failed with EADDRINUSE.
+    const options = { port: s.port, closeRuntim: false } as ServeOptions;
+    expect(await codeOf(serve(g.lr, options))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(g.lr.report().state).toBe('ready');
+  });
+
+  it('every option is taken', async () => {
+    const options = {
+      host: '127.0.0.1',
+      port: 0,
+      bodyLimit: 1024,
+      deadlineMs: 60_000,
+      retryAfterSeconds: 2,
+      drainTimeoutMs: 5_000,
+      closeRuntime: true,
+    } satisfies Required<ServeOptions>;
+    const { s } = await start(options);
+    expect(s.state).toBe('serving');
   });
 
   it('the largest body limit and Retry-After are accepted', async () => {
@@ -75,6 +102,8 @@ describe('option ranges', () => {
     expect(await codeOf((async () => s.drain({ timeoutMs: Number.NaN }))())).toBe(
       'OMNI_ERR_INVALID_ARGUMENT',
     );
+    const misspelt = { timeout: 1 } as DrainOptions;
+    expect(await codeOf((async () => s.drain(misspelt))())).toBe('OMNI_ERR_INVALID_ARGUMENT');
     expect(s.state).toBe('serving');
   });
 });

@@ -128,7 +128,8 @@ let attaching: SharedArrayBuffer | undefined;
  * Abort safety: an abort or timeout removes the waiter from the queue before rejecting; a
  * waiter that was already admitted has had its listeners removed, so nothing is taken late.
  *
- * Throws: OMNI_ERR_INVALID_BOUND (constructor), OMNI_ERR_INVALID_COST (tryAdmit; admit
+ * Throws: OMNI_ERR_INVALID_BOUND (constructor; a key that is no bound, such as `unit`, is
+ * OMNI_ERR_INVALID_ARGUMENT), OMNI_ERR_INVALID_COST (tryAdmit; admit
  * rejects), OMNI_ERR_TOO_LARGE / OMNI_ERR_TIMEOUT / OMNI_ERR_CLOSED / AbortError (admit),
  * OMNI_ERR_PERMIT_RELEASED (releaseClaim of a spent claim), OMNI_ERR_INVALID_CLAIM,
  * OMNI_ERR_INVALID_ARGUMENT (attach of a buffer that is not an admission's; admit options that
@@ -212,7 +213,8 @@ export class BoundedAdmission implements PermitOwner {
     }
     attaching = buffer;
     try {
-      return new BoundedAdmission(bounds);
+      // The bounds alone: the checked ones carry their packing too, which no caller may pass.
+      return new BoundedAdmission({ requests: bounds.requests, units: bounds.units });
     } finally {
       attaching = undefined;
     }

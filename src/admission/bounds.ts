@@ -1,4 +1,5 @@
 import { describeValue, InvalidBoundError, InvalidCostError } from '../errors.js';
+import { checkOptionKeys, type KnownKeys, type OptionKeys } from '../option-keys.js';
 import { MAX_REQUESTS_32, NARROW_FIELD_BITS, WIDE_FIELD_BITS } from './layout.js';
 
 export interface AdmissionBounds {
@@ -7,6 +8,8 @@ export interface AdmissionBounds {
   /** Optional ceiling on outstanding units (the caller's cost unit: tokens, bytes, or 1). */
   readonly units?: number | undefined;
 }
+
+export const BOUNDS_KEYS: OptionKeys<AdmissionBounds> = { requests: true, units: true };
 
 /** Validated bounds; `unitShift` is the request field's position in the packed state word. */
 export interface CheckedBounds {
@@ -28,11 +31,16 @@ function checkBound(name: string, value: unknown, max: number): number {
   return value;
 }
 
-/** Throws OMNI_ERR_INVALID_BOUND where the configuration is written, never later. */
-export function checkBounds(bounds: AdmissionBounds): CheckedBounds {
+/**
+ * Throws OMNI_ERR_INVALID_BOUND where the configuration is written, never later; a key that is
+ * no bound (`unit`) is OMNI_ERR_INVALID_ARGUMENT: the bound it meant was never given a value.
+ * `keys` is the options type the bounds are part of (a runtime's admission has `wait` too).
+ */
+export function checkBounds(bounds: AdmissionBounds, keys: KnownKeys = BOUNDS_KEYS): CheckedBounds {
   if (typeof bounds !== 'object' || bounds === null) {
     throw new InvalidBoundError('bounds must be an object { requests, units? }');
   }
+  checkOptionKeys('bounds', bounds, keys);
   const requests = checkBound('requests', bounds.requests, MAX_REQUESTS_32);
   if (bounds.units === undefined) return { requests, units: undefined, unitShift: 0, wide: false };
   const units = checkBound('units', bounds.units, Number.MAX_SAFE_INTEGER);

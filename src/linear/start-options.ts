@@ -15,8 +15,9 @@ import {
   type SelectOptions,
 } from '../native/index.js';
 import { requireInteger } from '../native/validate.js';
+import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import { builtModuleUrl } from '../paths.js';
-import { checkRuntimeOptions, type RuntimeOptions } from '../runtime/options.js';
+import { checkRuntimeOptions, RUNTIME_KEYS, type RuntimeOptions } from '../runtime/options.js';
 import type { LinearWeights } from './protocol.js';
 import { checkFeatures, checkWeights } from './weights.js';
 
@@ -48,10 +49,29 @@ export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'w
   readonly faultInjection?: boolean | undefined;
 }
 
+// The runtime's keys but the two start() sets itself: passed on, so checked here first.
+const { worker: _worker, workerData: _workerData, ...PASSED_KEYS } = RUNTIME_KEYS;
+
+export const LINEAR_KEYS: OptionKeys<LinearRuntimeOptions> = {
+  ...PASSED_KEYS,
+  backend: true,
+  device: true,
+  libraries: true,
+  weights: true,
+  inFeatures: true,
+  outFeatures: true,
+  seed: true,
+  workspaceCount: true,
+  workspaceBytes: true,
+  faultInjection: true,
+};
+
 export interface NativeLibraryPaths {
   readonly fixture?: string | undefined;
   readonly cuda?: string | undefined;
 }
+
+const LIBRARY_KEYS: OptionKeys<NativeLibraryPaths> = { fixture: true, cuda: true };
 
 /** LinearRuntimeOptions, checked: what start() needs to choose a backend and start threads. */
 export interface CheckedLinearOptions {
@@ -76,6 +96,7 @@ export function checkLinearOptions(options: LinearRuntimeOptions): CheckedLinear
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('LinearRuntime.start options must be an object');
   }
+  checkOptionKeys('LinearRuntime.start options', options, LINEAR_KEYS);
   const {
     backend: preference,
     device,
@@ -153,13 +174,7 @@ function checkLibraries(libraries: NativeLibraryPaths | undefined): {
   }
   // Own keys are checked for a misspelt backend; the paths themselves are read like every
   // other option, inherited ones included (Object.entries alone would skip those silently).
-  for (const backend of Object.keys(libraries)) {
-    if (backend !== 'fixture' && backend !== 'cuda') {
-      throw new InvalidArgumentError(
-        `libraries has no backend ${JSON.stringify(backend)} (want fixture or cuda)`,
-      );
-    }
-  }
+  checkOptionKeys('libraries', libraries, LIBRARY_KEYS);
   const paths: { fixturePath?: string; cudaPath?: string } = {};
   for (const backend of ['fixture', 'cuda'] as const) {
     const path: unknown = libraries[backend];

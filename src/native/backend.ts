@@ -10,6 +10,7 @@
  * library throws.
  */
 import { InvalidArgumentError } from '../errors.js';
+import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import { NativeContext } from './context.js';
 import { resolveDevice } from './device.js';
 import { envValue, requireEnv } from './env.js';
@@ -34,6 +35,8 @@ export interface SelectOptions {
   cudaPath?: string | undefined;
 }
 
+const SELECT_KEYS: OptionKeys<SelectOptions> = { device: true, fixturePath: true, cudaPath: true };
+
 /** OMNI_BACKEND as selection reads it: trimmed, and unset when blank. */
 export function backendFromEnv(env: NodeJS.ProcessEnv): string | undefined {
   return envValue(env, BACKEND_ENV)?.trim() || undefined;
@@ -57,6 +60,7 @@ export function selectBackend(
       'selectBackend options must be an object { device?, fixturePath?, cudaPath? }',
     );
   }
+  checkOptionKeys('selectBackend options', options, SELECT_KEYS);
   const fromEnv = backendFromEnv(requireEnv(env));
   const wanted =
     preference !== undefined

@@ -20,6 +20,7 @@
  * next call that fits reports FATAL); an output the host cannot allocate is OUT_OF_MEMORY.
  */
 import { describeValue, InvalidArgumentError, NativeError } from '../errors.js';
+import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import type { NativeStats } from './abi.js';
 import { DEFAULT_WORKSPACE_BYTES, MAX_FEATURES, MAX_ROWS, MAX_WORKSPACE_COUNT, NativeStatus } from './abi.js';
 import type { RawHandle } from './bindings.js';
@@ -42,6 +43,13 @@ export interface NativeOpenOptions {
   /** Environment consulted for OMNI_CUDA_DEVICE; defaults to process.env. */
   env?: NodeJS.ProcessEnv | undefined;
 }
+
+const OPEN_KEYS: OptionKeys<NativeOpenOptions> = {
+  device: true,
+  workspaceCount: true,
+  workspaceBytes: true,
+  env: true,
+};
 
 const EMPTY = new Float32Array(0);
 
@@ -75,6 +83,7 @@ export class NativeContext {
     if (typeof options !== 'object' || options === null) {
       throw new InvalidArgumentError('NativeContext.open options must be an object');
     }
+    checkOptionKeys('NativeContext.open options', options, OPEN_KEYS);
     // undefined takes resolveDevice's default (process.env); null is refused there, not defaulted.
     const device = resolveDevice(options.device, options.env);
     const count = options.workspaceCount ?? 0;

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import koffi from 'koffi';
 import { AbiMismatchError, describeValue, InvalidArgumentError, LibraryNotFoundError } from '../errors.js';
+import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import { nativeBuildDir, packageRoot } from '../paths.js';
 import { ABI_VERSION } from './abi.js';
 import type { RawFixtureApi, RawNativeApi } from './bindings.js';
@@ -34,6 +35,8 @@ export interface LoadOptions {
   path?: string | undefined;
 }
 
+const LOAD_KEYS: OptionKeys<LoadOptions> = { path: true };
+
 // Module state is per thread (each worker evaluates its own copy), which is what koffi needs:
 // function objects it hands out belong to the thread that bound them.
 const loaded = new Map<string, NativeLibrary>();
@@ -54,6 +57,7 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('loadNativeLibrary options must be an object { path? }');
   }
+  checkOptionKeys('loadNativeLibrary options', options, LOAD_KEYS);
   const given: unknown = options.path;
   if (given !== undefined && (typeof given !== 'string' || given === '')) {
     throw new InvalidArgumentError(`path must be a non-empty string, got ${describeValue(given)}`);

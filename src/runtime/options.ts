@@ -2,16 +2,19 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ResourceLimits } from 'node:worker_threads';
 import { isAbortSignal } from '../abort-signal.js';
-import { checkBounds } from '../admission/bounds.js';
+import { BOUNDS_KEYS, checkBounds } from '../admission/bounds.js';
 import type { AdmissionBounds } from '../admission/index.js';
 import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
 import { describeValue, InvalidArgumentError, InvalidBoundError } from '../errors.js';
+import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import { isCloneRefusal } from './clone-refusal.js';
 
 export interface RuntimeAdmissionOptions extends AdmissionBounds {
   /** Queue FIFO for room (honouring the caller's signal and deadline) instead of refusing. */
   readonly wait?: boolean | undefined;
 }
+
+export const RUNTIME_ADMISSION_KEYS: OptionKeys<RuntimeAdmissionOptions> = { ...BOUNDS_KEYS, wait: true };
 
 export interface RuntimeOptions {
   /** Built JavaScript module whose default export is `defineWorker(...)`: a path or file: URL. */
@@ -40,6 +43,17 @@ export interface RuntimeOptions {
   /** How long start() waits for every thread to load and answer (default 30 s). */
   readonly startTimeoutMs?: number | undefined;
 }
+
+export const RUNTIME_KEYS: OptionKeys<RuntimeOptions> = {
+  worker: true,
+  workerData: true,
+  threads: true,
+  admission: true,
+  deadlineMs: true,
+  idleTimeout: true,
+  resourceLimits: true,
+  startTimeoutMs: true,
+};
 
 export interface RunOptions {
   /** The request's cost in the admission's unit (default 1). */
@@ -130,12 +144,12 @@ function checkInteger(name: string, value: unknown, min: number, max: number): n
   return value;
 }
 
-const RESOURCE_LIMITS: readonly (keyof ResourceLimits)[] = [
-  'maxYoungGenerationSizeMb',
-  'maxOldGenerationSizeMb',
-  'codeRangeSizeMb',
-  'stackSizeMb',
-];
+const RESOURCE_LIMIT_KEYS: OptionKeys<ResourceLimits> = {
+  maxYoungGenerationSizeMb: true,
+  maxOldGenerationSizeMb: true,
+  codeRangeSizeMb: true,
+  stackSizeMb: true,
+};
 
 /** Node ignores a misspelt or non-numeric limit without a word: the thread would run unlimited. */
 function checkResourceLimits(limits: unknown): ResourceLimits | undefined {
@@ -143,10 +157,8 @@ function checkResourceLimits(limits: unknown): ResourceLimits | undefined {
   if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
     bad(`resourceLimits must be an object, got ${describeValue(limits)}`);
   }
+  checkOptionKeys('resourceLimits', limits, RESOURCE_LIMIT_KEYS);
   for (const [key, value] of Object.entries(limits)) {
-    if (!(RESOURCE_LIMITS as readonly string[]).includes(key)) {
-      bad(`resourceLimits.${key} is not a limit; use ${RESOURCE_LIMITS.join(', ')}`);
-    }
     if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
       bad(`resourceLimits.${key} must be a number of MB > 0, got ${describeValue(value)}`);
     }
@@ -171,10 +183,12 @@ function snapshot(workerData: unknown): unknown {
 
 export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOptions {
   if (typeof options !== 'object' || options === null) bad('Runtime.start needs an options object');
+  checkOptionKeys('Runtime.start options', options, RUNTIME_KEYS);
   const admission = options.admission;
   if (admission !== undefined && (typeof admission !== 'object' || admission === null)) {
     bad('admission must be an object { requests, units?, wait? }');
   }
+  if (admission !== undefined) checkOptionKeys('admission', admission, RUNTIME_ADMISSION_KEYS);
   if (admission?.wait !== undefined && typeof admission.wait !== 'boolean')
     bad('admission.wait must be a boolean');
   const checked: Omit<CheckedRuntimeOptions, 'workerData'> = {
@@ -196,7 +210,7 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
     if (admission.requests > MAX_CLAIM_SLOTS) {
       throw new InvalidBoundError(`admission.requests may be at most ${MAX_CLAIM_SLOTS} for a runtime`);
     }
-    checkBounds(admission);
+    checkBounds(admission, RUNTIME_ADMISSION_KEYS);
   }
   // Cloned last, once every option has passed: a mistake costs no clone of a large workerData,
   // and a bound's mistake stays OMNI_ERR_INVALID_BOUND beside one that cannot be cloned.
@@ -211,10 +225,13 @@ export interface CloseOptions {
   timeoutMs?: number | undefined;
 }
 
+export const CLOSE_KEYS: OptionKeys<CloseOptions> = { timeoutMs: true };
+
 /** close()'s timeout: 0 abandons in-flight work at once; any length is honoured (Infinity: none). */
 export function checkCloseOptions(options: unknown): number | undefined {
   if (options === undefined) return undefined;
   if (typeof options !== 'object' || options === null) bad('close options must be an object');
+  checkOptionKeys('close options', options, CLOSE_KEYS);
   const value = (options as { timeoutMs?: unknown }).timeoutMs;
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !(value >= 0))

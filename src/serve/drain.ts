@@ -25,6 +25,7 @@ import type { ServerResponse } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
+import type { OptionKeys } from '../option-keys.js';
 import { listeningServers } from './listeners.js';
 
 export type ServerState = 'serving' | 'draining' | 'closed';
@@ -41,6 +42,8 @@ export interface DrainOptions {
   /** How long to wait for in-flight work before abandoning it (default: serve()'s drainTimeoutMs; Infinity: no limit). */
   readonly timeoutMs?: number | undefined;
 }
+
+export const DRAIN_KEYS: OptionKeys<DrainOptions> = { timeoutMs: true };
 
 export interface Closable {
   /** Says itself whether its timeout abandoned work: its teardown takes time of its own. */

@@ -15,6 +15,7 @@ import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { BadRequestError, describeValue, InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
+import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import type { RuntimeReport } from '../runtime.js';
 import { notUtf8Json, OCTET_STREAM } from './body.js';
 import {
@@ -26,7 +27,7 @@ import {
   expectationHandler,
   rememberResponse,
 } from './client-error.js';
-import { Drain, type DrainOptions, type DrainResult, type ServerState } from './drain.js';
+import { DRAIN_KEYS, Drain, type DrainOptions, type DrainResult, type ServerState } from './drain.js';
 import { continueOwed, continueWhenRead, deferContinue } from './expect-continue.js';
 import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
@@ -68,6 +69,16 @@ export interface ServeOptions {
   /** Close the runtime when the server drains (default true: the server owns it). */
   readonly closeRuntime?: boolean | undefined;
 }
+
+const SERVE_KEYS: OptionKeys<ServeOptions> = {
+  host: true,
+  port: true,
+  bodyLimit: true,
+  deadlineMs: true,
+  retryAfterSeconds: true,
+  drainTimeoutMs: true,
+  closeRuntime: true,
+};
 
 export interface ServeHandle {
   readonly app: FastifyInstance;
@@ -124,6 +135,7 @@ function closeIfUnread(request: IncomingMessage, reply: FastifyReply): void {
 }
 
 export async function serve(runtime: Served, options: ServeOptions = {}): Promise<ServeHandle> {
+  checkOptionKeys('serve options', options, SERVE_KEYS);
   const host = options.host ?? '127.0.0.1';
   if (typeof host !== 'string' || host === '') {
     throw new InvalidArgumentError('host must be a non-empty string');
@@ -334,8 +346,10 @@ async function listenOnce(
     get state() {
       return drain.state;
     },
-    drain: (drainOptions = {}) =>
-      drain.start(app, duration('timeoutMs', drainOptions.timeoutMs) ?? drainTimeoutMs),
+    drain: (drainOptions = {}) => {
+      checkOptionKeys('drain options', drainOptions, DRAIN_KEYS);
+      return drain.start(app, duration('timeoutMs', drainOptions.timeoutMs) ?? drainTimeoutMs);
+    },
     expireDrain: () => drain.expire(),
     close: () => drain.start(app, drainTimeoutMs),
   };

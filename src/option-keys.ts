@@ -1,0 +1,61 @@
+/**
+ * The keys a set-up options object may have. A misspelt option would otherwise be read as
+ * absent and take its default without a word (`{ requests: 4, unit: 100 }` made a request-only
+ * admission); TypeScript's excess-property check misses spread or computed objects and every
+ * JavaScript caller.
+ *
+ * Each options type keeps its list beside its interface as an `OptionKeys<T>`: a key missing
+ * from the list, or one the interface lacks, is a compile error, so the list cannot drift.
+ *
+ * Per-call options (run, admit) are not checked: that would cost every call on the hot path.
+ *
+ * Throws: InvalidArgumentError for options that are not an object or have an own enumerable
+ * string key the list lacks (whatever its value: an explicit `unit: undefined` is as misspelt).
+ * Inherited keys and symbols are not options anyone reads by mistake, and are not looked at.
+ */
+import { describeValue, InvalidArgumentError } from './errors.js';
+
+/** Every key of T, each exactly once (the values are ignored). */
+export type OptionKeys<T> = { readonly [K in keyof T]-?: true };
+
+/** Any options type's list, as the check reads it. */
+export type KnownKeys = { readonly [key: string]: true };
+
+export function checkOptionKeys(what: string, options: unknown, known: KnownKeys): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError(`${what} must be an object, got ${describeValue(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (Object.hasOwn(known, key)) continue;
+    const valid = Object.keys(known);
+    const near = nearest(key, valid);
+    throw new InvalidArgumentError(
+      `${what} has no option ${JSON.stringify(key)}${near ? ` (did you mean ${near}?)` : ''}; valid: ${valid.join(', ')}`,
+    );
+  }
+}
+
+/** The valid key within two edits of `key` (a typo, not a different word), if any. */
+function nearest(key: string, valid: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const candidate of valid) {
+    const d = distance(key.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best;
+}
+
+/** Levenshtein distance, one row at a time. */
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, substitution));
+    }
+    row = next;
+  }
+  return row[b.length]!;
+}

@@ -1,0 +1,236 @@
+/**
+ * A misspelt set-up option is OMNI_ERR_INVALID_ARGUMENT, not a silent default, for every options
+ * object taken once at set-up (serve()'s and drain()'s are in serve-options.test.ts), refused
+ * before anything starts; and every documented key is still taken. The "every key" objects are
+ * typed `Required<...>`: a key the interface gains must be added here, and a list in src/ that
+ * missed it would make the call throw.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { BOUNDS_KEYS } from '../src/admission/bounds.js';
+import {
+  type AdmissionBounds,
+  BoundedAdmission,
+  defineWorker,
+  LinearRuntime,
+  type LinearRuntimeOptions,
+  NativeContext,
+  type NativeOpenOptions,
+  Runtime,
+  type RuntimeAdmissionOptions,
+  type RuntimeOptions,
+  type SelectOptions,
+  seededWeights,
+  selectBackend,
+  type WorkerOptions,
+} from '../src/index.js';
+import { defaultLibraryPath, loadNativeLibrary } from '../src/native/index.js';
+import { checkOptionKeys } from '../src/option-keys.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { fixtureLibrary } from './fixtures/native-fixture-library.js';
+import { INVOKED, newControl } from './fixtures/runtime-control.js';
+import { codeOf } from './fixtures/runtime-harness.js';
+import { thrown, thrownCode } from './fixtures/thrown.js';
+
+const INIT_WORKER = builtModuleUrl('test/fixtures/runtime-init-worker.js');
+const INVALID = 'OMNI_ERR_INVALID_ARGUMENT';
+
+const closing: { close(): Promise<unknown> }[] = [];
+afterEach(async () => {
+  await Promise.all(closing.splice(0).map((r) => r.close()));
+});
+
+describe('checkOptionKeys', () => {
+  const known = { requests: true, units: true } as const;
+
+  it('refuses an own enumerable key the list lacks, whatever its value', () => {
+    expect(thrownCode(() => checkOptionKeys('bounds', { requests: 1, unit: 5 }, known))).toBe(INVALID);
+    // Explicitly undefined is as misspelt: the bound meant is still never given.
+    expect(thrownCode(() => checkOptionKeys('bounds', { requests: 1, unit: undefined }, known))).toBe(
+      INVALID,
+    );
+  });
+
+  it('refuses options that are not an object', () => {
+    for (const options of [null, 1, 'requests']) {
+      expect([options, thrownCode(() => checkOptionKeys('bounds', options, known))]).toEqual([
+        options,
+        INVALID,
+      ]);
+    }
+  });
+
+  it('takes known keys set to undefined, and leaves symbols, inherited and hidden keys alone', () => {
+    const inherited = Object.create({ unit: 5 }) as object;
+    const hidden = Object.defineProperty({}, 'unit', { value: 5, enumerable: false });
+    for (const options of [
+      {},
+      { requests: 1, units: undefined },
+      { [Symbol('unit')]: 5 },
+      inherited,
+      hidden,
+    ]) {
+      expect(() => checkOptionKeys('bounds', options, known)).not.toThrow();
+    }
+  });
+});
+
+describe('BoundedAdmission bounds', () => {
+  it('a key that is no bound is OMNI_ERR_INVALID_ARGUMENT, not a request-only admission', () => {
+    const bounds = { requests: 4, unit: 100 } as unknown as AdmissionBounds;
+    expect(thrown(() => new BoundedAdmission(bounds)).code).toBe(INVALID);
+    // A spread is what TypeScript's excess-property check cannot see.
+    const extra = { unitz: 100 };
+    expect(thrownCode(() => new BoundedAdmission({ requests: 4, ...extra }))).toBe(INVALID);
+  });
+
+  it('every bound is still taken, and an admission attached to it has the same', () => {
+    const bounds = { requests: 4, units: 100 } satisfies Required<AdmissionBounds>;
+    expect(Object.keys(bounds).sort()).toEqual(Object.keys(BOUNDS_KEYS).sort());
+    const admission = new BoundedAdmission(bounds);
+    expect(admission.report().unitCapacity).toBe(100);
+    expect(BoundedAdmission.attach(admission.buffer).report().unitCapacity).toBe(100);
+  });
+});
+
+describe('Runtime', () => {
+  it('an unknown start option, or admission key, rejects before any thread starts', async () => {
+    const control = newControl();
+    const workerData = { control: control.buffer };
+    const misspelt: unknown[] = [
+      { worker: INIT_WORKER, workerData, thread: 2 },
+      { worker: INIT_WORKER, workerData, deadlineMS: undefined },
+      { worker: INIT_WORKER, workerData, admission: { requests: 2, unit: 10 } },
+      { worker: INIT_WORKER, workerData, admission: { requests: 2, wiat: true } },
+    ];
+    for (const options of misspelt) {
+      expect([options, await codeOf(Runtime.start(options as RuntimeOptions))]).toEqual([options, INVALID]);
+    }
+    // Each thread's init counts itself: none ran.
+    expect(Atomics.load(control, INVOKED)).toBe(0);
+  });
+
+  it('every start option is still taken; a misspelt close option leaves the runtime running', async () => {
+    const admission = { requests: 2, units: 10, wait: true } satisfies Required<RuntimeAdmissionOptions>;
+    const options = {
+      worker: INIT_WORKER,
+      workerData: { tag: 'all' },
+      threads: 1,
+      admission,
+      deadlineMs: 60_000,
+      idleTimeout: 0,
+      resourceLimits: {
+        maxYoungGenerationSizeMb: 16,
+        maxOldGenerationSizeMb: 256,
+        codeRangeSizeMb: 64,
+        stackSizeMb: 4,
+      },
+      startTimeoutMs: 60_000,
+    } satisfies Required<RuntimeOptions>;
+    const runtime = await Runtime.start(options);
+    closing.push(runtime);
+    expect(runtime.report().unitCapacity).toBe(10);
+    expect(await runtime.run(null, { cost: 10 })).toBe('all');
+    expect(await codeOf(runtime.close({ timeout: 0 } as never))).toBe(INVALID);
+    expect(runtime.report().state).toBe('ready');
+    expect((await runtime.close({ timeoutMs: undefined })).clean).toBe(true);
+  });
+});
+
+describe('LinearRuntime.start', () => {
+  it('an unknown option is refused before any library is loaded', async () => {
+    // Loading first would have been OMNI_ERR_LIBRARY_NOT_FOUND.
+    const libraries = { fixture: '/nonexistent/libomni_fixture.so' };
+    for (const options of [
+      { backend: 'fixture', libraries, workspaceSize: 1 << 20 },
+      { backend: 'fixture', libraries, admission: { requests: 2, unit: 10 } },
+      { backend: 'fixture', libraries: { ...libraries, cpu: 'x.so' } },
+    ]) {
+      expect([options, await codeOf(LinearRuntime.start(options as LinearRuntimeOptions))]).toEqual([
+        options,
+        INVALID,
+      ]);
+    }
+  });
+
+  it('every option is still taken', async () => {
+    const weights = seededWeights(4, 2, 3);
+    const options = {
+      backend: 'fixture',
+      device: 0,
+      libraries: { fixture: defaultLibraryPath('fixture'), cuda: defaultLibraryPath('cuda') },
+      weights,
+      inFeatures: 4,
+      outFeatures: 2,
+      seed: 3,
+      workspaceCount: 2,
+      workspaceBytes: 1 << 20,
+      faultInjection: false,
+      threads: 1,
+      admission: { requests: 2, units: 8, wait: false },
+      deadlineMs: 60_000,
+      idleTimeout: 0,
+      resourceLimits: { stackSizeMb: 4 },
+      startTimeoutMs: 60_000,
+    } satisfies Required<LinearRuntimeOptions>;
+    const lr = await LinearRuntime.start(options);
+    closing.push(lr);
+    expect(lr.report().unitCapacity).toBe(8);
+    expect(lr.inFeatures).toBe(4);
+  });
+});
+
+describe('native set-up options', () => {
+  const fixture = fixtureLibrary();
+
+  it('NativeContext.open refuses an unknown option before opening anything', () => {
+    // Armed: an omni_open reached would fail its first allocation (OMNI_ERR_NATIVE).
+    fixture.faults.failAllocAfter(1);
+    try {
+      const options = { workspaceSize: 1 << 20 } as NativeOpenOptions;
+      expect(thrownCode(() => NativeContext.open(fixture.lib, options))).toBe(INVALID);
+    } finally {
+      fixture.faults.failAllocAfter(0);
+    }
+  });
+
+  it('NativeContext.open takes every option', () => {
+    const options = {
+      device: 0,
+      workspaceCount: 2,
+      workspaceBytes: 1 << 20,
+      env: {},
+    } satisfies Required<NativeOpenOptions>;
+    NativeContext.open(fixture.lib, options).close();
+  });
+
+  it('selectBackend and loadNativeLibrary refuse an unknown option before loading', () => {
+    const missing = '/nonexistent/libomni_fixture.so';
+    const select = { fixturePath: missing, cuda: missing } as SelectOptions;
+    expect(thrownCode(() => selectBackend('fixture', {}, select))).toBe(INVALID);
+    expect(thrownCode(() => loadNativeLibrary('fixture', { path: missing, file: missing } as never))).toBe(
+      INVALID,
+    );
+  });
+
+  it('selectBackend and loadNativeLibrary take every option', () => {
+    const select = {
+      device: 0,
+      fixturePath: defaultLibraryPath('fixture'),
+      cudaPath: defaultLibraryPath('cuda'),
+    } satisfies Required<SelectOptions>;
+    expect(selectBackend('fixture', {}, select).backend).toBe('fixture');
+    expect(loadNativeLibrary('fixture', { path: defaultLibraryPath('fixture') }).backend).toBe('fixture');
+  });
+});
+
+describe('defineWorker', () => {
+  it('a misspelt hook is refused where the worker is written', () => {
+    const options = { init() {}, onClose() {} } as WorkerOptions;
+    expect(thrownCode(() => defineWorker(() => 1, options))).toBe(INVALID);
+  });
+
+  it('every hook is still taken', () => {
+    const options = { init() {}, close() {} } satisfies Required<WorkerOptions>;
+    expect(defineWorker(() => 1, options).close).toBe(options.close);
+  });
+});
