@@ -129,8 +129,8 @@ let attaching: SharedArrayBuffer | undefined;
  * waiter that was already admitted has had its listeners removed, so nothing is taken late.
  *
  * Throws: OMNI_ERR_INVALID_BOUND (constructor; a key that is no bound, such as `unit`, is
- * OMNI_ERR_INVALID_ARGUMENT), OMNI_ERR_INVALID_COST (tryAdmit; admit
- * rejects), OMNI_ERR_TOO_LARGE / OMNI_ERR_TIMEOUT / OMNI_ERR_CLOSED / AbortError (admit),
+ * OMNI_ERR_INVALID_ARGUMENT), OMNI_ERR_INVALID_COST (tryAdmit; admit rejects),
+ * OMNI_ERR_TOO_LARGE / OMNI_ERR_TIMEOUT / OMNI_ERR_CLOSED / AbortError (admit),
  * OMNI_ERR_PERMIT_RELEASED (releaseClaim of a spent claim), OMNI_ERR_INVALID_CLAIM,
  * OMNI_ERR_INVALID_ARGUMENT (attach of a buffer that is not an admission's; admit options that
  * are not an object, a signal that is not an AbortSignal, a timeoutMs that is not a number >= 0).
