@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { BOUNDS_KEYS } from '../src/admission/bounds.js';
+import { MAX_CLAIM_SLOTS } from '../src/admission/layout.js';
 import {
   type AdmissionBounds,
   BoundedAdmission,
@@ -176,6 +177,32 @@ describe('LinearRuntime.start', () => {
     closing.push(lr);
     expect(lr.report().unitCapacity).toBe(8);
     expect(lr.inFeatures).toBe(4);
+  });
+});
+
+describe('an unknown key beside a bad bound', () => {
+  it('is OMNI_ERR_INVALID_ARGUMENT, in a nested object too (as the errors table says)', async () => {
+    const bad = { unit: 5 } as object;
+    expect(thrownCode(() => new BoundedAdmission({ requests: 0, ...bad }))).toBe(INVALID);
+    const worker = INIT_WORKER;
+    const runtimes: unknown[] = [
+      // Above the runtime's claim slots: OMNI_ERR_INVALID_BOUND had the key not come first.
+      { worker, admission: { requests: MAX_CLAIM_SLOTS + 1, ...bad } },
+      { worker, admission: { requests: 0 }, resourceLimits: { maxOldSpaceSizeMb: 64 } },
+    ];
+    for (const options of runtimes) {
+      expect([options, await codeOf(Runtime.start(options as RuntimeOptions))]).toEqual([options, INVALID]);
+    }
+    const linear: unknown[] = [
+      { backend: 'fixture', admission: { requests: 0 }, workspaceSize: 1 << 20 },
+      { backend: 'fixture', admission: { requests: 0 }, libraries: { cpu: 'x.so' } },
+    ];
+    for (const options of linear) {
+      expect([options, await codeOf(LinearRuntime.start(options as LinearRuntimeOptions))]).toEqual([
+        options,
+        INVALID,
+      ]);
+    }
   });
 });
 
