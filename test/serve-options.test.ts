@@ -67,6 +67,24 @@ describe('option ranges', () => {
     expect(g.lr.report().state).toBe('ready');
   });
 
+  it.each([null, 5, 'host', true])(
+    'options %s, not an object: OMNI_ERR_INVALID_ARGUMENT, and nothing listens',
+    async (options) => {
+      unserved ??= gated({ open: true });
+      const g = await unserved;
+      // null was an uncoded TypeError; a primitive read as no options and listened on 8080.
+      const outcome = await serve(g.lr, options as unknown as ServeOptions).then(
+        (s) => {
+          servers.push(s);
+          return 'listening';
+        },
+        (err: { code?: unknown }) => err.code,
+      );
+      expect(outcome).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(g.lr.report().state).toBe('ready');
+    },
+  );
+
   it('a misspelt option is refused before anything listens', async () => {
     unserved ??= gated({ open: true });
     const g = await unserved;
