@@ -124,6 +124,22 @@ describe('option ranges', () => {
     expect(await codeOf((async () => s.drain(misspelt))())).toBe('OMNI_ERR_INVALID_ARGUMENT');
     expect(s.state).toBe('serving');
   });
+
+  it('drain() with a malformed option rejects, as its Promise says, rather than throwing', async () => {
+    const { s } = await start({});
+    // A caller's `s.drain(options).catch(log)` in a signal handler would otherwise throw there.
+    for (const options of [{ timeout: 1 }, { timeoutMs: -1 }, null]) {
+      let outcome: Promise<unknown> | string = 'threw';
+      try {
+        outcome = s.drain(options as DrainOptions);
+      } catch {}
+      expect([options, outcome instanceof Promise ? await codeOf(outcome) : outcome]).toEqual([
+        options,
+        'OMNI_ERR_INVALID_ARGUMENT',
+      ]);
+    }
+    expect(s.state).toBe('serving');
+  });
 });
 
 describe('options reach their behaviour', () => {
