@@ -84,6 +84,18 @@ describe('BoundedAdmission bounds', () => {
     expect(thrownCode(() => new BoundedAdmission({ requests: 4, ...extra }))).toBe(INVALID);
   });
 
+  it("a class's options read through its prototype's getters are taken, not refused", () => {
+    class Bounds {
+      get requests(): number {
+        return 4;
+      }
+      get units(): number {
+        return 100;
+      }
+    }
+    expect(new BoundedAdmission(new Bounds()).report().unitCapacity).toBe(100);
+  });
+
   it('every bound is still taken, and an admission attached to it has the same', () => {
     const bounds = { requests: 4, units: 100 } satisfies Required<AdmissionBounds>;
     expect(Object.keys(bounds).sort()).toEqual(Object.keys(BOUNDS_KEYS).sort());
@@ -228,6 +240,12 @@ describe('native set-up options', () => {
       env: {},
     } satisfies Required<NativeOpenOptions>;
     NativeContext.open(fixture.lib, options).close();
+  });
+
+  it('an env map is open-ended: any variable in it is taken, not refused as a key', () => {
+    const env = { OMNI_CUDA_DEVICE: '0', PATH: '/nowhere', OMNI_BACKEND: 'fixture' };
+    NativeContext.open(fixture.lib, { env }).close();
+    expect(selectBackend(undefined, env).backend).toBe('fixture');
   });
 
   it('selectBackend and loadNativeLibrary refuse an unknown option before loading', () => {
