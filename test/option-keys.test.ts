@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { BOUNDS_KEYS } from '../src/admission/bounds.js';
+import { MAX_CLAIM_SLOTS } from '../src/admission/layout.js';
 import {
   type AdmissionBounds,
   BoundedAdmission,
@@ -81,6 +82,18 @@ describe('BoundedAdmission bounds', () => {
     // A spread is what TypeScript's excess-property check cannot see.
     const extra = { unitz: 100 };
     expect(thrownCode(() => new BoundedAdmission({ requests: 4, ...extra }))).toBe(INVALID);
+  });
+
+  it("a class's options read through its prototype's getters are taken, not refused", () => {
+    class Bounds {
+      get requests(): number {
+        return 4;
+      }
+      get units(): number {
+        return 100;
+      }
+    }
+    expect(new BoundedAdmission(new Bounds()).report().unitCapacity).toBe(100);
   });
 
   it('every bound is still taken, and an admission attached to it has the same', () => {
@@ -179,6 +192,32 @@ describe('LinearRuntime.start', () => {
   });
 });
 
+describe('an unknown key beside a bad bound', () => {
+  it('is OMNI_ERR_INVALID_ARGUMENT, in a nested object too (as the errors table says)', async () => {
+    const bad = { unit: 5 } as object;
+    expect(thrownCode(() => new BoundedAdmission({ requests: 0, ...bad }))).toBe(INVALID);
+    const worker = INIT_WORKER;
+    const runtimes: unknown[] = [
+      // Above the runtime's claim slots: OMNI_ERR_INVALID_BOUND had the key not come first.
+      { worker, admission: { requests: MAX_CLAIM_SLOTS + 1, ...bad } },
+      { worker, admission: { requests: 0 }, resourceLimits: { maxOldSpaceSizeMb: 64 } },
+    ];
+    for (const options of runtimes) {
+      expect([options, await codeOf(Runtime.start(options as RuntimeOptions))]).toEqual([options, INVALID]);
+    }
+    const linear: unknown[] = [
+      { backend: 'fixture', admission: { requests: 0 }, workspaceSize: 1 << 20 },
+      { backend: 'fixture', admission: { requests: 0 }, libraries: { cpu: 'x.so' } },
+    ];
+    for (const options of linear) {
+      expect([options, await codeOf(LinearRuntime.start(options as LinearRuntimeOptions))]).toEqual([
+        options,
+        INVALID,
+      ]);
+    }
+  });
+});
+
 describe('native set-up options', () => {
   const fixture = fixtureLibrary();
 
@@ -201,6 +240,12 @@ describe('native set-up options', () => {
       env: {},
     } satisfies Required<NativeOpenOptions>;
     NativeContext.open(fixture.lib, options).close();
+  });
+
+  it('an env map is open-ended: any variable in it is taken, not refused as a key', () => {
+    const env = { OMNI_CUDA_DEVICE: '0', PATH: '/nowhere', OMNI_BACKEND: 'fixture' };
+    NativeContext.open(fixture.lib, { env }).close();
+    expect(selectBackend(undefined, env).backend).toBe('fixture');
   });
 
   it('selectBackend and loadNativeLibrary refuse an unknown option before loading', () => {

@@ -67,6 +67,24 @@ describe('option ranges', () => {
     expect(g.lr.report().state).toBe('ready');
   });
 
+  it.each([null, 5, 'host', true])(
+    'options %s, not an object: OMNI_ERR_INVALID_ARGUMENT, and nothing listens',
+    async (options) => {
+      unserved ??= gated({ open: true });
+      const g = await unserved;
+      // null was an uncoded TypeError; a primitive read as no options and listened on 8080.
+      const outcome = await serve(g.lr, options as unknown as ServeOptions).then(
+        (s) => {
+          servers.push(s);
+          return 'listening';
+        },
+        (err: { code?: unknown }) => err.code,
+      );
+      expect(outcome).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(g.lr.report().state).toBe('ready');
+    },
+  );
+
   it('a misspelt option is refused before anything listens', async () => {
     unserved ??= gated({ open: true });
     const g = await unserved;
@@ -104,6 +122,22 @@ describe('option ranges', () => {
     );
     const misspelt = { timeout: 1 } as DrainOptions;
     expect(await codeOf((async () => s.drain(misspelt))())).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(s.state).toBe('serving');
+  });
+
+  it('drain() with a malformed option rejects, as its Promise says, rather than throwing', async () => {
+    const { s } = await start({});
+    // A caller's `s.drain(options).catch(log)` in a signal handler would otherwise throw there.
+    for (const options of [{ timeout: 1 }, { timeoutMs: -1 }, null]) {
+      let outcome: Promise<unknown> | string = 'threw';
+      try {
+        outcome = s.drain(options as DrainOptions);
+      } catch {}
+      expect([options, outcome instanceof Promise ? await codeOf(outcome) : outcome]).toEqual([
+        options,
+        'OMNI_ERR_INVALID_ARGUMENT',
+      ]);
+    }
     expect(s.state).toBe('serving');
   });
 });

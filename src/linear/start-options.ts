@@ -115,6 +115,11 @@ export function checkLinearOptions(options: LinearRuntimeOptions): CheckedLinear
     resourceLimits,
     startTimeoutMs,
   } = options;
+  // Before any value, as Runtime.start checks its admission's keys: an unknown key is
+  // OMNI_ERR_INVALID_ARGUMENT even beside a bad bound, which checkRuntimeOptions throws first.
+  if (typeof libraries === 'object' && libraries !== null) {
+    checkOptionKeys('libraries', libraries, LIBRARY_KEYS);
+  }
   // Each named, not a rest spread: that would keep own properties only and silently drop
   // runtime options that come through a prototype (Runtime.start reads those). The type makes
   // an option added to RuntimeOptions a compile error here until it is passed on.
@@ -172,9 +177,8 @@ function checkLibraries(libraries: NativeLibraryPaths | undefined): {
   if (typeof libraries !== 'object' || libraries === null) {
     throw new InvalidArgumentError('libraries must be { fixture?, cuda? } (paths)');
   }
-  // Own keys are checked for a misspelt backend; the paths themselves are read like every
-  // other option, inherited ones included (Object.entries alone would skip those silently).
-  checkOptionKeys('libraries', libraries, LIBRARY_KEYS);
+  // Its keys were checked first (checkLinearOptions); the paths are read like every other
+  // option, inherited ones included (Object.entries alone would skip those silently).
   const paths: { fixturePath?: string; cudaPath?: string } = {};
   for (const backend of ['fixture', 'cuda'] as const) {
     const path: unknown = libraries[backend];

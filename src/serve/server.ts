@@ -347,8 +347,15 @@ async function listenOnce(
       return drain.state;
     },
     drain: (drainOptions = {}) => {
-      checkOptionKeys('drain options', drainOptions, DRAIN_KEYS);
-      return drain.start(app, duration('timeoutMs', drainOptions.timeoutMs) ?? drainTimeoutMs);
+      let timeoutMs: number;
+      try {
+        checkOptionKeys('drain options', drainOptions, DRAIN_KEYS);
+        timeoutMs = duration('timeoutMs', drainOptions.timeoutMs) ?? drainTimeoutMs;
+      } catch (err) {
+        // Rejected, as Runtime.close's are: a caller's .catch() hears it, not its own frame.
+        return Promise.reject(err);
+      }
+      return drain.start(app, timeoutMs);
     },
     expireDrain: () => drain.expire(),
     close: () => drain.start(app, drainTimeoutMs),
