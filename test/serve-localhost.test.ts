@@ -248,3 +248,31 @@ describe("host 'localhost' naming an address that is not this machine's", () => 
     ).toMatch(/^HTTP\/1\.1 200 /);
   });
 });
+
+describe("a host name other than 'localhost' that names several addresses", () => {
+  it('is listened on at its first address alone, as fastify does, not refused for the others', async () => {
+    // fastify listens on every address of 'localhost' alone; node listens on the first address
+    // of any other name. 127.0.0.2 is this machine's (all of 127/8 is loopback) and free.
+    const name = 'omni-two-addresses.test';
+    const two = [BOTH[0]!, { address: '127.0.0.2', family: 4 }];
+    const inner = dns.lookup;
+    dns.lookup = ((host: string, options: unknown, callback?: unknown) => {
+      if (host !== name) return (inner as (...args: unknown[]) => void)(host, options, callback);
+      const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
+      const done = (typeof options === 'function' ? options : callback) as (...args: unknown[]) => void;
+      if (all) process.nextTick(done, null, two);
+      else process.nextTick(done, null, two[0]!.address, 4);
+    }) as typeof dns.lookup;
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
+    gates.push(g);
+    // Before: every attempt found 127.0.0.2 unbound, free, and called it taken (EADDRINUSE).
+    const s = await serve(g.lr, { host: name, port: 0 });
+    servers.push(s);
+    g.open();
+    expect(s.host).toBe('127.0.0.1');
+    expect(listeningServers(s.app)).toHaveLength(1);
+    expect(
+      await exchange('127.0.0.1', s.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    ).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});
