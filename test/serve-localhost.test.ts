@@ -6,12 +6,13 @@
  * same on every address.
  */
 import dns from 'node:dns';
+import { once } from 'node:events';
 import { type AddressInfo, connect, createServer, Server as NetServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
 import { listeningServers } from '../src/serve/listeners.js';
-import { postFloats } from './fixtures/serve-client.js';
+import { type Answer, postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
@@ -216,6 +217,45 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     expect(made.filter((server) => server.listening)).toEqual([]);
     // The runtime is still the caller's, as after any listen error.
     expect(g.lr.report().state).toBe('ready');
+  });
+
+  it('a port taken on ::1: a request that reached 127.0.0.1 before the refusal is answered 503, and never runs', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
+    gates.push(g);
+    g.open();
+    const port = await squat(0);
+    // serve's own lookup (the second: fastify's binds the others) answers only once a request on
+    // 127.0.0.1 has reached the server that is about to be refused.
+    let lookups = 0;
+    let answered: Promise<Answer> | undefined;
+    const inner = dns.lookup;
+    dns.lookup = ((host: string, options: unknown, callback?: unknown) => {
+      const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
+      if (host === 'localhost' && all && ++lookups === 2) {
+        const main = (listen.mock.contexts as NetServer[]).find(
+          (server) => server.listening && (server.address() as AddressInfo).address === '127.0.0.1',
+        )!;
+        const heard = once(main, 'request');
+        answered = postFloats(`http://127.0.0.1:${port}`, [1, 2, 3, 4]);
+        void heard.then(() => (inner as (...args: unknown[]) => void)(host, options, callback));
+        return;
+      }
+      return (inner as (...args: unknown[]) => void)(host, options, callback);
+    }) as typeof dns.lookup;
+    const failure = await serve(g.lr, { host: 'localhost', port }).then(
+      (s) => {
+        servers.push(s);
+        return undefined;
+      },
+      (err: NodeJS.ErrnoException) => err,
+    );
+    expect(failure?.code).toBe('EADDRINUSE');
+    // Before: the server being refused served it (200), on the runtime serve() hands back
+    // untouched; a call held there kept serve() from settling at all.
+    const answer = await answered!;
+    expect(answer.status).toBe(503);
+    expect(answer.json).toMatchObject({ code: 'OMNI_ERR_UNAVAILABLE' });
+    expect(g.lr.report()).toMatchObject({ state: 'ready', depth: 0, completed: 0 });
   });
 
   it('a drain stops accepting connections on every address', async () => {
