@@ -258,6 +258,22 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     expect(g.lr.report()).toMatchObject({ state: 'ready', depth: 0, completed: 0 });
   });
 
+  it('an IPv4-mapped address of one it listens on (::ffff:127.0.0.1) is that address, not a port taken', async () => {
+    // Listening there fails EADDRINUSE: the same endpoint as 127.0.0.1, which this server holds.
+    addressesOfLocalhost = [BOTH[0]!, { address: '::ffff:127.0.0.1', family: 6 }];
+    // Before: every attempt called the port taken there (EADDRINUSE after 8 tries for port 0).
+    const { g, s } = await start();
+    g.open();
+    expect(listeningServers(s.app)).toHaveLength(1);
+    expect(
+      await exchange(
+        '::ffff:127.0.0.1',
+        s.port,
+        'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      ),
+    ).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
   it('a drain stops accepting connections on every address', async () => {
     const { g, s } = await start();
     expect(await tryConnect('127.0.0.1', s.port)).toBe('connected');

@@ -11,7 +11,7 @@
  * Throws: nothing; a failed lookup is no missed binding (fastify then binds the first alone too).
  */
 import dns from 'node:dns';
-import { Server as NetServer } from 'node:net';
+import { isIPv4, Server as NetServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { listeningServers } from './listeners.js';
 
@@ -34,10 +34,12 @@ export async function missedBinding(
     dns.lookup(host, { all: true }, (err, found) => resolve(err ? [] : found));
   });
   const bound = new Set(
-    listeningServers(app).map((server) => (server.address() as { address?: string } | null)?.address),
+    listeningServers(app).map((server) =>
+      endpoint((server.address() as { address?: string } | null)?.address),
+    ),
   );
   for (const { address } of addresses) {
-    if (bound.has(address)) continue;
+    if (bound.has(endpoint(address))) continue;
     const error = await listenError(address, port);
     if (error === undefined || !UNUSABLE.has(error.code ?? '')) {
       // Free again by now: it was not when fastify tried, which left it unbound all the same.
@@ -45,6 +47,15 @@ export async function missedBinding(
     }
   }
   return undefined;
+}
+
+/**
+ * An IPv4-mapped IPv6 address (::ffff:127.0.0.1) is its IPv4 address's endpoint: listening there
+ * fails EADDRINUSE while the server holds that address, though nothing else took the port.
+ */
+function endpoint(address: string | undefined): string | undefined {
+  const v4 = address?.toLowerCase().startsWith('::ffff:') ? address.slice(7) : undefined;
+  return v4 !== undefined && isIPv4(v4) ? v4 : address;
 }
 
 /** Why listening on address:port fails, or undefined once a listener was there (closed again). */
