@@ -1,12 +1,12 @@
 /**
- * For a host name that names several addresses (host 'localhost': 127.0.0.1 and ::1 where
- * /etc/hosts names both), fastify listens on the first with the port asked for (0: one the kernel
+ * For host 'localhost' where it names several addresses (127.0.0.1 and ::1 where /etc/hosts
+ * names both), fastify listens on the first with the port asked for (0: one the kernel
  * finds free there), then on the others with that same port, and ignores a failure there. A port
  * another program holds on ::1 then left the server on 127.0.0.1 alone, and a client whose
  * 'localhost' is ::1 first reached that other program instead. This finds such an address, so
  * that serve() can refuse the port as it refuses one taken on the first address (or, for port 0,
- * listen again on another). fastify does this for the name 'localhost' alone: node listens on the
- * first address of any other name, and the others were never tried, so none is missed.
+ * listen again on another). fastify does this for 'localhost' alone: node listens on the first
+ * address of any other name, and the others were never tried, so none is missed.
  *
  * Throws: nothing; a failed lookup is no missed binding (fastify then binds the first alone too).
  */

@@ -8,7 +8,7 @@
  * (linger.ts); shutdown is drain.ts.
  *
  * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...), on
- * any of the host's addresses (missed-binding.ts).
+ * any address of host 'localhost' (missed-binding.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
