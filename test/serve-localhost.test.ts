@@ -6,12 +6,13 @@
  * same on every address.
  */
 import dns from 'node:dns';
+import { once } from 'node:events';
 import { type AddressInfo, connect, createServer, Server as NetServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
 import { listeningServers } from '../src/serve/listeners.js';
-import { postFloats } from './fixtures/serve-client.js';
+import { type Answer, postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
@@ -218,6 +219,61 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     expect(g.lr.report().state).toBe('ready');
   });
 
+  it('a port taken on ::1: a request that reached 127.0.0.1 before the refusal is answered 503, and never runs', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
+    gates.push(g);
+    g.open();
+    const port = await squat(0);
+    // serve's own lookup (the second: fastify's binds the others) answers only once a request on
+    // 127.0.0.1 has reached the server that is about to be refused.
+    let lookups = 0;
+    let answered: Promise<Answer> | undefined;
+    const inner = dns.lookup;
+    dns.lookup = ((host: string, options: unknown, callback?: unknown) => {
+      const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
+      if (host === 'localhost' && all && ++lookups === 2) {
+        const main = (listen.mock.contexts as NetServer[]).find(
+          (server) => server.listening && (server.address() as AddressInfo).address === '127.0.0.1',
+        )!;
+        const heard = once(main, 'request');
+        answered = postFloats(`http://127.0.0.1:${port}`, [1, 2, 3, 4]);
+        void heard.then(() => (inner as (...args: unknown[]) => void)(host, options, callback));
+        return;
+      }
+      return (inner as (...args: unknown[]) => void)(host, options, callback);
+    }) as typeof dns.lookup;
+    const failure = await serve(g.lr, { host: 'localhost', port }).then(
+      (s) => {
+        servers.push(s);
+        return undefined;
+      },
+      (err: NodeJS.ErrnoException) => err,
+    );
+    expect(failure?.code).toBe('EADDRINUSE');
+    // Before: the server being refused served it (200), on the runtime serve() hands back
+    // untouched; a call held there kept serve() from settling at all.
+    const answer = await answered!;
+    expect(answer.status).toBe(503);
+    expect(answer.json).toMatchObject({ code: 'OMNI_ERR_UNAVAILABLE' });
+    expect(g.lr.report()).toMatchObject({ state: 'ready', depth: 0, completed: 0 });
+  });
+
+  it('an IPv4-mapped address of one it listens on (::ffff:127.0.0.1) is that address, not a port taken', async () => {
+    // Listening there fails EADDRINUSE: the same endpoint as 127.0.0.1, which this server holds.
+    addressesOfLocalhost = [BOTH[0]!, { address: '::ffff:127.0.0.1', family: 6 }];
+    // Before: every attempt called the port taken there (EADDRINUSE after 8 tries for port 0).
+    const { g, s } = await start();
+    g.open();
+    expect(listeningServers(s.app)).toHaveLength(1);
+    expect(
+      await exchange(
+        '::ffff:127.0.0.1',
+        s.port,
+        'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      ),
+    ).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
   it('a drain stops accepting connections on every address', async () => {
     const { g, s } = await start();
     expect(await tryConnect('127.0.0.1', s.port)).toBe('connected');
@@ -242,6 +298,34 @@ describe("host 'localhost' naming an address that is not this machine's", () => 
     addressesOfLocalhost = [BOTH[0]!, { address: '192.0.2.1', family: 4 }];
     const { g, s } = await start();
     g.open();
+    expect(listeningServers(s.app)).toHaveLength(1);
+    expect(
+      await exchange('127.0.0.1', s.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    ).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});
+
+describe("a host name other than 'localhost' that names several addresses", () => {
+  it('is listened on at its first address alone, as fastify does, not refused for the others', async () => {
+    // fastify listens on every address of 'localhost' alone; node listens on the first address
+    // of any other name. 127.0.0.2 is this machine's (all of 127/8 is loopback) and free.
+    const name = 'omni-two-addresses.test';
+    const two = [BOTH[0]!, { address: '127.0.0.2', family: 4 }];
+    const inner = dns.lookup;
+    dns.lookup = ((host: string, options: unknown, callback?: unknown) => {
+      if (host !== name) return (inner as (...args: unknown[]) => void)(host, options, callback);
+      const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
+      const done = (typeof options === 'function' ? options : callback) as (...args: unknown[]) => void;
+      if (all) process.nextTick(done, null, two);
+      else process.nextTick(done, null, two[0]!.address, 4);
+    }) as typeof dns.lookup;
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
+    gates.push(g);
+    // Before: every attempt found 127.0.0.2 unbound, free, and called it taken (EADDRINUSE).
+    const s = await serve(g.lr, { host: name, port: 0 });
+    servers.push(s);
+    g.open();
+    expect(s.host).toBe('127.0.0.1');
     expect(listeningServers(s.app)).toHaveLength(1);
     expect(
       await exchange('127.0.0.1', s.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),

@@ -84,7 +84,8 @@ function checkEncoding(
  * hint already settles it: a malformed or contradictory hint, an octet-stream Content-Length
  * that does not hold the hinted rows, or more rows than the runtime can ever take in one call
  * (refused by the runtime, which counts it as it counts that refusal from run()). In the
- * handler's order, so the answer is the one it would give; without a hint, nothing.
+ * handler's order, so the answer is the one it would give once a body that matches the hint was
+ * read (a JSON body with other rows, or malformed, was its 400 there); without a hint, nothing.
  */
 async function refuseFromHeaders(
   request: FastifyRequest,

@@ -8,12 +8,18 @@
  * (linger.ts); shutdown is drain.ts.
  *
  * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...), on
- * any of the host's addresses (missed-binding.ts).
+ * any address of host 'localhost' (missed-binding.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { BadRequestError, describeValue, InvalidArgumentError, NotFoundError } from '../errors.js';
+import {
+  BadRequestError,
+  describeValue,
+  InvalidArgumentError,
+  NotFoundError,
+  UnavailableError,
+} from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
 import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import type { RuntimeReport } from '../runtime.js';
@@ -188,6 +194,15 @@ async function listenOnce(
   { host, port, bodyLimit, retryAfter, drainTimeoutMs, deadlineMs, closeRuntime }: Settings,
 ): Promise<{ handle: ServeHandle } | { missed: NodeJS.ErrnoException }> {
   const drain = new Drain(closeRuntime ? runtime : undefined);
+  // Requests are heard once the first address listens, before every address is known to be
+  // bound: they wait for that. On a server torn down then they are refused (503, their
+  // connections closed): the runtime serve() hands back was never used, and no kept-alive
+  // connection holds the teardown (app.close() waited for the client to leave, ~72 s).
+  let started = false;
+  let confirm!: (started: boolean) => void;
+  const confirmed = new Promise<boolean>((resolve) => {
+    confirm = resolve;
+  });
   const report = (): RuntimeReport => {
     const r = runtime.report();
     // A draining server is not ready, whatever the runtime says until it is closed. (The
@@ -260,6 +275,10 @@ async function listenOnce(
     if (raw.httpVersionMajor === 1 && raw.httpVersionMinor === 1 && raw.headers.host === undefined) {
       throw new BadRequestError('an HTTP/1.1 request must carry a Host header');
     }
+    if (!started && !(await confirmed)) {
+      reply.raw.shouldKeepAlive = false;
+      throw new UnavailableError('starting', 'the server did not start');
+    }
   });
   app.addHook('onResponse', async (request, reply) => {
     metrics.observe(
@@ -314,14 +333,18 @@ async function listenOnce(
   try {
     await app.listen({ host, port });
   } catch (err) {
+    confirm(false);
     await app.close();
     throw err;
   }
   const missed = await missedBinding(app, host, (app.server.address() as AddressInfo).port);
   if (missed !== undefined) {
+    confirm(false);
     await app.close();
     return { missed };
   }
+  started = true;
+  confirm(true);
   // fastify gives only its main server our clientError handler; the others answer the same.
   for (const other of listeningServers(app).slice(1)) {
     // fastify forwards their 'upgrade' to the main server, which has no listener: node would
