@@ -2,7 +2,8 @@
  * A request whose headers already condemn it (a rows hint the runtime can never serve, a
  * malformed or contradictory hint, an octet-stream Content-Length that does not hold the hinted
  * rows) is refused before its body is read: with the answer, counts and status the handler gave
- * once it had read the body, but without the upload. Before, a client sending `Expect:
+ * once it had read a body that matches the hint, but without the upload (a JSON body with other
+ * rows, or a malformed one, was its 400 there). Before, a client sending `Expect:
  * 100-continue` heard 100 Continue and uploaded everything for that refusal, and one that held
  * its body back got no answer until it sent it.
  */
