@@ -29,13 +29,13 @@ const lookup = dns.lookup;
 const gates: Gated[] = [];
 const servers: ServeHandle[] = [];
 const squatters: NetServer[] = [];
+/** What the all-addresses lookup of 'localhost' answers (BOTH unless a test says otherwise). */
+let addressesOfLocalhost = BOTH;
 /**
  * Run (once) by the next all-addresses lookup of 'localhost' before it answers, with the port of
  * the server listening last: fastify makes that lookup once its main server listens on
  * 127.0.0.1, and binds the other addresses after it.
  */
-/** What the all-addresses lookup of 'localhost' answers (BOTH unless a test says otherwise). */
-let addressesOfLocalhost = BOTH;
 let beforeOthersBind: ((port: number) => Promise<unknown>) | undefined;
 /** Every server that listen() was called on since this test began. */
 let listen: MockInstance<NetServer['listen']>;
@@ -61,6 +61,17 @@ beforeEach(() => {
     return (lookup as (...args: unknown[]) => void)(host, options, callback);
   }) as typeof dns.lookup;
 });
+
+/** serve() on host 'localhost': its listen error, or undefined (the server is closed after the test). */
+function serveOrError(g: Gated, port: number): Promise<NodeJS.ErrnoException | undefined> {
+  return serve(g.lr, { host: 'localhost', port }).then(
+    (s) => {
+      servers.push(s);
+      return undefined;
+    },
+    (err: NodeJS.ErrnoException) => err,
+  );
+}
 
 afterEach(async () => {
   dns.lookup = lookup;
@@ -203,13 +214,7 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     const g = await startGated({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
     gates.push(g);
     const port = await squat(0);
-    const failure = await serve(g.lr, { host: 'localhost', port }).then(
-      (s) => {
-        servers.push(s);
-        return undefined;
-      },
-      (err: NodeJS.ErrnoException) => err,
-    );
+    const failure = await serveOrError(g, port);
     // Before: serve resolved, listening on 127.0.0.1 alone.
     expect(failure?.code).toBe('EADDRINUSE');
     const made = (listen.mock.contexts as NetServer[]).filter((server) => !squatters.includes(server));
@@ -242,13 +247,7 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
       }
       return (inner as (...args: unknown[]) => void)(host, options, callback);
     }) as typeof dns.lookup;
-    const failure = await serve(g.lr, { host: 'localhost', port }).then(
-      (s) => {
-        servers.push(s);
-        return undefined;
-      },
-      (err: NodeJS.ErrnoException) => err,
-    );
+    const failure = await serveOrError(g, port);
     expect(failure?.code).toBe('EADDRINUSE');
     // Before: the server being refused served it (200), on the runtime serve() hands back
     // untouched; a call held there kept serve() from settling at all.
