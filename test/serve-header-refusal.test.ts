@@ -1,7 +1,7 @@
 /**
  * A request whose headers already condemn it (a rows hint the runtime can never serve, a
- * malformed or contradictory hint, an octet-stream Content-Length that does not hold the hinted
- * rows) is refused before its body is read: with the answer, counts and status the handler gave
+ * malformed or contradictory hint, a malformed deadline, an octet-stream Content-Length that
+ * cannot hold whole rows or the hinted ones) is refused before its body is read: with the answer, counts and status the handler gave
  * once it had read a body that matches the hint, but without the upload (a JSON body with other
  * rows, or a malformed one, was its 400 there). Before, a client sending `Expect:
  * 100-continue` heard 100 Continue and uploaded everything for that refusal, and one that held
@@ -128,6 +128,42 @@ const CASES: readonly Case[] = [
     headers: '',
     type: OCTET,
     body: octets(3),
+    status: 400,
+    code: 'OMNI_ERR_BAD_BODY',
+    refused: 0,
+    rejected: 0,
+    tooLarge: 0,
+  },
+  {
+    name: 'a malformed deadline, no hint',
+    target: '/v1/linear',
+    headers: 'x-omni-deadline-ms: soon\r\n',
+    type: OCTET,
+    body: octets(1),
+    status: 400,
+    code: 'OMNI_ERR_BAD_REQUEST',
+    refused: 0,
+    rejected: 0,
+    tooLarge: 0,
+  },
+  {
+    name: 'no hint, a Content-Length that is not whole rows',
+    target: '/v1/linear',
+    headers: '',
+    type: OCTET,
+    body: Buffer.alloc((IN + 1) * 4),
+    status: 400,
+    code: 'OMNI_ERR_BAD_BODY',
+    refused: 0,
+    rejected: 0,
+    tooLarge: 0,
+  },
+  {
+    name: 'no hint, a Content-Length that is not whole floats',
+    target: '/v1/linear',
+    headers: '',
+    type: OCTET,
+    body: Buffer.alloc(IN * 4 + 2),
     status: 400,
     code: 'OMNI_ERR_BAD_BODY',
     refused: 0,

@@ -80,12 +80,13 @@ function checkEncoding(
 }
 
 /**
- * Throws what the handler would answer, once it had read the body, for a request whose rows
- * hint already settles it: a malformed or contradictory hint, an octet-stream Content-Length
- * that does not hold the hinted rows, or more rows than the runtime can ever take in one call
- * (refused by the runtime, which counts it as it counts that refusal from run()). In the
- * handler's order, so the answer is the one it would give once a body that matches the hint was
- * read (a JSON body with other rows, or malformed, was its 400 there); without a hint, nothing.
+ * Throws what the handler would answer, once it had read the body, for a request whose headers
+ * already settle it: a malformed or contradictory rows hint, a malformed deadline, an
+ * octet-stream Content-Length that cannot hold whole rows (the hinted ones, when hinted), or more
+ * rows than the runtime can ever take in one call (refused by the runtime, which counts it as it
+ * counts that refusal from run()). In the handler's order, so the answer is the one it would give
+ * once a well-formed body of that length was read (a malformed one, or a JSON body with other
+ * rows, was its 400 there). An empty body is left to the handler: there is no upload to spare.
  */
 async function refuseFromHeaders(
   request: FastifyRequest,
@@ -94,18 +95,17 @@ async function refuseFromHeaders(
 ): Promise<void> {
   const query = request.query as Record<string, unknown> | undefined;
   const rows = parseRowsHint(query?.rows, request.headers[ROWS_HEADER]);
-  if (rows === undefined) return;
-  const length = request.headers['content-length'];
-  const octets = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() === OCTET_STREAM;
-  const badLength =
-    octets && length !== undefined ? octetLengthRefusal(Number(length), rows, runtime.inFeatures) : undefined;
-  // A Served that is not a LinearRuntime (a test's wrapper) leaves the row count to run().
-  const refuseRows =
-    badLength === undefined ? (runtime as Partial<LinearRuntime>)[kRowsRefusal]?.(rows) : undefined;
-  if (badLength === undefined && refuseRows === undefined) return;
   parseDeadline(request.headers[DEADLINE_HEADER], serverDeadlineMs);
-  if (badLength !== undefined) throw badLength;
-  await refuseRows?.();
+  const length = Number(request.headers['content-length'] ?? 0);
+  const octets = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() === OCTET_STREAM;
+  if (octets && length > 0) {
+    const badLength = octetLengthRefusal(length, rows, runtime.inFeatures);
+    if (badLength !== undefined) throw badLength;
+  }
+  if (rows === undefined) return;
+  // A Served that is not a LinearRuntime (a test's wrapper) leaves the row count to run().
+  const refuseRows = (runtime as Partial<LinearRuntime>)[kRowsRefusal]?.(rows);
+  if (refuseRows !== undefined) await refuseRows();
 }
 
 export function linearRoute(
