@@ -39,6 +39,8 @@ export class LinearRuntime {
    * that many (each row needs 8 x (inFeatures + outFeatures) bytes of scratch).
    */
   readonly maxRows: number;
+  /** The admission's unit ceiling (null: none), read once when first needed: it never changes. */
+  #unitCeiling: number | null | undefined;
 
   constructor(
     runtime: Runtime,
@@ -160,7 +162,8 @@ export class LinearRuntime {
   [kRowsRefusal](rows: number): (() => Promise<never>) | undefined {
     if (this.runtime.state !== 'ready') return undefined;
     if (rows > this.maxRows) return () => this.#tooManyRows(rows);
-    const ceiling = this.runtime.report().unitCapacity;
+    if (this.#unitCeiling === undefined) this.#unitCeiling = this.runtime.report().unitCapacity;
+    const ceiling = this.#unitCeiling;
     // The runtime's own refusal of that cost (its ceiling never changes), so that it counts it
     // as any other: in its outcomes and in its admission's `rejected`. No input is ever sent.
     if (ceiling !== null && rows > ceiling) return () => this.runtime.run<never>(undefined, { cost: rows });
