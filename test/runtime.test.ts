@@ -225,6 +225,16 @@ describe('Runtime.start', () => {
     expect(err.code).toBe('ERR_MODULE_NOT_FOUND');
   });
 
+  it('loads a worker from a data: URL, given as a URL or as a string', async () => {
+    const source = `import { defineWorker } from ${JSON.stringify(builtModuleUrl('src/index.js'))};
+      export default defineWorker((n) => n * 2);`;
+    const href = `data:text/javascript,${encodeURIComponent(source)}`;
+    for (const worker of [new URL(href), href]) {
+      const rt = await start({ worker });
+      expect(await rt.run(21)).toBe(42);
+    }
+  });
+
   it('rejects invalid options with OMNI_ERR_INVALID_ARGUMENT / OMNI_ERR_INVALID_BOUND', async () => {
     const worker = GATED_WORKER;
     const invalidArgument: unknown[] = [
@@ -232,6 +242,11 @@ describe('Runtime.start', () => {
       {},
       { worker: '' },
       { worker: 42 },
+      // Node's loader refuses these only inside the threads; a string would be read as a path.
+      { worker: new URL('http://127.0.0.1:1/worker.js') },
+      { worker: 'https://127.0.0.1:1/worker.js' },
+      { worker: 'HTTPS://127.0.0.1:1/worker.js' },
+      { worker: 'node://worker.js' },
       { worker, threads: 0 },
       { worker, threads: 1.5 },
       { worker, threads: 257 },

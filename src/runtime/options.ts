@@ -17,7 +17,7 @@ export interface RuntimeAdmissionOptions extends AdmissionBounds {
 export const RUNTIME_ADMISSION_KEYS: OptionKeys<RuntimeAdmissionOptions> = { ...BOUNDS_KEYS, wait: true };
 
 export interface RuntimeOptions {
-  /** Built JavaScript module whose default export is `defineWorker(...)`: a path or file: URL. */
+  /** Built JavaScript module whose default export is `defineWorker(...)`: a path, or a file: or data: URL. */
   readonly worker: string | URL;
   /** Handed to the worker's `init` in every thread (structured clone). */
   readonly workerData?: unknown;
@@ -130,11 +130,33 @@ export function checkRunOptions(options: unknown, defaultDeadlineMs: number | un
   };
 }
 
+/** Schemes a worker thread can load a module from (Node's loader in a worker: file and data). */
+const WORKER_SCHEMES = new Set(['file:', 'data:']);
+/** A string that names a URL by its scheme and authority, not a relative path (`https://…`). */
+const URL_WITH_AUTHORITY = /^[a-z][a-z\d+.-]+:\/\//i;
+
+/**
+ * Any other scheme would be refused by Node's loader only inside the threads, after they start,
+ * and `https://…` taken as a path would resolve under the working directory: both are refused here.
+ */
 function moduleUrlOf(worker: unknown): string {
-  if (worker instanceof URL) return worker.href;
-  if (typeof worker !== 'string' || worker === '') bad('worker must be a module path or file: URL');
-  if (worker.startsWith('file:')) return worker;
+  if (worker instanceof URL) return loadableUrl(worker.href, worker.protocol);
+  if (typeof worker !== 'string' || worker === '')
+    bad('worker must be a module path, or a file: or data: URL');
+  if (worker.startsWith('file:') || worker.startsWith('data:')) return worker;
+  if (URL_WITH_AUTHORITY.test(worker)) {
+    if (!URL.canParse(worker)) bad(`worker ${JSON.stringify(worker)} is not a valid URL`);
+    const url = new URL(worker);
+    return loadableUrl(url.href, url.protocol);
+  }
   return pathToFileURL(isAbsolute(worker) ? worker : resolve(worker)).href;
+}
+
+function loadableUrl(href: string, protocol: string): string {
+  if (!WORKER_SCHEMES.has(protocol)) {
+    bad(`worker must be a module path, or a file: or data: URL; a thread cannot load a ${protocol} URL`);
+  }
+  return href;
 }
 
 function checkInteger(name: string, value: unknown, min: number, max: number): number {
