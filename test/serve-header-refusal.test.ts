@@ -1,11 +1,12 @@
 /**
  * A request whose headers already condemn it (a rows hint the runtime can never serve, a
  * malformed or contradictory hint, a malformed deadline, an octet-stream Content-Length that
- * cannot hold whole rows or the hinted ones) is refused before its body is read: with the answer, counts and status the handler gave
- * once it had read a body that matches the hint, but without the upload (a JSON body with other
- * rows, or a malformed one, was its 400 there). Before, a client sending `Expect:
- * 100-continue` heard 100 Continue and uploaded everything for that refusal, and one that held
- * its body back got no answer until it sent it.
+ * cannot hold whole rows or the hinted ones, a chunked body whose hinted rows cannot fit the body
+ * limit) is refused before its body is read: with the answer, counts and status the handler (or
+ * fastify's body limit) gave once it had read a body that matches the hint, but without the
+ * upload (a JSON body with other rows, or a malformed one, was its 400 there). Before, a client
+ * sending `Expect: 100-continue` heard 100 Continue and uploaded everything for that refusal, and
+ * one that held its body back got no answer until it sent it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
@@ -358,5 +359,120 @@ describe('a runtime whose admission waits (wait: true)', () => {
     } finally {
       await s.close();
     }
+  });
+});
+
+describe('a chunked body whose hinted rows cannot fit the body limit', () => {
+  // 70 bytes: 4 octet rows (64) fit, 5 (80) do not; the shortest JSON of 6 rows of 4 numbers,
+  // {"rows":[[0,0,0,0],...]}, is exactly 70 bytes, so 6 rows fit and 7 do not.
+  const LIMIT = 70;
+  const JSON_TYPE = 'application/json';
+
+  function chunkedHead(rows: number, type: string, extra: string): string {
+    return (
+      `POST /v1/linear?rows=${rows} HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\n` +
+      `Transfer-Encoding: chunked\r\n${extra}\r\n`
+    );
+  }
+
+  function chunked(body: Buffer | string): (string | Buffer)[] {
+    return [`${Buffer.byteLength(body).toString(16)}\r\n`, body, '\r\n0\r\n\r\n'];
+  }
+
+  function shortestJson(rows: number): string {
+    return JSON.stringify({ rows: Array.from({ length: rows }, () => new Array(IN).fill(0)) });
+  }
+
+  /**
+   * Everything the server says to a head sent alone, up to its close, and its first packet. A
+   * first packet that is not a 413 (a 100 Continue) would leave the server waiting for the body:
+   * the client hangs up instead.
+   */
+  async function heardForHead(port: number, text: string): Promise<{ first: string; all: string }> {
+    const socket = connect({ host: '127.0.0.1', port });
+    let all = '';
+    const first = new Promise<string>((resolve) => {
+      socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1')));
+    });
+    socket.on('data', (chunk: Buffer) => {
+      all += chunk.toString('latin1');
+    });
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.write(text);
+    const heard = await first;
+    if (!heard.startsWith('HTTP/1.1 413 ')) socket.destroy();
+    await closed;
+    return { first: heard, all };
+  }
+
+  async function bodyTooLarge(s: ServeHandle): Promise<number> {
+    const text = (await s.metrics.scrape()).text;
+    const line = /^omni_http_refused_total\{reason="body-too-large",status="413"\} (\d+)$/m.exec(text);
+    return Number(line?.[1] ?? 0);
+  }
+
+  async function withServer(test: (g: Gated, s: ServeHandle) => Promise<void>): Promise<void> {
+    const g = await startGated({ inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } });
+    const s = await serve(g.lr, { port: 0, bodyLimit: LIMIT });
+    try {
+      await test(g, s);
+    } finally {
+      await s.close();
+    }
+  }
+
+  it('the reference: sent in full, fastify refuses it 413 once the limit is passed', async () => {
+    await withServer(async (g, s) => {
+      const before = g.entered();
+      for (const [type, body] of [
+        [OCTET, octets(5)],
+        [JSON_TYPE, shortestJson(7)],
+      ] as const) {
+        const answer = await rawExchange(s.port, [
+          chunkedHead(type === OCTET ? 5 : 7, type, 'Connection: close\r\n'),
+          ...chunked(body),
+        ]);
+        expect([type, answer.status]).toEqual([type, 413]);
+        expect((JSON.parse(answer.body) as { code?: unknown }).code).toBe('OMNI_ERR_BODY_TOO_LARGE');
+      }
+      expect(g.entered() - before).toBe(0);
+    });
+  });
+
+  it('Expect: 100-continue hears the 413 at once, never 100 Continue, counted as fastify counts it', async () => {
+    await withServer(async (g, s) => {
+      for (const [rows, type] of [
+        [5, OCTET],
+        [7, JSON_TYPE],
+      ] as const) {
+        const before = await bodyTooLarge(s);
+        // Before: 100 Continue, then the upload, then fastify's 413.
+        const heard = await heardForHead(s.port, chunkedHead(rows, type, 'Expect: 100-continue\r\n'));
+        expect([type, heard.first.slice(0, 12)]).toEqual([type, 'HTTP/1.1 413']);
+        expect(heard.all).toMatch(/\r\nconnection: close\r\n/i);
+        expect(parsed(heard.all)).toEqual({ status: 413, code: 'OMNI_ERR_BODY_TOO_LARGE' });
+        expect(await bodyTooLarge(s)).toBe(before + 1);
+      }
+      expect(g.entered()).toBe(0);
+    });
+  });
+
+  it('hinted rows whose shortest body fits exactly hear 100 Continue and are served', async () => {
+    await withServer(async (g, s) => {
+      for (const [rows, type, body] of [
+        [4, OCTET, octets(4)],
+        [6, JSON_TYPE, shortestJson(6)],
+      ] as const) {
+        expect(Buffer.byteLength(body)).toBeLessThanOrEqual(LIMIT);
+        const answer = await rawExchange(s.port, [
+          chunkedHead(rows, type, 'Expect: 100-continue\r\nConnection: close\r\n'),
+          ...chunked(body),
+        ]);
+        expect([type, answer.status]).toEqual([type, 100]);
+        expect(answer.body).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      }
+      expect(Buffer.byteLength(shortestJson(6))).toBe(LIMIT);
+      expect(g.entered()).toBe(2);
+    });
   });
 });

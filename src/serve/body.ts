@@ -87,6 +87,15 @@ export function octetLengthRefusal(
   return undefined;
 }
 
+/**
+ * The fewest bytes a well-formed body of `rows` rows can take: exact for octets; for JSON the
+ * shortest form, `{"rows":[[0,0],[0,0]]}` (10 bytes of frame, then per row one byte per number,
+ * a comma between numbers, two brackets and a comma between rows).
+ */
+export function leastBodyBytes(rows: number, inFeatures: number, encoding: BodyEncoding): number {
+  return encoding === 'octet' ? rows * inFeatures * FLOAT_BYTES : 10 + rows * (2 * inFeatures + 2);
+}
+
 function decodeOctets(body: Buffer, rowsHint: number | undefined, inFeatures: number): LinearInput {
   const refusal = octetLengthRefusal(body.byteLength, rowsHint, inFeatures);
   if (refusal !== undefined) throw refusal;

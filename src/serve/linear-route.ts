@@ -5,12 +5,19 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isDecimal } from '../decimal.js';
-import { BadRequestError, TaskFailedError, UnavailableError, UnsupportedMediaTypeError } from '../errors.js';
+import {
+  BadRequestError,
+  BodyTooLargeError,
+  TaskFailedError,
+  UnavailableError,
+  UnsupportedMediaTypeError,
+} from '../errors.js';
 import { kRowsRefusal, type LinearRuntime } from '../linear/linear-runtime.js';
 import {
   decodeLinearBody,
   encodeJson,
   encodeOctets,
+  leastBodyBytes,
   OCTET_STREAM,
   octetLengthRefusal,
   parseRowsHint,
@@ -81,23 +88,37 @@ function checkEncoding(
 
 /**
  * Throws what the handler would answer, once it had read the body, for a request whose headers
- * already settle it: a malformed or contradictory rows hint, a malformed deadline, an
- * octet-stream Content-Length that cannot hold whole rows (the hinted ones, when hinted), or more
- * rows than the runtime can ever take in one call (refused by the runtime, which counts it as it
- * counts that refusal from run()). In the handler's order, so the answer is the one it would give
- * once a well-formed body of that length was read (a malformed one, or a JSON body with other
- * rows, was its 400 there). An empty body is left to the handler: there is no upload to spare.
+ * already settle it: a malformed or contradictory rows hint, a chunked body whose hinted rows
+ * cannot fit the body limit, a malformed deadline, an octet-stream Content-Length that cannot
+ * hold whole rows (the hinted ones, when hinted), or more rows than the runtime can ever take in
+ * one call (refused by the runtime, which counts it as it counts that refusal from run()). In the
+ * handler's order, so the answer is the one it would give once a well-formed body of that length
+ * was read (a malformed one, or a JSON body with other rows, was its 400 there). An empty body is
+ * left to the handler: there is no upload to spare.
  */
 async function refuseFromHeaders(
   request: FastifyRequest,
   runtime: Served,
   serverDeadlineMs: number | undefined,
+  bodyLimit: number,
 ): Promise<void> {
   const query = request.query as Record<string, unknown> | undefined;
   const rows = parseRowsHint(query?.rows, request.headers[ROWS_HEADER]);
-  parseDeadline(request.headers[DEADLINE_HEADER], serverDeadlineMs);
-  const length = Number(request.headers['content-length'] ?? 0);
   const octets = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() === OCTET_STREAM;
+  const declared = request.headers['content-length'];
+  // A chunked body is measured only as it arrives: fastify's 413 comes once the limit is passed,
+  // before the handler reads the deadline. A declared length over the limit never gets here.
+  if (rows !== undefined && declared === undefined && request.headers['transfer-encoding'] !== undefined) {
+    const least = leastBodyBytes(rows, runtime.inFeatures, octets ? 'octet' : 'json');
+    if (least > bodyLimit) {
+      throw new BodyTooLargeError(
+        bodyLimit,
+        `${rows} rows of ${runtime.inFeatures} take at least ${least} bytes, over the body limit of ${bodyLimit}`,
+      );
+    }
+  }
+  parseDeadline(request.headers[DEADLINE_HEADER], serverDeadlineMs);
+  const length = Number(declared ?? 0);
   if (octets && length > 0) {
     const badLength = octetLengthRefusal(length, rows, runtime.inFeatures);
     if (badLength !== undefined) throw badLength;
@@ -126,7 +147,8 @@ export function linearRoute(
           request.headers['transfer-encoding'],
           request.headers['content-type'],
         );
-        if (bodyWillBeRead(request, bodyLimit)) await refuseFromHeaders(request, runtime, deadlineMs);
+        if (bodyWillBeRead(request, bodyLimit))
+          await refuseFromHeaders(request, runtime, deadlineMs, bodyLimit);
       },
     },
     async (request, reply) => {
