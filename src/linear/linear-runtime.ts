@@ -5,6 +5,7 @@ import { lengthOf } from '../native/validate.js';
 import type { RunOptions } from '../runtime/options.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
 import type { NativeWorkerData, NativeWorkerInput } from './protocol.js';
+import { sendsRowsCopy } from './sent-rows.js';
 import { checkLinearOptions, type LinearRuntimeOptions } from './start-options.js';
 import { seededWeights, sharedCopy } from './weights.js';
 
@@ -141,7 +142,12 @@ export class LinearRuntime {
       );
     }
     if (rows > this.maxRows) return this.#tooManyRows(rows);
-    const input: NativeWorkerInput = { x, rows };
+    let sent = x;
+    if (sendsRowsCopy(x, transfer)) {
+      sent = x.slice();
+      transfer ??= [sent.buffer as ArrayBuffer]; // the copy is this call's alone: moved, not cloned
+    }
+    const input: NativeWorkerInput = { x: sent, rows };
     return this.runtime.run<Float32Array>(input, {
       cost: cost === undefined ? rows : cost,
       signal,
