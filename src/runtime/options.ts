@@ -17,7 +17,10 @@ export interface RuntimeAdmissionOptions extends AdmissionBounds {
 export const RUNTIME_ADMISSION_KEYS: OptionKeys<RuntimeAdmissionOptions> = { ...BOUNDS_KEYS, wait: true };
 
 export interface RuntimeOptions {
-  /** Built JavaScript module whose default export is `defineWorker(...)`: a path, or a file: or data: URL. */
+  /**
+   * Built JavaScript module whose default export is `defineWorker(...)`: a path, or a file: or
+   * data: URL.
+   */
   readonly worker: string | URL;
   /** Handed to the worker's `init` in every thread (structured clone). */
   readonly workerData?: unknown;
