@@ -10,6 +10,11 @@ export class WorkerTaskContext implements TaskContext {
   readonly cost: number;
   readonly deadlineAt: number;
   readonly transferList: ArrayBuffer[] = [];
+  /**
+   * The buffers in transferList, for the duplicate check: a search of the list made a result of
+   * k buffers, each listed on its own, cost O(k^2) (40,000 of them took ~2 s a call).
+   */
+  readonly #listed = new Set<ArrayBuffer>();
   readonly #words: Int32Array;
   readonly #claim: Claim;
   #controller: AbortController | undefined;
@@ -121,7 +126,9 @@ export class WorkerTaskContext implements TaskContext {
       if (!(buffer instanceof ArrayBuffer)) {
         throw new InvalidArgumentError('ctx.transfer takes ArrayBuffers (not views, not SharedArrayBuffers)');
       }
-      if (!this.transferList.includes(buffer)) this.transferList.push(buffer);
+      if (this.#listed.has(buffer)) continue;
+      this.#listed.add(buffer);
+      this.transferList.push(buffer);
     }
   }
 
