@@ -92,9 +92,9 @@ export const MAX_CLAIM_SLOTS = 1 << 16;
 /**
  * Claim slots come in blocks of BLOCK_SLOTS (the last one may be shorter), each with an Int32
  * count of its held slots, so that a claim's search passes over a full block with one load
- * instead of one per slot: at 65,536 slots nearly all held (a saturated admission whose calls
- * end out of order) a search read ~33,000 slot words on average, ~0.3-0.4 ms a claim. 64 keeps
- * both parts of a search short: 1,024 counts, then at most two blocks of slots.
+ * instead of one per slot: at 65,536 slots nearly all held (a saturated admission whose claims
+ * are released out of order) a search read up to every slot word, ~1 ms a claim. 64 keeps both
+ * parts of a search short: 1,024 counts, then at most two blocks of slots.
  */
 export const BLOCK_SHIFT = 6;
 export const BLOCK_SLOTS = 1 << BLOCK_SHIFT;
