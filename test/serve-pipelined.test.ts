@@ -38,12 +38,12 @@ function parseFailure(s: ServeHandle): Promise<string | undefined> {
 }
 
 /** A server on one worker thread (gated), and a whole call for it to hold while more arrive. */
-async function servedWithOneThread(): Promise<{
+async function servedWithOneThread(requests = 4): Promise<{
   g: Gated;
   s: ServeHandle;
   first: Buffer;
 }> {
-  const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 4 } });
+  const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests } });
   gates.push(g);
   const s = await serve(g.lr, { port: 0 });
   const body = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
@@ -122,6 +122,33 @@ describe('pipelined requests', () => {
     }
     expect(listeners()).toEqual(after1);
     socket.destroy();
+    expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+
+  // Before: each queued response added a 'close' listener of its own to the connection, so a
+  // client pipelining more than ten requests behind a held call made node warn
+  // (MaxListenersExceededWarning) and each response's detach scanned the whole list.
+  it('many requests pipelined behind a held call: one close listener, and every call hears the client leave', async () => {
+    const { g, s, first } = await servedWithOneThread(64);
+    const accepted = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
+    const socket = await connected(s.port);
+    const connection = await accepted;
+    socket.write(Buffer.concat([first, first]));
+    await g.reach(ENTERED, 1); // the first call is held in the worker
+    await until(() => g.lr.report().depth === 2, 'the second call queued behind it');
+    const withOneQueued = connection.listenerCount('close');
+    socket.write(Buffer.concat(Array.from({ length: 38 }, () => first)));
+    await until(() => g.lr.report().depth === 40, 'every call queued behind it');
+    expect(connection.listenerCount('close')).toBe(withOneQueued);
+    socket.destroy();
+    await until(() => g.lr.report().aborted === 40, 'every call to hear the client leave');
+    g.open();
+    await until(() => g.lr.report().depth === 0, 'the work to end');
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, 'omni_http_inflight')).toBe(0);
+    expect(
+      sample(text, 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="499"}'),
+    ).toBe(40);
     expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
   });
 

@@ -6,10 +6,19 @@ import { cancelledWord, isCancelled } from '../src/runtime/cancel-words.js';
 import type { SkipReason } from '../src/runtime/protocol.js';
 
 /** The `ctx` a handler receives; cancellation is read from the shared cancel word. */
+/** Up to this many buffers the list itself is searched for duplicates (cheaper than a set). */
+const SEARCHED_LIST = 16;
+
 export class WorkerTaskContext implements TaskContext {
   readonly cost: number;
   readonly deadlineAt: number;
   readonly transferList: ArrayBuffer[] = [];
+  /**
+   * The buffers in transferList once it is long, for the duplicate check: a search of the list
+   * made a result of k buffers, each listed on its own, cost O(k^2) (40,000 of them took ~2 s a
+   * call). Made only then: a task that lists a buffer or two (most) allocates no set.
+   */
+  #listed: Set<ArrayBuffer> | undefined;
   readonly #words: Int32Array;
   readonly #claim: Claim;
   #controller: AbortController | undefined;
@@ -121,7 +130,15 @@ export class WorkerTaskContext implements TaskContext {
       if (!(buffer instanceof ArrayBuffer)) {
         throw new InvalidArgumentError('ctx.transfer takes ArrayBuffers (not views, not SharedArrayBuffers)');
       }
-      if (!this.transferList.includes(buffer)) this.transferList.push(buffer);
+      const list = this.transferList;
+      if (list.length < SEARCHED_LIST) {
+        if (!list.includes(buffer)) list.push(buffer);
+        continue;
+      }
+      this.#listed ??= new Set(list);
+      if (this.#listed.has(buffer)) continue;
+      this.#listed.add(buffer);
+      list.push(buffer);
     }
   }
 

@@ -1,6 +1,10 @@
 import { ClaimsExhaustedError } from '../errors.js';
 import type { Claim } from './internal.js';
 import {
+  BLOCK_SHIFT,
+  BLOCK_SLOTS,
+  blockCount,
+  blockCountsByteOffset,
   CLAIMS_I32,
   costsByteOffset,
   GENERATION_LIMIT,
@@ -24,6 +28,10 @@ import {
  * match the new holder.
  * Claims are off the admit/release hot path (one per task that crosses threads), so the BigInt
  * word costs nothing that matters here.
+ * Each block of slots counts its held ones (see BLOCK_SLOTS): a slot is taken, then counted;
+ * freed, then uncounted. A count is only a guide for the search and may be off for a moment
+ * either way; it stays too high for good when a thread is terminated between a release's two
+ * steps, so the search reads every slot once a guided lap has found none.
  * Memory ordering: the cost is written after the slot is taken and before the claim leaves
  * this thread; the claim reaches another thread by postMessage, which orders the two.
  */
@@ -36,6 +44,8 @@ export class ClaimTable {
   readonly #header: Int32Array;
   readonly #words: BigUint64Array;
   readonly #costs: Float64Array;
+  /** Held slots per block, a guide for the search. */
+  readonly #blockHeld: Int32Array;
   readonly #count: number;
   readonly #id: number;
   #hint = 0;
@@ -46,6 +56,7 @@ export class ClaimTable {
     this.#id = this.#header[ID_I32]!;
     this.#words = new BigUint64Array(buffer, SLOTS_BYTE_OFFSET, count);
     this.#costs = new Float64Array(buffer, costsByteOffset(count), count);
+    this.#blockHeld = new Int32Array(buffer, blockCountsByteOffset(count), blockCount(count));
   }
 
   /** Takes a free slot for `units`. Throws OMNI_ERR_CLAIMS_EXHAUSTED when none is free. */
@@ -60,19 +71,38 @@ export class ClaimTable {
       if (reserved >= n) throw new ClaimsExhaustedError(`all ${n} claim slots are in use`);
       if (Atomics.compareExchange(this.#header, CLAIMS_I32, reserved, reserved + 1) === reserved) break;
     }
-    // A pass finds nothing only if other threads moved the free slot meanwhile; scan again.
-    for (let k = 0; ; k++) {
-      let slot = this.#hint + (k % n);
-      if (slot >= n) slot -= n;
-      const word = Atomics.load(words, slot);
-      // CAS, not store: another thread's instance may be taking the same free slot.
+    // A lap finds nothing only if other threads moved the free slot meanwhile, or a count stayed
+    // too high: the first lap passes over blocks counted full, later ones read every slot.
+    const blockHeld = this.#blockHeld;
+    let slot = this.#hint;
+    let guided = true;
+    for (let seen = 0; ; ) {
       if (
-        (word & SLOT_HELD) === 0n &&
-        Atomics.compareExchange(words, slot, word, word | SLOT_HELD) === word
+        guided &&
+        (slot & (BLOCK_SLOTS - 1)) === 0 &&
+        Atomics.load(blockHeld, slot >> BLOCK_SHIFT) >= Math.min(BLOCK_SLOTS, n - slot)
       ) {
-        this.#costs[slot] = units;
-        this.#hint = slot + 1 === n ? 0 : slot + 1;
-        return { admission: this.#id, slot, generation: Number(word >> 1n), units };
+        slot += BLOCK_SLOTS;
+        seen += BLOCK_SLOTS;
+      } else {
+        const word = Atomics.load(words, slot);
+        // CAS, not store: another thread's instance may be taking the same free slot.
+        if (
+          (word & SLOT_HELD) === 0n &&
+          Atomics.compareExchange(words, slot, word, word | SLOT_HELD) === word
+        ) {
+          Atomics.add(blockHeld, slot >> BLOCK_SHIFT, 1); // after the take: a count never leads a slot
+          this.#costs[slot] = units;
+          this.#hint = slot + 1 === n ? 0 : slot + 1;
+          return { admission: this.#id, slot, generation: Number(word >> 1n), units };
+        }
+        slot++;
+        seen++;
+      }
+      if (slot >= n) slot = 0; // blocks start at multiples of BLOCK_SLOTS: a wrap lands on one
+      if (seen >= n) {
+        guided = false;
+        seen = 0;
       }
     }
   }
@@ -97,6 +127,7 @@ export class ClaimTable {
     const units = this.#costs[slot]!;
     const next = generation + 1 === GENERATION_LIMIT ? 0 : generation + 1;
     if (Atomics.compareExchange(this.#words, slot, held, BigInt(next) << 1n) !== held) return SPENT;
+    Atomics.sub(this.#blockHeld, slot >> BLOCK_SHIFT, 1); // after the free: see acquire
     // After the slot is free: a reservation never counts fewer slots than are held.
     Atomics.sub(this.#header, CLAIMS_I32, 1);
     return units;

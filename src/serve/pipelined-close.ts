@@ -8,6 +8,23 @@ import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /**
+ * The responses of a connection still queued behind an earlier one. One 'close' listener per
+ * connection ends them all: a listener each made every request pipelined past the tenth warn
+ * (MaxListenersExceededWarning, once per connection) and every detach scan the whole list.
+ */
+const kQueued = Symbol('omni.serve.queuedResponses');
+
+interface QueuingSocket extends Socket {
+  [kQueued]?: Set<ServerResponse>;
+}
+
+/** What node does to an attached response when its connection closes. */
+function endWithConnection(res: ServerResponse): void {
+  res.destroy();
+  res.emit('close');
+}
+
+/**
  * Makes `res` close with `connection` even while it is queued: the same as node does for an
  * attached response (destroyed, then 'close'), at once if the connection is gone already.
  * Call it after the response's 'close' listeners are in place. Once attached, node's own
@@ -15,17 +32,24 @@ import type { Socket } from 'node:net';
  */
 export function closeWithConnection(res: ServerResponse, connection: Socket): void {
   if (res.socket !== null) return;
-  const onConnectionClose = (): void => {
-    res.destroy();
-    res.emit('close');
-  };
   if (connection.destroyed) {
-    onConnectionClose();
+    endWithConnection(res);
     return;
   }
-  connection.once('close', onConnectionClose);
+  const socket = connection as QueuingSocket;
+  let queued = socket[kQueued];
+  if (queued === undefined) {
+    const responses = new Set<ServerResponse>();
+    queued = responses;
+    socket[kQueued] = responses;
+    // In the order they came; each leaves the set as it closes (iteration skips those gone).
+    connection.once('close', () => {
+      for (const queuedRes of responses) endWithConnection(queuedRes);
+    });
+  }
+  queued.add(res);
   const detach = (): void => {
-    connection.removeListener('close', onConnectionClose);
+    queued.delete(res);
   };
   res.once('socket', detach);
   res.once('close', detach);
