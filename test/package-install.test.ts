@@ -93,6 +93,23 @@ console.log(JSON.stringify({ admission: typeof BoundedAdmission, serve: typeof s
     expect(JSON.parse(run.stdout)).toEqual({ admission: 'function', serve: 'function', out: 8 });
   });
 
+  it('loads both entry points through require() from a CommonJS file, as README says', () => {
+    // require(esm) (Node 20.19+) refuses a module graph with a top-level await
+    // (ERR_REQUIRE_ASYNC_MODULE): one added anywhere below either entry point would break every
+    // CommonJS consumer while every ESM one still works.
+    writeFileSync(
+      join(project, 'main.cjs'),
+      `const { BoundedAdmission, Runtime } = require('omni-runtime');
+const { serve } = require('omni-runtime/serve');
+const admission = new BoundedAdmission({ requests: 2 });
+console.log(JSON.stringify({ runtime: typeof Runtime, serve: typeof serve, capacity: admission.report().capacity }));
+`,
+    );
+    const run = inProject(process.execPath, ['main.cjs']);
+    expect(run.status, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ runtime: 'function', serve: 'function', capacity: 2 });
+  });
+
   it('lets tools read its package.json through the package name', () => {
     // Bundlers, version checks and license scanners resolve '<name>/package.json'; with an
     // `exports` map, a subpath it does not list is ERR_PACKAGE_PATH_NOT_EXPORTED.
