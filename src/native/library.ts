@@ -73,7 +73,7 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
     // (npm 11 asks before running a dependency's scripts): say how to build it.
     const hint =
       given === undefined
-        ? `; build it with: node ${join(packageRoot, 'scripts', 'build-native.mjs')} (needs cc; nvcc for cuda)`
+        ? `; build it with: node ${shellWord(join(packageRoot, 'scripts', 'build-native.mjs'))} (needs cc; nvcc for cuda)`
         : '';
     throw new LibraryNotFoundError(path, `native library not found at ${path}${hint}`);
   }
@@ -115,6 +115,14 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   });
   loaded.set(path, library);
   return library;
+}
+
+/**
+ * `text` as one word of a POSIX shell command line: a project's path may hold a space, and the
+ * build command in a message is there to be pasted into a shell.
+ */
+function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
 /** A library that passed the handshake but lacks a symbol of the ABI (a partial or foreign build). */
