@@ -34,7 +34,7 @@ interface Manifest {
 
 // The environment the native builds run in: nvcc is left out of its PATH, as the CUDA library is
 // optional and building it would take most of this file's time.
-const { CUDA_HOME: _home, CUDA_PATH: _path, CC: _cc, ...inherited } = process.env;
+const { CUDA_HOME: _home, CUDA_PATH: _path, ...inherited } = process.env;
 const withoutCuda = {
   ...inherited,
   PATH: (process.env.PATH ?? '')
