@@ -7,13 +7,14 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import koffi from 'koffi';
+import type { LibraryHandle } from 'koffi';
 import { AbiMismatchError, describeValue, InvalidArgumentError, LibraryNotFoundError } from '../errors.js';
 import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import { nativeBuildDir, packageRoot } from '../paths.js';
 import { ABI_VERSION } from './abi.js';
 import type { RawFixtureApi, RawNativeApi } from './bindings.js';
 import { bindAbiVersion, bindCore, bindFixture } from './bindings.js';
+import { koffi } from './koffi.js';
 
 export type BackendName = 'fixture' | 'cuda';
 
@@ -78,9 +79,11 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
     throw new LibraryNotFoundError(path, `native library not found at ${path}${hint}`);
   }
 
-  let handle: ReturnType<typeof koffi.load>;
+  // Outside the try below: koffi's own missing native module is not this library's fault.
+  const ffi = koffi();
+  let handle: LibraryHandle;
   try {
-    handle = koffi.load(path);
+    handle = ffi.load(path);
   } catch (err) {
     throw new LibraryNotFoundError(
       path,
