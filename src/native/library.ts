@@ -1,9 +1,10 @@
 /**
  * Loading a native backend and the ABI handshake.
  *
- * Throws: LibraryNotFoundError (no file at the path, the file would not load, it lacks a symbol
- * of the ABI, or it is the other backend's library), AbiMismatchError (the library's
- * omni_abi_version() differs from ABI_VERSION; both versions are named).
+ * Throws: LibraryNotFoundError (no file at the path, koffi has no native module of its own, the
+ * file would not load, it lacks a symbol of the ABI, or it is the other backend's library),
+ * AbiMismatchError (the library's omni_abi_version() differs from ABI_VERSION; both versions
+ * are named).
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
