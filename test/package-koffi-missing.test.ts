@@ -5,7 +5,7 @@
  * which could build one, is not run unless allowed (npm 11 asks first). BoundedAdmission and
  * Runtime need no native code and must still load; native work must fail with a coded error.
  *
- * The layout: a copy of this package and of koffi's JavaScript (no binary) in a node_modules of
+ * The layout: a copy of this package and of koffi (without a binary) in a node_modules of
  * their own, beside links to the other dependencies, so nothing resolves this checkout's
  * @koromix binary (koffi looks for it by module resolution and beside its own folder).
  */
@@ -26,13 +26,9 @@ beforeAll(() => {
   for (const part of ['package.json', 'dist/src', 'dist/workers', 'native/build/libomni_fixture.so']) {
     cpSync(join(packageRoot, part), join(copy, part), { recursive: true });
   }
+  // koffi as npm unpacks it (its JavaScript; a binary would only be in build/, from its script).
   const koffi = join(packageRoot, 'node_modules', 'koffi');
-  for (const part of ['package.json', 'index.js', 'index.cjs', 'src/koffi/index.js', 'src/koffi/index.cjs']) {
-    cpSync(join(koffi, part), join(modules, 'koffi', part));
-  }
-  for (const part of ['static.js', 'static.cjs']) {
-    cpSync(join(koffi, 'src', 'koffi', 'src', part), join(modules, 'koffi', 'src', 'koffi', 'src', part));
-  }
+  cpSync(koffi, join(modules, 'koffi'), { recursive: true, filter: (from) => from !== join(koffi, 'build') });
   const { dependencies } = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as {
     dependencies: Record<string, string>;
   };
