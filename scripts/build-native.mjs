@@ -180,6 +180,12 @@ export function buildCuda({ outDir = nativeBuildDir, defines = [], force = false
   return { path: output, built: true };
 }
 
+// One word of a POSIX shell command line: the command printed above is there to be pasted into a
+// shell, and a project's path may hold a space.
+function shellWord(text) {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
 // Compiler output can run to hundreds of lines; the first errors are the ones that matter.
 function failureText(err, maxLines = 40) {
   const text = [err.stderr, err.stdout].filter((s) => typeof s === 'string' && s.length > 0).join('\n');
@@ -206,7 +212,7 @@ function main() {
     if (optional) {
       console.error(
         'native: WARNING: LinearRuntime and `omni-runtime bench|serve` need this library; install a C ' +
-          `compiler (cc) and run: node ${fileURLToPath(import.meta.url)}`,
+          `compiler (cc) and run: node ${shellWord(fileURLToPath(import.meta.url))}`,
       );
       return;
     }

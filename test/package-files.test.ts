@@ -5,7 +5,7 @@
  * tests, benchmarks).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { join, posix } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -63,6 +63,19 @@ const readmePaths = (() => {
     .filter((t) => !/^([a-z][a-z\d+.-]*:|#|\/\/)/i.test(t))
     .map((t) => posix.normalize(decodeURIComponent(t.replace(/[?#].*$/, ''))));
 })();
+
+/** Whether an installed package carries its own type declarations. */
+function shipsTypes(name: string): boolean {
+  const dir = join(packageRoot, 'node_modules', name);
+  const manifest = readFileSync(join(dir, 'package.json'), 'utf8');
+  const { types, typings } = JSON.parse(manifest) as { types?: string; typings?: string };
+  return (
+    types !== undefined ||
+    typings !== undefined ||
+    /"types"\s*:/.test(manifest) || // a `types` condition in its exports
+    existsSync(join(dir, 'index.d.ts'))
+  );
+}
 
 // .cjs and .d.cts too: the threads' entry is a CommonJS shim (dist/workers/entry-shim.cjs).
 const code = [...files].filter((f) => /\.([mc]?js|d\.[mc]?ts)$/.test(f));
@@ -133,6 +146,40 @@ describe('the published package', () => {
       }
     }
     expect([...undeclared]).toEqual([]);
+  });
+
+  it('depends on every package its public declarations import, each with types a consumer gets', () => {
+    // The other package tests resolve packages from this checkout's node_modules, where the
+    // dev dependencies are too: a declaration that named a package only those hold, or one whose
+    // types come from a dev dependency's @types, would pass there and fail a consumer's tsc
+    // (without skipLibCheck). Only what the entry points' types reach counts: a consumer's
+    // compiler reads nothing else.
+    const reached = new Set<string>();
+    const queue = [pkg.types, ...Object.values(pkg.exports).map((e) => (typeof e === 'string' ? e : e.types))]
+      .filter((target) => isDeclaration(target))
+      .map(strip);
+    while (queue.length > 0) {
+      const file = queue.pop()!;
+      if (reached.has(file) || !files.has(file)) continue;
+      reached.add(file);
+      for (const spec of specifiers(file)) {
+        if (spec.startsWith('.'))
+          queue.push(posix.normalize(posix.join(posix.dirname(file), spec)).replace(/\.js$/, '.d.ts'));
+      }
+    }
+    expect(reached.size).toBeGreaterThan(10);
+    const builtins = new Set(builtinModules);
+    const untyped: string[] = [];
+    for (const file of reached) {
+      for (const spec of specifiers(file)) {
+        if (spec.startsWith('.') || spec.startsWith('node:') || builtins.has(spec)) continue;
+        const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+        if (!(name in pkg.dependencies)) untyped.push(`${file} -> ${spec} (not a dependency)`);
+        else if (!shipsTypes(name) && !(`@types/${name}` in pkg.dependencies))
+          untyped.push(`${file} -> ${spec} (its types are not in dependencies)`);
+      }
+    }
+    expect(untyped).toEqual([]);
   });
 
   it('holds the native sources the install step builds from, and no built library', () => {

@@ -5,8 +5,18 @@
  * node_modules, one folder up, as they would from a hoisted install (no registry needed).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
@@ -21,6 +31,17 @@ interface Manifest {
   bin: Record<string, string>;
   scripts: Record<string, string>;
 }
+
+// The environment the native builds run in: nvcc is left out of its PATH, as the CUDA library is
+// optional and building it would take most of this file's time.
+const { CUDA_HOME: _home, CUDA_PATH: _path, ...inherited } = process.env;
+const withoutCuda = {
+  ...inherited,
+  PATH: (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((dir) => !existsSync(join(dir, 'nvcc')))
+    .join(delimiter),
+};
 
 /** Runs `file args` in the consumer project; its exit status and output. */
 function inProject(file: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
@@ -43,15 +64,12 @@ beforeAll(() => {
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module' }));
 
   const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Manifest;
-  // The install step, as npm runs it. nvcc is left out of its PATH: the CUDA library is
-  // optional, and building it would take most of this file's time.
+  // The install step, as npm runs it.
   const install = /^node (\S+)(.*)$/.exec(manifest.scripts.install!);
   expect(install, manifest.scripts.install).not.toBeNull();
-  const path = (process.env.PATH ?? '').split(delimiter).filter((dir) => !existsSync(join(dir, 'nvcc')));
-  const { CUDA_HOME: _home, CUDA_PATH: _path, ...env } = process.env;
   execFileSync(process.execPath, [install![1]!, ...install![2]!.trim().split(/\s+/).filter(Boolean)], {
     cwd: installed,
-    env: { ...env, PATH: path.join(delimiter) },
+    env: withoutCuda,
     stdio: 'ignore',
   });
 
@@ -93,6 +111,23 @@ console.log(JSON.stringify({ admission: typeof BoundedAdmission, serve: typeof s
     expect(JSON.parse(run.stdout)).toEqual({ admission: 'function', serve: 'function', out: 8 });
   });
 
+  it('loads both entry points through require() from a CommonJS file, as README says', () => {
+    // require(esm) (Node 20.19+) refuses a module graph with a top-level await
+    // (ERR_REQUIRE_ASYNC_MODULE): one added anywhere below either entry point would break every
+    // CommonJS consumer while every ESM one still works.
+    writeFileSync(
+      join(project, 'main.cjs'),
+      `const { BoundedAdmission, Runtime } = require('omni-runtime');
+const { serve } = require('omni-runtime/serve');
+const admission = new BoundedAdmission({ requests: 2 });
+console.log(JSON.stringify({ runtime: typeof Runtime, serve: typeof serve, capacity: admission.report().capacity }));
+`,
+    );
+    const run = inProject(process.execPath, ['main.cjs']);
+    expect(run.status, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ runtime: 'function', serve: 'function', capacity: 2 });
+  });
+
   it('lets tools read its package.json through the package name', () => {
     // Bundlers, version checks and license scanners resolve '<name>/package.json'; with an
     // `exports` map, a subpath it does not list is ERR_PACKAGE_PATH_NOT_EXPORTED.
@@ -123,5 +158,55 @@ try { new BoundedAdmission({ requests: 0 }); } catch (err) { console.log(err.sta
     const frames = run.stdout.split('\n').filter((line) => line.trim().startsWith('at '));
     expect(frames[0]).toContain(resolve(installed, 'src', 'admission'));
     expect(frames[0]).toMatch(/\.ts:\d+:\d+\)$/);
+  });
+});
+
+describe('the installed package in a folder whose path holds a space', () => {
+  // A copy of the installed package without its built library, as npm leaves it where it did not
+  // run the install step. Its dependencies resolve from `root`, as the installed one's do.
+  const spaced = join(root, 'my project', 'node_modules', 'omni-runtime');
+  const library = join(spaced, 'native', 'build', 'libomni_fixture.so');
+  beforeAll(() => {
+    cpSync(installed, spaced, {
+      recursive: true,
+      filter: (from) => from !== join(installed, 'native', 'build'),
+    });
+  });
+
+  /** Runs a command line as a user pasting it into a POSIX shell would. */
+  const inShell = (line: string) => spawnSync('sh', ['-c', line], { cwd: project, env: withoutCuda });
+
+  it('names, in OMNI_ERR_LIBRARY_NOT_FOUND, a build command that runs as printed', () => {
+    rmSync(join(spaced, 'native', 'build'), { recursive: true, force: true });
+    writeFileSync(
+      join(project, 'missing.mjs'),
+      `const { selectBackend } = await import(process.argv[2]);
+try { selectBackend('fixture'); } catch (err) { console.log(JSON.stringify({ code: err.code, message: err.message })); }
+`,
+    );
+    const entry = pathToFileURL(join(spaced, 'dist', 'src', 'index.js')).href;
+    const run = inProject(process.execPath, ['missing.mjs', entry]);
+    expect(run.status, run.stderr).toBe(0);
+    const { code, message } = JSON.parse(run.stdout) as { code: string; message: string };
+    expect(code).toBe('OMNI_ERR_LIBRARY_NOT_FOUND');
+    const command = /build it with: (.+) \(needs cc/.exec(message)?.[1];
+    expect(command, message).toBeDefined();
+    expect(inShell(command!).status).toBe(0);
+    expect(existsSync(library)).toBe(true);
+  });
+
+  it('names, when its install step finds no C compiler, a build command that runs as printed', () => {
+    rmSync(join(spaced, 'native', 'build'), { recursive: true, force: true });
+    const install = spawnSync(process.execPath, [join(spaced, 'scripts', 'build-native.mjs'), '--optional'], {
+      cwd: spaced,
+      env: { ...withoutCuda, CC: 'false' },
+      encoding: 'utf8',
+    });
+    expect(install.status, install.stderr).toBe(0); // a missing compiler must not fail an install
+    expect(existsSync(library)).toBe(false);
+    const command = /and run: (.+)$/m.exec(install.stderr)?.[1];
+    expect(command, install.stderr).toBeDefined();
+    expect(inShell(command!).status).toBe(0);
+    expect(existsSync(library)).toBe(true);
   });
 });

@@ -298,6 +298,21 @@ export type Used = [Runtime, LinearRuntime, typeof serve];
     expect([exact.status, node16.status]).toEqual([0, 0]);
   });
 
+  it('let a CommonJS module (.cts) import both entry points under module nodenext', () => {
+    // README offers the package to CommonJS code through require(esm); TypeScript follows it
+    // under nodenext (not node16, which models a Node without it), through the `exports`
+    // conditions a require() matches.
+    const code = `
+import { BoundedAdmission, Runtime } from 'omni-runtime';
+import { serve, type ServeHandle } from 'omni-runtime/serve';
+export const admission = new BoundedAdmission({ requests: 2 });
+export type Used = [Runtime, ServeHandle, typeof serve];
+`;
+    const { status, output } = typecheck('cjs-nodenext', { 'main.cts': code }, { skipLibCheck: false });
+    expect(output).toBe('');
+    expect(status).toBe(0);
+  });
+
   it('check with skipLibCheck off under a target before ES2022, whose lib has no ErrorOptions', () => {
     // Node 20 runs ES2022, but a consumer's target (and so its default lib) may be older.
     const code = `

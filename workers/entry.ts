@@ -31,10 +31,16 @@ let definition: WorkerDefinition | undefined;
 let initError: WireError | undefined;
 try {
   const mod = (await import(data.module)) as { default?: unknown };
-  if (!isWorkerDefinition(mod.default)) {
+  // import() of a CommonJS module gives its whole module.exports as `default`: the definition
+  // is there (`module.exports = defineWorker(...)`) or, for `export default defineWorker(...)`
+  // compiled to CommonJS (tsc, esbuild, Babel), its `default` property.
+  const found = isWorkerDefinition(mod.default)
+    ? mod.default
+    : (mod.default as { default?: unknown })?.default;
+  if (!isWorkerDefinition(found)) {
     throw new InvalidArgumentError(`${data.module} must export default defineWorker(...)`);
   }
-  definition = mod.default;
+  definition = found;
   await definition.init?.(data.data);
 } catch (err) {
   // Reported through the start-up ping, so start() rejects with the worker's own error code.

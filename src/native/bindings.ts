@@ -4,8 +4,8 @@
  * Every function returns the raw status; mapping to errors lives in status.ts.
  */
 
-import type { LibraryHandle } from 'koffi';
-import koffi from 'koffi';
+import type { LibraryHandle, TypeObject } from 'koffi';
+import { koffi } from './koffi.js';
 
 /** An open context as koffi returns it (a BigInt address in koffi 3); opaque to callers. */
 export type RawHandle = unknown;
@@ -67,24 +67,44 @@ export interface RawFixtureApi {
   ): number;
 }
 
-const ctxPtr = koffi.pointer(koffi.opaque());
-const openOptions = koffi.struct({
-  workspace_count: 'uint32',
-  reserved: 'uint32',
-  workspace_bytes: 'uint64',
-});
-const stats = koffi.struct({
-  live_bytes: 'uint64',
-  peak_bytes: 'uint64',
-  allocations: 'uint64',
-  stream_syncs: 'uint64',
-  cached_workspaces: 'uint64',
-  workspace_bytes: 'uint64',
-  workspace_evictions: 'uint64',
-  calls: 'uint64',
-});
-// Typed arrays go through as their own memory, whatever the pointer's constness.
-const floats = koffi.pointer('float');
+interface AbiTypes {
+  readonly ctxPtr: TypeObject;
+  readonly openOptions: TypeObject;
+  readonly stats: TypeObject;
+  readonly floats: TypeObject;
+}
+
+let types: AbiTypes | undefined;
+
+/**
+ * The ABI's koffi types, made on first use (koffi is loaded then, not when the package is
+ * imported) and kept, once per thread as this module is.
+ */
+function abiTypes(): AbiTypes {
+  if (types !== undefined) return types;
+  const k = koffi();
+  types = {
+    ctxPtr: k.pointer(k.opaque()),
+    openOptions: k.struct({
+      workspace_count: 'uint32',
+      reserved: 'uint32',
+      workspace_bytes: 'uint64',
+    }),
+    stats: k.struct({
+      live_bytes: 'uint64',
+      peak_bytes: 'uint64',
+      allocations: 'uint64',
+      stream_syncs: 'uint64',
+      cached_workspaces: 'uint64',
+      workspace_bytes: 'uint64',
+      workspace_evictions: 'uint64',
+      calls: 'uint64',
+    }),
+    // Typed arrays go through as their own memory, whatever the pointer's constness.
+    floats: k.pointer('float'),
+  };
+  return types;
+}
 
 /** Only the version probe: bound before anything else so a mismatching library is refused before
  * its other symbols (which may differ) are touched. */
@@ -93,14 +113,12 @@ export function bindAbiVersion(lib: LibraryHandle): () => number {
 }
 
 export function bindCore(lib: LibraryHandle): RawNativeApi {
+  const k = koffi();
+  const { ctxPtr, openOptions, stats, floats } = abiTypes();
   return {
     omni_abi_version: bindAbiVersion(lib),
     omni_backend_name: lib.func('omni_backend_name', 'const char *', []),
-    omni_open: lib.func('omni_open', 'int', [
-      'int',
-      koffi.pointer(openOptions),
-      koffi.out(koffi.pointer(ctxPtr)),
-    ]),
+    omni_open: lib.func('omni_open', 'int', ['int', k.pointer(openOptions), k.out(k.pointer(ctxPtr))]),
     omni_close: lib.func('omni_close', 'int', [ctxPtr]),
     omni_upload_weights: lib.func('omni_upload_weights', 'int', [
       ctxPtr,
@@ -119,12 +137,13 @@ export function bindCore(lib: LibraryHandle): RawNativeApi {
       floats,
       'size_t',
     ]),
-    omni_stats: lib.func('omni_stats', 'int', [ctxPtr, koffi.out(koffi.pointer(stats))]),
+    omni_stats: lib.func('omni_stats', 'int', [ctxPtr, k.out(k.pointer(stats))]),
     omni_last_error: lib.func('omni_last_error', 'const char *', [ctxPtr]),
   };
 }
 
 export function bindFixture(lib: LibraryHandle): RawFixtureApi {
+  const { ctxPtr, floats } = abiTypes();
   return {
     omni_fixture_fail_alloc_after: lib.func('omni_fixture_fail_alloc_after', 'void', ['uint32']),
     omni_fixture_fail_copy_after: lib.func('omni_fixture_fail_copy_after', 'int', [ctxPtr, 'uint32_t']),

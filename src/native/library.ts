@@ -1,19 +1,21 @@
 /**
  * Loading a native backend and the ABI handshake.
  *
- * Throws: LibraryNotFoundError (no file at the path, the file would not load, it lacks a symbol
- * of the ABI, or it is the other backend's library), AbiMismatchError (the library's
- * omni_abi_version() differs from ABI_VERSION; both versions are named).
+ * Throws: LibraryNotFoundError (no file at the path, koffi has no native module of its own, the
+ * file would not load, it lacks a symbol of the ABI, or it is the other backend's library),
+ * AbiMismatchError (the library's omni_abi_version() differs from ABI_VERSION; both versions
+ * are named).
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import koffi from 'koffi';
+import type { LibraryHandle } from 'koffi';
 import { AbiMismatchError, describeValue, InvalidArgumentError, LibraryNotFoundError } from '../errors.js';
 import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import { nativeBuildDir, packageRoot } from '../paths.js';
 import { ABI_VERSION } from './abi.js';
 import type { RawFixtureApi, RawNativeApi } from './bindings.js';
 import { bindAbiVersion, bindCore, bindFixture } from './bindings.js';
+import { koffi } from './koffi.js';
 
 export type BackendName = 'fixture' | 'cuda';
 
@@ -73,14 +75,16 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
     // (npm 11 asks before running a dependency's scripts): say how to build it.
     const hint =
       given === undefined
-        ? `; build it with: node ${join(packageRoot, 'scripts', 'build-native.mjs')} (needs cc; nvcc for cuda)`
+        ? `; build it with: node ${shellWord(join(packageRoot, 'scripts', 'build-native.mjs'))} (needs cc; nvcc for cuda)`
         : '';
     throw new LibraryNotFoundError(path, `native library not found at ${path}${hint}`);
   }
 
-  let handle: ReturnType<typeof koffi.load>;
+  // Outside the try below: koffi's own missing native module is not this library's fault.
+  const ffi = koffi();
+  let handle: LibraryHandle;
   try {
-    handle = koffi.load(path);
+    handle = ffi.load(path);
   } catch (err) {
     throw new LibraryNotFoundError(
       path,
@@ -115,6 +119,14 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   });
   loaded.set(path, library);
   return library;
+}
+
+/**
+ * `text` as one word of a POSIX shell command line: a project's path may hold a space, and the
+ * build command in a message is there to be pasted into a shell.
+ */
+function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
 /** A library that passed the handshake but lacks a symbol of the ABI (a partial or foreign build). */
