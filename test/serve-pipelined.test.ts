@@ -76,7 +76,7 @@ describe('pipelined requests', () => {
     expect(
       sample(text, 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="499"}'),
     ).toBe(2);
-    expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(await s.drain({ timeoutMs: 600_000 })).toEqual({ clean: true, abandonedRequests: 0 });
   });
 
   // Mutant: closeWithConnection without its detach (src/serve/pipelined-close.ts): each queued
@@ -122,7 +122,7 @@ describe('pipelined requests', () => {
     }
     expect(listeners()).toEqual(after1);
     socket.destroy();
-    expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(await s.drain({ timeoutMs: 600_000 })).toEqual({ clean: true, abandonedRequests: 0 });
   });
 
   // Before: each queued response added a 'close' listener of its own to the connection, so a
@@ -149,7 +149,7 @@ describe('pipelined requests', () => {
     expect(
       sample(text, 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="499"}'),
     ).toBe(40);
-    expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(await s.drain({ timeoutMs: 600_000 })).toEqual({ clean: true, abandonedRequests: 0 });
   });
 
   it.each([
@@ -200,7 +200,7 @@ describe('pipelined requests', () => {
       expect(sample(text, series(400))).toBe(routed ? 1 : undefined);
       // Answered, so counted.
       expect(sample(text, `omni_http_client_errors_total{detail="${detail}"}`)).toBe(1);
-      expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
+      expect(await s.drain({ timeoutMs: 600_000 })).toEqual({ clean: true, abandonedRequests: 0 });
     },
   );
 
@@ -222,7 +222,7 @@ describe('pipelined requests', () => {
     const text = (await s.metrics.scrape()).text;
     expect(sample(text, 'omni_http_client_errors_total{detail="EXPECTATION_FAILED"}')).toBe(1);
     expect(sample(text, 'omni_http_client_errors_total{detail="HPE_INVALID_METHOD"}')).toBeUndefined();
-    expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(await s.drain({ timeoutMs: 600_000 })).toEqual({ clean: true, abandonedRequests: 0 });
   });
 
   // While the server drains a connection's last answer closes it, that of a call before a
@@ -290,7 +290,7 @@ describe('pipelined requests', () => {
     await until(() => g.lr.report().depth === 0, 'the work to end');
     const text = (await s.metrics.scrape()).text;
     expect(sample(text, 'omni_http_client_errors_total{detail="EXPECTATION_FAILED"}')).toBeUndefined();
-    expect(await s.drain({ timeoutMs: 5_000 })).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(await s.drain({ timeoutMs: 600_000 })).toEqual({ clean: true, abandonedRequests: 0 });
   });
 
   it('closeWithConnection ends a queued response at once when its connection is already gone', async () => {
