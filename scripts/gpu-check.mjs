@@ -12,6 +12,10 @@ import { LinearRuntime } from '../dist/src/index.js';
 // not be loaded.
 // --dry-run runs every step with the fixture standing in for CUDA (smaller shapes), so the script
 // itself can be exercised on a machine without a GPU.
+// --sanitize (gpu-check.sh runs it under compute-sanitizer's memcheck, racecheck and initcheck)
+// runs only small parity shapes that end every tile of the kernel part-way, the limits' extremes,
+// and workspaces freed and re-created, then the verdict: an out-of-bounds or racing access that
+// leaves the numbers right shows only there.
 import {
   FixtureFaults,
   loadNativeLibrary,
@@ -39,6 +43,7 @@ function attempt(what, step) {
 }
 
 const dryRun = process.argv.includes('--dry-run');
+const sanitize = process.argv.includes('--sanitize');
 // A library that cannot be loaded (missing, built for another driver or glibc, another ABI) is a
 // setup failure, not a failed check: gpu-check.sh's exit 3, with the reason on one line.
 function load(backend) {
@@ -52,6 +57,7 @@ function load(backend) {
 const fixtureLib = load('fixture');
 const cudaLib = dryRun ? fixtureLib : load('cuda');
 if (dryRun) console.log('gpu-check: DRY RUN, the fixture stands in for CUDA');
+if (sanitize) console.log('gpu-check: SANITIZE, small shapes only');
 console.log(
   `libraries: ${fixtureLib.path} (ABI ${fixtureLib.abiVersion}), ${cudaLib.path} (ABI ${cudaLib.abiVersion})`,
 );
@@ -85,15 +91,25 @@ function worstRatio(got, ref, absSum) {
 }
 
 // ---- 1. parity ------------------------------------------------------------------------------
-const PARITY = [
-  [1, 1, 1],
-  [3, 5, 7],
-  [37, 200, 70],
-  [64, 64, 64],
-  [65, 1023, 129],
-  [256, 1024, 1024],
-  ...(dryRun ? [] : [[513, 4096, 300]]),
+// The kernel works in 64 x 64 output tiles over K slices of 16: shapes below end each part-way,
+// and the last three reach the limits (1024 row tiles, MAX_FEATURES inputs, 256 column tiles).
+const LIMITS = [
+  [65536, 8, 8],
+  [2, 16384, 3],
+  [2, 3, 16384],
 ];
+const PARITY = sanitize
+  ? [[1, 1, 1], [3, 5, 7], [64, 16, 64], [65, 17, 65], [130, 33, 129], ...LIMITS]
+  : [
+      [1, 1, 1],
+      [3, 5, 7],
+      [37, 200, 70],
+      [64, 64, 64],
+      [65, 1023, 129],
+      [256, 1024, 1024],
+      ...(dryRun ? [] : [[513, 4096, 300]]),
+      ...LIMITS,
+    ];
 console.log('\nparity (ratio = worst |error| / tolerance, must be <= 1)');
 for (const [i, shape] of PARITY.entries())
   attempt(`parity ${shape}`, () => {
@@ -122,6 +138,44 @@ for (const [i, shape] of PARITY.entries())
     );
     if (!ok) fail(`parity ${shape}`);
   });
+
+function finish() {
+  attempt('cuda stats', () => console.log(`\ncuda stats: ${JSON.stringify(cuda.stats())}`));
+  cuda.close();
+  fixture.close();
+  console.log(failures === 0 ? '\ngpu-check: PASS' : `\ngpu-check: ${failures} check(s) FAILED`);
+  process.exit(failures === 0 ? 0 : 1);
+}
+
+// ---- sanitize: workspaces and weights freed and re-created ------------------------------------
+// A one-entry cache alternating two shapes frees device and pinned buffers on every call, and each
+// upload frees the weights it replaces; the repeated call must be bit-identical.
+if (sanitize) {
+  attempt('sanitize: evictions', () => {
+    const a = data([3, 33, 65], 61);
+    const other = data([70, 17, 130], 62);
+    const single = NativeContext.open(cudaLib, { device, workspaceCount: 1 });
+    try {
+      single.uploadWeights(a.w, a.b, 65, 33);
+      const first = single.linearGelu(a.x, 3);
+      let same = true;
+      for (let i = 0; i < 3; i++) {
+        single.uploadWeights(other.w, other.b, 130, 17);
+        single.linearGelu(other.x, 70);
+        single.uploadWeights(a.w, a.b, 65, 33);
+        if (!Buffer.from(single.linearGelu(a.x, 3).buffer).equals(Buffer.from(first.buffer))) same = false;
+      }
+      const s = single.stats();
+      console.log(`\nsanitize evictions: ${same ? 'ok' : 'FAIL'} (evictions ${s.workspaceEvictions})`);
+      if (!same) fail('sanitize: repeated calls differ');
+      if (s.workspaceEvictions < 6)
+        fail(`sanitize: expected at least 6 evictions, saw ${s.workspaceEvictions}`);
+    } finally {
+      single.close();
+    }
+  });
+  finish();
+}
 
 // ---- 2. no residue on reused workspaces ------------------------------------------------------
 // A one-entry cache, so every other call below evicts: odd rounds run the 96-row call in a larger
@@ -273,8 +327,4 @@ async function closedLoop(call, inFlight, ms) {
   }
 }
 
-attempt('cuda stats', () => console.log(`\ncuda stats: ${JSON.stringify(cuda.stats())}`));
-cuda.close();
-fixture.close();
-console.log(failures === 0 ? '\ngpu-check: PASS' : `\ngpu-check: ${failures} check(s) FAILED`);
-process.exit(failures === 0 ? 0 : 1);
+finish();
