@@ -6,6 +6,8 @@ import { LinearRuntime } from '../dist/src/index.js';
 //      dot-product bound; the same one test/native-numerics.test.ts uses), plus the max |cuda - fixture|;
 //   2. no residue: repeated calls on reused, larger and evicted-then-re-created workspaces are
 //      bit-identical;
+//      then the counters (allocations, stream syncs, workspaces, evictions, calls) a fixed call
+//      sequence leaves on each backend, against what the workspace rule in omni.h predicts;
 //   3. GFLOP/s of CUDA beside the fixture, per call including the staging copies;
 //   4. requests/s through LinearRuntime (the native worker) on CUDA and on the fixture.
 // Exit codes: 0 pass, 1 a check failed, 2 the CUDA device could not be opened, 3 a library could
@@ -216,6 +218,55 @@ attempt('no residue', () => {
   const y = new Float32Array(96 * shape[2]);
   const bad = cudaLib.raw.omni_linear_gelu(null, x, x.length, 96, y, y.length);
   if (bad !== NativeStatus.INVALID_ARGUMENT) fail(`raw call with a null context returned ${bad}`);
+});
+
+// The counters are the ABI's, not the fixture's: each backend must count the events the workspace
+// rule in omni.h predicts for this sequence (a two-entry cache of 16 -> 8 features), measured from
+// just after open (where the fixture also counts its simulated stream).
+attempt('counters', () => {
+  const expected = {
+    allocations: 2 + 3 * 4, // the weights (w, b), then three workspaces of four buffers each
+    streamSyncs: 1 + 5 + 1, // the upload, each call, the one eviction
+    cachedWorkspaces: 2,
+    workspaceBytes: 2 * (16 + 32) * (16 + 8) * 4, // capacities 16 and 32 are left
+    workspaceEvictions: 1,
+    calls: 5,
+  };
+  const { x, w, b } = data([20, 16, 8], 91);
+  const run = (lib) => {
+    const ctx = NativeContext.open(lib, { device, workspaceCount: 2 });
+    try {
+      const s0 = ctx.stats();
+      ctx.uploadWeights(w, b, 8, 16);
+      // 5 rows: a miss (capacity 8); 7: a hit; 9: a miss (16); 20: a miss (32) that evicts the
+      // least recently used (8); 3: a hit on the smallest that fits (16).
+      for (const rows of [5, 7, 9, 20, 3]) ctx.linearGelu(x.subarray(0, rows * 16), rows);
+      const s = ctx.stats();
+      return {
+        allocations: s.allocations - s0.allocations,
+        streamSyncs: s.streamSyncs - s0.streamSyncs,
+        cachedWorkspaces: s.cachedWorkspaces,
+        workspaceBytes: s.workspaceBytes,
+        workspaceEvictions: s.workspaceEvictions - s0.workspaceEvictions,
+        calls: s.calls - s0.calls,
+      };
+    } finally {
+      ctx.close();
+    }
+  };
+  const want = JSON.stringify(expected);
+  let ok = true;
+  for (const [label, lib] of [
+    ['cuda', cudaLib],
+    ['fixture', fixtureLib],
+  ]) {
+    const got = JSON.stringify(run(lib));
+    if (got !== want) {
+      ok = false;
+      fail(`counters on ${label}: ${got}, want ${want}`);
+    }
+  }
+  if (ok) console.log(`counters: ok (cuda and fixture: ${want})`);
 });
 
 // ---- 3. throughput ---------------------------------------------------------------------------

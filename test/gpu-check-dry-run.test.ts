@@ -99,7 +99,23 @@ describe('gpu-check.mjs', () => {
     const lines = stdout.trim().split('\n');
     expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([
       expect.stringMatching(/^FAIL no residue: OMNI_ERR_NATIVE /),
+      expect.stringMatching(/^FAIL counters: OMNI_ERR_NATIVE /),
       expect.stringMatching(/^FAIL cuda stats: OMNI_ERR_NATIVE /),
+    ]);
+    expect(lines.at(-1)).toBe('gpu-check: 3 check(s) FAILED');
+    expect(code).toBe(1);
+  });
+
+  // The counters are checked against the workspace rule, not only against each other.
+  it('a backend that counts one call and sync more than the rule says is a FAIL check, with its counters', {
+    timeout: 150_000,
+  }, async () => {
+    const extra = join(packageRoot, 'dist', 'test', 'fixtures', 'gpu-check-extra-sync.js');
+    const { code, stdout } = await dryRun(['--import', pathToFileURL(extra).href]);
+    const lines = stdout.trim().split('\n');
+    expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([
+      expect.stringMatching(/^FAIL counters on cuda: .*"streamSyncs":8,.*"calls":6\}, want /),
+      expect.stringMatching(/^FAIL counters on fixture: .*"streamSyncs":8,.*"calls":6\}, want /),
     ]);
     expect(lines.at(-1)).toBe('gpu-check: 2 check(s) FAILED');
     expect(code).toBe(1);
