@@ -4,7 +4,7 @@
 # NVIDIA GPU + driver; nvcc to build the library there (else the build gpu-bundle.sh carried).
 # Then, where compute-sanitizer is installed, the small shapes of gpu-check.mjs --sanitize under
 # its memcheck, racecheck and initcheck tools (an access out of bounds, a shared-memory race or a
-# read of memory never written, even one that leaves the numbers right), 90 s at most each.
+# read of memory never written, even one that leaves the numbers right), 60 s at most each.
 # Finishes in about 5 minutes. Select the GPU with OMNI_CUDA_DEVICE (default 0).
 # Exit: 0 pass, 1 a check failed (a sanitizer's report included), 2 the device could not be
 # opened, 3 setup or the CUDA build failed, 124 the check itself ran past its 270 s limit.
@@ -86,15 +86,20 @@ timeout 270 node scripts/gpu-check.mjs "$@" || status=$?
 # run then costs. A report (the tool's exit 9), a FAIL of the check (1) or a crash fails; a tool
 # that ran past its limit, or under which the device or a library would not open (2, 3: some
 # sandboxes refuse the tool the device), gave no verdict, which is said but fails nothing.
-if [ "$status" -le 1 ] && command -v compute-sanitizer >/dev/null; then
+# A --dry-run makes no CUDA call: there is nothing for a sanitizer to see.
+dry_run=no
+for arg in "$@"; do [ "$arg" = --dry-run ] && dry_run=yes; done
+if [ "$dry_run" = yes ]; then
+  :
+elif [ "$status" -le 1 ] && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck initcheck; do
     echo "gpu-check: compute-sanitizer --tool $tool"
     rc=0
-    timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+    timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
       node scripts/gpu-check.mjs --sanitize "$@" || rc=$?
     case $rc in
       0) echo "gpu-check: $tool ok" ;;
-      124) echo "gpu-check: $tool ran past 90 s; no verdict" ;;
+      124) echo "gpu-check: $tool ran past 60 s; no verdict" ;;
       2 | 3) echo "gpu-check: $tool: the check could not start under it (exit $rc); no verdict" ;;
       *)
         echo "gpu-check: $tool FAILED (exit $rc)"

@@ -78,8 +78,8 @@ function addSanitizer(bin: string): void {
   chmodSync(join(bin, 'compute-sanitizer'), 0o755);
 }
 
-function runCheck(root: string, bin: string, env: Record<string, string> = {}) {
-  return spawnSync('bash', [join(root, 'scripts', 'gpu-check.sh')], {
+function runCheck(root: string, bin: string, env: Record<string, string> = {}, args: string[] = []) {
+  return spawnSync('bash', [join(root, 'scripts', 'gpu-check.sh'), ...args], {
     cwd: root,
     env: {
       PATH: [bin, dirname(process.execPath), '/usr/bin', '/bin'].join(':'),
@@ -148,6 +148,15 @@ describe('gpu-check.sh', () => {
     expect(run.stdout).toContain('check ran with []');
     expect(run.stdout).not.toContain('sanitizer ');
     expect(run.status).toBe(2);
+  });
+
+  it('a --dry-run (no CUDA call to watch) runs no sanitizer', () => {
+    const { root, bin } = gpuMachineTree();
+    addSanitizer(bin);
+    const run = runCheck(root, bin, {}, ['--dry-run']);
+    expect(run.stdout).toContain('check ran with [--dry-run]');
+    expect(run.stdout).not.toContain('sanitizer');
+    expect(run.status).toBe(0);
   });
 
   it('without compute-sanitizer the main check decides alone, and says the runs were skipped', () => {
