@@ -6,6 +6,9 @@ import { LinearRuntime } from '../dist/src/index.js';
 //      dot-product bound; the same one test/native-numerics.test.ts uses), plus the max |cuda - fixture|;
 //   2. no residue: repeated calls on reused, larger and evicted-then-re-created workspaces are
 //      bit-identical;
+//      and on data whose sums are exact in float32 in any order, where only GELU may round, so
+//      a lost, repeated or misplaced term shows at any K (the bound above grows with K: at
+//      K = 16384 it would pass the loss of a whole 16-wide K slice);
 //      then the counters (allocations, stream syncs, workspaces, evictions, calls) a fixed call
 //      sequence leaves on each backend, against what the workspace rule in omni.h predicts;
 //   3. GFLOP/s of CUDA beside the fixture, per call including the staging copies;
@@ -140,6 +143,48 @@ for (const [i, shape] of PARITY.entries())
     );
     if (!ok) fail(`parity ${shape}`);
   });
+
+// Multiples of 1/4 (x, |x| <= 1) times multiples of 1/16 (w, |w| <= 1/8) are multiples of 1/64,
+// and so is b: every partial sum is one below 2^18 in magnitude, exact in float32 in any order.
+// Only GELU rounds then: erff's few ulp times |v| / 2, and the products' ulps of |y|.
+function exactData([rows, inF, outF], seed) {
+  const snap = (a, step) => a.map((v) => Math.round(v / step) * step);
+  return {
+    x: snap(seededFloats(seed, rows * inF, 1), 1 / 4),
+    w: snap(seededFloats(seed + 1, outF * inF, 1 / 8), 1 / 16),
+    b: snap(seededFloats(seed + 2, outF, 0.5), 1 / 64),
+  };
+}
+if (!sanitize) {
+  console.log('\nexact sums (ratio = worst |error| / (2u|v| + 8u|y| + 1e-7), must be <= 1)');
+  for (const [i, shape] of [
+    [130, 1023, 129],
+    [3, 16384, 70],
+    [65536, 8, 8],
+  ].entries())
+    attempt(`exact sums ${shape}`, () => {
+      const [rows, inF, outF] = shape;
+      const { x, w, b } = exactData(shape, 2000 + 10 * i);
+      cuda.uploadWeights(w, b, outF, inF);
+      fixture.uploadWeights(w, b, outF, inF);
+      const ys = [cuda.linearGelu(x, rows), fixture.linearGelu(x, rows)];
+      const ref = referenceLinearGelu(x, rows, w, b, outF, inF);
+      const worst = [0, 0];
+      for (let r = 0; r < rows; r++)
+        for (let o = 0; o < outF; o++) {
+          let v = b[o];
+          for (let k = 0; k < inF; k++) v += x[r * inF + k] * w[o * inF + k];
+          const j = r * outF + o;
+          const tol = 2 * U * Math.abs(v) + 8 * U * Math.abs(ref[j]) + 1e-7;
+          for (const n of [0, 1]) worst[n] = Math.max(worst[n], Math.abs(ys[n][j] - ref[j]) / tol);
+        }
+      const ok = worst[0] <= 1 && worst[1] <= 1;
+      console.log(
+        `${ok ? 'ok  ' : 'FAIL'} ${rows} x ${inF} -> ${outF}: cuda ${worst[0].toFixed(3)}, fixture ${worst[1].toFixed(3)}`,
+      );
+      if (!ok) fail(`exact sums ${shape}`);
+    });
+}
 
 function finish() {
   attempt('cuda stats', () => console.log(`\ncuda stats: ${JSON.stringify(cuda.stats())}`));

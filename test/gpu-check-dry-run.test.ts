@@ -106,6 +106,22 @@ describe('gpu-check.mjs', () => {
     expect(code).toBe(1);
   });
 
+  // The float32 bound grows with K; exact sums keep a small error visible at MAX_FEATURES.
+  it('an error the size of a lost K slice at 16,384 inputs passes the bound but fails the exact sums', {
+    timeout: 150_000,
+  }, async () => {
+    const lost = join(packageRoot, 'dist', 'test', 'fixtures', 'gpu-check-lost-slice.js');
+    const { code, stdout } = await dryRun(['--import', pathToFileURL(lost).href]);
+    const lines = stdout.trim().split('\n');
+    expect(lines.some((l) => l.startsWith('ok   2 x 16384 -> 3: '))).toBe(true);
+    expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([
+      expect.stringMatching(/^FAIL 3 x 16384 -> 70: cuda \d/),
+      'FAIL exact sums 3,16384,70',
+    ]);
+    expect(lines.at(-1)).toBe('gpu-check: 1 check(s) FAILED');
+    expect(code).toBe(1);
+  });
+
   // The counters are checked against the workspace rule, not only against each other.
   it('a backend that counts one call and sync more than the rule says is a FAIL check, with its counters', {
     timeout: 150_000,
