@@ -4,13 +4,13 @@ import { LinearRuntime } from '../dist/src/index.js';
 //   1. parity: CUDA and the CPU fixture against the float64 TypeScript reference on several shapes,
 //      per-output tolerance 2(in+1)u(sum|x w| + |b|) + 8u|y| + 1e-7 with u = 2^-24 (the float32
 //      dot-product bound; the same one test/native-numerics.test.ts uses), plus the max |cuda - fixture|;
+//      then on data whose sums are exact in float32 in any order, where only GELU may round, so a
+//      lost, repeated or misplaced term shows at any K (the bound above grows with K: at K = 16384
+//      it would pass the loss of a whole 16-wide K slice);
 //   2. no residue: repeated calls on reused, larger and evicted-then-re-created workspaces are
-//      bit-identical;
-//      and on data whose sums are exact in float32 in any order, where only GELU may round, so
-//      a lost, repeated or misplaced term shows at any K (the bound above grows with K: at
-//      K = 16384 it would pass the loss of a whole 16-wide K slice);
-//      then the counters (allocations, stream syncs, workspaces, evictions, calls) a fixed call
-//      sequence leaves on each backend, against what the workspace rule in omni.h predicts;
+//      bit-identical; then the counters (allocations, stream syncs, workspaces, evictions, calls)
+//      a fixed call sequence leaves on each backend, against what the workspace rule in omni.h
+//      predicts;
 //   3. GFLOP/s of CUDA beside the fixture, per call including the staging copies;
 //   4. requests/s through LinearRuntime (the native worker) on CUDA and on the fixture.
 // Exit codes: 0 pass, 1 a check failed, 2 the CUDA device could not be opened, 3 a library could
