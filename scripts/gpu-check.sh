@@ -4,7 +4,9 @@
 # NVIDIA GPU + driver; nvcc to build the library there (else the build gpu-bundle.sh carried).
 # Then, where compute-sanitizer is installed, the small shapes of gpu-check.mjs --sanitize under
 # its memcheck, racecheck and initcheck tools (an access out of bounds, a shared-memory race or a
-# read of memory never written, even one that leaves the numbers right), 60 s at most each.
+# read of memory never written, even one that leaves the numbers right), 60 s at most each. Their
+# whole output goes to GPU_CHECK_LOGS/sanitizer-TOOL.log (default native/build), which a report
+# with host backtraces can make long; here each prints its summary, and the log's head on failure.
 # Finishes in about 5 minutes. Select the GPU with OMNI_CUDA_DEVICE (default 0).
 # Exit: 0 pass, 1 a check failed (a sanitizer's report included), 2 the device could not be
 # opened, 3 setup or the CUDA build failed, 124 the check itself ran past its 270 s limit.
@@ -92,16 +94,21 @@ for arg in "$@"; do [ "$arg" = --dry-run ] && dry_run=yes; done
 if [ "$dry_run" = yes ]; then
   :
 elif [ "$status" -le 1 ] && command -v compute-sanitizer >/dev/null; then
+  logs=${GPU_CHECK_LOGS:-native/build}
+  mkdir -p "$logs"
   for tool in memcheck racecheck initcheck; do
-    echo "gpu-check: compute-sanitizer --tool $tool"
+    log="$logs/sanitizer-$tool.log"
+    echo "gpu-check: compute-sanitizer --tool $tool (output in $log)"
     rc=0
-    timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
-      node scripts/gpu-check.mjs --sanitize "$@" || rc=$?
+    timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 10 \
+      node scripts/gpu-check.mjs --sanitize "$@" >"$log" 2>&1 || rc=$?
+    grep -E 'SUMMARY|^FAIL|^gpu-check: (PASS|.*FAILED)' "$log" || true
     case $rc in
       0) echo "gpu-check: $tool ok" ;;
       124) echo "gpu-check: $tool ran past 60 s; no verdict" ;;
       2 | 3) echo "gpu-check: $tool: the check could not start under it (exit $rc); no verdict" ;;
       *)
+        head -n 40 "$log"
         echo "gpu-check: $tool FAILED (exit $rc)"
         status=1
         ;;

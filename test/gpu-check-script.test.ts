@@ -5,7 +5,7 @@
  * may only stand in for what could not be built there.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
@@ -118,15 +118,24 @@ describe('gpu-check.sh', () => {
   it('then runs the small shapes under memcheck, racecheck and initcheck, after the main figures', () => {
     const { root, bin } = gpuMachineTree();
     addSanitizer(bin);
-    const run = runCheck(root, bin);
+    const logs = join(root, 'logs');
+    const run = runCheck(root, bin, { GPU_CHECK_LOGS: logs });
     const lines = run.stdout.split('\n');
     const main = lines.indexOf('check ran with []');
     expect(main).toBeGreaterThanOrEqual(0);
     for (const tool of SANITIZED) {
-      const at = lines.indexOf(`sanitizer ${tool} runs: node scripts/gpu-check.mjs --sanitize`);
+      const at = lines.indexOf(`gpu-check: ${tool} ok`);
       expect({ tool, after: at > main }).toEqual({ tool, after: true });
-      expect(lines).toContain(`gpu-check: ${tool} ok`);
+      // Its whole output is in its log, not in the check's.
+      expect(readFileSync(join(logs, `sanitizer-${tool}.log`), 'utf8').split('\n')).toEqual([
+        `sanitizer ${tool} runs: node scripts/gpu-check.mjs --sanitize`,
+        'libomni_cuda.so: built here',
+        'libomni_fixture.so: carried',
+        'check ran with [--sanitize]',
+        '',
+      ]);
     }
+    expect(run.stdout).not.toContain('check ran with [--sanitize]');
     expect(run.status).toBe(0);
   });
 
@@ -137,6 +146,9 @@ describe('gpu-check.sh', () => {
     const lines = run.stdout.split('\n');
     expect(lines).toContain('gpu-check: memcheck ok');
     expect(lines).toContain('gpu-check: racecheck FAILED (exit 9)');
+    // The head of the failing tool's log is shown, as the default log folder keeps it.
+    expect(lines).toContain('sanitizer racecheck runs: node scripts/gpu-check.mjs --sanitize');
+    expect(existsSync(join(root, 'native', 'build', 'sanitizer-racecheck.log'))).toBe(true);
     expect(lines).toContain('gpu-check: initcheck ok');
     expect(run.status).toBe(1);
   });
