@@ -4,14 +4,23 @@ import { LinearRuntime } from '../dist/src/index.js';
 //   1. parity: CUDA and the CPU fixture against the float64 TypeScript reference on several shapes,
 //      per-output tolerance 2(in+1)u(sum|x w| + |b|) + 8u|y| + 1e-7 with u = 2^-24 (the float32
 //      dot-product bound; the same one test/native-numerics.test.ts uses), plus the max |cuda - fixture|;
+//      then on data whose sums are exact in float32 in any order, where only GELU may round, so a
+//      lost, repeated or misplaced term shows at any K (the bound above grows with K: at K = 16384
+//      it would pass the loss of a whole 16-wide K slice);
 //   2. no residue: repeated calls on reused, larger and evicted-then-re-created workspaces are
-//      bit-identical;
+//      bit-identical; then the counters (allocations, stream syncs, workspaces, evictions, calls)
+//      a fixed call sequence leaves on each backend, against what the workspace rule in omni.h
+//      predicts;
 //   3. GFLOP/s of CUDA beside the fixture, per call including the staging copies;
 //   4. requests/s through LinearRuntime (the native worker) on CUDA and on the fixture.
 // Exit codes: 0 pass, 1 a check failed, 2 the CUDA device could not be opened, 3 a library could
 // not be loaded.
 // --dry-run runs every step with the fixture standing in for CUDA (smaller shapes), so the script
 // itself can be exercised on a machine without a GPU.
+// --sanitize (gpu-check.sh runs it under compute-sanitizer's memcheck, racecheck and initcheck)
+// runs only small parity shapes that end every tile of the kernel part-way, the limits' extremes,
+// and workspaces freed and re-created, then the verdict: an out-of-bounds or racing access that
+// leaves the numbers right shows only there.
 import {
   FixtureFaults,
   loadNativeLibrary,
@@ -39,6 +48,7 @@ function attempt(what, step) {
 }
 
 const dryRun = process.argv.includes('--dry-run');
+const sanitize = process.argv.includes('--sanitize');
 // A library that cannot be loaded (missing, built for another driver or glibc, another ABI) is a
 // setup failure, not a failed check: gpu-check.sh's exit 3, with the reason on one line.
 function load(backend) {
@@ -52,6 +62,7 @@ function load(backend) {
 const fixtureLib = load('fixture');
 const cudaLib = dryRun ? fixtureLib : load('cuda');
 if (dryRun) console.log('gpu-check: DRY RUN, the fixture stands in for CUDA');
+if (sanitize) console.log('gpu-check: SANITIZE, small shapes only');
 console.log(
   `libraries: ${fixtureLib.path} (ABI ${fixtureLib.abiVersion}), ${cudaLib.path} (ABI ${cudaLib.abiVersion})`,
 );
@@ -85,15 +96,25 @@ function worstRatio(got, ref, absSum) {
 }
 
 // ---- 1. parity ------------------------------------------------------------------------------
-const PARITY = [
-  [1, 1, 1],
-  [3, 5, 7],
-  [37, 200, 70],
-  [64, 64, 64],
-  [65, 1023, 129],
-  [256, 1024, 1024],
-  ...(dryRun ? [] : [[513, 4096, 300]]),
+// The kernel works in 64 x 64 output tiles over K slices of 16: shapes below end each part-way,
+// and the last three reach the limits (1024 row tiles, MAX_FEATURES inputs, 256 column tiles).
+const LIMITS = [
+  [65536, 8, 8],
+  [2, 16384, 3],
+  [2, 3, 16384],
 ];
+const PARITY = sanitize
+  ? [[1, 1, 1], [3, 5, 7], [64, 16, 64], [65, 17, 65], [130, 33, 129], ...LIMITS]
+  : [
+      [1, 1, 1],
+      [3, 5, 7],
+      [37, 200, 70],
+      [64, 64, 64],
+      [65, 1023, 129],
+      [256, 1024, 1024],
+      ...(dryRun ? [] : [[513, 4096, 300]]),
+      ...LIMITS,
+    ];
 console.log('\nparity (ratio = worst |error| / tolerance, must be <= 1)');
 for (const [i, shape] of PARITY.entries())
   attempt(`parity ${shape}`, () => {
@@ -122,6 +143,86 @@ for (const [i, shape] of PARITY.entries())
     );
     if (!ok) fail(`parity ${shape}`);
   });
+
+// Multiples of 1/4 (x, |x| <= 1) times multiples of 1/16 (w, |w| <= 1/8) are multiples of 1/64,
+// and so is b: every partial sum is one below 2^18 in magnitude, exact in float32 in any order.
+// Only GELU rounds then: erff's few ulp times |v| / 2, and the products' ulps of |y|.
+function exactData([rows, inF, outF], seed) {
+  const snap = (a, step) => a.map((v) => Math.round(v / step) * step);
+  return {
+    x: snap(seededFloats(seed, rows * inF, 1), 1 / 4),
+    w: snap(seededFloats(seed + 1, outF * inF, 1 / 8), 1 / 16),
+    b: snap(seededFloats(seed + 2, outF, 0.5), 1 / 64),
+  };
+}
+if (!sanitize) {
+  console.log('\nexact sums (ratio = worst |error| / (2u|v| + 8u|y| + 1e-7), must be <= 1)');
+  for (const [i, shape] of [
+    [130, 1023, 129],
+    [3, 16384, 70],
+    [65536, 8, 8],
+  ].entries())
+    attempt(`exact sums ${shape}`, () => {
+      const [rows, inF, outF] = shape;
+      const { x, w, b } = exactData(shape, 2000 + 10 * i);
+      cuda.uploadWeights(w, b, outF, inF);
+      fixture.uploadWeights(w, b, outF, inF);
+      const ys = [cuda.linearGelu(x, rows), fixture.linearGelu(x, rows)];
+      const ref = referenceLinearGelu(x, rows, w, b, outF, inF);
+      const worst = [0, 0];
+      for (let r = 0; r < rows; r++)
+        for (let o = 0; o < outF; o++) {
+          let v = b[o];
+          for (let k = 0; k < inF; k++) v += x[r * inF + k] * w[o * inF + k];
+          const j = r * outF + o;
+          const tol = 2 * U * Math.abs(v) + 8 * U * Math.abs(ref[j]) + 1e-7;
+          for (const n of [0, 1]) worst[n] = Math.max(worst[n], Math.abs(ys[n][j] - ref[j]) / tol);
+        }
+      const ok = worst[0] <= 1 && worst[1] <= 1;
+      console.log(
+        `${ok ? 'ok  ' : 'FAIL'} ${rows} x ${inF} -> ${outF}: cuda ${worst[0].toFixed(3)}, fixture ${worst[1].toFixed(3)}`,
+      );
+      if (!ok) fail(`exact sums ${shape}`);
+    });
+}
+
+function finish() {
+  attempt('cuda stats', () => console.log(`\ncuda stats: ${JSON.stringify(cuda.stats())}`));
+  cuda.close();
+  fixture.close();
+  console.log(failures === 0 ? '\ngpu-check: PASS' : `\ngpu-check: ${failures} check(s) FAILED`);
+  process.exit(failures === 0 ? 0 : 1);
+}
+
+// ---- sanitize: workspaces and weights freed and re-created ------------------------------------
+// A one-entry cache alternating two shapes frees device and pinned buffers on every call, and each
+// upload frees the weights it replaces; the repeated call must be bit-identical.
+if (sanitize) {
+  attempt('sanitize: evictions', () => {
+    const a = data([3, 33, 65], 61);
+    const other = data([70, 17, 130], 62);
+    const single = NativeContext.open(cudaLib, { device, workspaceCount: 1 });
+    try {
+      single.uploadWeights(a.w, a.b, 65, 33);
+      const first = single.linearGelu(a.x, 3);
+      let same = true;
+      for (let i = 0; i < 3; i++) {
+        single.uploadWeights(other.w, other.b, 130, 17);
+        single.linearGelu(other.x, 70);
+        single.uploadWeights(a.w, a.b, 65, 33);
+        if (!Buffer.from(single.linearGelu(a.x, 3).buffer).equals(Buffer.from(first.buffer))) same = false;
+      }
+      const s = single.stats();
+      console.log(`\nsanitize evictions: ${same ? 'ok' : 'FAIL'} (evictions ${s.workspaceEvictions})`);
+      if (!same) fail('sanitize: repeated calls differ');
+      if (s.workspaceEvictions < 6)
+        fail(`sanitize: expected at least 6 evictions, saw ${s.workspaceEvictions}`);
+    } finally {
+      single.close();
+    }
+  });
+  finish();
+}
 
 // ---- 2. no residue on reused workspaces ------------------------------------------------------
 // A one-entry cache, so every other call below evicts: odd rounds run the 96-row call in a larger
@@ -162,6 +263,55 @@ attempt('no residue', () => {
   const y = new Float32Array(96 * shape[2]);
   const bad = cudaLib.raw.omni_linear_gelu(null, x, x.length, 96, y, y.length);
   if (bad !== NativeStatus.INVALID_ARGUMENT) fail(`raw call with a null context returned ${bad}`);
+});
+
+// The counters are the ABI's, not the fixture's: each backend must count the events the workspace
+// rule in omni.h predicts for this sequence (a two-entry cache of 16 -> 8 features), measured from
+// just after open (where the fixture also counts its simulated stream).
+attempt('counters', () => {
+  const expected = {
+    allocations: 2 + 3 * 4, // the weights (w, b), then three workspaces of four buffers each
+    streamSyncs: 1 + 5 + 1, // the upload, each call, the one eviction
+    cachedWorkspaces: 2,
+    workspaceBytes: 2 * (16 + 32) * (16 + 8) * 4, // capacities 16 and 32 are left
+    workspaceEvictions: 1,
+    calls: 5,
+  };
+  const { x, w, b } = data([20, 16, 8], 91);
+  const run = (lib) => {
+    const ctx = NativeContext.open(lib, { device, workspaceCount: 2 });
+    try {
+      const s0 = ctx.stats();
+      ctx.uploadWeights(w, b, 8, 16);
+      // 5 rows: a miss (capacity 8); 7: a hit; 9: a miss (16); 20: a miss (32) that evicts the
+      // least recently used (8); 3: a hit on the smallest that fits (16).
+      for (const rows of [5, 7, 9, 20, 3]) ctx.linearGelu(x.subarray(0, rows * 16), rows);
+      const s = ctx.stats();
+      return {
+        allocations: s.allocations - s0.allocations,
+        streamSyncs: s.streamSyncs - s0.streamSyncs,
+        cachedWorkspaces: s.cachedWorkspaces,
+        workspaceBytes: s.workspaceBytes,
+        workspaceEvictions: s.workspaceEvictions - s0.workspaceEvictions,
+        calls: s.calls - s0.calls,
+      };
+    } finally {
+      ctx.close();
+    }
+  };
+  const want = JSON.stringify(expected);
+  let ok = true;
+  for (const [label, lib] of [
+    ['cuda', cudaLib],
+    ['fixture', fixtureLib],
+  ]) {
+    const got = JSON.stringify(run(lib));
+    if (got !== want) {
+      ok = false;
+      fail(`counters on ${label}: ${got}, want ${want}`);
+    }
+  }
+  if (ok) console.log(`counters: ok (cuda and fixture: ${want})`);
 });
 
 // ---- 3. throughput ---------------------------------------------------------------------------
@@ -273,8 +423,4 @@ async function closedLoop(call, inFlight, ms) {
   }
 }
 
-attempt('cuda stats', () => console.log(`\ncuda stats: ${JSON.stringify(cuda.stats())}`));
-cuda.close();
-fixture.close();
-console.log(failures === 0 ? '\ngpu-check: PASS' : `\ngpu-check: ${failures} check(s) FAILED`);
-process.exit(failures === 0 ? 0 : 1);
+finish();

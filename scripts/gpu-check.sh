@@ -2,9 +2,14 @@
 # GPU acceptance check (CUDA backend): build, parity against the fixture and the TypeScript
 # reference, no residue on reused workspaces, GFLOP/s, requests/s through LinearRuntime. Needs an
 # NVIDIA GPU + driver; nvcc to build the library there (else the build gpu-bundle.sh carried).
-# Finishes in well under 5 minutes. Select the GPU with OMNI_CUDA_DEVICE (default 0).
-# Exit: 0 pass, 1 a check failed, 2 the device could not be opened, 3 setup or the CUDA build
-# failed, 124 the check itself ran past its 270 s limit.
+# Then, where compute-sanitizer is installed, the small shapes of gpu-check.mjs --sanitize under
+# its memcheck, racecheck and initcheck tools (an access out of bounds, a shared-memory race or a
+# read of memory never written, even one that leaves the numbers right), 60 s at most each. Their
+# whole output goes to GPU_CHECK_LOGS/sanitizer-TOOL.log (default native/build), which a report
+# with host backtraces can make long; here each prints its summary, and the log's head on failure.
+# Finishes in about 5 minutes. Select the GPU with OMNI_CUDA_DEVICE (default 0).
+# Exit: 0 pass, 1 a check failed (a sanitizer's report included), 2 the device could not be
+# opened, 3 setup or the CUDA build failed, 124 the check itself ran past its 270 s limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
@@ -72,5 +77,45 @@ if ! timeout 240 node scripts/build-native.mjs --require-cuda $force; then
   done
 fi
 
-timeout 270 node scripts/gpu-check.mjs "$@"
+# What ptxas made of the kernel on this machine: registers, spills, shared memory per arch.
+if command -v cuobjdump >/dev/null; then
+  cuobjdump --dump-resource-usage native/build/libomni_cuda.so 2>&1 | grep -E 'arch|Function|REG' || true
+fi
+
+status=0
+timeout 270 node scripts/gpu-check.mjs "$@" || status=$?
+# Only after a check that reached the device: the main figures come first, whatever a sanitizer
+# run then costs. A report (the tool's exit 9), a FAIL of the check (1) or a crash fails; a tool
+# that ran past its limit, or under which the device or a library would not open (2, 3: some
+# sandboxes refuse the tool the device), gave no verdict, which is said but fails nothing.
+# A --dry-run makes no CUDA call: there is nothing for a sanitizer to see.
+dry_run=no
+for arg in "$@"; do [ "$arg" = --dry-run ] && dry_run=yes; done
+if [ "$dry_run" = yes ]; then
+  :
+elif [ "$status" -le 1 ] && command -v compute-sanitizer >/dev/null; then
+  logs=${GPU_CHECK_LOGS:-native/build}
+  mkdir -p "$logs"
+  for tool in memcheck racecheck initcheck; do
+    log="$logs/sanitizer-$tool.log"
+    echo "gpu-check: compute-sanitizer --tool $tool (output in $log)"
+    rc=0
+    timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 10 \
+      node scripts/gpu-check.mjs --sanitize "$@" >"$log" 2>&1 || rc=$?
+    grep -E 'SUMMARY|^FAIL|^gpu-check: (PASS|.*FAILED)' "$log" || true
+    case $rc in
+      0) echo "gpu-check: $tool ok" ;;
+      124) echo "gpu-check: $tool ran past 60 s; no verdict" ;;
+      2 | 3) echo "gpu-check: $tool: the check could not start under it (exit $rc); no verdict" ;;
+      *)
+        head -n 40 "$log"
+        echo "gpu-check: $tool FAILED (exit $rc)"
+        status=1
+        ;;
+    esac
+  done
+elif [ "$status" -le 1 ]; then
+  echo "gpu-check: no compute-sanitizer here; the sanitizer runs were skipped"
+fi
 echo "gpu-check: finished in $((SECONDS - started)) s"
+exit "$status"

@@ -13,11 +13,14 @@ import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-gpu-check-load-');
 
-function dryRun(nodeArgs: string[] = []): Promise<{ code: number | null; stdout: string }> {
+function dryRun(
+  nodeArgs: string[] = [],
+  scriptArgs: string[] = [],
+): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [...nodeArgs, join(packageRoot, 'scripts', 'gpu-check.mjs'), '--dry-run'],
+      [...nodeArgs, join(packageRoot, 'scripts', 'gpu-check.mjs'), '--dry-run', ...scriptArgs],
       { cwd: packageRoot, env: { ...process.env, OMNI_BACKEND: '', OMNI_CUDA_DEVICE: '' }, timeout: 120_000 },
       (err, stdout) => resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout }),
     );
@@ -36,6 +39,23 @@ describe('gpu-check.mjs', () => {
     expect(lines.filter((l) => /^ok {3}\d+ x \d+ -> \d+:/.test(l)).length).toBeGreaterThanOrEqual(5);
     expect(lines.some((l) => l.startsWith('no residue: ok'))).toBe(true);
     expect(lines.some((l) => l.startsWith('| cuda (fixture stand-in) |'))).toBe(true);
+  });
+
+  // What gpu-check.sh runs under compute-sanitizer: small shapes, the limits, evictions; nothing else.
+  it('--sanitize runs the small and limit shapes and the evictions, then the verdict', {
+    timeout: 150_000,
+  }, async () => {
+    const { code, stdout } = await dryRun([], ['--sanitize']);
+    const lines = stdout.trim().split('\n');
+    expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([]);
+    const shapes = lines.filter((l) => /^ok {3}\d+ x \d+ -> \d+:/.test(l)).map((l) => l.split(':')[0]);
+    expect(shapes).toEqual(
+      expect.arrayContaining(['ok   65536 x 8 -> 8', 'ok   2 x 16384 -> 3', 'ok   2 x 3 -> 16384']),
+    );
+    expect(lines.some((l) => l.startsWith('sanitize evictions: ok'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('no residue') || l.startsWith('| '))).toBe(false);
+    expect(lines.at(-1)).toBe('gpu-check: PASS');
+    expect(code).toBe(0);
   });
 
   // The check runs once, unattended: one call that fails must not hide the results of the others.
@@ -79,7 +99,39 @@ describe('gpu-check.mjs', () => {
     const lines = stdout.trim().split('\n');
     expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([
       expect.stringMatching(/^FAIL no residue: OMNI_ERR_NATIVE /),
+      expect.stringMatching(/^FAIL counters: OMNI_ERR_NATIVE /),
       expect.stringMatching(/^FAIL cuda stats: OMNI_ERR_NATIVE /),
+    ]);
+    expect(lines.at(-1)).toBe('gpu-check: 3 check(s) FAILED');
+    expect(code).toBe(1);
+  });
+
+  // The float32 bound grows with K; exact sums keep a small error visible at MAX_FEATURES.
+  it('an error the size of a lost K slice at 16,384 inputs passes the bound but fails the exact sums', {
+    timeout: 150_000,
+  }, async () => {
+    const lost = join(packageRoot, 'dist', 'test', 'fixtures', 'gpu-check-lost-slice.js');
+    const { code, stdout } = await dryRun(['--import', pathToFileURL(lost).href]);
+    const lines = stdout.trim().split('\n');
+    expect(lines.some((l) => l.startsWith('ok   2 x 16384 -> 3: '))).toBe(true);
+    expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([
+      expect.stringMatching(/^FAIL 3 x 16384 -> 70: cuda \d/),
+      'FAIL exact sums 3,16384,70',
+    ]);
+    expect(lines.at(-1)).toBe('gpu-check: 1 check(s) FAILED');
+    expect(code).toBe(1);
+  });
+
+  // The counters are checked against the workspace rule, not only against each other.
+  it('a backend that counts one call and sync more than the rule says is a FAIL check, with its counters', {
+    timeout: 150_000,
+  }, async () => {
+    const extra = join(packageRoot, 'dist', 'test', 'fixtures', 'gpu-check-extra-sync.js');
+    const { code, stdout } = await dryRun(['--import', pathToFileURL(extra).href]);
+    const lines = stdout.trim().split('\n');
+    expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([
+      expect.stringMatching(/^FAIL counters on cuda: .*"streamSyncs":8,.*"calls":6\}, want /),
+      expect.stringMatching(/^FAIL counters on fixture: .*"streamSyncs":8,.*"calls":6\}, want /),
     ]);
     expect(lines.at(-1)).toBe('gpu-check: 2 check(s) FAILED');
     expect(code).toBe(1);

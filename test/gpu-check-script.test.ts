@@ -5,7 +5,7 @@
  * may only stand in for what could not be built there.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
@@ -25,11 +25,14 @@ function gpuMachineTree(): { root: string; bin: string } {
     recursive: true,
     filter: (src) => !src.endsWith(join('native', 'build')),
   });
+  // It names its arguments too, and exits with CHECK_EXIT (a --sanitize run with 0).
   writeFileSync(
     join(root, 'scripts', 'gpu-check.mjs'),
     "import { readFileSync } from 'node:fs';\n" +
       "for (const lib of ['libomni_cuda.so', 'libomni_fixture.so'])\n" +
-      "  console.log(lib + ': ' + readFileSync('native/build/' + lib, 'utf8').trim());\n",
+      "  console.log(lib + ': ' + readFileSync('native/build/' + lib, 'utf8').trim());\n" +
+      "console.log('check ran with [' + process.argv.slice(2).join(' ') + ']');\n" +
+      "process.exit(process.argv.includes('--sanitize') ? 0 : Number(process.env.CHECK_EXIT ?? 0));\n",
   );
   // As carried: node_modules unpacked, dist/ built, the development machine's libraries.
   mkdirSync(join(root, 'node_modules'));
@@ -52,6 +55,47 @@ function gpuMachineTree(): { root: string; bin: string } {
   return { root, bin };
 }
 
+/**
+ * A compute-sanitizer that says which tool it runs, then runs the command after its options; the
+ * tool named by SANITIZER_REPORTS instead reports an error, as the real one does with
+ * --error-exitcode.
+ */
+function addSanitizer(bin: string): void {
+  writeFileSync(
+    join(bin, 'compute-sanitizer'),
+    '#!/bin/sh\n' +
+      'tool=; code=1\n' +
+      'while [ $# -gt 0 ]; do case $1 in\n' +
+      '  --tool) tool=$2; shift 2 ;;\n' +
+      '  --error-exitcode) code=$2; shift 2 ;;\n' +
+      '  --*) shift 2 ;;\n' +
+      '  *) break ;;\n' +
+      'esac; done\n' +
+      'echo "sanitizer $tool runs: $*"\n' +
+      '[ "$tool" = "$SANITIZER_REPORTS" ] && exit "$code"\n' +
+      'exec "$@"\n',
+  );
+  chmodSync(join(bin, 'compute-sanitizer'), 0o755);
+}
+
+function runCheck(root: string, bin: string, env: Record<string, string> = {}, args: string[] = []) {
+  return spawnSync('bash', [join(root, 'scripts', 'gpu-check.sh'), ...args], {
+    cwd: root,
+    env: {
+      PATH: [bin, dirname(process.execPath), '/usr/bin', '/bin'].join(':'),
+      HOME: root,
+      // As in the test above: the carried fixture stands in, rather than one cc builds here.
+      CC: '/bin/false',
+      CUDA_HOME: join(root, 'no-cuda-here'),
+      ...env,
+    },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+}
+
+const SANITIZED = ['memcheck', 'racecheck', 'initcheck'];
+
 describe('gpu-check.sh', () => {
   it('builds the CUDA library there even when the fixture does not build (cc fails)', () => {
     const { root, bin } = gpuMachineTree();
@@ -69,5 +113,68 @@ describe('gpu-check.sh', () => {
     expect(run.stdout).toContain('libomni_cuda.so: built here');
     expect(run.stdout).toContain('libomni_fixture.so: carried');
     expect(run.status).toBe(0);
+  });
+
+  it('then runs the small shapes under memcheck, racecheck and initcheck, after the main figures', () => {
+    const { root, bin } = gpuMachineTree();
+    addSanitizer(bin);
+    const logs = join(root, 'logs');
+    const run = runCheck(root, bin, { GPU_CHECK_LOGS: logs });
+    const lines = run.stdout.split('\n');
+    const main = lines.indexOf('check ran with []');
+    expect(main).toBeGreaterThanOrEqual(0);
+    for (const tool of SANITIZED) {
+      const at = lines.indexOf(`gpu-check: ${tool} ok`);
+      expect({ tool, after: at > main }).toEqual({ tool, after: true });
+      // Its whole output is in its log, not in the check's.
+      expect(readFileSync(join(logs, `sanitizer-${tool}.log`), 'utf8').split('\n')).toEqual([
+        `sanitizer ${tool} runs: node scripts/gpu-check.mjs --sanitize`,
+        'libomni_cuda.so: built here',
+        'libomni_fixture.so: carried',
+        'check ran with [--sanitize]',
+        '',
+      ]);
+    }
+    expect(run.stdout).not.toContain('check ran with [--sanitize]');
+    expect(run.status).toBe(0);
+  });
+
+  it('a sanitizer report fails the check (exit 1); the other tools still run', () => {
+    const { root, bin } = gpuMachineTree();
+    addSanitizer(bin);
+    const run = runCheck(root, bin, { SANITIZER_REPORTS: 'racecheck' });
+    const lines = run.stdout.split('\n');
+    expect(lines).toContain('gpu-check: memcheck ok');
+    expect(lines).toContain('gpu-check: racecheck FAILED (exit 9)');
+    // The head of the failing tool's log is shown, as the default log folder keeps it.
+    expect(lines).toContain('sanitizer racecheck runs: node scripts/gpu-check.mjs --sanitize');
+    expect(existsSync(join(root, 'native', 'build', 'sanitizer-racecheck.log'))).toBe(true);
+    expect(lines).toContain('gpu-check: initcheck ok');
+    expect(run.status).toBe(1);
+  });
+
+  it('a main check that could not open the device (exit 2) runs no sanitizer and keeps its exit code', () => {
+    const { root, bin } = gpuMachineTree();
+    addSanitizer(bin);
+    const run = runCheck(root, bin, { CHECK_EXIT: '2' });
+    expect(run.stdout).toContain('check ran with []');
+    expect(run.stdout).not.toContain('sanitizer ');
+    expect(run.status).toBe(2);
+  });
+
+  it('a --dry-run (no CUDA call to watch) runs no sanitizer', () => {
+    const { root, bin } = gpuMachineTree();
+    addSanitizer(bin);
+    const run = runCheck(root, bin, {}, ['--dry-run']);
+    expect(run.stdout).toContain('check ran with [--dry-run]');
+    expect(run.stdout).not.toContain('sanitizer');
+    expect(run.status).toBe(0);
+  });
+
+  it('without compute-sanitizer the main check decides alone, and says the runs were skipped', () => {
+    const { root, bin } = gpuMachineTree();
+    const failed = runCheck(root, bin, { CHECK_EXIT: '1' });
+    expect(failed.stdout).toContain('gpu-check: no compute-sanitizer here; the sanitizer runs were skipped');
+    expect(failed.status).toBe(1);
   });
 });
