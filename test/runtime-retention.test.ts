@@ -7,6 +7,7 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { LinearRuntime, Runtime, type RuntimeAdmissionOptions, type RuntimeOptions } from '../src/index.js';
+import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
 import { serve } from '../src/serve/index.js';
 import { activeResources, Collectable, fdCount, threadCount } from './fixtures/process-figures.js';
 import { bump, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
@@ -273,5 +274,49 @@ describe('a runtime serving for long', () => {
     } finally {
       await rt.close();
     }
+  });
+});
+
+/**
+ * A supervisor (README: whenFailed) closes a runtime that failed and starts another, for as long
+ * as the service lives: each round must give back its threads, their descriptors and every byte
+ * its native contexts held, the context the fatal error poisoned included.
+ */
+describe('runtimes failed by a native error and replaced', () => {
+  it('leave no native memory, threads or descriptors behind', async () => {
+    const faults = new FixtureFaults(loadNativeLibrary('fixture'));
+    const kept = new Collectable();
+    const replace = async (n: number): Promise<void> => {
+      for (let i = 0; i < n; i++) {
+        const lr = await LinearRuntime.start({
+          backend: 'fixture',
+          threads: 2,
+          inFeatures: 8,
+          outFeatures: 8,
+          faultInjection: true,
+          admission: { requests: 4, units: 64 },
+        });
+        kept.register(lr.runtime);
+        const failed = lr.runtime.whenFailed();
+        await lr.runtime.run({ inject: 'fatal' });
+        // Whichever thread took the injection, the runtime fails once a call reaches it.
+        while (lr.runtime.state === 'ready') await lr.run(new Float32Array(8)).catch(() => {});
+        // Only the fields leave: vitest keeps an asserted error, and an error's captured stack
+        // frames hold what they ran on (the runtime).
+        const { code, fatal } = (await failed) as { code?: string; fatal?: boolean };
+        expect({ code, fatal }).toEqual({ code: 'OMNI_ERR_NATIVE', fatal: true });
+        await expect(lr.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+      }
+    };
+    const baseline = faults.liveBytes();
+    await replace(2);
+    expect(faults.liveBytes()).toBe(baseline);
+    const atN = { threads: threadCount(), fds: fdCount(), resources: activeResources() };
+    await replace(20);
+    expect(faults.liveBytes()).toBe(baseline);
+    expect(await kept.uncollected()).toBe(0);
+    await until(() => threadCount() <= atN.threads, `threads back to ${atN.threads}`);
+    await until(() => fdCount() <= atN.fds, `file descriptors back to ${atN.fds}`);
+    await until(() => activeResources() <= atN.resources, `active resources back to ${atN.resources}`);
   });
 });
