@@ -4,11 +4,14 @@
  * scheduler alone is over 1 MiB) and threads' bookkeeping back once it drops the runtime.
  * vitest.config.ts starts the test processes with --expose-gc.
  */
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { LinearRuntime, Runtime, type RuntimeOptions } from '../src/index.js';
+import { LinearRuntime, Runtime, type RuntimeAdmissionOptions, type RuntimeOptions } from '../src/index.js';
+import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
 import { serve } from '../src/serve/index.js';
-import { newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { GATED_WORKER, gate } from './fixtures/runtime-harness.js';
+import { activeResources, Collectable, fdCount, threadCount } from './fixtures/process-figures.js';
+import { bump, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { GATED_WORKER, gate, until } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { startGated } from './fixtures/serve-harness.js';
 
@@ -111,5 +114,209 @@ describe('a runtime still open', () => {
     } finally {
       await rt.close();
     }
+  });
+});
+
+/** Every count of work in flight: all zero once every call made has ended. */
+function inFlight(rt: Runtime) {
+  const { depth, units, waiting, queued, running } = rt.report();
+  return { depth, units, waiting, queued, running };
+}
+const idle = { depth: 0, units: 0, waiting: 0, queued: 0, running: 0 };
+const isIdle = (rt: Runtime): boolean => Object.values(inFlight(rt)).every((count) => count === 0);
+
+/** The calls counted by how they ended: they add up to the calls made. */
+function ended(rt: Runtime): number {
+  const r = rt.report();
+  return r.completed + r.failed + r.aborted + r.deadline + r.refused + r.invalid + r.unavailable;
+}
+
+/**
+ * A service keeps one runtime for weeks: nothing may grow with the calls it has answered, however
+ * each ended. The same mix runs N times and then 10N times; what the process holds after 10N
+ * must be what it held after N (a fixed overhead is fine).
+ */
+describe('a runtime serving for long', () => {
+  /**
+   * One batch: nine calls at once (over a bound of 4: refusals, or waits), each ending its own
+   * way. Every input and per-call signal is registered in
+   * `kept`; the shared signal is followed by many calls and never aborts.
+   */
+  async function batch(rt: Runtime, shared: AbortSignal, kept: Collectable): Promise<number> {
+    const calls: Promise<unknown>[] = [];
+    const call = (input: object, options: Parameters<Runtime['run']>[1] = {}): void => {
+      kept.register(input);
+      if (options.signal && options.signal !== shared) kept.register(options.signal);
+      calls.push(rt.run(input, options).catch(() => {}));
+    };
+    // First, so that it usually finds room: aborted while it runs, its caller leaves, and its
+    // work ends later, when the gate opens.
+    const running = newControl();
+    const runningAc = new AbortController();
+    call(gate(running), { signal: runningAc.signal });
+    const runningCall = calls[0];
+    const started = waitFor(running, STARTED);
+    const abortedNow = new AbortController();
+    const abortedSoon = new AbortController();
+    call({ mode: 'echo', value: 1 }, { signal: shared });
+    call({ mode: 'echo', value: 2 }, { signal: abortedNow.signal }); // before dispatch
+    abortedNow.abort();
+    call({ mode: 'echo', value: 3 }, { signal: shared, deadlineMs: 1 }); // queued, running or done
+    call({ mode: 'echo', value: 4 }, { cost: 17 }); // above the unit ceiling (bounded modes)
+    call({ mode: 'throw-coded' }, { signal: shared });
+    call({ mode: 'unsendable', value: 5 });
+    call({ mode: 'echo', value: 6 }, { signal: abortedSoon.signal, deadlineMs: 60_000 });
+    queueMicrotask(() => abortedSoon.abort());
+    call({ mode: 'echo', value: 7 }, { signal: new AbortController().signal }); // never aborts
+    await Promise.race([started, runningCall]);
+    runningAc.abort();
+    open(running);
+    // A refused gate call never starts: end the wait for it (waitFor holds a ref'd timer).
+    bump(running, STARTED);
+    await started;
+    await Promise.all(calls);
+    return calls.length;
+  }
+
+  async function figures(rt: Runtime, shared: AbortSignal, kept: Collectable) {
+    // A call whose caller left first may still be running, and a thread's reply may still be on
+    // its way after the worker gave the capacity back: both end on their own. A count that stays
+    // up times this out.
+    await until(() => isIdle(rt), 'every call to end');
+    return {
+      listeners: getEventListeners(shared, 'abort').length,
+      inFlight: inFlight(rt),
+      uncollected: await kept.uncollected(),
+    };
+  }
+
+  it.each([
+    ['bounded', { requests: 4, units: 16 }],
+    ['wait mode', { requests: 4, units: 16, wait: true }],
+    ['serial', undefined],
+  ] as [string, RuntimeAdmissionOptions | undefined][])(
+    '%s: calls ending every way leave nothing behind',
+    async (_mode, admission) => {
+      const rt = await Runtime.start({
+        worker: GATED_WORKER,
+        threads: 2,
+        ...(admission ? { admission } : {}),
+      });
+      try {
+        const shared = new AbortController();
+        const kept = new Collectable();
+        let made = 0;
+        const rounds = async (n: number): Promise<void> => {
+          for (let i = 0; i < n; i++) made += await batch(rt, shared.signal, kept);
+        };
+        await rounds(5); // warm: piscina's and the engine's own first-use allocations
+        const nothing = { listeners: 0, inFlight: idle, uncollected: 0 };
+        await rounds(20);
+        expect(await figures(rt, shared.signal, kept)).toEqual(nothing);
+        const atN = { threads: threadCount(), fds: fdCount(), resources: activeResources() };
+        await rounds(200);
+        expect(await figures(rt, shared.signal, kept)).toEqual(nothing);
+        // Threads and descriptors a call opened may take a moment to be given back: bounded polls.
+        await until(() => threadCount() <= atN.threads, `threads back to ${atN.threads}`);
+        await until(() => fdCount() <= atN.fds, `file descriptors back to ${atN.fds}`);
+        await until(() => activeResources() <= atN.resources, `active resources back to ${atN.resources}`);
+        expect(ended(rt)).toBe(made);
+      } finally {
+        await rt.close();
+      }
+    },
+  );
+
+  /** Resolves once two calls run at once: each of the two threads is up. */
+  async function bothThreadsServe(rt: Runtime): Promise<void> {
+    const c = newControl();
+    const calls = [rt.run(gate(c)), rt.run(gate(c))];
+    await waitFor(c, STARTED, 2);
+    open(c);
+    await Promise.all(calls);
+  }
+
+  // piscina replaces a thread that dies; the runtime watches each replacement (ReplacementWatch),
+  // tracks each thread's exit (pool.ts) and reclaims the lost call's claim.
+  it('threads lost and replaced, again and again, leave nothing behind', async () => {
+    const rt = await Runtime.start({ worker: GATED_WORKER, threads: 2, admission: { requests: 4 } });
+    try {
+      const kept = new Collectable();
+      let lost = 0;
+      const crashes = async (n: number): Promise<void> => {
+        for (let i = 0; i < n; i++, lost++) {
+          const input = { mode: lost % 2 === 0 ? 'exit' : 'uncaught' } as const;
+          kept.register(input);
+          // The echo turns the thread's event loop (piscina's async atomics off), so a pending
+          // uncaught error fires; whichever thread takes it, both calls end.
+          const codes = await Promise.all([
+            rt.run(input).catch((err: { code?: string }) => err.code),
+            rt.run({ mode: 'echo', value: i }).catch((err: { code?: string }) => err.code),
+          ]);
+          expect(codes).toContain('OMNI_ERR_WORKER_EXITED');
+        }
+      };
+      await crashes(2);
+      await crashes(3);
+      await until(() => isIdle(rt), 'every call to end');
+      // Figures taken while a replacement is still starting would read a thread short.
+      await bothThreadsServe(rt);
+      const atN = { threads: threadCount(), fds: fdCount(), resources: activeResources() };
+      await crashes(30);
+      await until(() => isIdle(rt), 'every call to end');
+      await bothThreadsServe(rt);
+      expect(await kept.uncollected()).toBe(0);
+      expect(rt.state).toBe('ready');
+      await until(() => threadCount() <= atN.threads, `threads back to ${atN.threads}`);
+      await until(() => fdCount() <= atN.fds, `file descriptors back to ${atN.fds}`);
+      await until(() => activeResources() <= atN.resources, `active resources back to ${atN.resources}`);
+      await expect(rt.run({ mode: 'echo', value: 'still serving' })).resolves.toBe('still serving');
+    } finally {
+      await rt.close();
+    }
+  });
+});
+
+/**
+ * A supervisor (README: whenFailed) closes a runtime that failed and starts another, for as long
+ * as the service lives: each round must give back its threads, their descriptors and every byte
+ * its native contexts held, the context the fatal error poisoned included.
+ */
+describe('runtimes failed by a native error and replaced', () => {
+  it('leave no native memory, threads or descriptors behind', async () => {
+    const faults = new FixtureFaults(loadNativeLibrary('fixture'));
+    const kept = new Collectable();
+    const replace = async (n: number): Promise<void> => {
+      for (let i = 0; i < n; i++) {
+        const lr = await LinearRuntime.start({
+          backend: 'fixture',
+          threads: 2,
+          inFeatures: 8,
+          outFeatures: 8,
+          faultInjection: true,
+          admission: { requests: 4, units: 64 },
+        });
+        kept.register(lr.runtime);
+        const failed = lr.runtime.whenFailed();
+        await lr.runtime.run({ inject: 'fatal' });
+        // Whichever thread took the injection, the runtime fails once a call reaches it.
+        while (lr.runtime.state === 'ready') await lr.run(new Float32Array(8)).catch(() => {});
+        // Only the fields leave: vitest keeps an asserted error, and an error's captured stack
+        // frames hold what they ran on (the runtime).
+        const { code, fatal } = (await failed) as { code?: string; fatal?: boolean };
+        expect({ code, fatal }).toEqual({ code: 'OMNI_ERR_NATIVE', fatal: true });
+        await expect(lr.close()).resolves.toEqual({ clean: true, abandoned: 0 });
+      }
+    };
+    const baseline = faults.liveBytes();
+    await replace(2);
+    expect(faults.liveBytes()).toBe(baseline);
+    const atN = { threads: threadCount(), fds: fdCount(), resources: activeResources() };
+    await replace(20);
+    expect(faults.liveBytes()).toBe(baseline);
+    expect(await kept.uncollected()).toBe(0);
+    await until(() => threadCount() <= atN.threads, `threads back to ${atN.threads}`);
+    await until(() => fdCount() <= atN.fds, `file descriptors back to ${atN.fds}`);
+    await until(() => activeResources() <= atN.resources, `active resources back to ${atN.resources}`);
   });
 });
