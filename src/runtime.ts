@@ -302,6 +302,9 @@ export class Runtime {
   #fail(error: Error): void {
     if (this.#state === 'ready') this.#state = 'failed';
     if (this.#failure !== undefined) return;
+    // Until its stack is first read, an error keeps the receivers of its captured frames (this
+    // runtime among them) alive: a supervisor keeping failures would keep every failed runtime.
+    void error.stack;
     this.#failure = error;
     this.#announceFailure(error);
   }

@@ -301,8 +301,7 @@ describe('runtimes failed by a native error and replaced', () => {
         await lr.runtime.run({ inject: 'fatal' });
         // Whichever thread took the injection, the runtime fails once a call reaches it.
         while (lr.runtime.state === 'ready') await lr.run(new Float32Array(8)).catch(() => {});
-        // Only the fields leave: vitest keeps an asserted error, and an error's captured stack
-        // frames hold what they ran on (the runtime).
+        // Only the fields leave: vitest keeps what an assertion compared.
         const { code, fatal } = (await failed) as { code?: string; fatal?: boolean };
         expect({ code, fatal }).toEqual({ code: 'OMNI_ERR_NATIVE', fatal: true });
         await expect(lr.close()).resolves.toEqual({ clean: true, abandoned: 0 });
@@ -318,5 +317,26 @@ describe('runtimes failed by a native error and replaced', () => {
     await until(() => threadCount() <= atN.threads, `threads back to ${atN.threads}`);
     await until(() => fdCount() <= atN.fds, `file descriptors back to ${atN.fds}`);
     await until(() => activeResources() <= atN.resources, `active resources back to ${atN.resources}`);
+  });
+});
+
+describe('a failure kept after its runtime is dropped', () => {
+  // A supervisor may keep each failure (a log, a history): the error must not keep the runtime
+  // that failed. An error's captured stack frames hold their receivers until the stack is read.
+  it('does not keep the runtime alive', async () => {
+    const kept = new Collectable();
+    // Its own function, so that no frame of the test holds the last runtime.
+    const failOnce = async (): Promise<Error> => {
+      const rt = await Runtime.start({ worker: GATED_WORKER });
+      kept.register(rt);
+      const failed = rt.whenFailed();
+      await rt.run({ mode: 'fatal' }).catch(() => {});
+      await rt.close();
+      return failed;
+    };
+    const failures: Error[] = [];
+    for (let i = 0; i < 3; i++) failures.push(await failOnce());
+    expect(failures.map((err) => (err as { fatal?: unknown }).fatal)).toEqual([true, true, true]);
+    expect(await kept.uncollected()).toBe(0);
   });
 });
