@@ -84,7 +84,7 @@ function runCheck(root: string, bin: string, env: Record<string, string> = {}, a
     env: {
       PATH: [bin, dirname(process.execPath), '/usr/bin', '/bin'].join(':'),
       HOME: root,
-      // As in the test above: the carried fixture stands in, rather than one cc builds here.
+      // The carried fixture stands in, rather than one cc builds here.
       CC: '/bin/false',
       CUDA_HOME: join(root, 'no-cuda-here'),
       ...env,
@@ -99,17 +99,7 @@ const SANITIZED = ['memcheck', 'racecheck', 'initcheck'];
 describe('gpu-check.sh', () => {
   it('builds the CUDA library there even when the fixture does not build (cc fails)', () => {
     const { root, bin } = gpuMachineTree();
-    const run = spawnSync('bash', [join(root, 'scripts', 'gpu-check.sh')], {
-      cwd: root,
-      env: {
-        PATH: [bin, dirname(process.execPath), '/usr/bin', '/bin'].join(':'),
-        HOME: root,
-        CC: '/bin/false',
-        CUDA_HOME: join(root, 'no-cuda-here'),
-      },
-      encoding: 'utf8',
-      timeout: 120_000,
-    });
+    const run = runCheck(root, bin);
     expect(run.stdout).toContain('libomni_cuda.so: built here');
     expect(run.stdout).toContain('libomni_fixture.so: carried');
     expect(run.status).toBe(0);
