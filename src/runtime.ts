@@ -23,6 +23,7 @@ import type { TaskReply } from './runtime/protocol.js';
 import { abortedBeforeDispatch, refused, waitFailed } from './runtime/refusals.js';
 import { type RuntimeReport, type RuntimeState, runtimeReport } from './runtime/report.js';
 import { Shutdown } from './runtime/shutdown.js';
+import { kThreadEnds, type ThreadEnds } from './runtime/thread-ends.js';
 
 export type { CloseOptions } from './runtime/options.js';
 export type { LatencySummary, RuntimeReport, RuntimeState } from './runtime/report.js';
@@ -126,14 +127,20 @@ export class Runtime {
   /** Starts the threads and resolves once every one has loaded its worker and answered. */
   static async start(options: RuntimeOptions): Promise<Runtime> {
     const runtime = new Runtime(checkRuntimeOptions(options));
+    // Internal (LinearRuntime's): read once, as the other options were.
+    const ends = (options as { [kThreadEnds]?: ThreadEnds })[kThreadEnds];
     const loaded = new SharedArrayBuffer(4);
-    runtime.#pool = await startPool(runtime.#options, {
-      admission: runtime.#admission.buffer,
-      cancel: runtime.#cancel.words.buffer as SharedArrayBuffer,
-      loaded,
-      module: runtime.#options.moduleUrl,
-      data: runtime.#options.workerData,
-    });
+    runtime.#pool = await startPool(
+      runtime.#options,
+      {
+        admission: runtime.#admission.buffer,
+        cancel: runtime.#cancel.words.buffer as SharedArrayBuffer,
+        loaded,
+        module: runtime.#options.moduleUrl,
+        data: runtime.#options.workerData,
+      },
+      ends,
+    );
     const guard = new PoolGuard(
       runtime.#pool,
       new Int32Array(loaded),
@@ -146,6 +153,7 @@ export class Runtime {
       live: runtime.#live,
       guard,
       startTimeoutMs: runtime.#options.startTimeoutMs,
+      ends,
       draining: () => {
         runtime.#state = 'draining';
       },
