@@ -21,7 +21,13 @@ import { busyThreads, startPool } from './runtime/pool.js';
 import { PoolGuard } from './runtime/pool-guard.js';
 import type { TaskReply } from './runtime/protocol.js';
 import { abortedBeforeDispatch, refused, waitFailed } from './runtime/refusals.js';
-import { type RuntimeReport, type RuntimeState, runtimeReport } from './runtime/report.js';
+import {
+  frozenCounts,
+  type PoolCounts,
+  type RuntimeReport,
+  type RuntimeState,
+  runtimeReport,
+} from './runtime/report.js';
 import { Shutdown } from './runtime/shutdown.js';
 
 export type { CloseOptions } from './runtime/options.js';
@@ -86,6 +92,8 @@ export class Runtime {
   #guard: PoolGuard | undefined;
   /** close()'s sequence: made with the pool, run once by the first close(). */
   #shutdown: Shutdown | undefined;
+  /** The calls' latency summaries, kept as close()'s hooks begin (their rounds are no calls). */
+  #latency: PoolCounts | undefined;
   #inflight = 0;
   /** Calls whose work has not ended, for a close timeout to abandon (see TaskOwner.live). */
   readonly #live = new Set<PendingTask>();
@@ -151,6 +159,9 @@ export class Runtime {
       },
       stopped: () => {
         runtime.#state = 'stopped';
+      },
+      hooksBegin: () => {
+        runtime.#latency ??= frozenCounts(guard.pool);
       },
     });
     runtime.#state = 'ready';
@@ -315,7 +326,7 @@ export class Runtime {
       this.#state,
       this.#admission.report(),
       this.#bounded,
-      pool,
+      this.#latency ?? pool,
       this.#inflight,
       pool ? busyThreads(pool) : 0,
       this.#outcomes,

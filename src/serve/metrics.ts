@@ -119,7 +119,7 @@ export class ServeMetrics {
     ] as const) {
       new Gauge({
         name,
-        help: `piscina's ${name.includes('run_time') ? 'run' : 'queue wait'} time over the runtime's life, in milliseconds (quantile 1 = max; includes its start-up and teardown tasks).`,
+        help: `piscina's ${name.includes('run_time') ? 'run' : 'queue wait'} time of the runtime's calls over its life, in milliseconds (quantile 1 = max; its own start-up and close rounds are not calls).`,
         labelNames: ['quantile'],
         registers: [registry],
         collect() {
