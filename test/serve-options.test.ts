@@ -85,6 +85,25 @@ describe('option ranges', () => {
     },
   );
 
+  it.each([0, 'false', null])(
+    'closeRuntime %s, not a boolean: OMNI_ERR_INVALID_ARGUMENT, and nothing listens',
+    async (closeRuntime) => {
+      unserved ??= gated({ open: true });
+      const g = await unserved;
+      // Anything but false was read as true: the drain would close a runtime the caller kept.
+      const options = { port: 0, closeRuntime } as unknown as ServeOptions;
+      const outcome = await serve(g.lr, options).then(
+        (s) => {
+          servers.push(s);
+          return 'listening';
+        },
+        (err: { code?: unknown }) => err.code,
+      );
+      expect(outcome).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(g.lr.report().state).toBe('ready');
+    },
+  );
+
   it('a misspelt option is refused before anything listens', async () => {
     unserved ??= gated({ open: true });
     const g = await unserved;

@@ -154,6 +154,12 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   // Infinity means none, as for the runtime: kept as Infinity (not undefined) so that it lifts
   // a default the runtime has, and a client's deadline still shortens it.
   const deadlineMs = duration('deadlineMs', options.deadlineMs) ?? runtime.deadlineMs;
+  // Read as `!== false`, a 0 or a 'false' from a config file would close the caller's runtime.
+  if (options.closeRuntime !== undefined && typeof options.closeRuntime !== 'boolean') {
+    throw new InvalidArgumentError(
+      `closeRuntime must be a boolean, got ${describeValue(options.closeRuntime)}`,
+    );
+  }
   const settings: Settings = {
     host,
     port,
