@@ -7,6 +7,7 @@
  * are recorded by the server as requests end.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { describeValue, InvalidArgumentError } from '../errors.js';
 import type { RuntimeReport } from '../runtime.js';
 
 const STATES = ['starting', 'ready', 'draining', 'stopped', 'failed'] as const;
@@ -52,6 +53,18 @@ export class ServeMetrics {
   #snapshot: RuntimeReport | undefined;
 
   constructor(source: MetricsSource) {
+    // Checked here: taken as it is, a wrong source failed every scrape with an uncoded TypeError.
+    const given = source as Partial<Record<keyof MetricsSource, unknown>> | null;
+    if (
+      typeof given !== 'object' ||
+      given === null ||
+      typeof given.report !== 'function' ||
+      typeof given.inflight !== 'function'
+    ) {
+      throw new InvalidArgumentError(
+        `ServeMetrics needs a source { report(), inflight() }, got ${describeValue(source)}`,
+      );
+    }
     const registry = this.registry;
     this.#source = source;
     const take = (): RuntimeReport => this.#snapshot ?? source.report();
