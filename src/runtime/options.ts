@@ -224,8 +224,9 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
     threads: checkInteger('threads', options.threads ?? 1, 1, 256),
     admission,
     deadlineMs: checkDeadline('deadlineMs', options.deadlineMs),
+    // piscina's: Infinity too (the pool's own default here), as piscina takes it.
     idleTimeout:
-      options.idleTimeout === undefined
+      options.idleTimeout === undefined || options.idleTimeout === Number.POSITIVE_INFINITY
         ? undefined
         : checkInteger('idleTimeout', options.idleTimeout, 0, 2 ** 31 - 1),
     resourceLimits: checkResourceLimits(options.resourceLimits),
