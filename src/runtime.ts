@@ -21,7 +21,13 @@ import { busyThreads, startPool } from './runtime/pool.js';
 import { PoolGuard } from './runtime/pool-guard.js';
 import type { TaskReply } from './runtime/protocol.js';
 import { abortedBeforeDispatch, refused, waitFailed } from './runtime/refusals.js';
-import { type RuntimeReport, type RuntimeState, runtimeReport } from './runtime/report.js';
+import {
+  frozenCounts,
+  type PoolCounts,
+  type RuntimeReport,
+  type RuntimeState,
+  runtimeReport,
+} from './runtime/report.js';
 import { Shutdown } from './runtime/shutdown.js';
 import { kThreadEnds, type ThreadEnds } from './runtime/thread-ends.js';
 
@@ -87,6 +93,8 @@ export class Runtime {
   #guard: PoolGuard | undefined;
   /** close()'s sequence: made with the pool, run once by the first close(). */
   #shutdown: Shutdown | undefined;
+  /** The calls' latency summaries, kept as close()'s hooks begin (their rounds are no calls). */
+  #latency: PoolCounts | undefined;
   #inflight = 0;
   /** Calls whose work has not ended, for a close timeout to abandon (see TaskOwner.live). */
   readonly #live = new Set<PendingTask>();
@@ -159,6 +167,9 @@ export class Runtime {
       },
       stopped: () => {
         runtime.#state = 'stopped';
+      },
+      hooksBegin: () => {
+        runtime.#latency ??= frozenCounts(guard.pool);
       },
     });
     runtime.#state = 'ready';
@@ -323,7 +334,7 @@ export class Runtime {
       this.#state,
       this.#admission.report(),
       this.#bounded,
-      pool,
+      this.#latency ?? pool,
       this.#inflight,
       pool ? busyThreads(pool) : 0,
       this.#outcomes,

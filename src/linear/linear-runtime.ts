@@ -1,5 +1,5 @@
 import { types } from 'node:util';
-import { InvalidArgumentError, TooLargeError, UnavailableError } from '../errors.js';
+import { describeValue, InvalidArgumentError, TooLargeError, UnavailableError } from '../errors.js';
 import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../native/index.js';
 import { lengthOf } from '../native/validate.js';
 import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
@@ -141,7 +141,9 @@ export class LinearRuntime {
       return this.runtime[kEndedEarly](
         'invalid',
         new InvalidArgumentError(
-          `x holds ${length} floats: not a whole number (>= 1) of ${this.inFeatures}-wide rows`,
+          givenRows === undefined
+            ? `x holds ${length} floats: not a whole number (>= 1) of ${this.inFeatures}-wide rows`
+            : `rows must be an integer >= 1, got ${describeValue(givenRows)}`,
         ),
       );
     }

@@ -22,6 +22,8 @@ export interface ShutdownHost {
   /** The runtime's state moves to 'draining' (close() began) and then to 'stopped'. */
   draining(): void;
   stopped(): void;
+  /** The close hooks' rounds begin: piscina times them, and they are no calls (see report()). */
+  hooksBegin(): void;
 }
 
 /**
@@ -78,6 +80,7 @@ export class Shutdown {
    */
   async #teardown(cut: Promise<void>, reach: () => number[]): Promise<void> {
     const { guard, startTimeoutMs } = this.#host;
+    this.#host.hooksBegin();
     const closed = new Set<number>();
     for (let threads = reach(); ; threads = reach()) {
       if (threads.length > 0) {
