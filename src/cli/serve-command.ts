@@ -15,7 +15,13 @@ import { LinearRuntime } from '../linear/linear-runtime.js';
 import type { LinearRuntimeOptions, NativeLibraryPaths } from '../linear/start-options.js';
 import { MAX_DEVICE } from '../native/device.js';
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
-import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
+import {
+  DEFAULT_BODY_LIMIT,
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  type Served,
+  serve,
+} from '../serve/server.js';
 import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
 import { failureLine, reportsFailed, watchFailure } from './failure-watch.js';
 import { ShutdownSignals, type SignalSource } from './shutdown-signals.js';
@@ -52,6 +58,9 @@ Flags:
   --in-features N        layer input width (default 256)
   --out-features N       layer output width (default 256)
   --drain-timeout-ms MS  how long a drain waits for in-flight work (default ${DEFAULT_DRAIN_TIMEOUT_MS})
+  --request-timeout-ms MS
+                         how long a request may take to arrive, headers and body (default
+                         ${DEFAULT_REQUEST_TIMEOUT_MS}; headers: at most 60000); later: 408, connection closed
   --retry-after S        Retry-After seconds on a capacity 503 (default 1)
   -h, --help             this help
 `;
@@ -71,6 +80,7 @@ export interface ServeConfig {
   readonly inFeatures: number;
   readonly outFeatures: number;
   readonly drainTimeoutMs: number;
+  readonly requestTimeoutMs: number;
   readonly retryAfterSeconds: number;
 }
 
@@ -110,6 +120,7 @@ const FLAGS = {
   'in-features': { type: 'string' },
   'out-features': { type: 'string' },
   'drain-timeout-ms': { type: 'string' },
+  'request-timeout-ms': { type: 'string' },
   'retry-after': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -170,6 +181,12 @@ export function parseServeArgs(
       min: 1,
       max: 2 ** 31 - 1,
     }),
+    requestTimeoutMs: numberFlag(
+      'request-timeout-ms',
+      values['request-timeout-ms'],
+      DEFAULT_REQUEST_TIMEOUT_MS,
+      { min: 1, max: 2 ** 31 - 1 },
+    ),
     retryAfterSeconds: numberFlag('retry-after', values['retry-after'], 1, {
       min: 0,
       max: 86_400,
@@ -237,6 +254,7 @@ async function serveUntilSignalled(
       port: config.port,
       bodyLimit: config.bodyLimit,
       drainTimeoutMs: config.drainTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
       retryAfterSeconds: config.retryAfterSeconds,
       ...(config.deadlineMs === undefined ? {} : { deadlineMs: config.deadlineMs }),
     });

@@ -72,6 +72,12 @@ export interface ServeOptions {
   readonly retryAfterSeconds?: number | undefined;
   /** How long a drain waits for in-flight work before abandoning it (default 10 s; Infinity: no limit). */
   readonly drainTimeoutMs?: number | undefined;
+  /**
+   * How long a request may take to arrive, from its first byte to its body's last (default
+   * 300 s; Infinity: no limit); its headers get the lesser of this and 60 s. One later is
+   * answered 408 and its connection closed. The work a request starts is not bounded by it.
+   */
+  readonly requestTimeoutMs?: number | undefined;
   /** Close the runtime when the server drains (default true: the server owns it). */
   readonly closeRuntime?: boolean | undefined;
 }
@@ -83,6 +89,7 @@ const SERVE_KEYS: OptionKeys<ServeOptions> = {
   deadlineMs: true,
   retryAfterSeconds: true,
   drainTimeoutMs: true,
+  requestTimeoutMs: true,
   closeRuntime: true,
 };
 
@@ -107,6 +114,12 @@ export interface ServeHandle {
 
 export const DEFAULT_BODY_LIMIT = 8 * 1024 * 1024;
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
+/** node:http's own default, which fastify turns off (a stalled upload was then held for good). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
+/** node:http's own bound on the headers, kept under a shorter request timeout. */
+const HEADERS_TIMEOUT_MS = 60_000;
+/** node:http's interval between its checks of both timeouts, kept as the longest. */
+const TIMEOUT_CHECK_MS = 30_000;
 
 function integer(
   name: string,
@@ -150,6 +163,8 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const bodyLimit = integer('bodyLimit', options.bodyLimit, DEFAULT_BODY_LIMIT, 1, 2 ** 31 - 1);
   const retryAfter = integer('retryAfterSeconds', options.retryAfterSeconds, 1, 0, 86_400);
   const drainTimeoutMs = duration('drainTimeoutMs', options.drainTimeoutMs) ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  const requestTimeoutMs =
+    duration('requestTimeoutMs', options.requestTimeoutMs) ?? DEFAULT_REQUEST_TIMEOUT_MS;
   // The runtime's default is the ceiling too: a client's deadline replaces it in run().
   // Infinity means none, as for the runtime: kept as Infinity (not undefined) so that it lifts
   // a default the runtime has, and a client's deadline still shortens it.
@@ -160,6 +175,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     bodyLimit,
     retryAfter,
     drainTimeoutMs,
+    requestTimeoutMs,
     deadlineMs,
     closeRuntime: options.closeRuntime !== false,
   };
@@ -181,8 +197,25 @@ interface Settings {
   readonly bodyLimit: number;
   readonly retryAfter: number;
   readonly drainTimeoutMs: number;
+  readonly requestTimeoutMs: number;
   readonly deadlineMs: number | undefined;
   readonly closeRuntime: boolean;
+}
+
+/**
+ * node:http's timeouts for a request timeout: whole milliseconds (0: none; node reads them as
+ * 32-bit, so anything past 2^31 - 1 ms, ~24.8 days, is none too, as a timer could not hold it),
+ * the headers' no longer than the request's, and checked often enough (node checks every
+ * `check` ms, 30 s by default) that a short one is not overrun by up to 30 s.
+ */
+function httpTimeouts(requestTimeoutMs: number): {
+  request: number;
+  headers: number;
+  check: number;
+} {
+  const request = requestTimeoutMs > 2 ** 31 - 1 ? 0 : Math.ceil(requestTimeoutMs);
+  const headers = request === 0 ? HEADERS_TIMEOUT_MS : Math.min(HEADERS_TIMEOUT_MS, request);
+  return { request, headers, check: Math.min(TIMEOUT_CHECK_MS, Math.max(1, Math.floor(headers / 4))) };
 }
 
 /**
@@ -191,7 +224,7 @@ interface Settings {
  */
 async function listenOnce(
   runtime: Served,
-  { host, port, bodyLimit, retryAfter, drainTimeoutMs, deadlineMs, closeRuntime }: Settings,
+  { host, port, bodyLimit, retryAfter, drainTimeoutMs, requestTimeoutMs, deadlineMs, closeRuntime }: Settings,
 ): Promise<{ handle: ServeHandle } | { missed: NodeJS.ErrnoException }> {
   const drain = new Drain(closeRuntime ? runtime : undefined);
   // Requests are heard once the first address listens, before every address is known to be
@@ -212,11 +245,20 @@ async function listenOnce(
   };
   const metrics = new ServeMetrics({ report, inflight: () => drain.inflight });
   const clientErrors = clientErrorHandler(metrics);
+  const timeouts = httpTimeouts(requestTimeoutMs);
   const app = Fastify({
     logger: false,
     bodyLimit,
-    // The Host check is the onRequest hook's, which answers in this server's JSON.
-    http: { requireHostHeader: false },
+    // fastify's own default (0) turns node's request timeout off: a client that stalls
+    // mid-upload, or trickles its body, held its connection and the body read so far for good.
+    requestTimeout: timeouts.request,
+    http: {
+      // The Host check is the onRequest hook's, which answers in this server's JSON.
+      requireHostHeader: false,
+      requestTimeout: timeouts.request,
+      headersTimeout: timeouts.headers,
+      connectionsCheckingInterval: timeouts.check,
+    },
     clientErrorHandler: clientErrors,
     // Errors fastify answers before routing (a malformed URL: FST_ERR_BAD_URL) skip the error
     // handler and every hook: answer through the same status table, and count them here.
