@@ -145,6 +145,13 @@ function duration(name: string, value: number | undefined): number | undefined {
   return value;
 }
 
+/** How many Host field lines a request carries (rawHeaders alternates names and values). */
+function hostLines(rawHeaders: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]?.toLowerCase() === 'host') count++;
+  return count;
+}
+
 /**
  * Answered before its body was read: node would go on reading that body on a kept-alive
  * connection, and a malformed rest of it would get a second, unasked answer.
@@ -316,6 +323,11 @@ async function listenOnce(
     const raw = request.raw;
     if (raw.httpVersionMajor === 1 && raw.httpVersionMinor === 1 && raw.headers.host === undefined) {
       throw new BadRequestError('an HTTP/1.1 request must carry a Host header');
+    }
+    // The same rule: more than one Host is a 400. node keeps the first and drops the others, so
+    // a proxy in front that routed by another one would disagree with this server about it.
+    if (hostLines(raw.rawHeaders) > 1) {
+      throw new BadRequestError('a request must carry one Host header, not several');
     }
     if (!started && !(await confirmed)) {
       reply.raw.shouldKeepAlive = false;
