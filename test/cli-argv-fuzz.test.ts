@@ -40,6 +40,7 @@ const SERVE_NUMBERS: NumberFlags = {
   'body-limit': ['bodyLimit', true],
   'drain-timeout-ms': ['drainTimeoutMs', false],
   'request-timeout-ms': ['requestTimeoutMs', false],
+  'send-timeout-ms': ['sendTimeoutMs', false],
   'retry-after': ['retryAfterSeconds', true],
 };
 const OTHER = ['rates', 'backend', 'cuda-library', 'fixture-library', 'out', 'host'];

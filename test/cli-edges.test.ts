@@ -68,6 +68,7 @@ describe('serve flags', () => {
       '--units',
       '--drain-timeout-ms',
       '--request-timeout-ms',
+      '--send-timeout-ms',
       '--deadline-ms',
     ]) {
       expect(
@@ -93,8 +94,9 @@ describe('serve flags', () => {
   });
 
   // The same range as --drain-timeout-ms: 0 is not "no timeout" here (node:http reads its 0 so).
-  it.each(['0', '0.5'])('--request-timeout-ms %s is a usage mistake', (value) => {
+  it.each(['0', '0.5'])('--request-timeout-ms and --send-timeout-ms %s are usage mistakes', (value) => {
     expect(thrownCode(() => parseServeArgs(['--request-timeout-ms', value], {}))).toBe('OMNI_ERR_USAGE');
+    expect(thrownCode(() => parseServeArgs(['--send-timeout-ms', value], {}))).toBe('OMNI_ERR_USAGE');
   });
 });
 

@@ -7,6 +7,7 @@
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -105,6 +106,7 @@ describe('serve flags', () => {
       device: undefined,
       deadlineMs: undefined,
       requestTimeoutMs: 300_000,
+      sendTimeoutMs: 300_000,
     });
     expect(parseServeArgs(['--threads', '3'])).toMatchObject({ threads: 3, requests: 12 });
     expect(parseServeArgs(['--help'])).toBe('help');
@@ -127,6 +129,8 @@ describe('serve flags', () => {
     ['--request-timeout-ms', '0'],
     ['--request-timeout-ms', 'never'],
     ['--request-timeout-ms', '2147483648'],
+    ['--send-timeout-ms', '0'],
+    ['--send-timeout-ms', 'never'],
     ['--cuda-library', ''],
     ['--fixture-library', ' '],
     ['--frobnicate', '1'],
@@ -318,6 +322,45 @@ describe('--request-timeout-ms', () => {
     expect(stalled.status).toBe(408);
     expect(JSON.parse(stalled.body)).toMatchObject({ code: 'OMNI_ERR_REQUEST_TIMEOUT' });
     expect(gated!.entered()).toBe(0);
+    served.signals.emit('SIGTERM');
+    expect(await served.exitCode).toBe(0);
+  });
+});
+
+describe('--send-timeout-ms', () => {
+  it('reaches the server: an answer the client does not read is cut off (444), the rest never sent', async () => {
+    let gated: Gated | undefined;
+    const served = serveInProcess(['--in-features', '4', '--send-timeout-ms', '50'], async () => {
+      // 256 rows of 16,384 floats: a 16 MiB answer, more than the loopback's buffers hold.
+      gated = await startGated({
+        admission: { requests: 4 },
+        inFeatures: 4,
+        outFeatures: 16_384,
+        open: true,
+      });
+      return gated.lr;
+    });
+    const url = await served.listening;
+    const client = connect({ host: '127.0.0.1', port: Number(new URL(url).port) });
+    client.on('error', () => {});
+    client.pause();
+    const body = Buffer.alloc(256 * 4 * 4);
+    client.write(
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+        `Content-Length: ${body.length}\r\n\r\n`,
+    );
+    client.write(body);
+    const cut = 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="444"}';
+    await until(url, '/metrics', (text) => sample(text, cut) === 1, 'the answer cut off');
+    let received = 0;
+    client.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+    });
+    await new Promise((resolve) => {
+      client.once('close', resolve);
+      client.resume();
+    });
+    expect(received).toBeLessThan(256 * 16_384 * 4);
     served.signals.emit('SIGTERM');
     expect(await served.exitCode).toBe(0);
   });

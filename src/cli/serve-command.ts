@@ -19,6 +19,7 @@ import {
   DEFAULT_BODY_LIMIT,
   DEFAULT_DRAIN_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SEND_TIMEOUT_MS,
   type Served,
   serve,
 } from '../serve/server.js';
@@ -61,6 +62,8 @@ Flags:
   --request-timeout-ms MS
                          how long a request may take to arrive, headers and body (default
                          ${DEFAULT_REQUEST_TIMEOUT_MS}; headers: at most 60000); later: 408, connection closed
+  --send-timeout-ms MS   how long an answer may take to leave (default ${DEFAULT_SEND_TIMEOUT_MS}); a client
+                         that has not read it by then has its connection closed
   --retry-after S        Retry-After seconds on a capacity 503 (default 1)
   -h, --help             this help
 `;
@@ -81,6 +84,7 @@ export interface ServeConfig {
   readonly outFeatures: number;
   readonly drainTimeoutMs: number;
   readonly requestTimeoutMs: number;
+  readonly sendTimeoutMs: number;
   readonly retryAfterSeconds: number;
 }
 
@@ -121,6 +125,7 @@ const FLAGS = {
   'out-features': { type: 'string' },
   'drain-timeout-ms': { type: 'string' },
   'request-timeout-ms': { type: 'string' },
+  'send-timeout-ms': { type: 'string' },
   'retry-after': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -187,6 +192,10 @@ export function parseServeArgs(
       DEFAULT_REQUEST_TIMEOUT_MS,
       { min: 1, max: 2 ** 31 - 1 },
     ),
+    sendTimeoutMs: numberFlag('send-timeout-ms', values['send-timeout-ms'], DEFAULT_SEND_TIMEOUT_MS, {
+      min: 1,
+      max: 2 ** 31 - 1,
+    }),
     retryAfterSeconds: numberFlag('retry-after', values['retry-after'], 1, {
       min: 0,
       max: 86_400,
@@ -255,6 +264,7 @@ async function serveUntilSignalled(
       bodyLimit: config.bodyLimit,
       drainTimeoutMs: config.drainTimeoutMs,
       requestTimeoutMs: config.requestTimeoutMs,
+      sendTimeoutMs: config.sendTimeoutMs,
       retryAfterSeconds: config.retryAfterSeconds,
       ...(config.deadlineMs === undefined ? {} : { deadlineMs: config.deadlineMs }),
     });

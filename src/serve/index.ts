@@ -16,6 +16,7 @@ export {
   DEFAULT_BODY_LIMIT,
   DEFAULT_DRAIN_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SEND_TIMEOUT_MS,
   type Served,
   type ServeHandle,
   type ServeOptions,

@@ -43,6 +43,7 @@ import { CUT_OFF_STATUS, ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
 import { missedBinding } from './missed-binding.js';
 import { closeWithConnection } from './pipelined-close.js';
+import { boundSend, sendTimedOut } from './send-timeout.js';
 import { answerFor, fromHttpStack } from './status.js';
 
 /**
@@ -78,6 +79,11 @@ export interface ServeOptions {
    * answered 408 and its connection closed. The work a request starts is not bounded by it.
    */
   readonly requestTimeoutMs?: number | undefined;
+  /**
+   * How long an answer, once written, may take to leave: a client that does not read it for
+   * this long has its connection closed (default 300 s; Infinity: no limit).
+   */
+  readonly sendTimeoutMs?: number | undefined;
   /** Close the runtime when the server drains (default true: the server owns it). */
   readonly closeRuntime?: boolean | undefined;
 }
@@ -90,6 +96,7 @@ const SERVE_KEYS: OptionKeys<ServeOptions> = {
   retryAfterSeconds: true,
   drainTimeoutMs: true,
   requestTimeoutMs: true,
+  sendTimeoutMs: true,
   closeRuntime: true,
 };
 
@@ -118,6 +125,8 @@ export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
 /** node:http's own bound on the headers, kept under a shorter request timeout. */
 const HEADERS_TIMEOUT_MS = 60_000;
+/** As long as a request may take to arrive: an answer's size is bounded as a body's is. */
+export const DEFAULT_SEND_TIMEOUT_MS = 300_000;
 /** node:http's interval between its checks of both timeouts, kept as the longest. */
 const TIMEOUT_CHECK_MS = 30_000;
 
@@ -172,6 +181,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const drainTimeoutMs = duration('drainTimeoutMs', options.drainTimeoutMs) ?? DEFAULT_DRAIN_TIMEOUT_MS;
   const requestTimeoutMs =
     duration('requestTimeoutMs', options.requestTimeoutMs) ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const sendTimeoutMs = duration('sendTimeoutMs', options.sendTimeoutMs) ?? DEFAULT_SEND_TIMEOUT_MS;
   // The runtime's default is the ceiling too: a client's deadline replaces it in run().
   // Infinity means none, as for the runtime: kept as Infinity (not undefined) so that it lifts
   // a default the runtime has, and a client's deadline still shortens it.
@@ -183,6 +193,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     retryAfter,
     drainTimeoutMs,
     requestTimeoutMs,
+    sendTimeoutMs,
     deadlineMs,
     closeRuntime: options.closeRuntime !== false,
   };
@@ -205,6 +216,7 @@ interface Settings {
   readonly retryAfter: number;
   readonly drainTimeoutMs: number;
   readonly requestTimeoutMs: number;
+  readonly sendTimeoutMs: number;
   readonly deadlineMs: number | undefined;
   readonly closeRuntime: boolean;
 }
@@ -231,7 +243,17 @@ function httpTimeouts(requestTimeoutMs: number): {
  */
 async function listenOnce(
   runtime: Served,
-  { host, port, bodyLimit, retryAfter, drainTimeoutMs, requestTimeoutMs, deadlineMs, closeRuntime }: Settings,
+  {
+    host,
+    port,
+    bodyLimit,
+    retryAfter,
+    drainTimeoutMs,
+    requestTimeoutMs,
+    sendTimeoutMs,
+    deadlineMs,
+    closeRuntime,
+  }: Settings,
 ): Promise<{ handle: ServeHandle } | { missed: NodeJS.ErrnoException }> {
   const drain = new Drain(closeRuntime ? runtime : undefined);
   // Requests are heard once the first address listens, before every address is known to be
@@ -318,6 +340,7 @@ async function listenOnce(
       }
     });
     closeWithConnection(reply.raw, request.raw.socket);
+    boundSend(reply.raw, sendTimeoutMs);
     // RFC 9112 3.2: an HTTP/1.1 request without Host is a 400. node's own check (turned off
     // above) answered it without this server's JSON body, and uncounted.
     const raw = request.raw;
@@ -338,7 +361,9 @@ async function listenOnce(
     metrics.observe(
       request.routeOptions.url ?? 'unmatched',
       request.method,
-      reply.statusCode,
+      // node says 'finish' also for an answer whose connection was destroyed while it was still
+      // being sent: one the send timeout cut off was never received.
+      sendTimedOut(reply.raw) ? CUT_OFF_STATUS : reply.statusCode,
       reply.elapsedTime / 1000,
     );
   });
