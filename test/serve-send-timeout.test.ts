@@ -90,6 +90,18 @@ describe('an answer the client does not read', () => {
     expect(DEFAULT_SEND_TIMEOUT_MS).toBe(300_000);
   });
 
+  it('without a send timeout, a drain cuts it off at its own timeout: 444 too, not 200', async () => {
+    const { s } = await start({ sendTimeoutMs: Number.POSITIVE_INFINITY, drainTimeoutMs: 50 });
+    const { res } = await neverReads(s);
+    const closed = new Promise((resolve) => res.once('close', resolve));
+    expect(await s.drain()).toEqual({ clean: false, abandonedRequests: 1 });
+    await closed;
+    // Before: 200, as node says 'finish' for an answer whose socket is destroyed under the write.
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, CUT)).toBe(1);
+    expect(sample(text, CUT.replace('444', '200'))).toBeUndefined();
+  });
+
   it('a drain does not wait past it for such a client, even with a longer drain timeout', async () => {
     const { s } = await start({ sendTimeoutMs: 50, drainTimeoutMs: 600_000 });
     await neverReads(s);

@@ -362,8 +362,8 @@ async function listenOnce(
       request.routeOptions.url ?? 'unmatched',
       request.method,
       // node says 'finish' also for an answer whose connection was destroyed while it was still
-      // being sent: one the send timeout cut off was never received.
-      sendTimedOut(reply.raw) ? CUT_OFF_STATUS : reply.statusCode,
+      // being sent: one the send timeout or the drain cut off was never received.
+      sendTimedOut(reply.raw) || drain.cutOff(reply.raw) ? CUT_OFF_STATUS : reply.statusCode,
       reply.elapsedTime / 1000,
     );
   });
