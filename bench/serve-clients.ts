@@ -7,7 +7,9 @@
  * - idle: one GET /health answered, then the kept-alive connection left idle;
  * - silent: connected, nothing sent;
  * - upload: a POST whose Content-Length is the body limit, sent 4 bytes short, then stalled;
- * - unread: a POST for a 4 MiB answer (64 rows of 16,384 floats), never read.
+ * - unread: a POST for a 4 MiB answer (4,096 rows of 256 floats), never read;
+ * - json: one POST of 65,536 JSON rows of four zeros (640 KB), its answer read; the server's
+ *   peak memory (sampled every 20 ms) and the answer's size and time ('connections' unused).
  *
  * Run: npm run bench:serve-clients [-- --kind idle --connections 2000]
  * The server runs as `node dist/src/cli.js serve` in a child process (the CPU fixture), so its
@@ -20,20 +22,24 @@ import { connect, type Socket } from 'node:net';
 import { choiceFlag, numberFlag, parseFlags } from '../src/cli/args.js';
 import { packageRoot } from '../src/paths.js';
 
-type Kind = 'idle' | 'silent' | 'upload' | 'unread';
+type Kind = 'idle' | 'silent' | 'upload' | 'unread' | 'json';
 
 const { values } = parseFlags('bench:serve-clients', process.argv.slice(2), {
   kind: { type: 'string' },
   connections: { type: 'string' },
 });
-const kind = choiceFlag<Kind>('kind', values.kind, ['idle', 'silent', 'upload', 'unread'], 'idle');
+const kind = choiceFlag<Kind>('kind', values.kind, ['idle', 'silent', 'upload', 'unread', 'json'], 'idle');
 const connections = numberFlag('connections', values.connections, 2000, {
   min: 1,
   max: 60_000,
   integer: true,
 });
 const IN = 4;
-const OUT = 16_384;
+const OUT = 256;
+/** Rows of the 'unread' request: a 4 MiB answer. */
+const UNREAD_ROWS = 4096;
+/** Rows of the 'json' request: as many as one call takes. */
+const JSON_ROWS = 65_536;
 const BODY_LIMIT = 8 * 1024 * 1024;
 
 const server = spawn(
@@ -82,8 +88,8 @@ async function oneOf(kind: Kind): Promise<Socket> {
     socket.write(Buffer.alloc(BODY_LIMIT - 4));
   } else if (kind === 'unread') {
     socket.pause();
-    socket.write(request('', 64 * IN * 4));
-    socket.write(Buffer.alloc(64 * IN * 4));
+    socket.write(request('', UNREAD_ROWS * IN * 4));
+    socket.write(Buffer.alloc(UNREAD_ROWS * IN * 4));
   }
   return socket;
 }
@@ -92,6 +98,51 @@ const health = async (): Promise<number> => (await fetch(`http://127.0.0.1:${por
 
 await health();
 const before = rssKiB();
+if (kind === 'json') {
+  let peak = before;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssKiB());
+  }, 20);
+  const body = `{"rows":[${Array(JSON_ROWS).fill('[0,0,0,0]').join(',')}]}`;
+  const started = performance.now();
+  let done = false;
+  const call = (async () => {
+    const answer = await fetch(`http://127.0.0.1:${port}/v1/linear`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    const bytes = (await answer.arrayBuffer()).byteLength;
+    done = true;
+    return { status: answer.status, bytes };
+  })();
+  // /health on other connections, one after another, meanwhile: the longest any of them waited.
+  let healthMaxMs = 0;
+  while (!done) {
+    const asked = performance.now();
+    await health();
+    healthMaxMs = Math.max(healthMaxMs, performance.now() - asked);
+  }
+  const answer = await call;
+  const bytes = answer.bytes;
+  clearInterval(sampler);
+  console.log(
+    JSON.stringify({
+      kind,
+      rows: JSON_ROWS,
+      requestBytes: body.length,
+      status: answer.status,
+      answerMiB: +(bytes / 2 ** 20).toFixed(1),
+      seconds: +((performance.now() - started) / 1000).toFixed(1),
+      healthMaxSeconds: +(healthMaxMs / 1000).toFixed(1),
+      rssBeforeMiB: +(before / 1024).toFixed(1),
+      rssPeakMiB: +(peak / 1024).toFixed(1),
+    }),
+  );
+  server.kill('SIGTERM');
+  await new Promise((resolve) => server.once('exit', resolve));
+  process.exit(0);
+}
 const sockets: Socket[] = [];
 for (let i = 0; i < connections; i++) sockets.push(await oneOf(kind));
 // What the server has yet to read or write settles: its memory is read once it stops moving.
