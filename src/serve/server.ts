@@ -5,7 +5,8 @@
  * (metrics-route.ts). Body limits, content parsing and their 413/400/415 come from fastify;
  * every error answer goes through the one status table (status.ts); requests node:http cannot
  * parse, and CONNECT, are answered by client-error.ts; a connection an answer ends closes in stages
- * (linger.ts); shutdown is drain.ts.
+ * (linger.ts); shutdown is drain.ts. A slow client is bounded by node:http's request timeout
+ * (set here, fastify turns it off) and by send-timeout.ts.
  *
  * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...), on
  * any address of host 'localhost' (missed-binding.ts).
@@ -123,10 +124,10 @@ export const DEFAULT_BODY_LIMIT = 8 * 1024 * 1024;
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 /** node:http's own default, which fastify turns off (a stalled upload was then held for good). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
+/** The request timeout's: a client reading an answer is given as long as one sending a body. */
+export const DEFAULT_SEND_TIMEOUT_MS = 300_000;
 /** node:http's own bound on the headers, kept under a shorter request timeout. */
 const HEADERS_TIMEOUT_MS = 60_000;
-/** As long as a request may take to arrive: an answer's size is bounded as a body's is. */
-export const DEFAULT_SEND_TIMEOUT_MS = 300_000;
 /** node:http's interval between its checks of both timeouts, kept as the longest. */
 const TIMEOUT_CHECK_MS = 30_000;
 
@@ -222,10 +223,11 @@ interface Settings {
 }
 
 /**
- * node:http's timeouts for a request timeout: whole milliseconds (0: none; node reads them as
- * 32-bit, so anything past 2^31 - 1 ms, ~24.8 days, is none too, as a timer could not hold it),
- * the headers' no longer than the request's, and checked often enough (node checks every
- * `check` ms, 30 s by default) that a short one is not overrun by up to 30 s.
+ * node:http's settings for a request timeout: whole milliseconds, 0 for none (Infinity, and
+ * anything past 2^31 - 1 ms, ~24.8 days: node keeps them in 32 bits, where a larger one would
+ * wrap to a short one); the headers' no longer than the request's (node refuses that); and
+ * checked every quarter of the shorter (node's 30 s interval would let a short one run up to
+ * 30 s over).
  */
 function httpTimeouts(requestTimeoutMs: number): {
   request: number;
