@@ -6,10 +6,10 @@
  * off. node reports a large write's progress only once all of it is out, so this bounds the
  * whole departure, as the request timeout bounds the whole arrival, not a gap between bytes.
  *
- * Invariants: a response is cut (its connection destroyed) only after its whole answer was
- * written (node's 'prefinish': for a pipelined answer, once its turn came) and before node saw
- * the last byte out ('finish'); capacity is not involved (the call ended before its answer was
- * written).
+ * Invariants: a response is cut (its connection destroyed) only after its answer was written
+ * (node's 'prefinish': for a pipelined answer, once its turn came), or began streaming, and
+ * before node saw the last byte out ('finish'); capacity is not involved (the call ended before
+ * its answer was written).
  */
 import type { ServerResponse } from 'node:http';
 import { clearLongTimeout, setLongTimeout } from '../long-timeout.js';
@@ -21,11 +21,17 @@ export function sendTimedOut(res: ServerResponse): boolean {
   return cut.has(res);
 }
 
-/** Closes `res`'s connection if its answer is still not out `timeoutMs` after it was written. */
+/**
+ * Closes `res`'s connection if its answer is still not out `timeoutMs` after it was written: a
+ * whole answer from node's 'prefinish', a streamed one (json-answer.ts) from its first chunk,
+ * as it is written only as fast as the client takes it.
+ */
 export function boundSend(res: ServerResponse, timeoutMs: number): void {
   if (timeoutMs === Number.POSITIVE_INFINITY) return;
-  res.once('prefinish', () => {
-    if (res.writableFinished || res.destroyed) return;
+  let armed = false;
+  const arm = (): void => {
+    if (armed || res.writableFinished || res.destroyed) return;
+    armed = true;
     const timer = setLongTimeout(
       () => {
         cut.add(res);
@@ -37,5 +43,7 @@ export function boundSend(res: ServerResponse, timeoutMs: number): void {
     const stop = (): void => clearLongTimeout(timer);
     res.once('finish', stop);
     res.once('close', stop);
-  });
+  };
+  res.once('prefinish', arm);
+  res.once('pipe', arm);
 }
