@@ -297,11 +297,14 @@ export class BadRequestError extends OmniError {
 }
 
 /**
- * Any value as text, for an error message about it: a primitive as itself, an object inspected
- * ("[object Object]" says nothing, and String() or a template literal even throws for an object
- * without a prototype, as a template literal does for a Symbol). Never throws.
+ * Any value as text, for an error message about it: a string quoted, another primitive as
+ * itself, an object inspected ("[object Object]" says nothing, and String() or a template
+ * literal even throws for an object without a prototype, as a template literal does for a
+ * Symbol). Never throws.
  */
 export function describeValue(value: unknown): string {
+  // Quoted: a '1' given for a number would read as the number 1, the one value not wrong.
+  if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value !== 'object' || value === null) return String(value);
   try {
     return inspect(value, { depth: 2, customInspect: false });

@@ -21,8 +21,15 @@ import { busyThreads, startPool } from './runtime/pool.js';
 import { PoolGuard } from './runtime/pool-guard.js';
 import type { TaskReply } from './runtime/protocol.js';
 import { abortedBeforeDispatch, refused, waitFailed } from './runtime/refusals.js';
-import { type RuntimeReport, type RuntimeState, runtimeReport } from './runtime/report.js';
+import {
+  frozenCounts,
+  type PoolCounts,
+  type RuntimeReport,
+  type RuntimeState,
+  runtimeReport,
+} from './runtime/report.js';
 import { Shutdown } from './runtime/shutdown.js';
+import { kThreadEnds, type ThreadEnds } from './runtime/thread-ends.js';
 
 export type { CloseOptions } from './runtime/options.js';
 export type { LatencySummary, RuntimeReport, RuntimeState } from './runtime/report.js';
@@ -86,6 +93,8 @@ export class Runtime {
   #guard: PoolGuard | undefined;
   /** close()'s sequence: made with the pool, run once by the first close(). */
   #shutdown: Shutdown | undefined;
+  /** The calls' latency summaries, kept as close()'s hooks begin (their rounds are no calls). */
+  #latency: PoolCounts | undefined;
   #inflight = 0;
   /** Calls whose work has not ended, for a close timeout to abandon (see TaskOwner.live). */
   readonly #live = new Set<PendingTask>();
@@ -126,14 +135,20 @@ export class Runtime {
   /** Starts the threads and resolves once every one has loaded its worker and answered. */
   static async start(options: RuntimeOptions): Promise<Runtime> {
     const runtime = new Runtime(checkRuntimeOptions(options));
+    // Internal (LinearRuntime's): read once, as the other options were.
+    const ends = (options as { [kThreadEnds]?: ThreadEnds })[kThreadEnds];
     const loaded = new SharedArrayBuffer(4);
-    runtime.#pool = await startPool(runtime.#options, {
-      admission: runtime.#admission.buffer,
-      cancel: runtime.#cancel.words.buffer as SharedArrayBuffer,
-      loaded,
-      module: runtime.#options.moduleUrl,
-      data: runtime.#options.workerData,
-    });
+    runtime.#pool = await startPool(
+      runtime.#options,
+      {
+        admission: runtime.#admission.buffer,
+        cancel: runtime.#cancel.words.buffer as SharedArrayBuffer,
+        loaded,
+        module: runtime.#options.moduleUrl,
+        data: runtime.#options.workerData,
+      },
+      ends,
+    );
     const guard = new PoolGuard(
       runtime.#pool,
       new Int32Array(loaded),
@@ -146,11 +161,15 @@ export class Runtime {
       live: runtime.#live,
       guard,
       startTimeoutMs: runtime.#options.startTimeoutMs,
+      ends,
       draining: () => {
         runtime.#state = 'draining';
       },
       stopped: () => {
         runtime.#state = 'stopped';
+      },
+      hooksBegin: () => {
+        runtime.#latency ??= frozenCounts(guard.pool);
       },
     });
     runtime.#state = 'ready';
@@ -315,7 +334,7 @@ export class Runtime {
       this.#state,
       this.#admission.report(),
       this.#bounded,
-      pool,
+      this.#latency ?? pool,
       this.#inflight,
       pool ? busyThreads(pool) : 0,
       this.#outcomes,

@@ -145,6 +145,13 @@ const classes: Record<string, (message: string, f: WireFields, wire: WireError) 
  * an OmniError with that code and name; no code at all a TaskFailedError keeping the name.
  */
 export function fromWire(wire: WireError): Error {
+  // A public function: null met its first read as an uncoded TypeError, and 5 came back as a
+  // TaskFailedError of no message, as if a worker had thrown it.
+  if (typeof wire !== 'object' || wire === null) {
+    throw new InvalidArgumentError(
+      `fromWire needs a WireError { code?, message, ... }, got ${describeValue(wire)}`,
+    );
+  }
   const fields = wire.fields ?? {};
   const make = wire.code !== undefined && Object.hasOwn(classes, wire.code) ? classes[wire.code] : undefined;
   if (make !== undefined) {

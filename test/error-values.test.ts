@@ -5,6 +5,7 @@
  * not a TypeError from building the message.
  */
 import { describe, expect, it } from 'vitest';
+import { describeValue } from '../src/errors.js';
 import { BoundedAdmission, LinearRuntime, Runtime } from '../src/index.js';
 import { resolveDevice } from '../src/native/index.js';
 import { requireInteger } from '../src/native/validate.js';
@@ -76,5 +77,15 @@ describe.each(hostile)('%s as a number', (_what, make) => {
     expect(await rejectedCode(() => serve(runtime, { drainTimeoutMs: make() as number }))).toBe(
       'OMNI_ERR_INVALID_ARGUMENT',
     );
+  });
+});
+
+describe('describeValue', () => {
+  it('quotes a string, so "1" given for a number is not described as the number 1', () => {
+    // "device must be an integer in 0..1023, got 1" sent users looking for the wrong mistake.
+    expect(describeValue('1')).toBe('"1"');
+    expect(describeValue('')).toBe('""');
+    expect(describeValue(1)).toBe('1');
+    expect(describeValue(undefined)).toBe('undefined');
   });
 });

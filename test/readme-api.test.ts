@@ -2,9 +2,11 @@
  * The README's "API at a glance" names every export of both entry points: a user reads the
  * README, not the .d.ts, and an export added without a word there is one nobody finds. The
  * export lists are read from the sources (index files are only export lists, by convention), so
- * a new export fails this test until the README names it.
+ * a new export fails this test until the README names it. Its "Errors" table, likewise, lists
+ * every code the sources raise: a user matches on codes, and one missing there is one nobody
+ * handles.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
@@ -58,5 +60,39 @@ describe('README: API at a glance', () => {
     // The reader of the source lists must find something, or an empty list passes this test.
     expect(names.length).toBeGreaterThan(10);
     expect(names.filter((name) => !named(name))).toEqual([]);
+  });
+});
+
+/** Every file under `dir` (relative to the package root) whose name ends in `.ts`. */
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(packageRoot, dir), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts'))
+    .map((file) => join(dir, file));
+}
+
+/** The README's "Errors" section, up to the next top-level heading. */
+function errorsSection(): string {
+  const readme = read('README.md');
+  const start = readme.indexOf('### Errors');
+  if (start < 0) return '';
+  const next = readme.indexOf('\n## ', start + 1);
+  return readme.slice(start, next < 0 ? undefined : next);
+}
+
+describe('README: Errors', () => {
+  it('lists every OMNI_ERR_ code the sources raise, and none that they do not', () => {
+    const raised = new Set<string>();
+    for (const file of [...sourceFiles('src'), ...sourceFiles('workers')]) {
+      for (const [code] of read(file).matchAll(/OMNI_ERR_[A-Z_]+[A-Z]/g)) raised.add(code);
+    }
+    // The table writes a row's later codes short (`_BAD_REQUEST` for OMNI_ERR_BAD_REQUEST).
+    const listed = new Set<string>();
+    for (const [, name] of errorsSection().matchAll(/`(?:OMNI_ERR)?(_[A-Z_]+[A-Z])`/g)) {
+      listed.add(`OMNI_ERR${name}`);
+    }
+    // The readers must find both, or two empty sets pass this test.
+    expect(raised.size).toBeGreaterThan(25);
+    expect([...raised].filter((code) => !listed.has(code)).sort()).toEqual([]);
+    expect([...listed].filter((code) => !raised.has(code)).sort()).toEqual([]);
   });
 });

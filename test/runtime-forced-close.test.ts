@@ -3,16 +3,21 @@
  * abandoned at once, the threads running them are terminated without their close hooks (a
  * native call cannot be interrupted), and every other thread runs its hook first (one idle
  * then, or a replacement that comes up while those hooks run), so a process that force-closes
- * runtimes does not leak one native context per such thread each time. Hooks are counted in shared memory by the close-count worker; the busy thread is held
- * in a synchronous wait (as in a native call) that the test never opens before the close.
+ * runtimes does not leak one native context per such thread each time; the native contexts of
+ * the threads that ran no hook are given back by the main thread once they have exited (the
+ * LinearRuntime worker's ContextReclaim). Hooks are counted in shared memory by the close-count
+ * worker; the busy thread is held in a synchronous wait (as in a native call) that the test never
+ * opens before the close.
  */
 import { once } from 'node:events';
 import { Piscina } from 'piscina';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { seededWeights } from '../src/index.js';
+import { type RuntimeOptions, seededWeights } from '../src/index.js';
+import { ContextReclaim } from '../src/linear/context-reclaim.js';
 import type { NativeWorkerData } from '../src/linear/protocol.js';
 import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { kThreadEnds, type ThreadEnds } from '../src/runtime/thread-ends.js';
 import { INVOKED, open, SIGNALLED, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, rejection, start } from './fixtures/runtime-harness.js';
 
@@ -21,6 +26,22 @@ afterEach(cleanup);
 const CLOSE_COUNT_WORKER = builtModuleUrl('test/fixtures/close-count-worker.js');
 const NATIVE_GATED_WORKER = builtModuleUrl('test/fixtures/native-gated-worker.js');
 const NATIVE_LATE_REPLACEMENT_WORKER = builtModuleUrl('test/fixtures/native-late-replacement-worker.js');
+
+/**
+ * Runtime options for `threads` threads of a worker with the LinearRuntime worker's hooks,
+ * wired as LinearRuntime wires them: each thread records its native context in the ledger, and
+ * the runtime tells the ContextReclaim of every thread's end.
+ */
+function nativeThreads(worker: string, threads: number, data: NativeWorkerData & object) {
+  const reclaim = ContextReclaim.forThreads(threads, loadNativeLibrary('fixture'));
+  const options: Partial<RuntimeOptions> & { [kThreadEnds]: ThreadEnds } = {
+    worker,
+    threads,
+    workerData: { ...data, contexts: reclaim.ledger.buffer },
+    [kThreadEnds]: reclaim,
+  };
+  return { reclaim, options };
+}
 
 /** Two threads, one held in a call that will be abandoned, the other idle. */
 async function oneBusyOneIdle(
@@ -175,12 +196,13 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, units: 0, leaked: 0 });
   });
 
-  it("frees the idle thread's native context (the LinearRuntime worker's close hook)", async () => {
+  it("frees the idle thread's native context in its hook, and the busy thread's once it has exited", async () => {
     // The fixture's byte count is process-wide: the threads share the library with this one.
     const faults = new FixtureFaults(loadNativeLibrary('fixture'));
     const before = faults.liveBytes();
     const data: NativeWorkerData = { backend: 'fixture', device: undefined, weights: seededWeights(64, 32) };
-    const rt = await start({ worker: NATIVE_GATED_WORKER, threads: 2, workerData: data });
+    const { reclaim, options } = nativeThreads(NATIVE_GATED_WORKER, 2, data);
+    const rt = await start(options);
     // Two equal contexts (same weights, no call has used a workspace): one per thread.
     const perThread = (faults.liveBytes() - before) / 2;
     expect(perThread).toBeGreaterThan(0);
@@ -189,8 +211,10 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     await waitFor(stuck, STARTED);
     expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
-    // Only the busy thread's context is left behind: it was terminated without its hook.
-    expect(faults.liveBytes() - before).toBe(perThread);
+    // Nothing is left behind: the busy thread, terminated without its hook, had its context
+    // closed by the main thread, once (and the idle thread's hook closed its own, once).
+    expect(faults.liveBytes()).toBe(before);
+    expect({ closed: reclaim.closed, refused: reclaim.refused }).toEqual({ closed: 1, refused: 0 });
   });
 
   it("frees the context of a lost thread's replacement that comes up while the idle hooks run", async () => {
@@ -204,7 +228,8 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
       words,
       threads: 3,
     } satisfies NativeWorkerData & { words: SharedArrayBuffer; threads: number };
-    const rt = await start({ worker: NATIVE_LATE_REPLACEMENT_WORKER, threads: 3, workerData: data });
+    const { reclaim, options } = nativeThreads(NATIVE_LATE_REPLACEMENT_WORKER, 3, data);
+    const rt = await start(options);
     const perThread = (faults.liveBytes() - before) / 3;
     expect(perThread).toBeGreaterThan(0);
     const stuck = control();
@@ -216,9 +241,11 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     await waitFor(new Int32Array(words), 0, 4);
     expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
-    // Left behind: the exited thread's context and the busy thread's. The idle thread freed its
-    // own, and the replacement, up once that hook had let it finish its init, freed its own too.
-    expect(faults.liveBytes() - before).toBe(2 * perThread);
+    // Nothing left behind. The idle thread freed its own, and the replacement, up once that hook
+    // had let it finish its init, freed its own too; the main thread closed the exited thread's
+    // and the busy thread's, each once.
+    expect(faults.liveBytes()).toBe(before);
+    expect({ closed: reclaim.closed, refused: reclaim.refused }).toEqual({ closed: 2, refused: 0 });
   });
 });
 

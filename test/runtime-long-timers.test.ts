@@ -6,13 +6,16 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { clearLongTimeout, MAX_TIMER_MS, setLongTimeout } from '../src/long-timeout.js';
-import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, start, turns } from './fixtures/runtime-harness.js';
 
 afterEach(async () => {
   vi.useRealTimers();
   await cleanup();
 });
+
+const INIT_WORKER = builtModuleUrl('test/fixtures/runtime-init-worker.js');
 
 const LONG = 2 ** 31;
 /**
@@ -123,6 +126,37 @@ describe('close({ timeoutMs }) of 2^31 ms or more, or Infinity (none)', () => {
     await closing;
     expect(rt.report()).toMatchObject({ state: 'stopped', completed: 1, failed: 0 });
   });
+});
+
+describe('startTimeoutMs of 2^31 ms or more, or Infinity (none)', () => {
+  // It was an integer up to 2^31-1 (one setTimeout), where every other timeout takes any length.
+  it.each([
+    ['2^31 ms', LONG],
+    ['Infinity', Number.POSITIVE_INFINITY],
+  ])(
+    '%s: start() takes it, and a close hook is waited for, not cut after 1 ms',
+    async (_name, startTimeoutMs) => {
+      const closed = newControl();
+      const rt = await start({
+        worker: INIT_WORKER,
+        threads: 1,
+        startTimeoutMs,
+        workerData: { closed: closed.buffer, closeGate: true },
+      });
+      await expect(rt.run(null)).resolves.toBeUndefined();
+      fakeTimers();
+      const closing = rt.close();
+      const closedYet = watch(closing);
+      await waitFor(closed, INVOKED); // the hook runs, held at its gate
+      vi.advanceTimersByTime(10);
+      await turns();
+      expect(closedYet()).toBe(false);
+      vi.useRealTimers();
+      open(closed);
+      await expect(closing).resolves.toEqual({ clean: true, abandoned: 0 });
+      expect(Atomics.load(closed, STARTED)).toBe(1); // the hook returned: it was not cut short
+    },
+  );
 });
 
 describe('setLongTimeout', () => {

@@ -44,6 +44,15 @@ async function withHangingCloseHooks(startTimeoutMs: number) {
 }
 
 describe('Runtime.start', () => {
+  it("takes piscina's idleTimeout as piscina does, Infinity included (it has no effect here)", async () => {
+    // Refused before as not an integer up to 2^31-1, though piscina takes Infinity (the pool's own
+    // default here): the README says the option is accepted.
+    for (const idleTimeout of [0, 1_000, Number.POSITIVE_INFINITY]) {
+      const rt = await start({ threads: 1, idleTimeout });
+      await expect(rt.run({ mode: 'echo', value: idleTimeout })).resolves.toBe(idleTimeout);
+    }
+  });
+
   it('runs init once per thread with workerData, then serves', async () => {
     const c = newControl();
     const rt = await start({

@@ -169,3 +169,20 @@ describe('GET /metrics', () => {
     expect(text).not.toContain('route="/another"');
   });
 });
+
+describe('new ServeMetrics(source)', () => {
+  it.each([
+    ['null', null],
+    ['an object without inflight()', { report: () => ({}) }],
+    ['an object whose report is no function', { report: 5, inflight: () => 0 }],
+  ])('a source that is %s: OMNI_ERR_INVALID_ARGUMENT where it is made, not at a scrape', (_what, source) => {
+    // Taken before, it failed every later scrape with an uncoded TypeError.
+    let code: unknown;
+    try {
+      new ServeMetrics(source as unknown as ConstructorParameters<typeof ServeMetrics>[0]);
+    } catch (err) {
+      code = (err as { code?: unknown }).code;
+    }
+    expect(code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+  });
+});

@@ -5,7 +5,13 @@
  */
 import { networkInterfaces } from 'node:os';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type DrainOptions, type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import {
+  type DrainOptions,
+  type Served,
+  type ServeHandle,
+  type ServeOptions,
+  serve,
+} from '../src/serve/index.js';
 import { codeOf } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
@@ -89,6 +95,42 @@ describe('option ranges', () => {
       expect(g.lr.report().state).toBe('ready');
     },
   );
+
+  it.each([0, 'false', null])(
+    'closeRuntime %s, not a boolean: OMNI_ERR_INVALID_ARGUMENT, and nothing listens',
+    async (closeRuntime) => {
+      unserved ??= gated({ open: true });
+      const g = await unserved;
+      // Anything but false was read as true: the drain would close a runtime the caller kept.
+      const options = { port: 0, closeRuntime } as unknown as ServeOptions;
+      const outcome = await serve(g.lr, options).then(
+        (s) => {
+          servers.push(s);
+          return 'listening';
+        },
+        (err: { code?: unknown }) => err.code,
+      );
+      expect(outcome).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(g.lr.report().state).toBe('ready');
+    },
+  );
+
+  it.each([
+    ['null', null],
+    ['an empty object', {}],
+    ['a number', 5],
+    ['an object with run() alone', { run: async () => new Float32Array(2) }],
+  ])('a runtime that is %s: OMNI_ERR_INVALID_ARGUMENT, and nothing listens', async (_what, runtime) => {
+    // null was an uncoded TypeError; {} was listened on, and every request then failed with a 500.
+    const outcome = await (async () => serve(runtime as unknown as Served, { port: 0 }))().then(
+      (s) => {
+        servers.push(s);
+        return 'listening';
+      },
+      (err: { code?: unknown }) => err.code,
+    );
+    expect(outcome).toBe('OMNI_ERR_INVALID_ARGUMENT');
+  });
 
   it('a misspelt option is refused before anything listens', async () => {
     unserved ??= gated({ open: true });

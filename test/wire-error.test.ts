@@ -139,3 +139,19 @@ describe('errors crossing a thread', () => {
     expect(crossed(Object.create(null))).toBeInstanceOf(TaskFailedError);
   });
 });
+
+describe('fromWire of something that is no WireError', () => {
+  it.each([null, undefined, 5, 'OMNI_ERR_REJECTED'])(
+    '%s: OMNI_ERR_INVALID_ARGUMENT, never a TypeError',
+    (wire) => {
+      // null threw "Cannot read properties of null"; 5 passed for a TaskFailedError of no message.
+      let code: unknown;
+      try {
+        fromWire(wire as unknown as Parameters<typeof fromWire>[0]);
+      } catch (err) {
+        code = (err as { code?: unknown }).code;
+      }
+      expect(code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    },
+  );
+});

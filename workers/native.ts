@@ -1,15 +1,34 @@
 /**
  * The built-in worker: y = GELU(x W^T + b) through the native library. Each thread loads the
  * library once, opens its own context on the chosen device and uploads the weights at start;
- * every task then runs on the resident weights and returns its output transferred.
+ * every task then runs on the resident weights and returns its output transferred. The context
+ * is recorded in the runtime's ledger (NativeWorkerData.contexts), so that the main thread can
+ * close it if this thread ends without its close hook.
  */
+import { threadId } from 'node:worker_threads';
 import { defineWorker } from '../src/define-worker.js';
 import { InvalidArgumentError } from '../src/errors.js';
 import type { NativeWorkerData, NativeWorkerInput } from '../src/linear/protocol.js';
-import { FixtureFaults, loadNativeLibrary, NativeContext } from '../src/native/index.js';
+import { ContextLedger } from '../src/native/context-ledger.js';
+import { FixtureFaults, kRawHandle, loadNativeLibrary, NativeContext } from '../src/native/index.js';
 
 let context: NativeContext | undefined;
 let faults: FixtureFaults | undefined;
+/** The context's entry in the ledger: its slot (-1: not recorded) and address. */
+let ledger: ContextLedger | undefined;
+let slot = -1;
+let address = 0n;
+
+/**
+ * Closes the context, unless the main thread has taken its entry (it closes it then). Taken
+ * first: a thread ended between the two loses the context, as one without a ledger would, but
+ * nobody ever closes it twice.
+ */
+function release(opened: NativeContext): void {
+  const mine = slot === -1 || ledger!.take(slot, address);
+  slot = -1;
+  if (mine) opened.close();
+}
 
 function init(data: unknown): void {
   const config = data as NativeWorkerData;
@@ -19,6 +38,13 @@ function init(data: unknown): void {
     ...(config.workspaceCount !== undefined ? { workspaceCount: config.workspaceCount } : {}),
     ...(config.workspaceBytes !== undefined ? { workspaceBytes: config.workspaceBytes } : {}),
   });
+  // koffi 3 hands pointers out as BigInt addresses, which the main thread's omni_close takes.
+  const raw = opened[kRawHandle];
+  if (config.contexts !== undefined && typeof raw === 'bigint') {
+    ledger = ContextLedger.attach(config.contexts);
+    address = raw;
+    slot = ledger.record(threadId, raw);
+  }
   // Everything that can throw once the context is open stays inside the try: a thread whose
   // init threw never runs its close hook, so the context would otherwise leak.
   try {
@@ -26,7 +52,7 @@ function init(data: unknown): void {
     opened.uploadWeights(w, b, outFeatures, inFeatures);
     if (config.faultInjection === true && config.backend === 'fixture') faults = new FixtureFaults(library);
   } catch (err) {
-    opened.close();
+    release(opened);
     throw err;
   }
   context = opened;
@@ -51,7 +77,7 @@ export default defineWorker(
     init,
     // Frees the context (device memory, pinned staging, stream) before the thread is terminated.
     close: () => {
-      context?.close();
+      if (context) release(context);
       context = undefined;
     },
   },

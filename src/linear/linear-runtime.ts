@@ -1,9 +1,11 @@
 import { types } from 'node:util';
-import { InvalidArgumentError, TooLargeError, UnavailableError } from '../errors.js';
+import { describeValue, InvalidArgumentError, TooLargeError, UnavailableError } from '../errors.js';
 import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../native/index.js';
 import { lengthOf } from '../native/validate.js';
-import type { RunOptions } from '../runtime/options.js';
+import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
+import { kThreadEnds, type ThreadEnds } from '../runtime/thread-ends.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
+import { ContextReclaim } from './context-reclaim.js';
 import type { NativeWorkerData, NativeWorkerInput } from './protocol.js';
 import { sendsRowsCopy } from './sent-rows.js';
 import { checkLinearOptions, type LinearRuntimeOptions } from './start-options.js';
@@ -74,6 +76,8 @@ export class LinearRuntime {
     const { inFeatures, outFeatures, selection } = checked;
     const choice = selectBackend(checked.preference, process.env, selection);
     const weights = sharedCopy(checked.weights ?? seededWeights(inFeatures, outFeatures, checked.seed));
+    // checkLinearOptions has checked threads (Runtime.start's default is 1).
+    const reclaim = ContextReclaim.forThreads(checked.runtime.threads ?? 1, choice.library);
     const data: NativeWorkerData = {
       backend: choice.backend,
       libraryPath: choice.library.path,
@@ -82,8 +86,15 @@ export class LinearRuntime {
       workspaceCount: checked.workspaceCount,
       workspaceBytes: checked.workspaceBytes,
       faultInjection: checked.faultInjection,
+      contexts: reclaim.ledger.buffer,
     };
-    const runtime = await Runtime.start({ ...checked.runtime, worker: checked.worker, workerData: data });
+    const started: RuntimeOptions & { [kThreadEnds]: ThreadEnds } = {
+      ...checked.runtime,
+      worker: checked.worker,
+      workerData: data,
+      [kThreadEnds]: reclaim,
+    };
+    const runtime = await Runtime.start(started);
     return new LinearRuntime(runtime, {
       inFeatures,
       outFeatures,
@@ -130,7 +141,9 @@ export class LinearRuntime {
       return this.runtime[kEndedEarly](
         'invalid',
         new InvalidArgumentError(
-          `x holds ${length} floats: not a whole number (>= 1) of ${this.inFeatures}-wide rows`,
+          givenRows === undefined
+            ? `x holds ${length} floats: not a whole number (>= 1) of ${this.inFeatures}-wide rows`
+            : `rows must be an integer >= 1, got ${describeValue(givenRows)}`,
         ),
       );
     }

@@ -16,6 +16,11 @@ export interface NativeWorkerData {
   readonly weights: LinearWeights;
   readonly workspaceCount?: number | undefined;
   readonly workspaceBytes?: number | undefined;
+  /**
+   * A ContextLedger's buffer: each thread records its context there, so that the main thread
+   * can close the context of a thread that ended without its close hook (see ContextReclaim).
+   */
+  readonly contexts?: SharedArrayBuffer | undefined;
   /** Test hook: lets calls inject the fixture's faults. Off unless asked for. */
   readonly faultInjection?: boolean | undefined;
 }

@@ -43,7 +43,10 @@ export interface RuntimeOptions {
    * non-numeric one is OMNI_ERR_INVALID_ARGUMENT: Node would ignore it without a word.
    */
   readonly resourceLimits?: ResourceLimits | undefined;
-  /** How long start() waits for every thread to load and answer (default 30 s). */
+  /**
+   * How long start() waits for every thread to load and answer, and close() for the close hooks
+   * (default 30 s; any length, Infinity: no limit).
+   */
   readonly startTimeoutMs?: number | undefined;
 }
 
@@ -221,12 +224,17 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
     threads: checkInteger('threads', options.threads ?? 1, 1, 256),
     admission,
     deadlineMs: checkDeadline('deadlineMs', options.deadlineMs),
+    // piscina's: Infinity too (the pool's own default here), as piscina takes it.
     idleTimeout:
-      options.idleTimeout === undefined
+      options.idleTimeout === undefined || options.idleTimeout === Number.POSITIVE_INFINITY
         ? undefined
         : checkInteger('idleTimeout', options.idleTimeout, 0, 2 ** 31 - 1),
     resourceLimits: checkResourceLimits(options.resourceLimits),
-    startTimeoutMs: checkInteger('startTimeoutMs', options.startTimeoutMs ?? 30_000, 1, 2 ** 31 - 1),
+    // Any length, as every other timeout: its timers are long-timeout.ts's (Infinity: none).
+    startTimeoutMs:
+      options.startTimeoutMs === undefined
+        ? 30_000
+        : (checkDeadline('startTimeoutMs', options.startTimeoutMs) ?? Number.POSITIVE_INFINITY),
   };
   // The bound last, as the runtime's constructor checked it: here, so that a caller that checks
   // its options before costly work (LinearRuntime.start, before loading a library and making

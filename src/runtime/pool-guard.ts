@@ -20,8 +20,11 @@ export class PoolGuard {
   tearingDown = false;
   /** The pool was destroyed after losing every thread: close() must not send it more work. */
   abandoned = false;
-  /** The abandoned pool's destroy(): close() resolves only once its threads are gone. */
-  destroyed: Promise<void> | undefined;
+  /**
+   * The abandoned pool's destroy(): close() resolves only once its threads are gone. True once
+   * every thread has exited (see destroyPool).
+   */
+  destroyed: Promise<boolean> | undefined;
   readonly #fail: (error: Error) => void;
   readonly #startTimeoutMs: number;
 

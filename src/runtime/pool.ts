@@ -5,6 +5,7 @@ import { builtModuleUrl } from '../paths.js';
 import { fromWire } from '../wire-error.js';
 import type { CheckedRuntimeOptions } from './options.js';
 import { ABANDONED, type EntryData, type PingMessage, type PingReply } from './protocol.js';
+import { type ThreadEnds, watchThreadExits } from './thread-ends.js';
 
 /**
  * Sends one message of `kind` to every thread. Each blocks its thread at a shared barrier until
@@ -59,10 +60,15 @@ async function abandon(round: Round, stuck: boolean, timeoutMs: number): Promise
 /**
  * Starts the piscina pool and resolves once every thread has loaded the worker module, run its
  * init and answered a ping. piscina reports a worker ready before its module has finished
- * loading, so readiness is proved by tasks.
+ * loading, so readiness is proved by tasks. `ends` hears of every thread's exit from the first.
  */
-export async function startPool(options: CheckedRuntimeOptions, entryData: EntryData): Promise<Piscina> {
+export async function startPool(
+  options: CheckedRuntimeOptions,
+  entryData: EntryData,
+  ends?: ThreadEnds,
+): Promise<Piscina> {
   const pool = createPool(options, entryData);
+  if (ends) watchThreadExits(pool, ends);
   // A worker that fails outside a task (while loading, or between tasks) makes piscina emit
   // 'error'; without a listener that would throw in the main thread. Tasks report their own.
   pool.on('error', () => {});
@@ -84,6 +90,10 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
     if (!everyThreadAnswered) {
       throw new WorkerExitedError('worker threads did not all start within startTimeoutMs');
     }
+    // The round is no call, but piscina timed it: report().runTimeMs would show each thread's
+    // module load and init (~100-400 ms here) as a call's run time, and its p99 and max for good.
+    pool.histogram.resetRunTime();
+    pool.histogram.resetWaitTime();
     return pool;
   } catch (err) {
     // The threads whose init succeeded hold what it took (a native context, device memory), and
@@ -92,7 +102,9 @@ export async function startPool(options: CheckedRuntimeOptions, entryData: Entry
     // the ones waiting at the ping's barrier close where they are.
     if (everyThreadAnswered) await teardown(pool, options.threads, options.startTimeoutMs);
     else await abandon(ping, stuck, options.startTimeoutMs);
-    await destroyPool(pool, options.startTimeoutMs);
+    // What a thread stuck in init, or one that exited before anyone saw it, took is given back
+    // here (not by its exit: it may never have been seen alive).
+    if (await destroyPool(pool, options.startTimeoutMs)) ends?.stopped();
     throw err instanceof Error && 'code' in err
       ? err
       : new WorkerExitedError(String((err as Error)?.message ?? err));
@@ -230,20 +242,22 @@ function trackThreads(pool: Piscina): void {
  * Such a thread has been terminated by piscina and runs no more of the worker's code; only
  * native code (its own sub-threads, a native cleanup hook) can hold its exit, so the wait for
  * it is bounded by `timeoutMs`: past that nothing more can start, and close() resolves with
- * a warning rather than hang.
+ * a warning rather than hang. Resolves true when every thread has exited, false past that bound.
  */
-export async function destroyPool(pool: Piscina, timeoutMs: number): Promise<void> {
+export async function destroyPool(pool: Piscina, timeoutMs: number): Promise<boolean> {
   // The pool's live options object: piscina reads minThreads from it at every exit.
   (pool.options as { minThreads: number }).minThreads = 0;
   await pool.destroy();
   const ending = endingThreads.get(pool);
-  if (ending === undefined || ending.size === 0) return;
+  if (ending === undefined || ending.size === 0) return true;
   if ((await within(Promise.all(ending), timeoutMs)) === undefined) {
     process.emitWarning(
       `a worker thread removed from the pool did not exit within ${timeoutMs} ms`,
       'OmniRuntimeWarning',
     );
+    return false;
   }
+  return true;
 }
 
 /** The pool. Its workerData posts: the caller's was cloned once already (checkRuntimeOptions). */

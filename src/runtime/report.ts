@@ -30,7 +30,10 @@ export interface RuntimeReport extends Outcomes {
   queued: number;
   /** Running in a worker now. */
   running: number;
-  /** piscina's wait and run times, in milliseconds. */
+  /**
+   * piscina's wait and run times of the calls, in milliseconds: not of the runtime's own rounds
+   * at start and close (each thread's module load and init, its close hook).
+   */
   waitTimeMs: LatencySummary;
   runTimeMs: LatencySummary;
 }
@@ -52,6 +55,16 @@ const summary = (h: LatencySummary | undefined): LatencySummary => ({
   p99: h?.p99 ?? 0,
   max: h?.max ?? 0,
 });
+
+/**
+ * The latency summaries as they are now, kept: a runtime's report once its close hooks begin,
+ * whose rounds piscina times as it times calls.
+ */
+export function frozenCounts(pool: PoolCounts): PoolCounts {
+  return {
+    histogram: { waitTime: summary(pool.histogram.waitTime), runTime: summary(pool.histogram.runTime) },
+  };
+}
 
 /**
  * `bounded` false: the serial scheduler, whose admission is only a claim window, reports no

@@ -7,6 +7,7 @@ import type { CloseResult } from '../runtime.js';
 import type { PendingTask } from './pending-task.js';
 import { destroyPool, idleThreads, teardown } from './pool.js';
 import type { PoolGuard } from './pool-guard.js';
+import type { ThreadEnds } from './thread-ends.js';
 
 /** What a runtime's close() works on. */
 export interface ShutdownHost {
@@ -16,9 +17,13 @@ export interface ShutdownHost {
   readonly guard: PoolGuard;
   /** Bounds each round of close hooks (and the wait for a replacement's ready message). */
   readonly startTimeoutMs: number;
+  /** Told once every thread has exited, before close() resolves (see ThreadEnds.stopped). */
+  readonly ends: ThreadEnds | undefined;
   /** The runtime's state moves to 'draining' (close() began) and then to 'stopped'. */
   draining(): void;
   stopped(): void;
+  /** The close hooks' rounds begin: piscina times them, and they are no calls (see report()). */
+  hooksBegin(): void;
 }
 
 /**
@@ -75,6 +80,7 @@ export class Shutdown {
    */
   async #teardown(cut: Promise<void>, reach: () => number[]): Promise<void> {
     const { guard, startTimeoutMs } = this.#host;
+    this.#host.hooksBegin();
     const closed = new Set<number>();
     for (let threads = reach(); ; threads = reach()) {
       if (threads.length > 0) {
@@ -97,9 +103,9 @@ export class Shutdown {
    * is no call queued, so the round's messages go one to each at once). A lost thread's
    * replacement that comes up during a round, or a thread whose abandoned call ends (piscina
    * has heard it end) before the last round is over, is idle for the next round. One still
-   * running a call then is terminated without its hook.
+   * running a call then is terminated without its hook. Resolves as destroyPool does.
    */
-  async #forced(): Promise<void> {
+  async #forced(): Promise<boolean> {
     const { guard, live } = this.#host;
     for (const task of [...live]) task.abandon();
     const cut = new Promise<void>((resolve) => {
@@ -107,7 +113,7 @@ export class Shutdown {
     });
     this.#forceAt = Number.POSITIVE_INFINITY;
     await this.#teardown(cut, () => idleThreads(guard.pool));
-    await destroyPool(guard.pool, this.#host.startTimeoutMs);
+    return destroyPool(guard.pool, this.#host.startTimeoutMs);
   }
 
   async #shutdown(): Promise<CloseResult> {
@@ -121,6 +127,7 @@ export class Shutdown {
     const clean = await Promise.race([drained, expired]);
     const abandoned = clean ? 0 : admission.report().depth;
     guard.tearDown();
+    let exited: boolean;
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!guard.abandoned && clean) {
       // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
@@ -136,12 +143,15 @@ export class Shutdown {
       // its last task, so there is nothing left for close() to wait for, and close() leaves its
       // own 30 s timeout armed, which (through the pool's listeners) kept this runtime and its
       // buffers reachable for 30 s after close() resolved.
-      await destroyPool(guard.pool, host.startTimeoutMs);
+      exited = await destroyPool(guard.pool, host.startTimeoutMs);
     } else if (!guard.abandoned) {
-      await this.#forced();
+      exited = await this.#forced();
     } else {
-      await guard.destroyed;
+      exited = (await guard.destroyed) === true;
     }
+    // Only once every thread has exited: one still inside a native call past destroyPool's bound
+    // may still be using what it holds (its own exit, if seen, tells the owner later).
+    if (exited) host.ends?.stopped();
     // Every thread has stopped. One terminated inside a claim's release (a forced close) left
     // that claim's counts behind, which nobody else would ever give back.
     admission[kRecount]();

@@ -7,6 +7,7 @@
  * are recorded by the server as requests end.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { describeValue, InvalidArgumentError } from '../errors.js';
 import type { RuntimeReport } from '../runtime.js';
 
 const STATES = ['starting', 'ready', 'draining', 'stopped', 'failed'] as const;
@@ -53,6 +54,18 @@ export class ServeMetrics {
   #snapshot: RuntimeReport | undefined;
 
   constructor(source: MetricsSource) {
+    // Checked here: taken as it is, a wrong source failed every scrape with an uncoded TypeError.
+    const given = source as Partial<Record<keyof MetricsSource, unknown>> | null;
+    if (
+      typeof given !== 'object' ||
+      given === null ||
+      typeof given.report !== 'function' ||
+      typeof given.inflight !== 'function'
+    ) {
+      throw new InvalidArgumentError(
+        `ServeMetrics needs a source { report(), inflight() }, got ${describeValue(source)}`,
+      );
+    }
     const registry = this.registry;
     this.#source = source;
     const take = (): RuntimeReport => this.#snapshot ?? source.report();
@@ -120,7 +133,7 @@ export class ServeMetrics {
     ] as const) {
       new Gauge({
         name,
-        help: `piscina's ${name.includes('run_time') ? 'run' : 'queue wait'} time over the runtime's life, in milliseconds (quantile 1 = max; includes its start-up and teardown tasks).`,
+        help: `piscina's ${name.includes('run_time') ? 'run' : 'queue wait'} time of the runtime's calls over its life, in milliseconds (quantile 1 = max; its own start-up and close rounds are not calls).`,
         labelNames: ['quantile'],
         registers: [registry],
         collect() {

@@ -8,8 +8,8 @@
  * (linger.ts); shutdown is drain.ts. A slow client is bounded by node:http's request timeout
  * (set here, fastify turns it off) and by send-timeout.ts.
  *
- * Throws: InvalidArgumentError for a bad option; whatever listening throws (EADDRINUSE, ...), on
- * any address of host 'localhost' (missed-binding.ts).
+ * Throws: InvalidArgumentError for a bad option or runtime; whatever listening throws (EADDRINUSE,
+ * ...), on any address of host 'localhost' (missed-binding.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +22,7 @@ import {
   UnavailableError,
 } from '../errors.js';
 import type { LinearRuntime } from '../linear/linear-runtime.js';
+import { MAX_FEATURES } from '../native/abi.js';
 import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import type { RuntimeReport } from '../runtime.js';
 import { notUtf8Json, OCTET_STREAM } from './body.js';
@@ -170,7 +171,31 @@ function closeIfUnread(request: IncomingMessage, reply: FastifyReply): void {
   if (!request.complete) reply.header('connection', 'close');
 }
 
+/**
+ * What serve() needs of its runtime, checked before anything listens: a server over something
+ * else would answer every request with a 500 (and null met its first read as an uncoded TypeError).
+ */
+function checkServed(runtime: Served): void {
+  const r = runtime as Partial<Record<keyof Served, unknown>> | null;
+  const width = (value: unknown): boolean =>
+    typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_FEATURES;
+  if (
+    typeof r !== 'object' ||
+    r === null ||
+    typeof r.run !== 'function' ||
+    typeof r.report !== 'function' ||
+    typeof r.close !== 'function' ||
+    !width(r.inFeatures) ||
+    !width(r.outFeatures)
+  ) {
+    throw new InvalidArgumentError(
+      `serve needs a LinearRuntime (run, report, close, inFeatures, outFeatures), got ${describeValue(runtime)}`,
+    );
+  }
+}
+
 export async function serve(runtime: Served, options: ServeOptions = {}): Promise<ServeHandle> {
+  checkServed(runtime);
   checkOptionKeys('serve options', options, SERVE_KEYS);
   const host = options.host ?? '127.0.0.1';
   if (typeof host !== 'string' || host === '') {
@@ -187,6 +212,12 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   // Infinity means none, as for the runtime: kept as Infinity (not undefined) so that it lifts
   // a default the runtime has, and a client's deadline still shortens it.
   const deadlineMs = duration('deadlineMs', options.deadlineMs) ?? runtime.deadlineMs;
+  // Read as `!== false`, a 0 or a 'false' from a config file would close the caller's runtime.
+  if (options.closeRuntime !== undefined && typeof options.closeRuntime !== 'boolean') {
+    throw new InvalidArgumentError(
+      `closeRuntime must be a boolean, got ${describeValue(options.closeRuntime)}`,
+    );
+  }
   const settings: Settings = {
     host,
     port,

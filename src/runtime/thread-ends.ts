@@ -1,0 +1,42 @@
+import type { Worker } from 'node:worker_threads';
+import type { Piscina } from 'piscina';
+
+/**
+ * @internal What a runtime tells its owner about its threads' ends, for resources a thread
+ * holds that another thread can free once it is gone (LinearRuntime's native contexts): given
+ * to Runtime.start as the `kThreadEnds` option. Called on the main thread; must not throw.
+ */
+export interface ThreadEnds {
+  /**
+   * A thread has exited (its worker's 'exit'): none of its code runs any more, native calls
+   * included (a terminated thread stops only once its native call has returned). Not called
+   * for a thread that exited before the runtime saw it alive (see watchThreadExits).
+   */
+  exited(threadId: number): void;
+  /** Every thread the pool ever had has exited (close() is about to resolve, or start() failed). */
+  stopped(): void;
+}
+
+/** @internal The Runtime.start option (a symbol: no caller sets it by mistake) that takes a ThreadEnds. */
+export const kThreadEnds = Symbol('omni.runtime.threadEnds');
+
+/**
+ * Tells `ends` of each thread's exit. A Worker's threadId reads -1 once it has exited, so each is
+ * noted while it is alive: at every thread that comes up or is removed, every thread in the pool
+ * not yet watched is (a replacement still in its init among them). A thread created and exited
+ * between two of those events is missed: only `stopped` covers it.
+ */
+export function watchThreadExits(pool: Piscina, ends: ThreadEnds): void {
+  const watched = new WeakSet<Worker>();
+  const watchAll = (): void => {
+    for (const worker of pool.threads) {
+      const id = worker.threadId;
+      if (id === -1 || watched.has(worker)) continue;
+      watched.add(worker);
+      worker.once('exit', () => ends.exited(id));
+    }
+  };
+  pool.on('workerCreate', watchAll);
+  // Emitted before the removed thread leaves pool.threads: one still alive is watched here.
+  pool.on('workerDestroy', watchAll);
+}

@@ -1,0 +1,71 @@
+/**
+ * ContextLedger: each recorded context has exactly one taker (its thread's close hook, or the
+ * main thread once that thread has exited), and the main thread takes only what it is asked to.
+ */
+import { describe, expect, it } from 'vitest';
+import { ContextLedger } from '../src/native/context-ledger.js';
+
+/** Addresses in numeric order (Array.prototype.sort compares BigInts as strings). */
+function sorted(addresses: bigint[]): bigint[] {
+  return addresses.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+describe('ContextLedger', () => {
+  it('gives an entry to one taker only: the thread, or the main thread, never both', () => {
+    const ledger = ContextLedger.create(2);
+    const slot = ledger.record(7, 0x1000n);
+    expect(slot).toBeGreaterThanOrEqual(0);
+    expect(ledger.take(slot, 0x1000n)).toBe(true);
+    expect(ledger.take(slot, 0x1000n)).toBe(false);
+    expect(ledger.takeAll()).toEqual([]);
+
+    const other = ledger.record(8, 0x2000n);
+    expect(ledger.takeThread(8)).toEqual([0x2000n]);
+    // The thread's own hook, had it run after all, finds nothing to close.
+    expect(ledger.take(other, 0x2000n)).toBe(false);
+    expect(ledger.takeAll()).toEqual([]);
+  });
+
+  it("takes an exited thread's entries only, and every entry when asked", () => {
+    const ledger = ContextLedger.create(4);
+    ledger.record(7, 0x1000n);
+    const kept = ledger.record(8, 0x2000n);
+    ledger.record(7, 0x3000n);
+    expect(sorted(ledger.takeThread(7))).toEqual([0x1000n, 0x3000n]);
+    expect(ledger.takeThread(7)).toEqual([]);
+    // Thread 8's entry is still its own, and its slot was not given to anyone else.
+    const reused = ledger.record(9, 0x4000n);
+    expect(reused).not.toBe(kept);
+    expect(sorted(ledger.takeAll())).toEqual([0x2000n, 0x4000n]);
+    expect(ledger.take(kept, 0x2000n)).toBe(false);
+  });
+
+  it('frees a slot once its entry is taken, whoever took it', () => {
+    const ledger = ContextLedger.create(1);
+    const slot = ledger.record(7, 0x1000n);
+    expect(ledger.take(slot, 0x1000n)).toBe(true);
+    expect(ledger.record(8, 0x2000n)).toBe(slot);
+    expect(ledger.takeThread(8)).toEqual([0x2000n]);
+    expect(ledger.record(9, 0x3000n)).toBe(slot);
+    expect(ledger.unrecorded).toBe(0);
+  });
+
+  it('counts a context that finds the ledger full, and records nothing for it', () => {
+    const ledger = ContextLedger.create(1);
+    ledger.record(7, 0x1000n);
+    expect(ledger.record(8, 0x2000n)).toBe(-1);
+    expect(ledger.unrecorded).toBe(1);
+    // The thread keeps its context to close itself: nobody else can take it.
+    expect(ledger.takeThread(8)).toEqual([]);
+    expect(ledger.take(-1, 0x2000n)).toBe(false);
+    expect(ledger.takeAll()).toEqual([0x1000n]);
+  });
+
+  it('another thread sees the same entries (the buffer is shared, not copied)', () => {
+    const ledger = ContextLedger.create(2);
+    const attached = ContextLedger.attach(structuredClone(ledger.buffer));
+    const slot = attached.record(7, 0x1000n);
+    expect(ledger.takeThread(7)).toEqual([0x1000n]);
+    expect(attached.take(slot, 0x1000n)).toBe(false);
+  });
+});

@@ -1,0 +1,151 @@
+/**
+ * A LinearRuntime gives back the native context of a thread that ended without its close hook:
+ * one terminated by a forced close while held in a call, or one that died mid-life. Its close
+ * hook frees every other context, each exactly once. The fixture's live byte count is
+ * process-wide (the threads share the library with this one), so it shows every context freed;
+ * a context closed twice shows as a close the library refused (the fixture clears a context's
+ * magic as it frees it), counted by the runtime's ContextReclaim.
+ *
+ * The runtime's threads run test fixtures with workers/native.ts's own hooks (Runtime.start is
+ * given the fixture's module instead of workers/native.js); everything else is LinearRuntime's.
+ */
+import { once } from 'node:events';
+import type { Worker } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { type LinearRuntime, Runtime } from '../src/index.js';
+import { ContextReclaim } from '../src/linear/context-reclaim.js';
+import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { closeRuntimes, start } from './fixtures/native-runtime-harness.js';
+import { type GatedMode, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { codeOf } from './fixtures/runtime-harness.js';
+
+const NATIVE_GATED_WORKER = builtModuleUrl('test/fixtures/native-gated-worker.js');
+
+const faults = new FixtureFaults(loadNativeLibrary('fixture'));
+const controls: Int32Array[] = [];
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const c of controls.splice(0)) open(c);
+  await closeRuntimes();
+});
+
+interface Started {
+  readonly lr: LinearRuntime;
+  /** The runtime's ContextReclaim (undefined if it made none). */
+  readonly reclaim: ContextReclaim | undefined;
+  readonly pool: Piscina;
+  /** Fixture bytes held by each thread's context (equal contexts, no call has run). */
+  readonly perThread: number;
+}
+
+/** A LinearRuntime whose threads run the native gated worker, its pool and its ContextReclaim. */
+async function startGated(threads: number, before: number): Promise<Started> {
+  const realStart = Runtime.start.bind(Runtime);
+  vi.spyOn(Runtime, 'start').mockImplementation((options) =>
+    realStart({ ...options, worker: NATIVE_GATED_WORKER }),
+  );
+  const made: ContextReclaim[] = [];
+  const realFor = ContextReclaim.forThreads.bind(ContextReclaim);
+  vi.spyOn(ContextReclaim, 'forThreads').mockImplementation((n, library) => {
+    const reclaim = realFor(n, library);
+    made.push(reclaim);
+    return reclaim;
+  });
+  const runs = vi.spyOn(Piscina.prototype, 'run');
+  const lr = await start({ threads, inFeatures: 64, outFeatures: 32 });
+  const pool = runs.mock.contexts[0] as Piscina;
+  vi.restoreAllMocks();
+  const perThread = (faults.liveBytes() - before) / threads;
+  expect(perThread).toBeGreaterThan(0);
+  return { lr, reclaim: made[0], pool, perThread };
+}
+
+/**
+ * A thread's exit, heard after the runtime's own listener (attached when the thread came up;
+ * listeners run in the order they were added), so the runtime has done what it does at an exit.
+ */
+function exitOf(thread: Worker): Promise<void> {
+  // Not events.once(): it rejects at the 'error' a thread dying of an uncaught error emits first.
+  return new Promise((resolve) => thread.once('exit', () => resolve()));
+}
+
+/** A call held on its thread in a synchronous wait (as in a native call), until its control opens. */
+async function held(lr: LinearRuntime, mode: GatedMode = 'gate') {
+  const c = newControl();
+  controls.push(c);
+  const call = codeOf(lr.runtime.run({ mode, control: c.buffer, sync: true }));
+  await waitFor(c, STARTED);
+  return { control: c, call };
+}
+
+describe("LinearRuntime gives back a lost thread's native context", () => {
+  it("a forced close: the busy thread's context too, though it ran no close hook", async () => {
+    const before = faults.liveBytes();
+    const { lr, reclaim } = await startGated(2, before);
+    const { call } = await held(lr);
+    expect(await lr.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    // The idle thread freed its own in its hook; the main thread freed the busy one's.
+    expect(faults.liveBytes()).toBe(before);
+    expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
+  });
+
+  it('a clean close: every context freed once, by its own thread', async () => {
+    const before = faults.liveBytes();
+    const { lr, reclaim } = await startGated(3, before);
+    expect(await lr.close()).toEqual({ clean: true, abandoned: 0 });
+    expect(faults.liveBytes()).toBe(before);
+    // Nothing was left for the main thread, and nothing was closed twice.
+    expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 0, refused: 0 });
+  });
+
+  it.each(['exit', 'uncaught'] as const)(
+    'a thread that dies mid-call (%s) has its context given back at its exit, before any close',
+    async (mode) => {
+      const before = faults.liveBytes();
+      const { lr, reclaim, pool, perThread } = await startGated(1, before);
+      const exited = exitOf(pool.threads[0]!);
+      expect(await codeOf(lr.runtime.run({ mode }))).toBe('OMNI_ERR_WORKER_EXITED');
+      await exited;
+      expect(reclaim?.closed).toBe(1);
+      // The replacement serves (its own context open): one context's worth, not two.
+      expect(await lr.runtime.run({ mode: 'echo', value: 1 })).toBe(1);
+      expect(faults.liveBytes() - before).toBe(perThread);
+      expect(await lr.close()).toEqual({ clean: true, abandoned: 0 });
+      expect(faults.liveBytes()).toBe(before);
+      expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
+    },
+  );
+
+  it('a thread terminated while idle has its context given back at its exit', async () => {
+    const before = faults.liveBytes();
+    const { lr, reclaim, pool, perThread } = await startGated(2, before);
+    const thread = pool.threads[0]!;
+    const exited = exitOf(thread);
+    const replaced = once(pool, 'workerCreate');
+    await thread.terminate();
+    await exited;
+    expect(reclaim?.closed).toBe(1);
+    // Up once its init has run: the survivor's context and the replacement's, not three.
+    await replaced;
+    expect(faults.liveBytes() - before).toBe(2 * perThread);
+    expect(await lr.close()).toEqual({ clean: true, abandoned: 0 });
+    expect(faults.liveBytes()).toBe(before);
+    expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
+  });
+
+  it('repeated forced closes of fresh runtimes leave no context behind', async () => {
+    const before = faults.liveBytes();
+    for (let round = 0; round < 3; round++) {
+      const { lr, reclaim } = await startGated(2, before);
+      const { call } = await held(lr);
+      expect(await lr.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
+      expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+      expect(faults.liveBytes()).toBe(before);
+      expect(reclaim?.refused).toBe(0);
+    }
+  });
+});
