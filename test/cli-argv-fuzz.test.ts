@@ -39,6 +39,8 @@ const SERVE_NUMBERS: NumberFlags = {
   port: ['port', true],
   'body-limit': ['bodyLimit', true],
   'drain-timeout-ms': ['drainTimeoutMs', false],
+  'request-timeout-ms': ['requestTimeoutMs', false],
+  'send-timeout-ms': ['sendTimeoutMs', false],
   'retry-after': ['retryAfterSeconds', true],
 };
 const OTHER = ['rates', 'backend', 'cuda-library', 'fixture-library', 'out', 'host'];

@@ -62,7 +62,15 @@ describe('serve flags', () => {
     const config = parseServeArgs(['--port', '-0', '--retry-after', '-0'], {});
     expect(config !== 'help' && config.port).toBe(0);
     expect(config !== 'help' && config.retryAfterSeconds).toBe(0);
-    for (const flag of ['--threads', '--requests', '--units', '--drain-timeout-ms', '--deadline-ms']) {
+    for (const flag of [
+      '--threads',
+      '--requests',
+      '--units',
+      '--drain-timeout-ms',
+      '--request-timeout-ms',
+      '--send-timeout-ms',
+      '--deadline-ms',
+    ]) {
       expect(
         thrownCode(() => parseServeArgs([flag, '-0'], {})),
         flag,
@@ -83,6 +91,12 @@ describe('serve flags', () => {
   // second signal already does, and the exit status would then say only whether any was open.
   it.each(['0', '0.5'])('--drain-timeout-ms %s is a usage mistake', (value) => {
     expect(thrownCode(() => parseServeArgs(['--drain-timeout-ms', value], {}))).toBe('OMNI_ERR_USAGE');
+  });
+
+  // The same range as --drain-timeout-ms: 0 is not "no timeout" here (node:http reads its 0 so).
+  it.each(['0', '0.5'])('--request-timeout-ms and --send-timeout-ms %s are usage mistakes', (value) => {
+    expect(thrownCode(() => parseServeArgs(['--request-timeout-ms', value], {}))).toBe('OMNI_ERR_USAGE');
+    expect(thrownCode(() => parseServeArgs(['--send-timeout-ms', value], {}))).toBe('OMNI_ERR_USAGE');
   });
 });
 

@@ -7,6 +7,7 @@
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -17,7 +18,7 @@ import { defaultLibraryPath, referenceLinearGelu } from '../src/native/index.js'
 import { builtModuleUrl, packageRoot } from '../src/paths.js';
 import { sample } from './fixtures/metrics-text.js';
 import { codeOf } from './fixtures/runtime-harness.js';
-import { floatsOf, get, postFloats, postJson, tryConnect } from './fixtures/serve-client.js';
+import { floatsOf, get, postFloats, postJson, rawExchange, tryConnect } from './fixtures/serve-client.js';
 import { ENTERED, expectedRow, FAIL_FATAL, HELD_INPUT } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
@@ -104,6 +105,8 @@ describe('serve flags', () => {
       backend: undefined,
       device: undefined,
       deadlineMs: undefined,
+      requestTimeoutMs: 300_000,
+      sendTimeoutMs: 300_000,
     });
     expect(parseServeArgs(['--threads', '3'])).toMatchObject({ threads: 3, requests: 12 });
     expect(parseServeArgs(['--help'])).toBe('help');
@@ -123,6 +126,11 @@ describe('serve flags', () => {
     ['--deadline-ms', '0'],
     ['--in-features', '0'],
     ['--drain-timeout-ms', 'never'],
+    ['--request-timeout-ms', '0'],
+    ['--request-timeout-ms', 'never'],
+    ['--request-timeout-ms', '2147483648'],
+    ['--send-timeout-ms', '0'],
+    ['--send-timeout-ms', 'never'],
     ['--cuda-library', ''],
     ['--fixture-library', ' '],
     ['--frobnicate', '1'],
@@ -297,6 +305,66 @@ function serveInProcess(
   const listening = line(LISTENING).then((l) => LISTENING.exec(l)![1]!);
   return { signals, lines, errors, line, listening, exitCode };
 }
+
+describe('--request-timeout-ms', () => {
+  it('reaches the server: an upload stalled past it is answered 408 and closed', async () => {
+    let gated: Gated | undefined;
+    const served = serveInProcess(['--in-features', '4', '--request-timeout-ms', '50'], async () => {
+      gated = await startGated({ admission: { requests: 4 }, inFeatures: 4, outFeatures: 2, open: true });
+      return gated.lr;
+    });
+    const url = await served.listening;
+    const stalled = await rawExchange(Number(new URL(url).port), [
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+        'Content-Length: 16\r\n\r\n',
+      Buffer.alloc(8),
+    ]);
+    expect(stalled.status).toBe(408);
+    expect(JSON.parse(stalled.body)).toMatchObject({ code: 'OMNI_ERR_REQUEST_TIMEOUT' });
+    expect(gated!.entered()).toBe(0);
+    served.signals.emit('SIGTERM');
+    expect(await served.exitCode).toBe(0);
+  });
+});
+
+describe('--send-timeout-ms', () => {
+  it('reaches the server: an answer the client does not read is cut off (444), the rest never sent', async () => {
+    let gated: Gated | undefined;
+    const served = serveInProcess(['--in-features', '4', '--send-timeout-ms', '50'], async () => {
+      // 256 rows of 16,384 floats: a 16 MiB answer, more than the loopback's buffers hold.
+      gated = await startGated({
+        admission: { requests: 4 },
+        inFeatures: 4,
+        outFeatures: 16_384,
+        open: true,
+      });
+      return gated.lr;
+    });
+    const url = await served.listening;
+    const client = connect({ host: '127.0.0.1', port: Number(new URL(url).port) });
+    client.on('error', () => {});
+    client.pause();
+    const body = Buffer.alloc(256 * 4 * 4);
+    client.write(
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+        `Content-Length: ${body.length}\r\n\r\n`,
+    );
+    client.write(body);
+    const cut = 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="444"}';
+    await until(url, '/metrics', (text) => sample(text, cut) === 1, 'the answer cut off');
+    let received = 0;
+    client.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+    });
+    await new Promise((resolve) => {
+      client.once('close', resolve);
+      client.resume();
+    });
+    expect(received).toBeLessThan(256 * 16_384 * 4);
+    served.signals.emit('SIGTERM');
+    expect(await served.exitCode).toBe(0);
+  });
+});
 
 describe('a runtime that fails behind the command: it logs, drains and exits 1', () => {
   it('a sticky native error: one line on stderr with its code, the answer owed is finished, exit 1', async () => {

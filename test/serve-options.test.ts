@@ -60,6 +60,11 @@ describe('option ranges', () => {
     ['a Retry-After over a day', { retryAfterSeconds: 86_401 }],
     ['a zero drain timeout', { drainTimeoutMs: 0 }],
     ['a NaN drain timeout', { drainTimeoutMs: Number.NaN }],
+    ['a zero request timeout', { requestTimeoutMs: 0 }],
+    ['a negative request timeout', { requestTimeoutMs: -1 }],
+    ['a NaN request timeout', { requestTimeoutMs: Number.NaN }],
+    ['a zero send timeout', { sendTimeoutMs: 0 }],
+    ['a NaN send timeout', { sendTimeoutMs: Number.NaN }],
     ['a zero deadline', { deadlineMs: 0 }],
     ['a NaN deadline', { deadlineMs: Number.NaN }],
     // Misspelt, it would have been left at its default without a word.
@@ -145,6 +150,8 @@ describe('option ranges', () => {
       deadlineMs: 60_000,
       retryAfterSeconds: 2,
       drainTimeoutMs: 5_000,
+      requestTimeoutMs: 60_000,
+      sendTimeoutMs: 60_000,
       closeRuntime: true,
     } satisfies Required<ServeOptions>;
     const { s } = await start(options);

@@ -165,6 +165,27 @@ describe('400: malformed, truncated, unreadable bodies and wrong shapes never re
     expect(g.entered() - before).toBe(0);
   });
 
+  it('a request with two Host headers: 400 OMNI_ERR_BAD_REQUEST, no worker invocation', async () => {
+    const { url, s, g } = await shared();
+    const before = g.entered();
+    for (const [first, second] of [
+      ['Host: a', 'Host: b'],
+      ['Host: a', 'host: a'],
+    ]) {
+      const raw = await rawExchange(s.port, [
+        `POST /v1/linear HTTP/1.1\r\n${first}\r\n${second}\r\nConnection: close\r\n` +
+          'Content-Type: application/octet-stream\r\nContent-Length: 16\r\n\r\n',
+        Buffer.from(new Float32Array(rows(1)).buffer),
+      ]);
+      // Before: 200, served for the first Host (node drops the others), whichever a proxy used.
+      expect(raw.status).toBe(400);
+      expect(JSON.parse(raw.body)).toMatchObject({ code: 'OMNI_ERR_BAD_REQUEST' });
+    }
+    expect(g.entered() - before).toBe(0);
+    // One Host, as always, is served.
+    expect((await postFloats(url, rows(1))).status).toBe(200);
+  });
+
   it("a malformed URL: 400 OMNI_ERR_BAD_REQUEST (not fastify's own code), counted, no worker invocation", async () => {
     const { s, g } = await shared();
     const before = g.entered();

@@ -15,7 +15,14 @@ import { LinearRuntime } from '../linear/linear-runtime.js';
 import type { LinearRuntimeOptions, NativeLibraryPaths } from '../linear/start-options.js';
 import { MAX_DEVICE } from '../native/device.js';
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
-import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
+import {
+  DEFAULT_BODY_LIMIT,
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SEND_TIMEOUT_MS,
+  type Served,
+  serve,
+} from '../serve/server.js';
 import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
 import { failureLine, reportsFailed, watchFailure } from './failure-watch.js';
 import { ShutdownSignals, type SignalSource } from './shutdown-signals.js';
@@ -52,6 +59,11 @@ Flags:
   --in-features N        layer input width (default 256)
   --out-features N       layer output width (default 256)
   --drain-timeout-ms MS  how long a drain waits for in-flight work (default ${DEFAULT_DRAIN_TIMEOUT_MS})
+  --request-timeout-ms MS
+                         how long a request may take to arrive, headers and body (default
+                         ${DEFAULT_REQUEST_TIMEOUT_MS}; headers: at most 60000); later: 408, connection closed
+  --send-timeout-ms MS   how long an answer may take to leave (default ${DEFAULT_SEND_TIMEOUT_MS}); a client
+                         that has not read it by then has its connection closed
   --retry-after S        Retry-After seconds on a capacity 503 (default 1)
   -h, --help             this help
 `;
@@ -71,6 +83,8 @@ export interface ServeConfig {
   readonly inFeatures: number;
   readonly outFeatures: number;
   readonly drainTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly sendTimeoutMs: number;
   readonly retryAfterSeconds: number;
 }
 
@@ -110,6 +124,8 @@ const FLAGS = {
   'in-features': { type: 'string' },
   'out-features': { type: 'string' },
   'drain-timeout-ms': { type: 'string' },
+  'request-timeout-ms': { type: 'string' },
+  'send-timeout-ms': { type: 'string' },
   'retry-after': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -167,6 +183,16 @@ export function parseServeArgs(
       integer: true,
     }),
     drainTimeoutMs: numberFlag('drain-timeout-ms', values['drain-timeout-ms'], DEFAULT_DRAIN_TIMEOUT_MS, {
+      min: 1,
+      max: 2 ** 31 - 1,
+    }),
+    requestTimeoutMs: numberFlag(
+      'request-timeout-ms',
+      values['request-timeout-ms'],
+      DEFAULT_REQUEST_TIMEOUT_MS,
+      { min: 1, max: 2 ** 31 - 1 },
+    ),
+    sendTimeoutMs: numberFlag('send-timeout-ms', values['send-timeout-ms'], DEFAULT_SEND_TIMEOUT_MS, {
       min: 1,
       max: 2 ** 31 - 1,
     }),
@@ -237,6 +263,8 @@ async function serveUntilSignalled(
       port: config.port,
       bodyLimit: config.bodyLimit,
       drainTimeoutMs: config.drainTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      sendTimeoutMs: config.sendTimeoutMs,
       retryAfterSeconds: config.retryAfterSeconds,
       ...(config.deadlineMs === undefined ? {} : { deadlineMs: config.deadlineMs }),
     });

@@ -15,6 +15,8 @@ export { METRICS_PATH } from './metrics-route.js';
 export {
   DEFAULT_BODY_LIMIT,
   DEFAULT_DRAIN_TIMEOUT_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SEND_TIMEOUT_MS,
   type Served,
   type ServeHandle,
   type ServeOptions,

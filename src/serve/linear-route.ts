@@ -26,6 +26,7 @@ import {
 import { clientGone } from './client-gone.js';
 import type { Drain } from './drain.js';
 import { bodyWillBeRead } from './expect-continue.js';
+import { jsonAnswerStream, streamsJson } from './json-answer.js';
 import type { Served } from './server.js';
 
 export const LINEAR_PATH = '/v1/linear';
@@ -170,6 +171,11 @@ export function linearRoute(
       }
       reply.header(ROWS_HEADER, String(input.rows));
       if (input.encoding === 'octet') return reply.type(OCTET_STREAM).send(encodeOctets(y));
+      if (streamsJson(input.rows, runtime.outFeatures)) {
+        return reply
+          .type('application/json; charset=utf-8')
+          .send(jsonAnswerStream(y, input.rows, runtime.outFeatures));
+      }
       return reply.send(encodeJson(y, input.rows, runtime.outFeatures));
     },
   );

@@ -5,7 +5,8 @@
  * (metrics-route.ts). Body limits, content parsing and their 413/400/415 come from fastify;
  * every error answer goes through the one status table (status.ts); requests node:http cannot
  * parse, and CONNECT, are answered by client-error.ts; a connection an answer ends closes in stages
- * (linger.ts); shutdown is drain.ts.
+ * (linger.ts); shutdown is drain.ts. A slow client is bounded by node:http's request timeout
+ * (set here, fastify turns it off) and by send-timeout.ts.
  *
  * Throws: InvalidArgumentError for a bad option or runtime; whatever listening throws (EADDRINUSE,
  * ...), on any address of host 'localhost' (missed-binding.ts).
@@ -44,6 +45,7 @@ import { CUT_OFF_STATUS, ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
 import { missedBinding } from './missed-binding.js';
 import { closeWithConnection } from './pipelined-close.js';
+import { boundSend, sendTimedOut } from './send-timeout.js';
 import { answerFor, fromHttpStack } from './status.js';
 
 /**
@@ -73,6 +75,17 @@ export interface ServeOptions {
   readonly retryAfterSeconds?: number | undefined;
   /** How long a drain waits for in-flight work before abandoning it (default 10 s; Infinity: no limit). */
   readonly drainTimeoutMs?: number | undefined;
+  /**
+   * How long a request may take to arrive, from its first byte to its body's last (default
+   * 300 s; Infinity: no limit); its headers get the lesser of this and 60 s. One later is
+   * answered 408 and its connection closed. The work a request starts is not bounded by it.
+   */
+  readonly requestTimeoutMs?: number | undefined;
+  /**
+   * How long an answer, once written, may take to leave: a client that does not read it for
+   * this long has its connection closed (default 300 s; Infinity: no limit).
+   */
+  readonly sendTimeoutMs?: number | undefined;
   /** Close the runtime when the server drains (default true: the server owns it). */
   readonly closeRuntime?: boolean | undefined;
 }
@@ -84,6 +97,8 @@ const SERVE_KEYS: OptionKeys<ServeOptions> = {
   deadlineMs: true,
   retryAfterSeconds: true,
   drainTimeoutMs: true,
+  requestTimeoutMs: true,
+  sendTimeoutMs: true,
   closeRuntime: true,
 };
 
@@ -108,6 +123,14 @@ export interface ServeHandle {
 
 export const DEFAULT_BODY_LIMIT = 8 * 1024 * 1024;
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
+/** node:http's own default, which fastify turns off (a stalled upload was then held for good). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
+/** The request timeout's: a client reading an answer is given as long as one sending a body. */
+export const DEFAULT_SEND_TIMEOUT_MS = 300_000;
+/** node:http's own bound on the headers, kept under a shorter request timeout. */
+const HEADERS_TIMEOUT_MS = 60_000;
+/** node:http's interval between its checks of both timeouts, kept as the longest. */
+const TIMEOUT_CHECK_MS = 30_000;
 
 function integer(
   name: string,
@@ -131,6 +154,13 @@ function duration(name: string, value: number | undefined): number | undefined {
     throw new InvalidArgumentError(`${name} must be a number > 0, got ${describeValue(value)}`);
   }
   return value;
+}
+
+/** How many Host field lines a request carries (rawHeaders alternates names and values). */
+function hostLines(rawHeaders: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]?.toLowerCase() === 'host') count++;
+  return count;
 }
 
 /**
@@ -175,6 +205,9 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const bodyLimit = integer('bodyLimit', options.bodyLimit, DEFAULT_BODY_LIMIT, 1, 2 ** 31 - 1);
   const retryAfter = integer('retryAfterSeconds', options.retryAfterSeconds, 1, 0, 86_400);
   const drainTimeoutMs = duration('drainTimeoutMs', options.drainTimeoutMs) ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  const requestTimeoutMs =
+    duration('requestTimeoutMs', options.requestTimeoutMs) ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const sendTimeoutMs = duration('sendTimeoutMs', options.sendTimeoutMs) ?? DEFAULT_SEND_TIMEOUT_MS;
   // The runtime's default is the ceiling too: a client's deadline replaces it in run().
   // Infinity means none, as for the runtime: kept as Infinity (not undefined) so that it lifts
   // a default the runtime has, and a client's deadline still shortens it.
@@ -191,6 +224,8 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     bodyLimit,
     retryAfter,
     drainTimeoutMs,
+    requestTimeoutMs,
+    sendTimeoutMs,
     deadlineMs,
     closeRuntime: options.closeRuntime !== false,
   };
@@ -212,8 +247,27 @@ interface Settings {
   readonly bodyLimit: number;
   readonly retryAfter: number;
   readonly drainTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly sendTimeoutMs: number;
   readonly deadlineMs: number | undefined;
   readonly closeRuntime: boolean;
+}
+
+/**
+ * node:http's settings for a request timeout: whole milliseconds, 0 for none (Infinity, and
+ * anything past 2^31 - 1 ms, ~24.8 days: node keeps them in 32 bits, where a larger one would
+ * wrap to a short one); the headers' no longer than the request's (node refuses that); and
+ * checked every quarter of the shorter (node's 30 s interval would let a short one run up to
+ * 30 s over).
+ */
+function httpTimeouts(requestTimeoutMs: number): {
+  request: number;
+  headers: number;
+  check: number;
+} {
+  const request = requestTimeoutMs > 2 ** 31 - 1 ? 0 : Math.ceil(requestTimeoutMs);
+  const headers = request === 0 ? HEADERS_TIMEOUT_MS : Math.min(HEADERS_TIMEOUT_MS, request);
+  return { request, headers, check: Math.min(TIMEOUT_CHECK_MS, Math.max(1, Math.floor(headers / 4))) };
 }
 
 /**
@@ -222,7 +276,17 @@ interface Settings {
  */
 async function listenOnce(
   runtime: Served,
-  { host, port, bodyLimit, retryAfter, drainTimeoutMs, deadlineMs, closeRuntime }: Settings,
+  {
+    host,
+    port,
+    bodyLimit,
+    retryAfter,
+    drainTimeoutMs,
+    requestTimeoutMs,
+    sendTimeoutMs,
+    deadlineMs,
+    closeRuntime,
+  }: Settings,
 ): Promise<{ handle: ServeHandle } | { missed: NodeJS.ErrnoException }> {
   const drain = new Drain(closeRuntime ? runtime : undefined);
   // Requests are heard once the first address listens, before every address is known to be
@@ -243,11 +307,20 @@ async function listenOnce(
   };
   const metrics = new ServeMetrics({ report, inflight: () => drain.inflight });
   const clientErrors = clientErrorHandler(metrics);
+  const timeouts = httpTimeouts(requestTimeoutMs);
   const app = Fastify({
     logger: false,
     bodyLimit,
-    // The Host check is the onRequest hook's, which answers in this server's JSON.
-    http: { requireHostHeader: false },
+    // fastify's own default (0) turns node's request timeout off: a client that stalls
+    // mid-upload, or trickles its body, held its connection and the body read so far for good.
+    requestTimeout: timeouts.request,
+    http: {
+      // The Host check is the onRequest hook's, which answers in this server's JSON.
+      requireHostHeader: false,
+      requestTimeout: timeouts.request,
+      headersTimeout: timeouts.headers,
+      connectionsCheckingInterval: timeouts.check,
+    },
     clientErrorHandler: clientErrors,
     // Errors fastify answers before routing (a malformed URL: FST_ERR_BAD_URL) skip the error
     // handler and every hook: answer through the same status table, and count them here.
@@ -300,11 +373,17 @@ async function listenOnce(
       }
     });
     closeWithConnection(reply.raw, request.raw.socket);
+    boundSend(reply.raw, sendTimeoutMs);
     // RFC 9112 3.2: an HTTP/1.1 request without Host is a 400. node's own check (turned off
     // above) answered it without this server's JSON body, and uncounted.
     const raw = request.raw;
     if (raw.httpVersionMajor === 1 && raw.httpVersionMinor === 1 && raw.headers.host === undefined) {
       throw new BadRequestError('an HTTP/1.1 request must carry a Host header');
+    }
+    // The same rule: more than one Host is a 400. node keeps the first and drops the others, so
+    // a proxy in front that routed by another one would disagree with this server about it.
+    if (hostLines(raw.rawHeaders) > 1) {
+      throw new BadRequestError('a request must carry one Host header, not several');
     }
     if (!started && !(await confirmed)) {
       reply.raw.shouldKeepAlive = false;
@@ -315,7 +394,9 @@ async function listenOnce(
     metrics.observe(
       request.routeOptions.url ?? 'unmatched',
       request.method,
-      reply.statusCode,
+      // node says 'finish' also for an answer whose connection was destroyed while it was still
+      // being sent: one the send timeout or the drain cut off was never received.
+      sendTimedOut(reply.raw) || drain.cutOff(reply.raw) ? CUT_OFF_STATUS : reply.statusCode,
       reply.elapsedTime / 1000,
     );
   });

@@ -1,0 +1,49 @@
+/**
+ * The send timeout: how long a whole answer, once handed to its connection, may take to leave.
+ * A client that stops reading (its TCP window full) otherwise held the answer's unsent bytes in
+ * this process, and the connection, for good: node:http's request timeout ends once the body is
+ * read, its keep-alive timeout starts only after the answer finished, and its socket timeout is
+ * off. node reports a large write's progress only once all of it is out, so this bounds the
+ * whole departure, as the request timeout bounds the whole arrival, not a gap between bytes.
+ *
+ * Invariants: a response is cut (its connection destroyed) only after its answer was written
+ * (node's 'prefinish': for a pipelined answer, once its turn came), or began streaming, and
+ * before node saw the last byte out ('finish'); capacity is not involved (the call ended before
+ * its answer was written).
+ */
+import type { ServerResponse } from 'node:http';
+import { clearLongTimeout, setLongTimeout } from '../long-timeout.js';
+
+const cut = new WeakSet<ServerResponse>();
+
+/** Whether the send timeout closed this response's connection before its answer was out. */
+export function sendTimedOut(res: ServerResponse): boolean {
+  return cut.has(res);
+}
+
+/**
+ * Closes `res`'s connection if its answer is still not out `timeoutMs` after it was written: a
+ * whole answer from node's 'prefinish', a streamed one (json-answer.ts) from its first chunk,
+ * as it is written only as fast as the client takes it.
+ */
+export function boundSend(res: ServerResponse, timeoutMs: number): void {
+  if (timeoutMs === Number.POSITIVE_INFINITY) return;
+  let armed = false;
+  const arm = (): void => {
+    if (armed || res.writableFinished || res.destroyed) return;
+    armed = true;
+    const timer = setLongTimeout(
+      () => {
+        cut.add(res);
+        res.destroy();
+      },
+      timeoutMs,
+      undefined,
+    );
+    const stop = (): void => clearLongTimeout(timer);
+    res.once('finish', stop);
+    res.once('close', stop);
+  };
+  res.once('prefinish', arm);
+  res.once('pipe', arm);
+}

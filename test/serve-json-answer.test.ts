@@ -1,0 +1,97 @@
+/**
+ * Large JSON answers are streamed (src/serve/json-answer.ts): the same text as the whole answer,
+ * encoded only as the client takes it. Built whole, a JSON answer (~20 bytes per output float)
+ * was all in memory at once whatever the client did, and a client that never read it held all
+ * of it. Sizes here: 512 rows of 16,384 outputs, ~45 MB of JSON.
+ */
+import type { Socket } from 'node:net';
+import { connect } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { encodeJson } from '../src/serve/body.js';
+import { type ServeHandle, serve } from '../src/serve/index.js';
+import { JSON_CHUNK_FLOATS, jsonChunks } from '../src/serve/json-answer.js';
+import { floatsOf, postFloats, postJson } from './fixtures/serve-client.js';
+import { type Gated, startGated } from './fixtures/serve-harness.js';
+
+const IN = 4;
+const OUT = 16_384;
+
+const servers: ServeHandle[] = [];
+const gates: Gated[] = [];
+const clients: Socket[] = [];
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.destroy();
+  for (const g of gates.splice(0)) g.open();
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+async function start(sendTimeoutMs?: number): Promise<ServeHandle> {
+  const g = await startGated({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 2 } });
+  gates.push(g);
+  const s = await serve(g.lr, { port: 0, ...(sendTimeoutMs === undefined ? {} : { sendTimeoutMs }) });
+  servers.push(s);
+  return s;
+}
+
+describe('jsonChunks', () => {
+  it.each([
+    ['one short row', 1, 3],
+    ['rows filling exactly two chunks', 2 * (JSON_CHUNK_FLOATS / 256), 256],
+    ['rows not a whole number of chunks', 2 * (JSON_CHUNK_FLOATS / 256) + 7, 256],
+    ['rows wider than a chunk (one row each)', 3, JSON_CHUNK_FLOATS + 5],
+  ])('%s: joined, the whole answer JSON.stringify gives', (_name, rows, out) => {
+    const y = new Float32Array(rows * out);
+    for (let i = 0; i < y.length; i++) y[i] = Math.fround((i % 97) / 7 - 3);
+    const special = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -0, 1e-45, 3.4e38];
+    special.forEach((v, i) => {
+      y[(i * 7919) % y.length] = v;
+    });
+    expect([...jsonChunks(y, rows, out)].join('')).toBe(JSON.stringify(encodeJson(y, rows, out)));
+  });
+});
+
+describe('a large JSON answer over HTTP', () => {
+  it('is sent chunked, and reads as the same rows as its octet-stream answer', async () => {
+    const s = await start();
+    const url = `http://127.0.0.1:${s.port}`;
+    const x = Array.from({ length: 8 * IN }, (_, i) => i / 8);
+    const rows = Array.from({ length: 8 }, (_, r) => x.slice(r * IN, (r + 1) * IN));
+    const json = await postJson(url, { rows });
+    expect(json.status).toBe(200);
+    expect(json.headers.get('transfer-encoding')).toBe('chunked');
+    expect(json.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(json.headers.get('x-omni-rows')).toBe('8');
+    const octet = await postFloats(url, x);
+    const floats = floatsOf(octet);
+    expect((json.json as { rows: number[][] }).rows.flat()).toEqual(floats);
+  });
+
+  it('a small one is sent whole, with its Content-Length', async () => {
+    const s = await start();
+    const json = await postJson(`http://127.0.0.1:${s.port}`, { rows: [[1, 2, 3, 4]] });
+    expect(json.status).toBe(200);
+    expect(json.headers.get('content-length')).not.toBeNull();
+    expect(json.headers.get('transfer-encoding')).toBeNull();
+  });
+
+  it('a client that never reads it: the server wrote a small part of it, not all ~45 MB', async () => {
+    // The send timeout ends the wait; what the server's side of the connection was handed by
+    // then is what it encoded (node counts bytes as they are written to it, sent or not).
+    const s = await start(50);
+    const serverSide = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
+    const client = connect({ host: '127.0.0.1', port: s.port });
+    clients.push(client);
+    client.on('error', () => {});
+    client.pause();
+    const body = JSON.stringify({ rows: Array.from({ length: 512 }, () => [0, 0, 0, 0]) });
+    client.write(
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+        `Content-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    const socket = await serverSide;
+    if (!socket.destroyed) await new Promise((resolve) => socket.once('close', resolve));
+    // 512 x 16,384 outputs of 0..16383: ~45 MB of JSON. Before: all of it, written at once.
+    expect(socket.bytesWritten).toBeLessThan(16 * 2 ** 20);
+  });
+});

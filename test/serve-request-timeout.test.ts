@@ -1,0 +1,135 @@
+/**
+ * The request timeout (serve()'s requestTimeoutMs, `--request-timeout-ms`): a request must
+ * arrive, headers and body, within it. fastify turned node:http's own (300 s) off, so a client
+ * that stalled mid-upload or trickled its body held its connection, and the body read so far
+ * (up to the body limit, 8 MiB by default), for good. Short timeouts here; the order of events
+ * comes from the answers themselves, never from sleeps.
+ */
+import { connect } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import { sample } from './fixtures/metrics-text.js';
+import { postFloats, type RawAnswer, rawExchange } from './fixtures/serve-client.js';
+import { ENTERED } from './fixtures/serve-gate-layout.js';
+import { type Gated, startGated } from './fixtures/serve-harness.js';
+
+const servers: ServeHandle[] = [];
+const gates: Gated[] = [];
+
+afterEach(async () => {
+  for (const g of gates.splice(0)) g.open();
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+async function start(options: ServeOptions, open = true): Promise<{ g: Gated; s: ServeHandle }> {
+  const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, open, admission: { requests: 2 } });
+  gates.push(g);
+  const s = await serve(g.lr, { port: 0, ...options });
+  servers.push(s);
+  return { g, s };
+}
+
+const OCTET_HEAD =
+  'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 16\r\n\r\n';
+const TIMEOUTS = 'omni_http_client_errors_total{detail="ERR_HTTP_REQUEST_TIMEOUT"}';
+
+function expectTimedOut(answer: RawAnswer): void {
+  expect(answer.status).toBe(408);
+  expect(answer.head).toMatch(/\r\nConnection: close/i);
+  expect(JSON.parse(answer.body)).toMatchObject({ code: 'OMNI_ERR_REQUEST_TIMEOUT' });
+}
+
+describe('a request that does not arrive in time', () => {
+  it('a body stalled mid-upload: 408 OMNI_ERR_REQUEST_TIMEOUT, closed, counted; no worker, no capacity', async () => {
+    const { g, s } = await start({ requestTimeoutMs: 50 });
+    // Half of one row's 16 bytes, then nothing: before, the connection stayed open for good.
+    expectTimedOut(await rawExchange(s.port, [OCTET_HEAD, Buffer.alloc(8)]));
+    expect(g.entered()).toBe(0);
+    expect(g.lr.report().depth).toBe(0);
+    expect(sample((await s.metrics.scrape()).text, TIMEOUTS)).toBe(1);
+    expect(s.state).toBe('serving');
+  });
+
+  it('a chunked body that stops between chunks: 408 too', async () => {
+    const { g, s } = await start({ requestTimeoutMs: 50 });
+    const head =
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+      'Transfer-Encoding: chunked\r\n\r\n8\r\n';
+    expectTimedOut(await rawExchange(s.port, [head, Buffer.alloc(8), '\r\n']));
+    expect(g.entered()).toBe(0);
+    expect(g.lr.report().depth).toBe(0);
+  });
+
+  it('a body trickled without pause: cut off all the same (the timeout bounds the upload, not its gaps)', async () => {
+    const { g, s } = await start({ requestTimeoutMs: 50 });
+    const answer = await new Promise<RawAnswer>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port: s.port });
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('error', () => {});
+      // One byte after another, each once the last was handed to the kernel: never idle, and a
+      // body (1 MiB of JSON whitespace) far longer than this can send before the cut. The next
+      // byte waits a turn of the loop: write callbacks chained directly starve the server,
+      // which runs on this thread too.
+      const trickle = (): void => {
+        if (!socket.destroyed && socket.writable) socket.write(' ', () => setImmediate(trickle));
+      };
+      socket.on('connect', () => {
+        socket.write(
+          'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+            `Content-Length: ${2 ** 20}\r\n\r\n`,
+          trickle,
+        );
+      });
+      socket.on('close', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const split = text.indexOf('\r\n\r\n');
+        resolve({
+          status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]),
+          head: text.slice(0, split),
+          body: text.slice(split + 4),
+        });
+      });
+    });
+    expectTimedOut(answer);
+    expect(g.entered()).toBe(0);
+    expect(g.lr.report().depth).toBe(0);
+  });
+
+  it('headers that never end, and a connection that sends nothing: 408 within the request timeout', async () => {
+    const { s } = await start({ requestTimeoutMs: 50 });
+    const [partial, silent] = await Promise.all([
+      rawExchange(s.port, ['GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: a']),
+      rawExchange(s.port, []),
+    ]);
+    expectTimedOut(partial);
+    expectTimedOut(silent);
+  });
+
+  it("by default a stalled upload is cut off too: 300 s, node:http's own default (fastify had it at 0: never)", async () => {
+    const { s } = await start({});
+    // Waiting out 300 s is no test; the server's own setting is what node enforces.
+    expect(s.app.server.requestTimeout).toBe(300_000);
+    expect(s.app.server.headersTimeout).toBe(60_000);
+  });
+});
+
+describe('what the request timeout does not bound', () => {
+  it('a call that runs longer than the timeout after its body arrived: answered 200, not cut off', async () => {
+    const { g, s } = await start({ requestTimeoutMs: 50 }, false);
+    const call = postFloats(`http://127.0.0.1:${s.port}`, [1, 2, 3, 4]);
+    await g.reach(ENTERED, 1);
+    // A request begun after the call's arrived, timed out: node's sweep has passed the call's
+    // own timeout too (the same sweep checks every connection), with the call still parked.
+    expectTimedOut(await rawExchange(s.port, [OCTET_HEAD, Buffer.alloc(8)]));
+    g.open();
+    expect((await call).status).toBe(200);
+    expect(g.lr.report().depth).toBe(0);
+  });
+
+  it("Infinity: no request timeout (none of node:http's request checks), the headers' still 60 s", async () => {
+    const { s } = await start({ requestTimeoutMs: Number.POSITIVE_INFINITY });
+    expect(s.app.server.requestTimeout).toBe(0);
+    expect(s.app.server.headersTimeout).toBe(60_000);
+  });
+});

@@ -1,0 +1,111 @@
+/**
+ * The send timeout (serve()'s sendTimeoutMs, `--send-timeout-ms`): a client that stops reading
+ * its answer (its TCP window full) held the answer's unsent bytes and its connection for good,
+ * since nothing of node:http's times a response out. Answers of 16 MiB here, far more than the
+ * loopback's socket buffers hold, so a client that never reads leaves most of one unsent. What
+ * the server does is seen on its own side (its connection's 'close', the response's 'prefinish'),
+ * never from sleeps.
+ */
+import type { ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { DEFAULT_SEND_TIMEOUT_MS, type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import { sample } from './fixtures/metrics-text.js';
+import { get } from './fixtures/serve-client.js';
+import { type Gated, startGated } from './fixtures/serve-harness.js';
+
+const IN = 4;
+const OUT = 16_384;
+/** 256 rows of 16,384 floats: a 16 MiB answer. */
+const ROWS = 256;
+
+const servers: ServeHandle[] = [];
+const gates: Gated[] = [];
+const clients: Socket[] = [];
+
+afterEach(async () => {
+  vi.useRealTimers();
+  for (const c of clients.splice(0)) c.destroy();
+  for (const g of gates.splice(0)) g.open();
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+async function start(options: ServeOptions): Promise<{ g: Gated; s: ServeHandle }> {
+  const g = await startGated({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 2 } });
+  gates.push(g);
+  const s = await serve(g.lr, { port: 0, ...options });
+  servers.push(s);
+  return { g, s };
+}
+
+/**
+ * Sends one request for a 16 MiB answer and never reads. Resolves with the server's side of the
+ * connection and its response once the whole answer was handed to that connection.
+ */
+async function neverReads(s: ServeHandle): Promise<{ server: Socket; res: ServerResponse }> {
+  const written = new Promise<{ server: Socket; res: ServerResponse }>((resolve) => {
+    s.app.server.once('request', (_req, res: ServerResponse) => {
+      res.once('prefinish', () => resolve({ server: res.socket as Socket, res }));
+    });
+  });
+  const client = connect({ host: '127.0.0.1', port: s.port });
+  clients.push(client);
+  client.on('error', () => {});
+  client.pause();
+  const body = Buffer.alloc(ROWS * IN * 4);
+  client.write(
+    'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+      `Content-Length: ${body.length}\r\n\r\n`,
+  );
+  client.write(body);
+  return written;
+}
+
+const CUT = 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="444"}';
+
+describe('an answer the client does not read', () => {
+  it('its connection is closed once sendTimeoutMs passes, recorded as 444; the server serves on', async () => {
+    const { g, s } = await start({ sendTimeoutMs: 50 });
+    const { server } = await neverReads(s);
+    // The call ended before its answer was written: its capacity is back already.
+    expect(g.lr.report().depth).toBe(0);
+    if (!server.destroyed) await new Promise((resolve) => server.once('close', resolve));
+    // node says 'finish' for it all the same (the socket was destroyed under the write): not a 200.
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, CUT)).toBe(1);
+    expect(sample(text, CUT.replace('444', '200'))).toBeUndefined();
+    expect((await get(`http://127.0.0.1:${s.port}`, '/health')).status).toBe(200);
+  });
+
+  it('by default it is closed after 300 s (before: never)', async () => {
+    const { s } = await start({});
+    // The clock is the test's from before the send timer is armed; nothing else the request
+    // needs waits on a timer.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { server } = await neverReads(s);
+    await vi.advanceTimersByTimeAsync(300_000 - 1);
+    expect(server.destroyed).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(server.destroyed).toBe(true);
+    expect(DEFAULT_SEND_TIMEOUT_MS).toBe(300_000);
+  });
+
+  it('without a send timeout, a drain cuts it off at its own timeout: 444 too, not 200', async () => {
+    const { s } = await start({ sendTimeoutMs: Number.POSITIVE_INFINITY, drainTimeoutMs: 50 });
+    const { res } = await neverReads(s);
+    const closed = new Promise((resolve) => res.once('close', resolve));
+    expect(await s.drain()).toEqual({ clean: false, abandonedRequests: 1 });
+    await closed;
+    // Before: 200, as node says 'finish' for an answer whose socket is destroyed under the write.
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, CUT)).toBe(1);
+    expect(sample(text, CUT.replace('444', '200'))).toBeUndefined();
+  });
+
+  it('a drain does not wait past it for such a client, even with a longer drain timeout', async () => {
+    const { s } = await start({ sendTimeoutMs: 50, drainTimeoutMs: 600_000 });
+    await neverReads(s);
+    const drained = await s.drain();
+    expect(drained).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+});
