@@ -18,14 +18,18 @@ import { type LinearRuntime, Runtime } from '../src/index.js';
 import { ContextReclaim } from '../src/linear/context-reclaim.js';
 import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { serve } from '../src/serve/index.js';
 import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
 import { closeRuntimes, start } from './fixtures/native-runtime-harness.js';
 import { type GatedMode, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { codeOf, turns, until } from './fixtures/runtime-harness.js';
+import { postFloats } from './fixtures/serve-client.js';
 
 const NATIVE_GATED_WORKER = builtModuleUrl('test/fixtures/native-gated-worker.js');
 const NATIVE_INIT_FAULT_WORKER = builtModuleUrl('test/fixtures/native-init-fault-worker.js');
 const NATIVE_INIT_STUCK_WORKER = builtModuleUrl('test/fixtures/native-init-stuck-worker.js');
+const NATIVE_CLOSE_STUCK_WORKER = builtModuleUrl('test/fixtures/native-close-stuck-worker.js');
+const NATIVE_HELD_WORKER = builtModuleUrl('test/fixtures/native-held-worker.js');
 
 const faults = new FixtureFaults(loadNativeLibrary('fixture'));
 const controls: Int32Array[] = [];
@@ -243,4 +247,61 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
       }
     },
   );
+  it.skipIf(!canBlockInRead)(
+    'a close hook held in a native call past startTimeoutMs: the thread, terminated, exits late and its context comes back',
+    async () => {
+      const [readEnd, writeEnd] = libcPipe();
+      try {
+        const before = faults.liveBytes();
+        const spied = spyStart(NATIVE_CLOSE_STUCK_WORKER, { fd: readEnd });
+        const lr = await start({ threads: 1, inFeatures: 64, outFeatures: 32, startTimeoutMs: 1500 });
+        const pool = spied.pool();
+        const reclaim = spied.made[0];
+        vi.restoreAllMocks();
+        // The close warns that the hook did not finish: expected here.
+        vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+        const removed = once(pool, 'workerDestroy');
+        let written = false;
+        let closedBeforeExit: boolean | undefined;
+        const closing = lr.close().then((result) => {
+          closedBeforeExit ??= !written;
+          return result;
+        });
+        // The hook's round gives up at startTimeoutMs; the pool's destroy() then terminates the
+        // thread, whose exit the native call holds.
+        await removed;
+        await turns();
+        expect(blockedInRead(readEnd)).toBe(true);
+        expect(faults.liveBytes()).toBeGreaterThan(before);
+        writeSync(writeEnd, 'x');
+        written = true;
+        expect(await closing).toEqual({ clean: true, abandoned: 0 });
+        expect(closedBeforeExit).toBe(false);
+        expect(faults.liveBytes()).toBe(before);
+        expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
+      } finally {
+        closeSync(writeEnd);
+        closeSync(readEnd);
+      }
+    },
+  );
+  it("a server's drain that times out (serve): the held thread's context comes back with the runtime's close", async () => {
+    const before = faults.liveBytes();
+    const held = new Int32Array(new SharedArrayBuffer(8));
+    const spied = spyStart(NATIVE_HELD_WORKER, { held: held.buffer });
+    const lr = await start({ threads: 2, inFeatures: 4, outFeatures: 2 });
+    vi.restoreAllMocks();
+    const reclaim = spied.made[0];
+    const server = await serve(lr, { port: 0 });
+    const request = postFloats(server.address, [1, 2, 3, 4]).then(
+      (answer) => answer.status,
+      () => 'connection closed',
+    );
+    await waitFor(held, 0);
+    expect(await server.drain({ timeoutMs: 50 })).toEqual({ clean: false, abandonedRequests: 1 });
+    // Its worker was terminated: a 500, or the connection cut.
+    expect([500, 'connection closed']).toContain(await request);
+    expect(faults.liveBytes()).toBe(before);
+    expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
+  });
 });
