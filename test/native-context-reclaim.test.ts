@@ -187,7 +187,7 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
     const before = faults.liveBytes();
     // One thread: room for two records, so every slot is freed and reused several times.
     const { lr, reclaim, pool, perThread } = await startGated(1, before);
-    const rounds = 8;
+    const rounds = 6;
     for (let round = 0; round < rounds; round++) {
       const exited = exitOf(pool.threads[0]!);
       const mode = round % 2 === 0 ? 'exit' : 'uncaught';
