@@ -208,6 +208,7 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
     'a replacement held in a native call in its init, its context recorded, when close() comes: given back once it has exited',
     async () => {
       const [readEnd, writeEnd] = libcPipe();
+      let written = false;
       try {
         const before = faults.liveBytes();
         const inits = new Int32Array(new SharedArrayBuffer(4));
@@ -224,7 +225,6 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         // close() destroys the pool, terminating the replacement (it never came up, so it runs no
         // hook), and waits for its exit, which the native call holds until the test lets it go.
         const removed = once(pool, 'workerDestroy');
-        let written = false;
         let closedBeforeExit: boolean | undefined;
         const closing = lr.close().then((result) => {
           closedBeforeExit ??= !written;
@@ -242,6 +242,9 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         expect(faults.liveBytes()).toBe(before);
         expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 2, refused: 0 });
       } finally {
+        // A failed test lets the thread out of read() and stops it before the pipe is closed.
+        if (!written) writeSync(writeEnd, 'x');
+        await closeRuntimes();
         closeSync(writeEnd);
         closeSync(readEnd);
       }
@@ -251,6 +254,7 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
     'a close hook held in a native call past startTimeoutMs: the thread, terminated, exits late and its context comes back',
     async () => {
       const [readEnd, writeEnd] = libcPipe();
+      let written = false;
       try {
         const before = faults.liveBytes();
         const spied = spyStart(NATIVE_CLOSE_STUCK_WORKER, { fd: readEnd });
@@ -261,7 +265,6 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         // The close warns that the hook did not finish: expected here.
         vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
         const removed = once(pool, 'workerDestroy');
-        let written = false;
         let closedBeforeExit: boolean | undefined;
         const closing = lr.close().then((result) => {
           closedBeforeExit ??= !written;
@@ -280,6 +283,9 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         expect(faults.liveBytes()).toBe(before);
         expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
       } finally {
+        // A failed test lets the thread out of read() and stops it before the pipe is closed.
+        if (!written) writeSync(writeEnd, 'x');
+        await closeRuntimes();
         closeSync(writeEnd);
         closeSync(readEnd);
       }
