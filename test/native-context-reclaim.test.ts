@@ -10,6 +10,7 @@
  * given the fixture's module instead of workers/native.js); everything else is LinearRuntime's.
  */
 import { once } from 'node:events';
+import { closeSync, writeSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -17,11 +18,18 @@ import { type LinearRuntime, Runtime } from '../src/index.js';
 import { ContextReclaim } from '../src/linear/context-reclaim.js';
 import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { serve } from '../src/serve/index.js';
+import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
 import { closeRuntimes, start } from './fixtures/native-runtime-harness.js';
 import { type GatedMode, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { codeOf } from './fixtures/runtime-harness.js';
+import { codeOf, turns, until } from './fixtures/runtime-harness.js';
+import { postFloats } from './fixtures/serve-client.js';
 
 const NATIVE_GATED_WORKER = builtModuleUrl('test/fixtures/native-gated-worker.js');
+const NATIVE_INIT_FAULT_WORKER = builtModuleUrl('test/fixtures/native-init-fault-worker.js');
+const NATIVE_INIT_STUCK_WORKER = builtModuleUrl('test/fixtures/native-init-stuck-worker.js');
+const NATIVE_CLOSE_STUCK_WORKER = builtModuleUrl('test/fixtures/native-close-stuck-worker.js');
+const NATIVE_HELD_WORKER = builtModuleUrl('test/fixtures/native-held-worker.js');
 
 const faults = new FixtureFaults(loadNativeLibrary('fixture'));
 const controls: Int32Array[] = [];
@@ -41,11 +49,14 @@ interface Started {
   readonly perThread: number;
 }
 
-/** A LinearRuntime whose threads run the native gated worker, its pool and its ContextReclaim. */
-async function startGated(threads: number, before: number): Promise<Started> {
+/**
+ * The next LinearRuntime's threads run `worker` with `extra` joined to their NativeWorkerData;
+ * its ContextReclaim and its pool are kept. Undone by vi.restoreAllMocks().
+ */
+function spyStart(worker: string, extra: object) {
   const realStart = Runtime.start.bind(Runtime);
   vi.spyOn(Runtime, 'start').mockImplementation((options) =>
-    realStart({ ...options, worker: NATIVE_GATED_WORKER }),
+    realStart({ ...options, worker, workerData: { ...(options.workerData as object), ...extra } }),
   );
   const made: ContextReclaim[] = [];
   const realFor = ContextReclaim.forThreads.bind(ContextReclaim);
@@ -55,12 +66,23 @@ async function startGated(threads: number, before: number): Promise<Started> {
     return reclaim;
   });
   const runs = vi.spyOn(Piscina.prototype, 'run');
+  return { made, pool: () => runs.mock.contexts[0] as Piscina };
+}
+
+/** A LinearRuntime whose threads run the native gated worker (or `worker`), its pool and its ContextReclaim. */
+async function startGated(
+  threads: number,
+  before: number,
+  worker = NATIVE_GATED_WORKER,
+  extra: object = {},
+): Promise<Started> {
+  const spied = spyStart(worker, extra);
   const lr = await start({ threads, inFeatures: 64, outFeatures: 32 });
-  const pool = runs.mock.contexts[0] as Piscina;
+  const pool = spied.pool();
   vi.restoreAllMocks();
   const perThread = (faults.liveBytes() - before) / threads;
   expect(perThread).toBeGreaterThan(0);
-  return { lr, reclaim: made[0], pool, perThread };
+  return { lr, reclaim: spied.made[0], pool, perThread };
 }
 
 /**
@@ -147,5 +169,145 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
       expect(faults.liveBytes()).toBe(before);
       expect(reclaim?.refused).toBe(0);
     }
+  });
+  it("a thread whose init fails after recording its context closes it once: its own, the main thread's none", async () => {
+    const before = faults.liveBytes();
+    const spied = spyStart(NATIVE_INIT_FAULT_WORKER, {});
+    // Every thread's weight upload fails, after its context was opened and recorded.
+    expect(await codeOf(start({ threads: 2, inFeatures: 64, outFeatures: 32 }))).toBe('OMNI_ERR_NATIVE');
+    vi.restoreAllMocks();
+    const reclaim = spied.made[0];
+    // Each init's failure path took its record back before closing, so the failed start's sweep
+    // of every record found nothing: no context left, none closed twice.
+    expect(faults.liveBytes()).toBe(before);
+    expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 0, refused: 0 });
+  });
+
+  it('threads replaced one after another (exit, uncaught error) each give theirs back at their exit: the record never fills', async () => {
+    const before = faults.liveBytes();
+    // One thread: room for two records, so every slot is freed and reused several times.
+    const { lr, reclaim, pool, perThread } = await startGated(1, before);
+    const rounds = 6;
+    for (let round = 0; round < rounds; round++) {
+      const exited = exitOf(pool.threads[0]!);
+      const mode = round % 2 === 0 ? 'exit' : 'uncaught';
+      expect(await codeOf(lr.runtime.run({ mode }))).toBe('OMNI_ERR_WORKER_EXITED');
+      await exited;
+      expect(reclaim?.closed).toBe(round + 1);
+      // The replacement serves, its context recorded: one context's worth, not one per death.
+      expect(await lr.runtime.run({ mode: 'echo', value: round })).toBe(round);
+      expect(faults.liveBytes() - before).toBe(perThread);
+    }
+    expect(reclaim?.ledger.unrecorded).toBe(0);
+    expect(await lr.close()).toEqual({ clean: true, abandoned: 0 });
+    expect(faults.liveBytes()).toBe(before);
+    expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: rounds, refused: 0 });
+  });
+
+  it.skipIf(!canBlockInRead)(
+    'a replacement held in a native call in its init, its context recorded, when close() comes: given back once it has exited',
+    async () => {
+      const [readEnd, writeEnd] = libcPipe();
+      let written = false;
+      try {
+        const before = faults.liveBytes();
+        const inits = new Int32Array(new SharedArrayBuffer(4));
+        const { lr, reclaim, pool, perThread } = await startGated(1, before, NATIVE_INIT_STUCK_WORKER, {
+          fd: readEnd,
+          inits: inits.buffer,
+        });
+        expect(await codeOf(lr.runtime.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+        // The replacement has opened and recorded its context, and is inside read() now.
+        await waitFor(inits, 0, 2);
+        await until(() => blockedInRead(readEnd), 'the replacement to block in read()');
+        await until(() => reclaim?.closed === 1, "the first thread's context to be given back");
+        expect(faults.liveBytes() - before).toBe(perThread);
+        // close() destroys the pool, terminating the replacement (it never came up, so it runs no
+        // hook), and waits for its exit, which the native call holds until the test lets it go.
+        const removed = once(pool, 'workerDestroy');
+        let closedBeforeExit: boolean | undefined;
+        const closing = lr.close().then((result) => {
+          closedBeforeExit ??= !written;
+          return result;
+        });
+        await removed;
+        await turns();
+        // Terminated but not exited (still inside read()): its context is still its own.
+        expect(blockedInRead(readEnd)).toBe(true);
+        expect(faults.liveBytes() - before).toBe(perThread);
+        writeSync(writeEnd, 'x');
+        written = true;
+        expect(await closing).toEqual({ clean: true, abandoned: 0 });
+        expect(closedBeforeExit, 'close() resolved only once the replacement had exited').toBe(false);
+        expect(faults.liveBytes()).toBe(before);
+        expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 2, refused: 0 });
+      } finally {
+        // A failed test lets the thread out of read() and stops it before the pipe is closed.
+        if (!written) writeSync(writeEnd, 'x');
+        await closeRuntimes();
+        closeSync(writeEnd);
+        closeSync(readEnd);
+      }
+    },
+  );
+  it.skipIf(!canBlockInRead)(
+    'a close hook held in a native call past startTimeoutMs: the thread, terminated, exits late and its context comes back',
+    async () => {
+      const [readEnd, writeEnd] = libcPipe();
+      let written = false;
+      try {
+        const before = faults.liveBytes();
+        const spied = spyStart(NATIVE_CLOSE_STUCK_WORKER, { fd: readEnd });
+        const lr = await start({ threads: 1, inFeatures: 64, outFeatures: 32, startTimeoutMs: 1500 });
+        const pool = spied.pool();
+        const reclaim = spied.made[0];
+        vi.restoreAllMocks();
+        // The close warns that the hook did not finish: expected here.
+        vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+        const removed = once(pool, 'workerDestroy');
+        let closedBeforeExit: boolean | undefined;
+        const closing = lr.close().then((result) => {
+          closedBeforeExit ??= !written;
+          return result;
+        });
+        // The hook's round gives up at startTimeoutMs; the pool's destroy() then terminates the
+        // thread, whose exit the native call holds.
+        await removed;
+        await turns();
+        expect(blockedInRead(readEnd)).toBe(true);
+        expect(faults.liveBytes()).toBeGreaterThan(before);
+        writeSync(writeEnd, 'x');
+        written = true;
+        expect(await closing).toEqual({ clean: true, abandoned: 0 });
+        expect(closedBeforeExit).toBe(false);
+        expect(faults.liveBytes()).toBe(before);
+        expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
+      } finally {
+        // A failed test lets the thread out of read() and stops it before the pipe is closed.
+        if (!written) writeSync(writeEnd, 'x');
+        await closeRuntimes();
+        closeSync(writeEnd);
+        closeSync(readEnd);
+      }
+    },
+  );
+  it("a server's drain that times out (serve): the held thread's context comes back with the runtime's close", async () => {
+    const before = faults.liveBytes();
+    const held = new Int32Array(new SharedArrayBuffer(8));
+    const spied = spyStart(NATIVE_HELD_WORKER, { held: held.buffer });
+    const lr = await start({ threads: 2, inFeatures: 4, outFeatures: 2 });
+    vi.restoreAllMocks();
+    const reclaim = spied.made[0];
+    const server = await serve(lr, { port: 0 });
+    const request = postFloats(server.address, [1, 2, 3, 4]).then(
+      (answer) => answer.status,
+      () => 'connection closed',
+    );
+    await waitFor(held, 0);
+    expect(await server.drain({ timeoutMs: 50 })).toEqual({ clean: false, abandonedRequests: 1 });
+    // Its worker was terminated: a 500, or the connection cut.
+    expect([500, 'connection closed']).toContain(await request);
+    expect(faults.liveBytes()).toBe(before);
+    expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
   });
 });
