@@ -26,6 +26,17 @@ describe('ContextLedger', () => {
     expect(ledger.takeAll()).toEqual([]);
   });
 
+  it('keeps a 64-bit address whole, the top bit set included (a tagged pointer)', () => {
+    const high = 2n ** 64n - 4096n;
+    const ledger = ContextLedger.create(2);
+    const slot = ledger.record(7, high);
+    // Before: stored in a signed array, it read back negative, so its own thread's take failed
+    // (and cleared it: nobody closed it) and the main thread would have closed a wrong address.
+    expect(ledger.take(slot, high)).toBe(true);
+    ledger.record(8, high);
+    expect(ledger.takeThread(8)).toEqual([high]);
+  });
+
   it("takes an exited thread's entries only, and every entry when asked", () => {
     const ledger = ContextLedger.create(4);
     ledger.record(7, 0x1000n);

@@ -5,8 +5,9 @@
  * bound to a thread (native/include/omni.h), and a terminated thread stops only once its native
  * call has returned: once its 'exit' has happened, nothing uses its context any more.
  *
- * Layout: `slots` BigInt64 addresses, then `slots` Int32 owners (the threadId holding the slot;
- * 0: free), then one Int32 counting contexts that found the ledger full.
+ * Layout: `slots` BigUint64 addresses (unsigned: an address with its top bit set reads back as
+ * itself), then `slots` Int32 owners (the threadId holding the slot; 0: free), then one Int32
+ * counting contexts that found the ledger full.
  *
  * Invariants: each recorded context is closed exactly once, by whoever takes its entry (swaps
  * its address for 0): the thread itself in its close hook (or its init's failure path), or the
@@ -24,12 +25,12 @@
  * Throws: nothing (a full ledger is counted, not thrown).
  */
 
-/** Bytes per slot: one BigInt64 address and one Int32 owner. */
+/** Bytes per slot: one BigUint64 address and one Int32 owner. */
 const SLOT_BYTES = 12;
 
 export class ContextLedger {
   readonly buffer: SharedArrayBuffer;
-  readonly #addresses: BigInt64Array;
+  readonly #addresses: BigUint64Array;
   readonly #owners: Int32Array;
   /** Int32[0]: contexts that found every slot taken. */
   readonly #unrecorded: Int32Array;
@@ -37,7 +38,7 @@ export class ContextLedger {
   private constructor(buffer: SharedArrayBuffer) {
     const slots = (buffer.byteLength - 4) / SLOT_BYTES;
     this.buffer = buffer;
-    this.#addresses = new BigInt64Array(buffer, 0, slots);
+    this.#addresses = new BigUint64Array(buffer, 0, slots);
     this.#owners = new Int32Array(buffer, slots * 8, slots);
     this.#unrecorded = new Int32Array(buffer, slots * SLOT_BYTES, 1);
   }
