@@ -30,6 +30,7 @@ const NATIVE_INIT_FAULT_WORKER = builtModuleUrl('test/fixtures/native-init-fault
 const NATIVE_INIT_STUCK_WORKER = builtModuleUrl('test/fixtures/native-init-stuck-worker.js');
 const NATIVE_CLOSE_STUCK_WORKER = builtModuleUrl('test/fixtures/native-close-stuck-worker.js');
 const NATIVE_HELD_WORKER = builtModuleUrl('test/fixtures/native-held-worker.js');
+const NATIVE_INIT_EXIT_WORKER = builtModuleUrl('test/fixtures/native-init-exit-worker.js');
 
 const faults = new FixtureFaults(loadNativeLibrary('fixture'));
 const controls: Int32Array[] = [];
@@ -202,6 +203,31 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
     expect(await lr.close()).toEqual({ clean: true, abandoned: 0 });
     expect(faults.liveBytes()).toBe(before);
     expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: rounds, refused: 0 });
+  });
+
+  it('a replacement that ends its thread in its init, its context recorded: given back at its exit, before any close', async () => {
+    // piscina removes such a thread only once it has exited (it never came up), so the runtime
+    // must have found it when it was made, right after the thread it replaces was removed.
+    const before = faults.liveBytes();
+    const inits = new Int32Array(new SharedArrayBuffer(4));
+    const { lr, reclaim, pool } = await startGated(1, before, NATIVE_INIT_EXIT_WORKER, {
+      inits: inits.buffer,
+    });
+    const first = exitOf(pool.threads[0]!);
+    expect(await codeOf(lr.runtime.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    await first;
+    // Made in the same turn as the first one's removal, before this listener ran.
+    const replacement = pool.threads[0];
+    expect(replacement).toBeDefined();
+    await exitOf(replacement!);
+    expect(inits[0]).toBe(2);
+    // Before: 1 (the replacement's context waited for close(), and for good if that close
+    // found another thread that did not exit in time).
+    expect(reclaim?.closed).toBe(2);
+    expect(faults.liveBytes()).toBe(before);
+    await lr.close();
+    expect(faults.liveBytes()).toBe(before);
+    expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 2, refused: 0 });
   });
 
   it.skipIf(!canBlockInRead)(

@@ -22,9 +22,9 @@ export const kThreadEnds = Symbol('omni.runtime.threadEnds');
 
 /**
  * Tells `ends` of each thread's exit. A Worker's threadId reads -1 once it has exited, so each is
- * noted while it is alive: at every thread that comes up or is removed, every thread in the pool
- * not yet watched is (a replacement still in its init among them). A thread created and exited
- * between two of those events is missed: only `stopped` covers it.
+ * noted while it is alive: at every thread that comes up or is removed, and just after a removal
+ * (when piscina has made its replacement), every thread in the pool not yet watched is. A thread
+ * created and exited between two of those events is missed: only `stopped` covers it.
  */
 export function watchThreadExits(pool: Piscina, ends: ThreadEnds): void {
   const watched = new WeakSet<Worker>();
@@ -37,6 +37,11 @@ export function watchThreadExits(pool: Piscina, ends: ThreadEnds): void {
     }
   };
   pool.on('workerCreate', watchAll);
-  // Emitted before the removed thread leaves pool.threads: one still alive is watched here.
-  pool.on('workerDestroy', watchAll);
+  pool.on('workerDestroy', () => {
+    // Emitted before the removed thread leaves pool.threads: one still alive is watched here.
+    watchAll();
+    // Its replacement is made in the same turn, after this event, and is heard of again only
+    // once ready: one that ends in its init (removed once exited) would go unwatched.
+    queueMicrotask(watchAll);
+  });
 }
