@@ -172,6 +172,18 @@ function closeIfUnread(request: IncomingMessage, reply: FastifyReply): void {
 }
 
 /**
+ * The status recorded for a response that closed before its answer was out: CUT_OFF_STATUS when
+ * the server cut it (its send timeout or its drain: a streamed answer closes, never finishes,
+ * when cut), else the client left: 499 before its answer began to leave, and after that the
+ * status its head said, as for a whole answer (node says 'finish' for one handed to the
+ * connection, however little of it the client took) and as nginx logs it.
+ */
+function closedStatus(reply: FastifyReply, attached: boolean, drainCut: boolean): number {
+  if (drainCut || sendTimedOut(reply.raw)) return CUT_OFF_STATUS;
+  return attached && reply.raw.headersSent ? reply.statusCode : 499;
+}
+
+/**
  * What serve() needs of its runtime, checked before anything listens: a server over something
  * else would answer every request with a 500 (and null met its first read as an uncoded TypeError).
  */
@@ -356,18 +368,22 @@ async function listenOnce(
   app.addHook('onRequest', async (request, reply) => {
     drain.track(reply.raw);
     // fastify's onResponse runs on 'finish', which an answer to a client that already left
-    // never reaches: record those as 499 here, or they would be missing from the histogram,
-    // and those the drain cut off as CUT_OFF_STATUS, or they would read as clients leaving.
+    // never reaches: record those here (closedStatus), or they would be missing from the
+    // histogram.
     // A request whose body node:http could not parse was answered by the client-error handler.
     // The request's socket, not the response's: a response queued behind earlier answers on its
     // connection has none yet.
     const socket = request.raw.socket as AnsweredSocket | null;
+    // A response queued behind earlier answers writes its head into node's buffer alone: none
+    // of it left unless its turn on the connection came.
+    let attached = reply.raw.socket !== null;
+    if (!attached) reply.raw.once('socket', () => (attached = true));
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) {
         metrics.observe(
           request.routeOptions.url ?? 'unmatched',
           request.method,
-          socket?.[ANSWERED_STATUS] ?? (drain.cutOff(reply.raw) ? CUT_OFF_STATUS : 499),
+          socket?.[ANSWERED_STATUS] ?? closedStatus(reply, attached, drain.cutOff(reply.raw)),
           reply.elapsedTime / 1000,
         );
       }
