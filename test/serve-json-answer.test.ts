@@ -210,4 +210,48 @@ describe('a large JSON answer meeting the older machinery', () => {
     expect(await recorded(s, 499)).toBe(2);
     expect(await recorded(s, 200)).toBeUndefined();
   });
+
+  it('pipelined behind a call still running, its send timeout starts with its turn: the connection stays', async () => {
+    const sendTimeoutMs = 1_000;
+    const { g, s } = await startWith({ threads: 2, admission: { requests: 4 } }, { sendTimeoutMs });
+    // The send timer is set once the streamed answer is piped, after this; the calls need no timer.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const connection = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
+    const second = nthRequest(s, 2);
+    const c = client(s);
+    const heard: Buffer[] = [];
+    c.on('data', (chunk: Buffer) => heard.push(chunk));
+    const ended = closed(c);
+    c.write(jsonRequest(1, { first: HELD_INPUT }) + jsonRequest(512, { headers: 'Connection: close\r\n' }));
+    const server = await connection;
+    await piped((await second).res);
+    await vi.advanceTimersByTimeAsync(sendTimeoutMs * 2);
+    // Before: destroyed, the streamed answer's clock running while it waited its turn, taking
+    // the held call's answer with it.
+    expect(server.destroyed).toBe(false);
+    g.open();
+    await ended;
+    const text = Buffer.concat(heard).toString('latin1');
+    const split = text.indexOf('\r\n\r\n');
+    const firstLength = Number(/content-length: (\d+)/i.exec(text.slice(0, split))?.[1]);
+    const firstBody = JSON.parse(text.slice(split + 4, split + 4 + firstLength)) as { rows: number[][] };
+    expect(firstBody.rows[0]?.[1]).toBe(HELD_INPUT + 1);
+    const rest = text.slice(split + 4 + firstLength);
+    expect(rest.startsWith('HTTP/1.1 200')).toBe(true);
+    const rows = (JSON.parse(unchunk(rest.slice(rest.indexOf('\r\n\r\n') + 4))) as { rows: number[][] }).rows;
+    expect(rows.length).toBe(512);
+    expect(rows[511]?.[OUT - 1]).toBe(511 + OUT - 1);
+  });
 });
+
+/** The body of a chunked message (the whole of it, through its last chunk). */
+function unchunk(text: string): string {
+  let body = '';
+  for (let at = 0; ; ) {
+    const line = text.indexOf('\r\n', at);
+    const size = Number.parseInt(text.slice(at, line), 16);
+    if (size === 0) return body;
+    body += text.slice(line + 2, line + 2 + size);
+    at = line + 2 + size + 2;
+  }
+}

@@ -24,7 +24,8 @@ export function sendTimedOut(res: ServerResponse): boolean {
 /**
  * Closes `res`'s connection if its answer is still not out `timeoutMs` after it was written: a
  * whole answer from node's 'prefinish', a streamed one (json-answer.ts) from its first chunk,
- * as it is written only as fast as the client takes it.
+ * as it is written only as fast as the client takes it; either once its turn on the connection
+ * came.
  */
 export function boundSend(res: ServerResponse, timeoutMs: number): void {
   if (timeoutMs === Number.POSITIVE_INFINITY) return;
@@ -45,5 +46,11 @@ export function boundSend(res: ServerResponse, timeoutMs: number): void {
     res.once('close', stop);
   };
   res.once('prefinish', arm);
-  res.once('pipe', arm);
+  // A streamed answer piped while queued behind earlier answers on its connection (pipelined)
+  // only fills node's buffer: timed from then, its clock ran through the earlier answers'
+  // calls and departures, and cut the connection under them while the client read them all.
+  res.once('pipe', () => {
+    if (res.socket !== null) arm();
+    else res.once('socket', arm);
+  });
 }
