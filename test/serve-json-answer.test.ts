@@ -13,7 +13,7 @@ import { encodeJson } from '../src/serve/body.js';
 import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
 import { JSON_CHUNK_FLOATS, jsonChunks } from '../src/serve/json-answer.js';
 import { sample } from './fixtures/metrics-text.js';
-import { floatsOf, postFloats, postJson } from './fixtures/serve-client.js';
+import { floatsOf, postFloats, postJson, rawExchange } from './fixtures/serve-client.js';
 import { HELD_INPUT } from './fixtures/serve-gate-layout.js';
 import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
 
@@ -200,7 +200,7 @@ describe('a large JSON answer meeting the older machinery', () => {
     const first = nthRequest(s, 1);
     const second = nthRequest(s, 2);
     const c = client(s);
-    c.write(jsonRequest(1, { first: HELD_INPUT }) + jsonRequest(512));
+    c.write(jsonRequest(1, { first: HELD_INPUT }) + jsonRequest(8));
     const { res: held } = await first;
     const { res } = await second;
     await piped(res);
@@ -222,7 +222,7 @@ describe('a large JSON answer meeting the older machinery', () => {
     const heard: Buffer[] = [];
     c.on('data', (chunk: Buffer) => heard.push(chunk));
     const ended = closed(c);
-    c.write(jsonRequest(1, { first: HELD_INPUT }) + jsonRequest(512, { headers: 'Connection: close\r\n' }));
+    c.write(jsonRequest(1, { first: HELD_INPUT }) + jsonRequest(8, { headers: 'Connection: close\r\n' }));
     const server = await connection;
     await piped((await second).res);
     await vi.advanceTimersByTimeAsync(sendTimeoutMs * 2);
@@ -239,8 +239,27 @@ describe('a large JSON answer meeting the older machinery', () => {
     const rest = text.slice(split + 4 + firstLength);
     expect(rest.startsWith('HTTP/1.1 200')).toBe(true);
     const rows = (JSON.parse(unchunk(rest.slice(rest.indexOf('\r\n\r\n') + 4))) as { rows: number[][] }).rows;
-    expect(rows.length).toBe(512);
-    expect(rows[511]?.[OUT - 1]).toBe(511 + OUT - 1);
+    expect(rows.length).toBe(8);
+    expect(rows[7]?.[OUT - 1]).toBe(7 + OUT - 1);
+  });
+});
+
+describe('a large JSON answer to an HTTP/1.0 client', () => {
+  it.each([
+    ['plain', ''],
+    ['asking for keep-alive', 'Connection: keep-alive\r\n'],
+    ['listing TE: chunked', 'TE: chunked\r\n'],
+  ])('%s: no chunked framing, the whole body, the connection closed after', async (_name, headers) => {
+    const { s } = await startWith({}, {});
+    const request = jsonRequest(8, { headers }).replace('HTTP/1.1', 'HTTP/1.0');
+    const answer = await rawExchange(s.port, [request]);
+    expect(answer.status).toBe(200);
+    // Before, with TE: chunked: node framed it chunked, which RFC 9112 6.1 forbids for HTTP/1.0.
+    expect(answer.head.toLowerCase()).not.toContain('transfer-encoding');
+    expect(answer.head.toLowerCase()).toContain('connection: close');
+    const rows = (JSON.parse(answer.body) as { rows: number[][] }).rows;
+    expect(rows.length).toBe(8);
+    expect(rows[7]?.[OUT - 1]).toBe(7 + OUT - 1);
   });
 });
 

@@ -390,6 +390,11 @@ async function listenOnce(
     });
     closeWithConnection(reply.raw, request.raw.socket);
     boundSend(reply.raw, sendTimeoutMs);
+    // RFC 9112 6.1: no Transfer-Encoding in an answer to HTTP/1.0, which node sends one that
+    // lists TE: chunked (a streamed answer, json-answer.ts); without it, the close ends the body.
+    if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor === 0) {
+      reply.raw.useChunkedEncodingByDefault = false;
+    }
     // RFC 9112 3.2: an HTTP/1.1 request without Host is a 400. node's own check (turned off
     // above) answered it without this server's JSON body, and uncounted.
     const raw = request.raw;
