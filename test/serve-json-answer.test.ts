@@ -178,6 +178,24 @@ describe('a large JSON answer meeting the older machinery', () => {
     expect(await recorded(s, 200)).toBeUndefined();
   });
 
+  it('in flight when a drain times out: cut off, recorded 444 once, its stream stopped', async () => {
+    const { s } = await startWith({}, {});
+    const answer = nthRequest(s, 1);
+    const c = client(s);
+    c.write(jsonRequest(512));
+    const { res } = await answer;
+    const source = await piped(res);
+    await new Promise((resolve) => c.once('data', resolve));
+    // The client stops reading: the answer stays in flight, and the drain waits for it.
+    c.pause();
+    expect(await s.drain({ timeoutMs: 50 })).toEqual({ clean: false, abandonedRequests: 1 });
+    await Promise.all([closed(res), closed(source)]);
+    // Its head said 200: without the drain's word it would read as a client that left part way.
+    expect(await recorded(s, 444)).toBe(1);
+    expect(await recorded(s, 200)).toBeUndefined();
+    expect(await recorded(s, 499)).toBeUndefined();
+  });
+
   it('its client leaves after its first chunk: the stream is stopped, recorded once with the 200 it was sent', async () => {
     const { s } = await startWith({}, {});
     const answer = nthRequest(s, 1);
