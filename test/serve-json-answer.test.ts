@@ -178,6 +178,19 @@ describe('a large JSON answer meeting the older machinery', () => {
     expect(await recorded(s, 200)).toBeUndefined();
   });
 
+  it('cut off by the send timeout, the answer queued behind it on that connection is cut off too: 444, not 499', async () => {
+    const { s } = await startWith({}, { sendTimeoutMs: 50 });
+    const first = nthRequest(s, 1);
+    const second = nthRequest(s, 2);
+    const c = client(s);
+    c.pause();
+    c.write(jsonRequest(512) + jsonRequest(1));
+    await Promise.all([first.then(({ res }) => closed(res)), second.then(({ res }) => closed(res))]);
+    // Before: the queued one was 499, a client that left, where the server closed its connection.
+    expect(await recorded(s, 444)).toBe(2);
+    expect(await recorded(s, 499)).toBeUndefined();
+  });
+
   it('in flight when a drain times out: cut off, recorded 444 once, its stream stopped', async () => {
     const { s } = await startWith({}, {});
     const answer = nthRequest(s, 1);

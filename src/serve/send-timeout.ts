@@ -12,13 +12,19 @@
  * its answer was written).
  */
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { clearLongTimeout, setLongTimeout } from '../long-timeout.js';
 
 const cut = new WeakSet<ServerResponse>();
+/** Connections it closed: the answers queued behind the one cut were cut off with it. */
+const cutConnections = new WeakSet<Socket>();
 
-/** Whether the send timeout closed this response's connection before its answer was out. */
-export function sendTimedOut(res: ServerResponse): boolean {
-  return cut.has(res);
+/**
+ * Whether the send timeout closed this response's connection (`connection`: its request's, as
+ * a response queued behind others has none) before its answer was out.
+ */
+export function sendTimedOut(res: ServerResponse, connection: Socket | null): boolean {
+  return cut.has(res) || (connection !== null && cutConnections.has(connection));
 }
 
 /**
@@ -36,6 +42,7 @@ export function boundSend(res: ServerResponse, timeoutMs: number): void {
     const timer = setLongTimeout(
       () => {
         cut.add(res);
+        if (res.socket !== null) cutConnections.add(res.socket);
         res.destroy();
       },
       timeoutMs,

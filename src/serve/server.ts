@@ -173,13 +173,14 @@ function closeIfUnread(request: IncomingMessage, reply: FastifyReply): void {
 
 /**
  * The status recorded for a response that closed before its answer was out: CUT_OFF_STATUS when
- * the server cut it (its send timeout or its drain: a streamed answer closes, never finishes,
- * when cut), else the client left: 499 before its answer began to leave, and after that the
- * status its head said, as for a whole answer (node says 'finish' for one handed to the
- * connection, however little of it the client took) and as nginx logs it.
+ * the server cut it (the drain, or a send timeout on its connection: its own, or that of an
+ * answer it was queued behind; a streamed answer closes, never finishes, when cut), else the
+ * client left: 499 before its answer began to leave, and after that the status its head said,
+ * as for a whole answer (node says 'finish' for one handed to the connection, however little of
+ * it the client took) and as nginx logs it.
  */
 function closedStatus(reply: FastifyReply, attached: boolean, drainCut: boolean): number {
-  if (drainCut || sendTimedOut(reply.raw)) return CUT_OFF_STATUS;
+  if (drainCut || sendTimedOut(reply.raw, reply.request.raw.socket)) return CUT_OFF_STATUS;
   return attached && reply.raw.headersSent ? reply.statusCode : 499;
 }
 
@@ -417,7 +418,9 @@ async function listenOnce(
       request.method,
       // node says 'finish' also for an answer whose connection was destroyed while it was still
       // being sent: one the send timeout or the drain cut off was never received.
-      sendTimedOut(reply.raw) || drain.cutOff(reply.raw) ? CUT_OFF_STATUS : reply.statusCode,
+      sendTimedOut(reply.raw, request.raw.socket) || drain.cutOff(reply.raw)
+        ? CUT_OFF_STATUS
+        : reply.statusCode,
       reply.elapsedTime / 1000,
     );
   });
