@@ -4,14 +4,18 @@
  * was all in memory at once whatever the client did, and a client that never read it held all
  * of it. Sizes here: 512 rows of 16,384 outputs, ~45 MB of JSON.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { connect } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import type { Readable } from 'node:stream';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { encodeJson } from '../src/serve/body.js';
-import { type ServeHandle, serve } from '../src/serve/index.js';
+import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
 import { JSON_CHUNK_FLOATS, jsonChunks } from '../src/serve/json-answer.js';
-import { floatsOf, postFloats, postJson } from './fixtures/serve-client.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { sample } from './fixtures/metrics-text.js';
+import { floatsOf, postFloats, postJson, rawExchange } from './fixtures/serve-client.js';
+import { HELD_INPUT } from './fixtures/serve-gate-layout.js';
+import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
 
 const IN = 4;
 const OUT = 16_384;
@@ -21,17 +25,80 @@ const gates: Gated[] = [];
 const clients: Socket[] = [];
 
 afterEach(async () => {
+  vi.useRealTimers();
   for (const c of clients.splice(0)) c.destroy();
   for (const g of gates.splice(0)) g.open();
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
 async function start(sendTimeoutMs?: number): Promise<ServeHandle> {
-  const g = await startGated({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 2 } });
+  return (await startWith({}, sendTimeoutMs === undefined ? {} : { sendTimeoutMs })).s;
+}
+
+async function startWith(gated: GatedOptions, options: ServeOptions): Promise<{ g: Gated; s: ServeHandle }> {
+  const g = await startGated({
+    inFeatures: IN,
+    outFeatures: OUT,
+    open: true,
+    admission: { requests: 2 },
+    ...gated,
+  });
   gates.push(g);
-  const s = await serve(g.lr, { port: 0, ...(sendTimeoutMs === undefined ? {} : { sendTimeoutMs }) });
+  const s = await serve(g.lr, { port: 0, ...options });
   servers.push(s);
-  return s;
+  return { g, s };
+}
+
+/** A JSON request of `rows` rows whose first value is `first` (HELD_INPUT: held in the worker). */
+function jsonRequest(rows: number, { first = 0, headers = '' } = {}): string {
+  const body = JSON.stringify({
+    rows: Array.from({ length: rows }, (_, r) => [r === 0 ? first : r, 0, 0, 0]),
+  });
+  return (
+    `POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${headers}` +
+    `Content-Length: ${body.length}\r\n\r\n${body}`
+  );
+}
+
+/** A client connection, its errors (the server cuts some on purpose) ignored. */
+function client(s: ServeHandle): Socket {
+  const c = connect({ host: '127.0.0.1', port: s.port });
+  clients.push(c);
+  c.on('error', () => {});
+  return c;
+}
+
+/** The server's response to the `nth` (1-based) request it hears from now, and its request. */
+function nthRequest(s: ServeHandle, nth: number): Promise<{ req: IncomingMessage; res: ServerResponse }> {
+  return new Promise((resolve) => {
+    let heard = 0;
+    const listener = (req: IncomingMessage, res: ServerResponse): void => {
+      if (++heard < nth) return;
+      s.app.server.off('request', listener);
+      resolve({ req, res });
+    };
+    s.app.server.on('request', listener);
+  });
+}
+
+/** The stream piped into `res` (its streamed answer), once it is. */
+function piped(res: ServerResponse): Promise<Readable> {
+  return new Promise((resolve) => res.once('pipe', resolve));
+}
+
+function closed(emitter: {
+  destroyed: boolean;
+  once(event: 'close', f: () => void): unknown;
+}): Promise<void> {
+  return emitter.destroyed
+    ? Promise.resolve()
+    : new Promise((resolve) => emitter.once('close', () => resolve()));
+}
+
+/** The histogram count for POST /v1/linear answered (or recorded) with `status`. */
+async function recorded(s: ServeHandle, status: number): Promise<number | undefined> {
+  const series = `omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="${status}"}`;
+  return sample((await s.metrics.scrape()).text, series);
 }
 
 describe('jsonChunks', () => {
@@ -95,3 +162,146 @@ describe('a large JSON answer over HTTP', () => {
     expect(socket.bytesWritten).toBeLessThan(16 * 2 ** 20);
   });
 });
+
+describe('a large JSON answer meeting the older machinery', () => {
+  it('cut off by the send timeout: recorded as 444, as a whole answer is, not as a client that left', async () => {
+    const { s } = await startWith({}, { sendTimeoutMs: 50 });
+    const answer = nthRequest(s, 1);
+    const c = client(s);
+    c.pause();
+    c.write(jsonRequest(512));
+    const { res } = await answer;
+    await closed(res);
+    // Before: 499, the stream's response closes without 'finish', and only the drain's cut was asked.
+    expect(await recorded(s, 444)).toBe(1);
+    expect(await recorded(s, 499)).toBeUndefined();
+    expect(await recorded(s, 200)).toBeUndefined();
+  });
+
+  it('cut off by the send timeout, the answer queued behind it on that connection is cut off too: 444, not 499', async () => {
+    const { s } = await startWith({}, { sendTimeoutMs: 50 });
+    const first = nthRequest(s, 1);
+    const second = nthRequest(s, 2);
+    const c = client(s);
+    c.pause();
+    c.write(jsonRequest(512) + jsonRequest(1));
+    await Promise.all([first.then(({ res }) => closed(res)), second.then(({ res }) => closed(res))]);
+    // Before: the queued one was 499, a client that left, where the server closed its connection.
+    expect(await recorded(s, 444)).toBe(2);
+    expect(await recorded(s, 499)).toBeUndefined();
+  });
+
+  it('in flight when a drain times out: cut off, recorded 444 once, its stream stopped', async () => {
+    const { s } = await startWith({}, {});
+    const answer = nthRequest(s, 1);
+    const c = client(s);
+    c.write(jsonRequest(512));
+    const { res } = await answer;
+    const source = await piped(res);
+    await new Promise((resolve) => c.once('data', resolve));
+    // The client stops reading: the answer stays in flight, and the drain waits for it.
+    c.pause();
+    expect(await s.drain({ timeoutMs: 50 })).toEqual({ clean: false, abandonedRequests: 1 });
+    await Promise.all([closed(res), closed(source)]);
+    // Its head said 200: without the drain's word it would read as a client that left part way.
+    expect(await recorded(s, 444)).toBe(1);
+    expect(await recorded(s, 200)).toBeUndefined();
+    expect(await recorded(s, 499)).toBeUndefined();
+  });
+
+  it('its client leaves after its first chunk: the stream is stopped, recorded once with the 200 it was sent', async () => {
+    const { s } = await startWith({}, {});
+    const answer = nthRequest(s, 1);
+    const c = client(s);
+    c.write(jsonRequest(512));
+    const { res } = await answer;
+    const source = await piped(res);
+    await new Promise((resolve) => c.once('data', resolve));
+    c.destroy();
+    await closed(res);
+    // The generator is not run on for a closed connection.
+    await closed(source);
+    // Before: 499, where a whole answer whose client leaves part way is 200 (node says 'finish').
+    expect(await recorded(s, 200)).toBe(1);
+    expect(await recorded(s, 499)).toBeUndefined();
+  });
+
+  it('queued behind a call still running, its client leaves: 499 (none of it left), the held call too', async () => {
+    const { g, s } = await startWith({ threads: 2, admission: { requests: 4 } }, {});
+    const first = nthRequest(s, 1);
+    const second = nthRequest(s, 2);
+    const c = client(s);
+    c.write(jsonRequest(1, { first: HELD_INPUT }) + jsonRequest(8));
+    const { res: held } = await first;
+    const { res } = await second;
+    await piped(res);
+    c.destroy();
+    await Promise.all([closed(held), closed(res)]);
+    g.open();
+    expect(await recorded(s, 499)).toBe(2);
+    expect(await recorded(s, 200)).toBeUndefined();
+  });
+
+  it('pipelined behind a call still running, its send timeout starts with its turn: the connection stays', async () => {
+    const sendTimeoutMs = 1_000;
+    const { g, s } = await startWith({ threads: 2, admission: { requests: 4 } }, { sendTimeoutMs });
+    // The send timer is set once the streamed answer is piped, after this; the calls need no timer.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const connection = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
+    const second = nthRequest(s, 2);
+    const c = client(s);
+    const heard: Buffer[] = [];
+    c.on('data', (chunk: Buffer) => heard.push(chunk));
+    const ended = closed(c);
+    c.write(jsonRequest(1, { first: HELD_INPUT }) + jsonRequest(8, { headers: 'Connection: close\r\n' }));
+    const server = await connection;
+    await piped((await second).res);
+    await vi.advanceTimersByTimeAsync(sendTimeoutMs * 2);
+    // Before: destroyed, the streamed answer's clock running while it waited its turn, taking
+    // the held call's answer with it.
+    expect(server.destroyed).toBe(false);
+    g.open();
+    await ended;
+    const text = Buffer.concat(heard).toString('latin1');
+    const split = text.indexOf('\r\n\r\n');
+    const firstLength = Number(/content-length: (\d+)/i.exec(text.slice(0, split))?.[1]);
+    const firstBody = JSON.parse(text.slice(split + 4, split + 4 + firstLength)) as { rows: number[][] };
+    expect(firstBody.rows[0]?.[1]).toBe(HELD_INPUT + 1);
+    const rest = text.slice(split + 4 + firstLength);
+    expect(rest.startsWith('HTTP/1.1 200')).toBe(true);
+    const rows = (JSON.parse(unchunk(rest.slice(rest.indexOf('\r\n\r\n') + 4))) as { rows: number[][] }).rows;
+    expect(rows.length).toBe(8);
+    expect(rows[7]?.[OUT - 1]).toBe(7 + OUT - 1);
+  });
+});
+
+describe('a large JSON answer to an HTTP/1.0 client', () => {
+  it.each([
+    ['plain', ''],
+    ['asking for keep-alive', 'Connection: keep-alive\r\n'],
+    ['listing TE: chunked', 'TE: chunked\r\n'],
+  ])('%s: no chunked framing, the whole body, the connection closed after', async (_name, headers) => {
+    const { s } = await startWith({}, {});
+    const request = jsonRequest(8, { headers }).replace('HTTP/1.1', 'HTTP/1.0');
+    const answer = await rawExchange(s.port, [request]);
+    expect(answer.status).toBe(200);
+    // Before, with TE: chunked: node framed it chunked, which RFC 9112 6.1 forbids for HTTP/1.0.
+    expect(answer.head.toLowerCase()).not.toContain('transfer-encoding');
+    expect(answer.head.toLowerCase()).toContain('connection: close');
+    const rows = (JSON.parse(answer.body) as { rows: number[][] }).rows;
+    expect(rows.length).toBe(8);
+    expect(rows[7]?.[OUT - 1]).toBe(7 + OUT - 1);
+  });
+});
+
+/** The body of a chunked message (the whole of it, through its last chunk). */
+function unchunk(text: string): string {
+  let body = '';
+  for (let at = 0; ; ) {
+    const line = text.indexOf('\r\n', at);
+    const size = Number.parseInt(text.slice(at, line), 16);
+    if (size === 0) return body;
+    body += text.slice(line + 2, line + 2 + size);
+    at = line + 2 + size + 2;
+  }
+}

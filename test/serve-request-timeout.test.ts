@@ -5,12 +5,13 @@
  * (up to the body limit, 8 MiB by default), for good. Short timeouts here; the order of events
  * comes from the answers themselves, never from sleeps.
  */
+import type { ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
 import { postFloats, type RawAnswer, rawExchange } from './fixtures/serve-client.js';
-import { ENTERED } from './fixtures/serve-gate-layout.js';
+import { ENTERED, HELD_INPUT } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
 const servers: ServeHandle[] = [];
@@ -113,6 +114,46 @@ describe('a request that does not arrive in time', () => {
     expect(s.app.server.headersTimeout).toBe(60_000);
   });
 });
+
+describe('an Expect: 100-continue request waiting behind a call still running', () => {
+  it('timed out meanwhile: after that answer, its 408 alone (no 100 Continue first), closed; nothing held', async () => {
+    const { g, s } = await start({ requestTimeoutMs: 50 });
+    const held = Buffer.from(new Float32Array([HELD_INPUT, 0, 0, 0]).buffer);
+    const waiting =
+      'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+      'Expect: 100-continue\r\nContent-Length: 16\r\n\r\n';
+    const timedOut = new Promise((resolve) => s.app.server.once('clientError', resolve));
+    // The waiting request's response, which closes with its connection, after the client's side.
+    const waitingClosed = new Promise<void>((resolve) => {
+      let heard = 0;
+      s.app.server.on('request', (_req, res: ServerResponse) => {
+        if (++heard === 2) res.once('close', () => resolve());
+      });
+    });
+    const heard = rawExchange(s.port, [OCTET_HEAD, held, waiting]);
+    await timedOut;
+    g.open();
+    const answer = await heard;
+    expect(answer.status).toBe(200);
+    // What follows the held call's answer (8 bytes: one row of 2 floats).
+    const rest = answer.body.slice(answer.body.indexOf('HTTP/1.1 '));
+    // Before: 100 Continue, then the 408: the client was asked to upload a body already refused.
+    expect(rest).not.toContain('100 Continue');
+    expectTimedOut({ status: Number(rest.slice(9, 12)), ...splitAnswer(rest) });
+    await waitingClosed;
+    expect(g.lr.report().depth).toBe(0);
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, TIMEOUTS)).toBe(1);
+    expect(sample(text, 'omni_http_inflight')).toBe(0);
+    const series = 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="408"}';
+    expect(sample(text, series)).toBe(1);
+  });
+});
+
+function splitAnswer(text: string): { head: string; body: string } {
+  const split = text.indexOf('\r\n\r\n');
+  return { head: text.slice(0, split), body: text.slice(split + 4) };
+}
 
 describe('what the request timeout does not bound', () => {
   it('a call that runs longer than the timeout after its body arrived: answered 200, not cut off', async () => {

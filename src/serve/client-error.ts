@@ -65,6 +65,14 @@ type ClientSocket = AnsweredSocket & {
 };
 
 /**
+ * Whether the client-error handler took `socket` over (a parse error, or a request that did not
+ * arrive in time): the request it failed in is answered with that error, never read on.
+ */
+export function clientFailed(socket: Socket | null): boolean {
+  return (socket as ClientSocket | null)?.[PARSE_FAILED] === true;
+}
+
+/**
  * A server 'request' listener (after fastify's): remembers each connection's latest response,
  * so that a parse error in a request pipelined behind it (or in its own body, while it waits
  * behind others) is answered in order, not in the place of an earlier request's answer.

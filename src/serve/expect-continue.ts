@@ -10,6 +10,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { OCTET_STREAM } from './body.js';
+import { clientFailed } from './client-error.js';
 
 const READ_TYPES = new Set([OCTET_STREAM, 'application/json']);
 /**
@@ -54,7 +55,9 @@ function writeContinue(res: ServerResponse): void {
   }
   const onSocket = (): void => {
     res.removeListener('close', forget);
-    if (res.headersSent) return;
+    // Timed out while it waited (node's request timeout counts the wait): its 408 comes
+    // instead (client-error.ts), and a 100 before it had the client upload the body for nothing.
+    if (res.headersSent || clientFailed(res.socket)) return;
     res.writeContinue();
     continued.add(res);
   };

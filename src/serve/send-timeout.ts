@@ -12,19 +12,26 @@
  * its answer was written).
  */
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { clearLongTimeout, setLongTimeout } from '../long-timeout.js';
 
 const cut = new WeakSet<ServerResponse>();
+/** Connections it closed: the answers queued behind the one cut were cut off with it. */
+const cutConnections = new WeakSet<Socket>();
 
-/** Whether the send timeout closed this response's connection before its answer was out. */
-export function sendTimedOut(res: ServerResponse): boolean {
-  return cut.has(res);
+/**
+ * Whether the send timeout closed this response's connection (`connection`: its request's, as
+ * a response queued behind others has none) before its answer was out.
+ */
+export function sendTimedOut(res: ServerResponse, connection: Socket | null): boolean {
+  return cut.has(res) || (connection !== null && cutConnections.has(connection));
 }
 
 /**
  * Closes `res`'s connection if its answer is still not out `timeoutMs` after it was written: a
  * whole answer from node's 'prefinish', a streamed one (json-answer.ts) from its first chunk,
- * as it is written only as fast as the client takes it.
+ * as it is written only as fast as the client takes it; either once its turn on the connection
+ * came.
  */
 export function boundSend(res: ServerResponse, timeoutMs: number): void {
   if (timeoutMs === Number.POSITIVE_INFINITY) return;
@@ -35,6 +42,7 @@ export function boundSend(res: ServerResponse, timeoutMs: number): void {
     const timer = setLongTimeout(
       () => {
         cut.add(res);
+        if (res.socket !== null) cutConnections.add(res.socket);
         res.destroy();
       },
       timeoutMs,
@@ -45,5 +53,11 @@ export function boundSend(res: ServerResponse, timeoutMs: number): void {
     res.once('close', stop);
   };
   res.once('prefinish', arm);
-  res.once('pipe', arm);
+  // A streamed answer piped while queued behind earlier answers on its connection (pipelined)
+  // only fills node's buffer: timed from then, its clock ran through the earlier answers'
+  // calls and departures, and cut the connection under them while the client read them all.
+  res.once('pipe', () => {
+    if (res.socket !== null) arm();
+    else res.once('socket', arm);
+  });
 }

@@ -172,6 +172,19 @@ function closeIfUnread(request: IncomingMessage, reply: FastifyReply): void {
 }
 
 /**
+ * The status recorded for a response that closed before its answer was out: CUT_OFF_STATUS when
+ * the server cut it (the drain, or a send timeout on its connection: its own, or that of an
+ * answer it was queued behind; a streamed answer closes, never finishes, when cut), else the
+ * client left: 499 before its answer began to leave, and after that the status its head said,
+ * as for a whole answer (node says 'finish' for one handed to the connection, however little of
+ * it the client took) and as nginx logs it.
+ */
+function closedStatus(reply: FastifyReply, attached: boolean, drainCut: boolean): number {
+  if (drainCut || sendTimedOut(reply.raw, reply.request.raw.socket)) return CUT_OFF_STATUS;
+  return attached && reply.raw.headersSent ? reply.statusCode : 499;
+}
+
+/**
  * What serve() needs of its runtime, checked before anything listens: a server over something
  * else would answer every request with a 500 (and null met its first read as an uncoded TypeError).
  */
@@ -356,24 +369,33 @@ async function listenOnce(
   app.addHook('onRequest', async (request, reply) => {
     drain.track(reply.raw);
     // fastify's onResponse runs on 'finish', which an answer to a client that already left
-    // never reaches: record those as 499 here, or they would be missing from the histogram,
-    // and those the drain cut off as CUT_OFF_STATUS, or they would read as clients leaving.
+    // never reaches: record those here (closedStatus), or they would be missing from the
+    // histogram.
     // A request whose body node:http could not parse was answered by the client-error handler.
     // The request's socket, not the response's: a response queued behind earlier answers on its
     // connection has none yet.
     const socket = request.raw.socket as AnsweredSocket | null;
+    // A response queued behind earlier answers writes its head into node's buffer alone: none
+    // of it left unless its turn on the connection came.
+    let attached = reply.raw.socket !== null;
+    if (!attached) reply.raw.once('socket', () => (attached = true));
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) {
         metrics.observe(
           request.routeOptions.url ?? 'unmatched',
           request.method,
-          socket?.[ANSWERED_STATUS] ?? (drain.cutOff(reply.raw) ? CUT_OFF_STATUS : 499),
+          socket?.[ANSWERED_STATUS] ?? closedStatus(reply, attached, drain.cutOff(reply.raw)),
           reply.elapsedTime / 1000,
         );
       }
     });
     closeWithConnection(reply.raw, request.raw.socket);
     boundSend(reply.raw, sendTimeoutMs);
+    // RFC 9112 6.1: no Transfer-Encoding in an answer to HTTP/1.0, which node sends one that
+    // lists TE: chunked (a streamed answer, json-answer.ts); without it, the close ends the body.
+    if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor === 0) {
+      reply.raw.useChunkedEncodingByDefault = false;
+    }
     // RFC 9112 3.2: an HTTP/1.1 request without Host is a 400. node's own check (turned off
     // above) answered it without this server's JSON body, and uncounted.
     const raw = request.raw;
@@ -396,7 +418,9 @@ async function listenOnce(
       request.method,
       // node says 'finish' also for an answer whose connection was destroyed while it was still
       // being sent: one the send timeout or the drain cut off was never received.
-      sendTimedOut(reply.raw) || drain.cutOff(reply.raw) ? CUT_OFF_STATUS : reply.statusCode,
+      sendTimedOut(reply.raw, request.raw.socket) || drain.cutOff(reply.raw)
+        ? CUT_OFF_STATUS
+        : reply.statusCode,
       reply.elapsedTime / 1000,
     );
   });
