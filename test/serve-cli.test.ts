@@ -269,7 +269,7 @@ describe('runServeCommand in-process (signals from an EventEmitter)', () => {
     expect(await exitCode).toBe(1);
     expect(lines.some((l) => l.includes('SIGINT again'))).toBe(true);
     expect(gated!.lr.report().state).toBe('stopped');
-    expect([500, 'connection closed']).toContain(await stuck);
+    expect([503, 'connection closed']).toContain(await stuck);
   });
 });
 

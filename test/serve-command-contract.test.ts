@@ -194,7 +194,7 @@ describe('runServeCommand in-process', () => {
     gated.open();
     expect(await run.exitCode).toBe(1);
     expect(run.lines.at(-1)).toMatch(/drain timed out \(1 requests abandoned\)/);
-    expect([200, 500, 'connection closed']).toContain(await stuck);
+    expect([200, 503, 'connection closed']).toContain(await stuck);
   });
 
   it('a second signal during the drain abandons the held request at once, whatever --drain-timeout-ms', async () => {
@@ -211,7 +211,7 @@ describe('runServeCommand in-process', () => {
     expect(await run.exitCode).toBe(1);
     expect(run.lines).toContain('omni-runtime serve: SIGINT again: abandoning in-flight requests');
     expect(gated.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
-    expect([500, 'connection closed']).toContain(await stuck);
+    expect([503, 'connection closed']).toContain(await stuck);
   });
 
   it('a signal while the runtime starts: it never listens, closes the runtime, exit 0', async () => {

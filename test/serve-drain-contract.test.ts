@@ -74,7 +74,7 @@ describe('drain', () => {
     s.expireDrain(); // the gate stays shut: only expiring the wait can end this drain
     expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
     expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
-    expect([500, 'connection closed']).toContain(await stuck);
+    expect([503, 'connection closed']).toContain(await stuck);
   });
 
   it('expireDrain() while the runtime closes: a close() that rejects a second call is not an unhandled rejection', async () => {

@@ -130,6 +130,18 @@ async function refuseFromHeaders(
   if (refuseRows !== undefined) await refuseRows();
 }
 
+/**
+ * A call the drain's timeout abandoned (its thread terminated: OMNI_ERR_WORKER_EXITED) is a 503,
+ * not a 500: the server is going away, nothing failed in the request, and the work, a pure
+ * function of the body, is safe to send again to another server, which a 503 tells a client or
+ * proxy it may. A thread lost while the server serves stays a 500.
+ */
+function abandonedByDrain(err: unknown, drain: Drain): unknown {
+  if (drain.state === 'serving' || (err as { code?: unknown } | null)?.code !== 'OMNI_ERR_WORKER_EXITED')
+    return err;
+  return new UnavailableError('draining', 'the server drained: this call was abandoned at the drain timeout');
+}
+
 export function linearRoute(
   app: FastifyInstance,
   { runtime, drain, deadlineMs, bodyLimit }: LinearRouteOptions,
@@ -157,13 +169,18 @@ export function linearRoute(
       const rowsHint = parseRowsHint(query?.rows, request.headers[ROWS_HEADER]);
       const callDeadline = parseDeadline(request.headers[DEADLINE_HEADER], deadlineMs);
       const input = decodeLinearBody(request.body, rowsHint, runtime.inFeatures);
-      const y = await runtime.run(input.x, {
-        rows: input.rows,
-        // The fresh copy is this request's alone: move it to the worker instead of cloning it.
-        transfer: [input.x.buffer as ArrayBuffer],
-        signal: clientGone(reply.raw),
-        ...(callDeadline === undefined ? {} : { deadlineMs: callDeadline }),
-      });
+      let y: unknown;
+      try {
+        y = await runtime.run(input.x, {
+          rows: input.rows,
+          // The fresh copy is this request's alone: move it to the worker instead of cloning it.
+          transfer: [input.x.buffer as ArrayBuffer],
+          signal: clientGone(reply.raw),
+          ...(callDeadline === undefined ? {} : { deadlineMs: callDeadline }),
+        });
+      } catch (err) {
+        throw abandonedByDrain(err, drain);
+      }
       if (!(y instanceof Float32Array) || y.length !== input.rows * runtime.outFeatures) {
         throw new TaskFailedError(
           `the worker returned ${describe(y)}, expected ${input.rows} x ${runtime.outFeatures} floats`,

@@ -5,7 +5,8 @@
  * | code / reason                          | status | notes                                     |
  * | -------------------------------------- | -----: | ----------------------------------------- |
  * | OMNI_ERR_REJECTED requests/units/queued |    503 | Retry-After; answered at once, no worker  |
- * | OMNI_ERR_UNAVAILABLE                   |    503 | starting, draining, stopped or failed     |
+ * | OMNI_ERR_UNAVAILABLE                   |    503 | starting, draining, stopped or failed; a  |
+ * |                                        |        | call a drain abandoned (linear-route.ts)  |
  * | OMNI_ERR_TOO_LARGE                     |    413 | the cost can never fit the unit ceiling   |
  * | OMNI_ERR_BODY_TOO_LARGE                |    413 | the body is over the server's limit       |
  * | OMNI_ERR_BAD_BODY / _INVALID_ARGUMENT / _INVALID_COST | 400 | malformed, truncated, wrong shape |
