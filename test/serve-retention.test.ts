@@ -9,11 +9,14 @@ import type { ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
+import { sample } from './fixtures/metrics-text.js';
 import { Collectable, fdCount } from './fixtures/process-figures.js';
 import { until } from './fixtures/runtime-harness.js';
+import { ENTERED } from './fixtures/serve-gate-layout.js';
 import { startGated } from './fixtures/serve-harness.js';
 
 const ROW = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
+const LEFT = 'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="499"}';
 
 function post(type: string, body: Buffer | string, extra = ''): Buffer {
   const bytes = Buffer.from(body);
@@ -68,8 +71,8 @@ async function inflight(handle: ServeHandle): Promise<number> {
   return Number(/^omni_http_inflight (\d+)$/m.exec(text)?.[1]);
 }
 
-async function started() {
-  const gated = await startGated({ open: true, admission: { requests: 8, units: 64 } });
+async function started(open = true) {
+  const gated = await startGated({ open, admission: { requests: 8, units: 64 } });
   const handle = await serve(gated.lr, { port: 0 });
   const responses = new Collectable();
   handle.app.server.on('request', (_req: unknown, res: ServerResponse) => responses.register(res));
@@ -119,7 +122,7 @@ describe('a server serving for long', () => {
   });
 
   it('connections that come and go, some leaving mid-upload, leave nothing behind', async () => {
-    const { gated, handle, responses } = await started();
+    const { gated, handle, responses } = await started(false);
     try {
       const visit = (bytes: Buffer, leave: boolean): Promise<void> =>
         new Promise((resolve) => {
@@ -169,6 +172,17 @@ describe('a server serving for long', () => {
         await until(async () => (await inflight(handle)) === 0, 'every response to close');
         return { samples: await sampleLines(handle), uncollected: await responses.uncollected() };
       };
+      // A client gone with its call in flight is a 499, or a 200 when its answer was out before
+      // the server heard it leave: both label sets exist before the first figures, one 499 made
+      // sure of with the gate shut (before, a run whose first rounds had none grew by one set).
+      const gone = visit(post('application/octet-stream', ROW), true);
+      await gated.reach(ENTERED, 1);
+      await gone;
+      await until(
+        async () => sample((await handle.metrics.scrape()).text, LEFT) === 1,
+        'the client that left to be recorded',
+      );
+      gated.open();
       await rounds(3);
       const atN = await figures();
       expect(atN.uncollected).toBe(0);
