@@ -98,6 +98,8 @@ export class Runtime {
   #inflight = 0;
   /** Calls whose work has not ended, for a close timeout to abandon (see TaskOwner.live). */
   readonly #live = new Set<PendingTask>();
+  /** close() waits for the last of `#live` to end (see ShutdownHost.callsEnded). */
+  #callsEnded: (() => void) | undefined;
   #failure: Error | undefined;
   /** whenFailed()'s promise: made once, resolved by #fail with the first failure. */
   readonly #failed: Promise<Error>;
@@ -127,6 +129,7 @@ export class Runtime {
       fail: (error) => this.#fail(error),
       ended: () => {
         this.#inflight--;
+        if (this.#callsEnded !== undefined && this.#live.size === 0) this.#callsEnded();
       },
       live: this.#live,
     };
@@ -168,6 +171,15 @@ export class Runtime {
       stopped: () => {
         runtime.#state = 'stopped';
       },
+      callsEnded: () =>
+        runtime.#live.size === 0
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => {
+              runtime.#callsEnded = () => {
+                runtime.#callsEnded = undefined;
+                resolve();
+              };
+            }),
       hooksBegin: () => {
         runtime.#latency ??= frozenCounts(guard.pool);
       },

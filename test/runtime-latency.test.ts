@@ -7,7 +7,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LatencySummary } from '../src/index.js';
-import { cleanup, start } from './fixtures/runtime-harness.js';
+import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, control, gate, start } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
 
@@ -28,6 +29,28 @@ describe('report() latency summaries count calls only', () => {
     // One sample: its median is its maximum. The start's round would be a second, larger one.
     expect(runTimeMs.max).toBeGreaterThan(0);
     expect(runTimeMs.p50).toBe(runTimeMs.max);
+  });
+
+  it('a call that ends while close() waits for it is counted: the summaries are kept only once its reply is in', async () => {
+    // The thread gives the call's capacity back before it posts the reply, and close() hears
+    // the first (its drain) as soon as the thread does: kept then, the summaries missed the
+    // call that close() had waited for. A large value makes the reply's copy the slow part.
+    // Bounded repeats: each one alone failed 8 in 10 before.
+    const value = 'x'.repeat(4 << 20);
+    for (let i = 0; i < 4; i++) {
+      const rt = await start({ threads: 1 });
+      const c = control();
+      const call = rt.run(gate(c, { value }));
+      await waitFor(c, STARTED); // running: close() must wait for it
+      const closed = rt.close();
+      open(c);
+      expect(await call).toBe(value);
+      expect((await closed).clean).toBe(true);
+      const { runTimeMs } = rt.report();
+      // Its one sample: none (all 0) when it was missed.
+      expect(runTimeMs.max).toBeGreaterThan(0);
+      expect(runTimeMs.p50).toBe(runTimeMs.max);
+    }
   });
 
   it('close() adds nothing: its rounds of close hooks are no calls', async () => {

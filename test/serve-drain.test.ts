@@ -5,7 +5,8 @@
  */
 import { Agent, request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { serve } from '../src/serve/index.js';
+import { WorkerExitedError } from '../src/errors.js';
+import { type Served, serve } from '../src/serve/index.js';
 import { codeOf } from './fixtures/runtime-harness.js';
 import { postFloats, tryConnect } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
@@ -226,5 +227,40 @@ describe('drain', () => {
     // The abandoned request hears a 503 (the server went away: send it again elsewhere; before,
     // a 500 OMNI_ERR_WORKER_EXITED, as for a thread lost while serving) or loses its connection.
     expect(['503 OMNI_ERR_UNAVAILABLE', 'connection closed']).toContain(await stuck);
+  });
+
+  it('a thread lost during a drain, before its timeout, is still a 500 OMNI_ERR_WORKER_EXITED', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
+    gates.push(g);
+    g.open();
+    // The call's end is the test's: its thread is lost while the drain still waits for it, which
+    // the drain did not cause (no timeout, no second signal), so no retry elsewhere is invited.
+    let entered!: () => void;
+    const reached = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    let lose!: (error: Error) => void;
+    const served: Served = {
+      run: () => {
+        entered();
+        return new Promise((_resolve, reject) => {
+          lose = reject;
+        });
+      },
+      report: () => g.lr.report(),
+      close: (options) => g.lr.close(options),
+      inFeatures: g.lr.inFeatures,
+      outFeatures: g.lr.outFeatures,
+      backend: g.lr.backend,
+    };
+    const s = await serve(served, { port: 0 });
+    const answer = postFloats(s.address, [1, 2, 3, 4]);
+    await reached;
+    const drained = s.drain({ timeoutMs: 600_000 });
+    expect(s.state).toBe('draining');
+    lose(new WorkerExitedError('worker exited with code 1'));
+    const a = await answer;
+    expect(`${a.status} ${String(a.json?.code)}`).toBe('500 OMNI_ERR_WORKER_EXITED');
+    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
   });
 });

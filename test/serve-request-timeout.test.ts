@@ -51,6 +51,20 @@ describe('a request that does not arrive in time', () => {
     expect(s.state).toBe('serving');
   });
 
+  it('during a drain: answered 408 at its own timeout, and the drain, no longer held, is clean', async () => {
+    const { g, s } = await start({ requestTimeoutMs: 50, drainTimeoutMs: 600_000 });
+    const arrived = new Promise((resolve) => s.app.server.once('request', resolve));
+    const stalled = rawExchange(s.port, [OCTET_HEAD, Buffer.alloc(8)]);
+    await arrived; // in flight: the drain waits for it
+    // Answered, not cut off: no 444, and nothing the drain abandoned (the CLI exits 0).
+    expect(await s.drain()).toEqual({ clean: true, abandonedRequests: 0 });
+    expectTimedOut(await stalled);
+    expect(g.entered()).toBe(0);
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, TIMEOUTS)).toBe(1);
+    expect(text).not.toContain('status="444"');
+  });
+
   it('a chunked body that stops between chunks: 408 too', async () => {
     const { g, s } = await start({ requestTimeoutMs: 50 });
     const head =

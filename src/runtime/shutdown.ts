@@ -22,6 +22,12 @@ export interface ShutdownHost {
   /** The runtime's state moves to 'draining' (close() began) and then to 'stopped'. */
   draining(): void;
   stopped(): void;
+  /**
+   * Resolves once every dispatched call has ended on the main thread (piscina has its reply, and
+   * has timed it). A thread gives a call's capacity back before it posts the reply, so the
+   * admission's drain is heard first, often before the reply is in.
+   */
+  callsEnded(): Promise<void>;
   /** The close hooks' rounds begin: piscina times them, and they are no calls (see report()). */
   hooksBegin(): void;
 }
@@ -130,6 +136,9 @@ export class Shutdown {
     let exited: boolean;
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!guard.abandoned && clean) {
+      // The last calls' replies may still be on their way: report() keeps the latency summaries
+      // as the hooks begin, and would miss those calls. A close timeout stops the wait.
+      await Promise.race([host.callsEnded(), expired]);
       // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
       // hook that never returns is not waited for past startTimeoutMs. A close timeout given so
       // far bounded the wait for work, not the hooks (a 0 ms one on an idle runtime must not

@@ -59,6 +59,8 @@ export class Drain {
   readonly #cut = new WeakSet<ServerResponse>();
   #wake: (() => void) | undefined;
   #expire: (() => void) | undefined;
+  /** The wait ran out (its timeout, or expire()): the calls still running are abandoned. */
+  #abandoning = false;
   #closingRuntime = false;
   #result: Promise<DrainResult> | undefined;
   /** Connections node:http handed over (a CONNECT's), which closeAllConnections no longer reaches. */
@@ -71,6 +73,14 @@ export class Drain {
 
   get state(): ServerState {
     return this.#state;
+  }
+
+  /**
+   * Whether the drain's wait has run out (its timeout, or expire()), so that a call failing now
+   * may be one it abandoned; a thread lost before that is no doing of the drain.
+   */
+  get abandoning(): boolean {
+    return this.#abandoning;
   }
 
   get inflight(): number {
@@ -136,9 +146,13 @@ export class Drain {
 
     let timer: LongTimer;
     const expired = new Promise<false>((resolve) => {
-      this.#expire = () => resolve(false);
+      const expire = (): void => {
+        this.#abandoning = true;
+        resolve(false);
+      };
+      this.#expire = expire;
       // A long timeout (beyond ~24.8 days) would otherwise expire after 1 ms.
-      timer = setLongTimeout(resolve, timeoutMs, false);
+      timer = setLongTimeout(expire, timeoutMs, undefined);
     });
     const requestsDone =
       this.#open.size === 0

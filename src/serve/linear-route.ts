@@ -134,11 +134,11 @@ async function refuseFromHeaders(
  * A call the drain's timeout abandoned (its thread terminated: OMNI_ERR_WORKER_EXITED) is a 503,
  * not a 500: the server is going away, nothing failed in the request, and the work, a pure
  * function of the body, is safe to send again to another server, which a 503 tells a client or
- * proxy it may. A thread lost while the server serves stays a 500.
+ * proxy it may. A thread lost otherwise stays a 500, also while a drain waits for its call: that
+ * loss may be the request's own doing, and another server would only lose a thread to it too.
  */
 function abandonedByDrain(err: unknown, drain: Drain): unknown {
-  if (drain.state === 'serving' || (err as { code?: unknown } | null)?.code !== 'OMNI_ERR_WORKER_EXITED')
-    return err;
+  if (!drain.abandoning || (err as { code?: unknown } | null)?.code !== 'OMNI_ERR_WORKER_EXITED') return err;
   return new UnavailableError('draining', 'the server drained: this call was abandoned at the drain timeout');
 }
 
