@@ -15,14 +15,9 @@ import { LinearRuntime } from '../linear/linear-runtime.js';
 import type { LinearRuntimeOptions, NativeLibraryPaths } from '../linear/start-options.js';
 import { MAX_DEVICE } from '../native/device.js';
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
-import {
-  DEFAULT_BODY_LIMIT,
-  DEFAULT_DRAIN_TIMEOUT_MS,
-  DEFAULT_REQUEST_TIMEOUT_MS,
-  DEFAULT_SEND_TIMEOUT_MS,
-  type Served,
-  serve,
-} from '../serve/server.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../serve/request-timeout.js';
+import { DEFAULT_SEND_TIMEOUT_MS } from '../serve/send-timeout.js';
+import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
 import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
 import { failureLine, reportsFailed, watchFailure } from './failure-watch.js';
 import { ShutdownSignals, type SignalSource } from './shutdown-signals.js';

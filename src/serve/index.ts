@@ -12,11 +12,11 @@ export { HEALTH_PATH, type HealthBody } from './health-route.js';
 export { DEADLINE_HEADER, LINEAR_PATH } from './linear-route.js';
 export { type MetricsSource, ServeMetrics } from './metrics.js';
 export { METRICS_PATH } from './metrics-route.js';
+export { DEFAULT_REQUEST_TIMEOUT_MS } from './request-timeout.js';
+export { DEFAULT_SEND_TIMEOUT_MS } from './send-timeout.js';
 export {
   DEFAULT_BODY_LIMIT,
   DEFAULT_DRAIN_TIMEOUT_MS,
-  DEFAULT_REQUEST_TIMEOUT_MS,
-  DEFAULT_SEND_TIMEOUT_MS,
   type Served,
   type ServeHandle,
   type ServeOptions,

@@ -15,6 +15,9 @@ import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { clearLongTimeout, setLongTimeout } from '../long-timeout.js';
 
+/** The request timeout's: a client reading an answer is given as long as one sending a body. */
+export const DEFAULT_SEND_TIMEOUT_MS = 300_000;
+
 const cut = new WeakSet<ServerResponse>();
 /** Connections it closed: the answers queued behind the one cut were cut off with it. */
 const cutConnections = new WeakSet<Socket>();

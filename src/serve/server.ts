@@ -6,7 +6,7 @@
  * every error answer goes through the one status table (status.ts); requests node:http cannot
  * parse, and CONNECT, are answered by client-error.ts; a connection an answer ends closes in stages
  * (linger.ts); shutdown is drain.ts. A slow client is bounded by node:http's request timeout
- * (set here, fastify turns it off) and by send-timeout.ts.
+ * (request-timeout.ts: fastify turns it off) and by send-timeout.ts.
  *
  * Throws: InvalidArgumentError for a bad option or runtime; whatever listening throws (EADDRINUSE,
  * ...), on any address of host 'localhost' (missed-binding.ts).
@@ -45,7 +45,8 @@ import { CUT_OFF_STATUS, ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
 import { missedBinding } from './missed-binding.js';
 import { closeWithConnection } from './pipelined-close.js';
-import { boundSend, sendTimedOut } from './send-timeout.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, httpTimeouts } from './request-timeout.js';
+import { boundSend, DEFAULT_SEND_TIMEOUT_MS, sendTimedOut } from './send-timeout.js';
 import { answerFor, fromHttpStack } from './status.js';
 
 /**
@@ -123,14 +124,6 @@ export interface ServeHandle {
 
 export const DEFAULT_BODY_LIMIT = 8 * 1024 * 1024;
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
-/** node:http's own default, which fastify turns off (a stalled upload was then held for good). */
-export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
-/** The request timeout's: a client reading an answer is given as long as one sending a body. */
-export const DEFAULT_SEND_TIMEOUT_MS = 300_000;
-/** node:http's own bound on the headers, kept under a shorter request timeout. */
-const HEADERS_TIMEOUT_MS = 60_000;
-/** node:http's interval between its checks of both timeouts, kept as the longest. */
-const TIMEOUT_CHECK_MS = 30_000;
 
 function integer(
   name: string,
@@ -264,23 +257,6 @@ interface Settings {
   readonly sendTimeoutMs: number;
   readonly deadlineMs: number | undefined;
   readonly closeRuntime: boolean;
-}
-
-/**
- * node:http's settings for a request timeout: whole milliseconds, 0 for none (Infinity, and
- * anything past 2^31 - 1 ms, ~24.8 days: node keeps them in 32 bits, where a larger one would
- * wrap to a short one); the headers' no longer than the request's (node refuses that); and
- * checked every quarter of the shorter (node's 30 s interval would let a short one run up to
- * 30 s over).
- */
-function httpTimeouts(requestTimeoutMs: number): {
-  request: number;
-  headers: number;
-  check: number;
-} {
-  const request = requestTimeoutMs > 2 ** 31 - 1 ? 0 : Math.ceil(requestTimeoutMs);
-  const headers = request === 0 ? HEADERS_TIMEOUT_MS : Math.min(HEADERS_TIMEOUT_MS, request);
-  return { request, headers, check: Math.min(TIMEOUT_CHECK_MS, Math.max(1, Math.floor(headers / 4))) };
 }
 
 /**
