@@ -174,9 +174,14 @@ describe('a server serving for long', () => {
       };
       // A client gone with its call in flight is a 499, or a 200 when its answer was out before
       // the server heard it leave: both label sets exist before the first figures, one 499 made
-      // sure of with the gate shut (before, a run whose first rounds had none grew by one set).
-      const gone = visit(post('application/octet-stream', ROW), true);
+      // sure of (before, a run whose first rounds had none grew by one set). It leaves once its
+      // call is held in the worker: leaving at once, it may be heard before the call starts.
+      const client = connect(handle.port, '127.0.0.1');
+      client.on('error', () => {});
+      const gone = new Promise((resolve) => client.once('close', resolve));
+      client.write(post('application/octet-stream', ROW));
       await gated.reach(ENTERED, 1);
+      client.destroy();
       await gone;
       await until(
         async () => sample((await handle.metrics.scrape()).text, LEFT) === 1,
