@@ -36,6 +36,17 @@ afterAll(async () => {
   await (await unserved)?.lr.close();
 });
 
+/** 'listening' (the server kept, for afterEach to close) or the code serve() rejected with. */
+function outcomeOf(serving: Promise<ServeHandle>): Promise<unknown> {
+  return serving.then(
+    (s) => {
+      servers.push(s);
+      return 'listening';
+    },
+    (err: { code?: unknown }) => err.code,
+  );
+}
+
 async function gated(options: GatedOptions = {}): Promise<Gated> {
   const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, ...options });
   gates.push(g);
@@ -84,13 +95,7 @@ describe('option ranges', () => {
       unserved ??= gated({ open: true });
       const g = await unserved;
       // null was an uncoded TypeError; a primitive read as no options and listened on 8080.
-      const outcome = await serve(g.lr, options as unknown as ServeOptions).then(
-        (s) => {
-          servers.push(s);
-          return 'listening';
-        },
-        (err: { code?: unknown }) => err.code,
-      );
+      const outcome = await outcomeOf(serve(g.lr, options as unknown as ServeOptions));
       expect(outcome).toBe('OMNI_ERR_INVALID_ARGUMENT');
       expect(g.lr.report().state).toBe('ready');
     },
@@ -103,13 +108,7 @@ describe('option ranges', () => {
       const g = await unserved;
       // Anything but false was read as true: the drain would close a runtime the caller kept.
       const options = { port: 0, closeRuntime } as unknown as ServeOptions;
-      const outcome = await serve(g.lr, options).then(
-        (s) => {
-          servers.push(s);
-          return 'listening';
-        },
-        (err: { code?: unknown }) => err.code,
-      );
+      const outcome = await outcomeOf(serve(g.lr, options));
       expect(outcome).toBe('OMNI_ERR_INVALID_ARGUMENT');
       expect(g.lr.report().state).toBe('ready');
     },
@@ -122,13 +121,7 @@ describe('option ranges', () => {
     ['an object with run() alone', { run: async () => new Float32Array(2) }],
   ])('a runtime that is %s: OMNI_ERR_INVALID_ARGUMENT, and nothing listens', async (_what, runtime) => {
     // null was an uncoded TypeError; {} was listened on, and every request then failed with a 500.
-    const outcome = await (async () => serve(runtime as unknown as Served, { port: 0 }))().then(
-      (s) => {
-        servers.push(s);
-        return 'listening';
-      },
-      (err: { code?: unknown }) => err.code,
-    );
+    const outcome = await outcomeOf((async () => serve(runtime as unknown as Served, { port: 0 }))());
     expect(outcome).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });
 
