@@ -86,6 +86,20 @@ function piped(res: ServerResponse): Promise<Readable> {
   return new Promise((resolve) => res.once('pipe', resolve));
 }
 
+/**
+ * A client asking for a streamed answer (512 rows), once its first chunk has reached it: the
+ * client, the server's response and the stream piped into it.
+ */
+async function streaming(s: ServeHandle): Promise<{ c: Socket; res: ServerResponse; source: Readable }> {
+  const answer = nthRequest(s, 1);
+  const c = client(s);
+  c.write(jsonRequest(512));
+  const { res } = await answer;
+  const source = await piped(res);
+  await new Promise((resolve) => c.once('data', resolve));
+  return { c, res, source };
+}
+
 function closed(emitter: {
   destroyed: boolean;
   once(event: 'close', f: () => void): unknown;
@@ -193,12 +207,7 @@ describe('a large JSON answer meeting the older machinery', () => {
 
   it('in flight when a drain times out: cut off, recorded 444 once, its stream stopped', async () => {
     const { s } = await startWith({}, {});
-    const answer = nthRequest(s, 1);
-    const c = client(s);
-    c.write(jsonRequest(512));
-    const { res } = await answer;
-    const source = await piped(res);
-    await new Promise((resolve) => c.once('data', resolve));
+    const { c, res, source } = await streaming(s);
     // The client stops reading: the answer stays in flight, and the drain waits for it.
     c.pause();
     expect(await s.drain({ timeoutMs: 50 })).toEqual({ clean: false, abandonedRequests: 1 });
@@ -211,12 +220,7 @@ describe('a large JSON answer meeting the older machinery', () => {
 
   it('its client leaves after its first chunk: the stream is stopped, recorded once with the 200 it was sent', async () => {
     const { s } = await startWith({}, {});
-    const answer = nthRequest(s, 1);
-    const c = client(s);
-    c.write(jsonRequest(512));
-    const { res } = await answer;
-    const source = await piped(res);
-    await new Promise((resolve) => c.once('data', resolve));
+    const { c, res, source } = await streaming(s);
     c.destroy();
     await closed(res);
     // The generator is not run on for a closed connection.
