@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Runtime, type RuntimeOptions, type ThreadEnds } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
+import { WORDS } from './fixtures/late-exit-worker.js';
 import { STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
   cleanup,
@@ -178,6 +179,67 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread inside a native call',
       expect(log[2]).toBe(STOPPED);
     } finally {
       letItReturn(); // a failed assertion must not leave the thread (and cleanup) blocked
+      closeSync(readEnd);
+      closeSync(writeEnd);
+    }
+  });
+});
+
+describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close() gave up on it', () => {
+  // Mutant: stopped only when destroyPool saw every thread exit (pool.ts's tellStopped): what
+  // was left for stopped to give back was lost for good whenever close() gave up waiting.
+  it('tells stopped at its exit, after close() resolved', async () => {
+    const [readEnd, writeEnd] = libcPipe();
+    let written = false;
+    const letItExit = (): void => {
+      if (!written) writeSync(writeEnd, 'x');
+      written = true;
+    };
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => {
+      if (warning.name === 'OmniRuntimeWarning') warnings.push(warning.message);
+    };
+    process.on('warning', onWarning);
+    try {
+      const { log, ends } = recorder();
+      let stopped!: () => void;
+      const told = new Promise<void>((resolve) => {
+        stopped = resolve;
+      });
+      const counts = new Int32Array(new SharedArrayBuffer(4 * WORDS));
+      const rt = await start({
+        worker: builtModuleUrl('test/fixtures/late-exit-worker.js'),
+        threads: 1,
+        // Bounds close()'s wait for the dying thread, which the test holds past it; start and
+        // the replacement's coming up have as long (a thread starts in well under a second).
+        startTimeoutMs: 2_000,
+        workerData: { counts: counts.buffer },
+        threadEnds: {
+          exited: (id) => ends.exited(id),
+          stopped: () => {
+            ends.stopped();
+            stopped();
+          },
+        },
+      });
+      // Dies of an uncaught error, and is held in its exit by a sub-thread inside read().
+      expect(await codeOf(rt.run({ die: readEnd }))).toBe('OMNI_ERR_WORKER_EXITED');
+      expect(await rt.run({})).toBe(1); // served by its replacement
+      expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+      await turns(); // process 'warning' is emitted on a later tick
+      expect(warnings).toHaveLength(1); // close() gave up waiting for the dying thread
+      expect(blockedInRead(readEnd)).toBe(true);
+      // The replacement has exited; the dying thread has not, so stopped is not due.
+      expect(log).toHaveLength(1);
+
+      letItExit();
+      await told;
+      expect(log).toHaveLength(3);
+      expect(new Set(log.slice(0, 2)).size).toBe(2);
+      expect(log[2]).toBe(STOPPED);
+    } finally {
+      process.off('warning', onWarning);
+      letItExit(); // a failed assertion must not leave the thread (and cleanup) blocked
       closeSync(readEnd);
       closeSync(writeEnd);
     }

@@ -22,8 +22,8 @@ export interface ThreadEnds {
   exited(threadId: number): void;
   /**
    * Every thread the pool ever had has exited: before close() resolves, or start() rejects; after
-   * every `exited`. Called once; not when close() gave up waiting for a thread that had not
-   * exited (an OmniRuntimeWarning).
+   * every `exited`. Called once. A thread that close() gave up waiting for (an
+   * OmniRuntimeWarning) calls it at its own exit, after close() resolved; never, if it never exits.
    */
   stopped(): void;
 }
