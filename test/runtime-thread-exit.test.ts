@@ -296,6 +296,35 @@ describe('threadEnds callbacks that throw', () => {
     expect(warnings.map((w) => w.cause)).toEqual(thrown);
   });
 
+  // Mutant: a returned promise ignored (thread-ends.ts's guarded()): an async callback's
+  // rejection was unhandled, which ends a Node process by default (vitest reports it here).
+  it('an async callback that rejects is such a warning too, not an unhandled rejection', async () => {
+    const thrown: unknown[] = [];
+    const log: End[] = [];
+    const ids = newIds();
+    const warnings = await warningsOf(async () => {
+      const rt = await start(
+        options(
+          {
+            async exited(threadId) {
+              log.push(threadId);
+              thrown.push(new Error('async exited failed'));
+              throw thrown.at(-1);
+            },
+            async stopped() {
+              log.push(STOPPED);
+            },
+          },
+          ids,
+        ),
+      );
+      expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+    });
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+    expect(thrown).toHaveLength(2);
+    expect(warnings.map((w) => w.cause)).toEqual(thrown);
+  });
+
   it("in a failed start: start() still rejects with the init's error, once every thread has exited", async () => {
     const { thrown, log, ends } = throwing();
     const ids = newIds();

@@ -52,7 +52,8 @@ export interface RuntimeOptions {
   /**
    * Told on the main thread of every thread's exit and, last, that every thread has exited: to
    * give back what a thread took that its close hook did not free (one terminated by a close
-   * timeout, or dead mid-life). Its functions are read once, at start; one that throws is an
+   * timeout, or dead mid-life). Its functions are read once, at start, and called as its
+   * methods; one that throws (or whose promise rejects: it is not awaited) is an
    * OmniRuntimeWarning (its `cause` what was thrown), never a failure of close() or start().
    */
   readonly threadEnds?: ThreadEnds | undefined;

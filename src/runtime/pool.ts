@@ -5,7 +5,8 @@ import { builtModuleUrl } from '../paths.js';
 import { fromWire } from '../wire-error.js';
 import type { CheckedRuntimeOptions } from './options.js';
 import { ABANDONED, type EntryData, type PingMessage, type PingReply } from './protocol.js';
-import { type ThreadEnds, watchThreadExits } from './thread-ends.js';
+import type { ThreadEnds } from './thread-ends.js';
+import { watchThreadExits } from './thread-exit-watch.js';
 
 /**
  * Sends one message of `kind` to every thread. Each blocks its thread at a shared barrier until

@@ -1,5 +1,3 @@
-import type { Worker } from 'node:worker_threads';
-import type { Piscina } from 'piscina';
 import { describeValue, InvalidArgumentError } from '../errors.js';
 
 /**
@@ -16,14 +14,15 @@ export interface ThreadEnds {
    * included (a terminated thread stops only once its native call has returned). `threadId` is
    * the id the thread read from node:worker_threads. Called once per thread the runtime saw
    * alive, after its close hook if it ran one; not for one that exited before the runtime saw it
-   * alive (which only a thread that ends in its init can do: see watchThreadExits), whose
+   * alive (which only a thread that ends in its init can do: see thread-exit-watch.ts), whose
    * resources `stopped` covers.
    */
   exited(threadId: number): void;
   /**
    * Every thread the pool ever had has exited: before close() resolves, or start() rejects; after
-   * every `exited`. Called once. A thread that close() gave up waiting for (an
-   * OmniRuntimeWarning) calls it at its own exit, after close() resolved; never, if it never exits.
+   * every `exited`. Called once. When close() gave up waiting for a thread (an
+   * OmniRuntimeWarning), it is called at that thread's exit, after close() resolved; never, if
+   * that thread never exits.
    */
   stopped(): void;
 }
@@ -33,7 +32,9 @@ export interface ThreadEnds {
  * in either is an OmniRuntimeWarning whose `cause` is what was thrown, never an exception in the
  * worker's 'exit' event (it would skip the listeners after it, piscina's destroy() among them,
  * and close() would never resolve) nor a rejection of close() or start() (the threads are gone
- * all the same, and the next `exited` or `stopped` is still called).
+ * all the same, and the next `exited` or `stopped` is still called). An async function's promise
+ * is not awaited, but its rejection is such a warning too, not an unhandled rejection (which
+ * ends the process by default).
  */
 export function checkThreadEnds(value: unknown): ThreadEnds | undefined {
   if (value === undefined) return undefined;
@@ -58,44 +59,28 @@ export function checkThreadEnds(value: unknown): ThreadEnds | undefined {
   };
 }
 
-function guarded(name: string, call: () => void): void {
+function guarded(name: string, call: () => unknown): void {
   try {
-    call();
-  } catch (err) {
-    let message: string;
-    try {
-      message = err instanceof Error ? String(err.message) : describeValue(err);
-    } catch {
-      message = 'an error that cannot be described';
+    const result = call();
+    if ((typeof result === 'object' && result !== null) || typeof result === 'function') {
+      const then = (result as { then?: unknown }).then;
+      if (typeof then === 'function') {
+        Reflect.apply(then, result, [undefined, (err: unknown) => warn(name, err)]);
+      }
     }
-    const warning = new Error(`threadEnds.${name} threw: ${message}`, { cause: err });
-    warning.name = 'OmniRuntimeWarning';
-    process.emitWarning(warning);
+  } catch (err) {
+    warn(name, err);
   }
 }
 
-/**
- * Tells `ends` of each thread's exit. A Worker's threadId reads -1 once it has exited, so each is
- * noted while it is alive: at every thread that comes up or is removed, and just after a removal
- * (when piscina has made its replacement), every thread in the pool not yet watched is. A thread
- * created and exited between two of those events is missed: only `stopped` covers it.
- */
-export function watchThreadExits(pool: Piscina, ends: ThreadEnds): void {
-  const watched = new WeakSet<Worker>();
-  const watchAll = (): void => {
-    for (const worker of pool.threads) {
-      const id = worker.threadId;
-      if (id === -1 || watched.has(worker)) continue;
-      watched.add(worker);
-      worker.once('exit', () => ends.exited(id));
-    }
-  };
-  pool.on('workerCreate', watchAll);
-  pool.on('workerDestroy', () => {
-    // Emitted before the removed thread leaves pool.threads: one still alive is watched here.
-    watchAll();
-    // Its replacement is made in the same turn, after this event, and is heard of again only
-    // once ready: one that ends in its init (removed once exited) would go unwatched.
-    queueMicrotask(watchAll);
-  });
+function warn(name: string, err: unknown): void {
+  let message: string;
+  try {
+    message = err instanceof Error ? String(err.message) : describeValue(err);
+  } catch {
+    message = 'an error that cannot be described';
+  }
+  const warning = new Error(`threadEnds.${name} failed: ${message}`, { cause: err });
+  warning.name = 'OmniRuntimeWarning';
+  process.emitWarning(warning);
 }
