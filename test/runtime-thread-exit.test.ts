@@ -119,6 +119,64 @@ describe('threadEnds: every thread the runtime saw is reported exited once, then
     },
   );
 
+  it('one thread dying again and again: each replacement is reported too, at its own exit', async () => {
+    const { log, ends, exit } = recorder();
+    const ids = newIds();
+    const rt = await start(options(ends, ids, { threads: 1 }));
+    const dead: number[] = [];
+    for (const mode of ['exit', 'uncaught', 'exit'] as const) {
+      const dying = who();
+      // One thread: each call runs on the replacement of the thread the one before ended.
+      expect(await codeOf(rt.run({ mode, who: dying.buffer as SharedArrayBuffer }))).toBe(
+        'OMNI_ERR_WORKER_EXITED',
+      );
+      dead.push(Atomics.load(dying, 0));
+      await exit(dead.at(-1)!);
+      expect(log).toEqual(dead);
+    }
+    expect(new Set(dead).size).toBe(3);
+    expect(await rt.run({ mode: 'echo', value: 4 })).toBe(4);
+    expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+    expect(recordedIds(ids)).toHaveLength(4);
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+  });
+
+  it('a replacement whose init throws (the runtime fails): reported at close like the rest', async () => {
+    const { log, ends, exit } = recorder();
+    const ids = newIds();
+    const rt = await start(options(ends, ids, { threads: 1, workerData: { ids: ids.buffer, failAt: 2 } }));
+    const dying = who();
+    expect(await codeOf(rt.run({ mode: 'exit', who: dying.buffer as SharedArrayBuffer }))).toBe(
+      'OMNI_ERR_WORKER_EXITED',
+    );
+    await exit(Atomics.load(dying, 0));
+    expect(await codeOf(rt.run({ mode: 'echo', value: 1 }))).toBe('X_INIT');
+    expect(rt.state).toBe('failed');
+    await rt.close();
+    expect(recordedIds(ids)).toHaveLength(2);
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+  });
+
+  // Mutant: no second look just after a removal (thread-exit-watch.ts's queueMicrotask): a
+  // replacement that ends in its init never comes up, and went unreported.
+  it('a replacement that ends in its init (the runtime fails): reported at its exit', async () => {
+    const { log, ends } = recorder();
+    const ids = newIds();
+    const rt = await start(options(ends, ids, { threads: 1, workerData: { ids: ids.buffer, exitAt: 2 } }));
+    const dying = who();
+    expect(await codeOf(rt.run({ mode: 'exit', who: dying.buffer as SharedArrayBuffer }))).toBe(
+      'OMNI_ERR_WORKER_EXITED',
+    );
+    // No thread left, and piscina starts no other after one that ended while starting: the
+    // runtime fails in the turn after the replacement's exit.
+    expect(await rt.whenFailed()).toHaveProperty('code', 'OMNI_ERR_WORKER_EXITED');
+    const [first, replacement] = recordedIds(ids);
+    expect(first).toBe(Atomics.load(dying, 0));
+    expect(log).toEqual([first, replacement]);
+    await rt.close();
+    expect(log).toEqual([first, replacement, STOPPED]);
+  });
+
   it('a close timeout: the thread terminated in its call is reported too', async () => {
     const { log, ends } = recorder();
     const ids = newIds();
