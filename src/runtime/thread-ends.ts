@@ -19,10 +19,10 @@ export interface ThreadEnds {
    */
   exited(threadId: number): void;
   /**
-   * Every thread the pool ever had has exited: before close() resolves, or start() rejects; after
-   * every `exited`. Called once. When close() gave up waiting for a thread (an
-   * OmniRuntimeWarning), it is called at that thread's exit, after close() resolved; never, if
-   * that thread never exits.
+   * Every thread the pool ever had has exited: called once, after every `exited`, by close() (a
+   * failed runtime's too) or a failed start(), before it settles. When close() gave up waiting for
+   * a thread (an OmniRuntimeWarning), it is called at that thread's exit, after close() resolved;
+   * never, if that thread never exits.
    */
   stopped(): void;
 }
