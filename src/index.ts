@@ -72,6 +72,7 @@ export {
   selectBackend,
 } from './native/index.js';
 export type { RunOptions, RuntimeAdmissionOptions, RuntimeOptions } from './runtime/options.js';
+export type { ThreadEnds } from './runtime/thread-ends.js';
 export {
   type CloseOptions,
   type CloseResult,

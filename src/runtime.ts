@@ -29,7 +29,6 @@ import {
   runtimeReport,
 } from './runtime/report.js';
 import { Shutdown } from './runtime/shutdown.js';
-import { kThreadEnds, type ThreadEnds } from './runtime/thread-ends.js';
 
 export type { CloseOptions } from './runtime/options.js';
 export type { LatencySummary, RuntimeReport, RuntimeState } from './runtime/report.js';
@@ -138,8 +137,7 @@ export class Runtime {
   /** Starts the threads and resolves once every one has loaded its worker and answered. */
   static async start(options: RuntimeOptions): Promise<Runtime> {
     const runtime = new Runtime(checkRuntimeOptions(options));
-    // Internal (LinearRuntime's): read once, as the other options were.
-    const ends = (options as { [kThreadEnds]?: ThreadEnds })[kThreadEnds];
+    const ends = runtime.#options.threadEnds;
     const loaded = new SharedArrayBuffer(4);
     runtime.#pool = await startPool(
       runtime.#options,

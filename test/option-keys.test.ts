@@ -138,7 +138,9 @@ describe('Runtime', () => {
         stackSizeMb: 4,
       },
       startTimeoutMs: 60_000,
+      threadEnds: { exited: (id: number) => ends.push(id), stopped: () => ends.push('stopped') },
     } satisfies Required<RuntimeOptions>;
+    const ends: (number | 'stopped')[] = [];
     const runtime = await Runtime.start(options);
     closing.push(runtime);
     expect(runtime.report().unitCapacity).toBe(10);
@@ -146,6 +148,7 @@ describe('Runtime', () => {
     expect(await codeOf(runtime.close({ timeout: 0 } as never))).toBe(INVALID);
     expect(runtime.report().state).toBe('ready');
     expect((await runtime.close({ timeoutMs: undefined })).clean).toBe(true);
+    expect(ends).toEqual([expect.any(Number), 'stopped']);
   });
 });
 
@@ -157,6 +160,8 @@ describe('LinearRuntime.start', () => {
       { backend: 'fixture', libraries, workspaceSize: 1 << 20 },
       { backend: 'fixture', libraries, admission: { requests: 2, unit: 10 } },
       { backend: 'fixture', libraries: { ...libraries, cpu: 'x.so' } },
+      // Runtime.start's, but LinearRuntime sets it itself (its native contexts' reclaim).
+      { backend: 'fixture', libraries, threadEnds: { exited() {}, stopped() {} } },
     ]) {
       expect([options, await codeOf(LinearRuntime.start(options as LinearRuntimeOptions))]).toEqual([
         options,

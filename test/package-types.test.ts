@@ -108,7 +108,7 @@ import {
   type NativeLibraryPaths, type NativeOpenOptions, type NativeStats, type Permit, type RawFixtureApi,
   type RawHandle, type RawNativeApi, type RawOpenOptions, type Refusal, type RunOptions, Runtime,
   type RuntimeAdmissionOptions, type RuntimeOptions, type RuntimeReport, type RuntimeState, type SelectOptions,
-  seededWeights, selectBackend, type TaskContext, toWire, type WireError, type WireFields,
+  seededWeights, selectBackend, type TaskContext, type ThreadEnds, toWire, type WireError, type WireFields,
   type WorkerDefinition, type WorkerHandler, type WorkerOptions,
 } from 'omni-runtime';
 import {
@@ -130,7 +130,12 @@ admission.releaseClaim(claim);
 const admissionReport: AdmissionReport = admission.report();
 
 const admissionOptions: RuntimeAdmissionOptions = { requests: 4, wait: true };
-const runtimeOptions: RuntimeOptions = { worker: new URL('./worker.js', import.meta.url), admission: admissionOptions };
+const threadEnds: ThreadEnds = { exited: (threadId: number) => void threadId, stopped: () => {} };
+const runtimeOptions: RuntimeOptions = {
+  worker: new URL('./worker.js', import.meta.url),
+  admission: admissionOptions,
+  threadEnds,
+};
 const rt: Runtime = await Runtime.start(runtimeOptions);
 const runOptions: RunOptions = { cost: 1 };
 const doubled: number = await rt.run<number>({ n: 1 }, runOptions);

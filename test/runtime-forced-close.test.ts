@@ -17,7 +17,6 @@ import { ContextReclaim } from '../src/linear/context-reclaim.js';
 import type { NativeWorkerData } from '../src/linear/protocol.js';
 import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
 import { builtModuleUrl } from '../src/paths.js';
-import { kThreadEnds, type ThreadEnds } from '../src/runtime/thread-ends.js';
 import { INVOKED, open, SIGNALLED, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, rejection, start } from './fixtures/runtime-harness.js';
 
@@ -34,11 +33,11 @@ const NATIVE_LATE_REPLACEMENT_WORKER = builtModuleUrl('test/fixtures/native-late
  */
 function nativeThreads(worker: string, threads: number, data: NativeWorkerData & object) {
   const reclaim = ContextReclaim.forThreads(threads, loadNativeLibrary('fixture'));
-  const options: Partial<RuntimeOptions> & { [kThreadEnds]: ThreadEnds } = {
+  const options: Partial<RuntimeOptions> = {
     worker,
     threads,
     workerData: { ...data, contexts: reclaim.ledger.buffer },
-    [kThreadEnds]: reclaim,
+    threadEnds: reclaim,
   };
   return { reclaim, options };
 }

@@ -3,7 +3,6 @@ import { describeValue, InvalidArgumentError, TooLargeError, UnavailableError } 
 import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../native/index.js';
 import { lengthOf } from '../native/validate.js';
 import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
-import { kThreadEnds, type ThreadEnds } from '../runtime/thread-ends.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
 import { ContextReclaim } from './context-reclaim.js';
 import type { NativeWorkerData, NativeWorkerInput } from './protocol.js';
@@ -88,11 +87,11 @@ export class LinearRuntime {
       faultInjection: checked.faultInjection,
       contexts: reclaim.ledger.buffer,
     };
-    const started: RuntimeOptions & { [kThreadEnds]: ThreadEnds } = {
+    const started: RuntimeOptions = {
       ...checked.runtime,
       worker: checked.worker,
       workerData: data,
-      [kThreadEnds]: reclaim,
+      threadEnds: reclaim,
     };
     const runtime = await Runtime.start(started);
     return new LinearRuntime(runtime, {

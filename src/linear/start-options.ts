@@ -21,10 +21,16 @@ import { checkRuntimeOptions, RUNTIME_KEYS, type RuntimeOptions } from '../runti
 import type { LinearWeights } from './protocol.js';
 import { checkFeatures, checkWeights } from './weights.js';
 
-/** The runtime's own options, each of which LinearRuntime.start passes on (required here). */
-type PassedOption = Exclude<keyof RuntimeOptions, 'worker' | 'workerData'>;
+/**
+ * The options LinearRuntime.start sets itself: its worker, that worker's data, and threadEnds,
+ * which gives back the native contexts of threads that end without their close hook.
+ */
+type OwnOption = 'worker' | 'workerData' | 'threadEnds';
 
-export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'workerData'> {
+/** The runtime's own options, each of which LinearRuntime.start passes on (required here). */
+type PassedOption = Exclude<keyof RuntimeOptions, OwnOption>;
+
+export interface LinearRuntimeOptions extends Omit<RuntimeOptions, OwnOption> {
   /** 'fixture' (CPU), 'cuda', or 'auto' (CUDA when a device opens); default OMNI_BACKEND, else auto. */
   readonly backend?: BackendPreference | undefined;
   /** CUDA device; default OMNI_CUDA_DEVICE, else 0. */
@@ -49,8 +55,8 @@ export interface LinearRuntimeOptions extends Omit<RuntimeOptions, 'worker' | 'w
   readonly faultInjection?: boolean | undefined;
 }
 
-// The runtime's keys but the two start() sets itself: passed on, so checked here first.
-const { worker: _worker, workerData: _workerData, ...PASSED_KEYS } = RUNTIME_KEYS;
+// The runtime's keys but those start() sets itself: passed on, so checked here first.
+const { worker: _worker, workerData: _workerData, threadEnds: _threadEnds, ...PASSED_KEYS } = RUNTIME_KEYS;
 
 export const LINEAR_KEYS: OptionKeys<LinearRuntimeOptions> = {
   ...PASSED_KEYS,

@@ -8,6 +8,7 @@ import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
 import { describeValue, InvalidArgumentError, InvalidBoundError } from '../errors.js';
 import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import { isCloneRefusal } from './clone-refusal.js';
+import { checkThreadEnds, type ThreadEnds } from './thread-ends.js';
 
 export interface RuntimeAdmissionOptions extends AdmissionBounds {
   /** Queue FIFO for room (honouring the caller's signal and deadline) instead of refusing. */
@@ -48,6 +49,14 @@ export interface RuntimeOptions {
    * (default 30 s; any length, Infinity: no limit).
    */
   readonly startTimeoutMs?: number | undefined;
+  /**
+   * Told on the main thread of every thread's exit and, last, that every thread has exited: to
+   * give back what a thread took that its close hook did not free (one terminated by a close
+   * timeout, or dead mid-life). Its functions are read once, at start, and called as its
+   * methods; one that throws (or whose promise rejects: it is not awaited) is an
+   * OmniRuntimeWarning (its `cause` what was thrown), never a failure of close() or start().
+   */
+  readonly threadEnds?: ThreadEnds | undefined;
 }
 
 export const RUNTIME_KEYS: OptionKeys<RuntimeOptions> = {
@@ -59,6 +68,7 @@ export const RUNTIME_KEYS: OptionKeys<RuntimeOptions> = {
   idleTimeout: true,
   resourceLimits: true,
   startTimeoutMs: true,
+  threadEnds: true,
 };
 
 export interface RunOptions {
@@ -87,6 +97,8 @@ export interface CheckedRuntimeOptions {
   readonly idleTimeout: number | undefined;
   readonly resourceLimits: ResourceLimits | undefined;
   readonly startTimeoutMs: number;
+  /** The caller's threadEnds, its functions read once and guarded (see checkThreadEnds). */
+  readonly threadEnds: ThreadEnds | undefined;
 }
 
 function bad(message: string): never {
@@ -235,6 +247,7 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
       options.startTimeoutMs === undefined
         ? 30_000
         : (checkDeadline('startTimeoutMs', options.startTimeoutMs) ?? Number.POSITIVE_INFINITY),
+    threadEnds: checkThreadEnds(options.threadEnds),
   };
   // The bound last, as the runtime's constructor checked it: here, so that a caller that checks
   // its options before costly work (LinearRuntime.start, before loading a library and making

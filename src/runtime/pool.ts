@@ -5,7 +5,8 @@ import { builtModuleUrl } from '../paths.js';
 import { fromWire } from '../wire-error.js';
 import type { CheckedRuntimeOptions } from './options.js';
 import { ABANDONED, type EntryData, type PingMessage, type PingReply } from './protocol.js';
-import { type ThreadEnds, watchThreadExits } from './thread-ends.js';
+import type { ThreadEnds } from './thread-ends.js';
+import { watchThreadExits } from './thread-exit-watch.js';
 
 /**
  * Sends one message of `kind` to every thread. Each blocks its thread at a shared barrier until
@@ -104,7 +105,7 @@ export async function startPool(
     else await abandon(ping, stuck, options.startTimeoutMs);
     // What a thread stuck in init, or one that exited before anyone saw it, took is given back
     // here (not by its exit: it may never have been seen alive).
-    if (await destroyPool(pool, options.startTimeoutMs)) ends?.stopped();
+    tellStopped(pool, await destroyPool(pool, options.startTimeoutMs), ends);
     throw err instanceof Error && 'code' in err
       ? err
       : new WorkerExitedError(String((err as Error)?.message ?? err));
@@ -258,6 +259,22 @@ export async function destroyPool(pool: Piscina, timeoutMs: number): Promise<boo
     return false;
   }
   return true;
+}
+
+/**
+ * Tells `ends` that every thread the pool had has exited, once `destroyPool` has resolved
+ * `allExited`: at once when it saw them all exit, else once the threads it gave up waiting for
+ * have (after close() or start() has settled; never, for one that never exits). Not before: one
+ * still in a native call may be using what it holds.
+ */
+export function tellStopped(pool: Piscina, allExited: boolean, ends: ThreadEnds | undefined): void {
+  if (ends === undefined) return;
+  if (allExited) {
+    ends.stopped();
+    return;
+  }
+  // Only threads that have not exited are left in the set; the pool, destroyed, adds none.
+  void Promise.all(endingThreads.get(pool) ?? []).then(() => ends.stopped());
 }
 
 /** The pool. Its workerData posts: the caller's was cloned once already (checkRuntimeOptions). */

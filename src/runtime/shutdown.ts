@@ -5,7 +5,7 @@ import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeou
 // this module's (PoolGuard's pool brings in piscina's own .d.ts; see report.ts's PoolCounts).
 import type { CloseResult } from '../runtime.js';
 import type { PendingTask } from './pending-task.js';
-import { destroyPool, idleThreads, teardown } from './pool.js';
+import { destroyPool, idleThreads, teardown, tellStopped } from './pool.js';
 import type { PoolGuard } from './pool-guard.js';
 import type { ThreadEnds } from './thread-ends.js';
 
@@ -17,7 +17,7 @@ export interface ShutdownHost {
   readonly guard: PoolGuard;
   /** Bounds each round of close hooks (and the wait for a replacement's ready message). */
   readonly startTimeoutMs: number;
-  /** Told once every thread has exited, before close() resolves (see ThreadEnds.stopped). */
+  /** Told once every thread has exited, before close() resolves or later (see tellStopped). */
   readonly ends: ThreadEnds | undefined;
   /** The runtime's state moves to 'draining' (close() began) and then to 'stopped'. */
   draining(): void;
@@ -159,8 +159,8 @@ export class Shutdown {
       exited = (await guard.destroyed) === true;
     }
     // Only once every thread has exited: one still inside a native call past destroyPool's bound
-    // may still be using what it holds (its own exit, if seen, tells the owner later).
-    if (exited) host.ends?.stopped();
+    // may still be using what it holds (its exit tells the owner, after close() has resolved).
+    tellStopped(guard.pool, exited, host.ends);
     // Every thread has stopped. One terminated inside a claim's release (a forced close) left
     // that claim's counts behind, which nobody else would ever give back.
     admission[kRecount]();

@@ -1,0 +1,437 @@
+/**
+ * Runtime.start's `threadEnds`: the main thread is told of every thread's exit, however the
+ * thread ended (its close hook ran, a close timeout terminated it in a call, it died mid-life of
+ * process.exit() or an uncaught error, or a failed start stopped it), so it can give back what
+ * the thread took that no close hook freed. Each test compares the ids reported with the
+ * threadIds the worker's threads read themselves (thread-exit-worker.ts records them in shared
+ * memory): each thread exactly once, and `stopped` after them all. Threads are ordered by shared
+ * words and by the runtime's own promises, never by time.
+ */
+import { closeSync, writeSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Runtime, type RuntimeOptions, type ThreadEnds } from '../src/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
+import { WORDS } from './fixtures/late-exit-worker.js';
+import { STARTED, waitFor } from './fixtures/runtime-control.js';
+import {
+  cleanup,
+  codeOf,
+  control,
+  gate,
+  rejection,
+  start,
+  turns,
+  until,
+} from './fixtures/runtime-harness.js';
+import { COUNT, newIds, recordedIds, type WhoInput } from './fixtures/thread-exit-worker.js';
+
+afterEach(cleanup);
+
+const WORKER = builtModuleUrl('test/fixtures/thread-exit-worker.js');
+
+const STOPPED = 'stopped';
+type End = number | typeof STOPPED;
+
+/** A ThreadEnds that logs what it is told, and resolves `exit(id)` once `id` is reported. */
+function recorder() {
+  const log: End[] = [];
+  const waiting = new Map<number, () => void>();
+  const ends: ThreadEnds = {
+    exited(threadId) {
+      log.push(threadId);
+      waiting.get(threadId)?.();
+    },
+    stopped() {
+      log.push(STOPPED);
+    },
+  };
+  const exit = (threadId: number): Promise<void> =>
+    log.includes(threadId) ? Promise.resolve() : new Promise((resolve) => waiting.set(threadId, resolve));
+  return { log, ends, exit };
+}
+
+/** Each of `ids` reported exited exactly once, nothing else, and `stopped` once, last. */
+function expectEveryThreadThenStopped(log: readonly End[], ids: readonly number[]): void {
+  expect(log.at(-1)).toBe(STOPPED);
+  expect(log.slice(0, -1).sort()).toEqual([...ids].sort());
+}
+
+/** Runtime options over the worker that records its threads' ids. */
+function options(ends: ThreadEnds, ids: Int32Array, extra: Partial<RuntimeOptions> = {}): RuntimeOptions {
+  return { worker: WORKER, threads: 2, workerData: { ids: ids.buffer }, threadEnds: ends, ...extra };
+}
+
+const who = (): Int32Array => new Int32Array(new SharedArrayBuffer(4));
+
+describe('threadEnds: every thread the runtime saw is reported exited once, then stopped', () => {
+  it('a clean close: each thread after its close hook, then stopped before close() resolves', async () => {
+    const { log, ends } = recorder();
+    const ids = newIds();
+    const closed = newIds();
+    // Whether the thread reported had run its close hook by then.
+    const hookRan: boolean[] = [];
+    const rt = await start(
+      options(
+        {
+          exited: (id) => {
+            hookRan.push(recordedIds(closed).includes(id));
+            ends.exited(id);
+          },
+          stopped: () => ends.stopped(),
+        },
+        ids,
+        { workerData: { ids: ids.buffer, closed: closed.buffer } },
+      ),
+    );
+    expect(await rt.run({ mode: 'echo', value: 1 })).toBe(1);
+    expect(log).toEqual([]);
+    expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+    expect(recordedIds(ids)).toHaveLength(2);
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+    expect(hookRan).toEqual([true, true]);
+  });
+
+  it.each([
+    ['exit', 'process.exit() in a call'],
+    ['uncaught', 'an uncaught error'],
+  ] as const)(
+    '%s (%s): the dead thread at its exit, its replacement and the rest at close',
+    async (mode, _what) => {
+      const { log, ends, exit } = recorder();
+      const ids = newIds();
+      const rt = await start(options(ends, ids));
+      const dying = who();
+      const input: WhoInput = { mode, who: dying.buffer as SharedArrayBuffer };
+      expect(await codeOf(rt.run(input))).toBe('OMNI_ERR_WORKER_EXITED');
+      const dead = Atomics.load(dying, 0);
+      expect(recordedIds(ids)).toContain(dead);
+      await exit(dead);
+      // Told at the thread's exit, while the runtime serves on: that thread alone.
+      expect(log).toEqual([dead]);
+      expect(rt.state).toBe('ready');
+      // Its replacement's init (the third) has begun: it is a thread of the runtime's too.
+      await waitFor(ids, COUNT, 3);
+      expect(await rt.run({ mode: 'echo', value: 2 })).toBe(2);
+      expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+      expect(log[0]).toBe(dead);
+      expectEveryThreadThenStopped(log, recordedIds(ids));
+    },
+  );
+
+  it('one thread dying again and again: each replacement is reported too, at its own exit', async () => {
+    const { log, ends, exit } = recorder();
+    const ids = newIds();
+    const rt = await start(options(ends, ids, { threads: 1 }));
+    const dead: number[] = [];
+    for (const mode of ['exit', 'uncaught', 'exit'] as const) {
+      const dying = who();
+      // One thread: each call runs on the replacement of the thread the one before ended.
+      expect(await codeOf(rt.run({ mode, who: dying.buffer as SharedArrayBuffer }))).toBe(
+        'OMNI_ERR_WORKER_EXITED',
+      );
+      dead.push(Atomics.load(dying, 0));
+      await exit(dead.at(-1)!);
+      expect(log).toEqual(dead);
+    }
+    expect(new Set(dead).size).toBe(3);
+    expect(await rt.run({ mode: 'echo', value: 4 })).toBe(4);
+    expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+    expect(recordedIds(ids)).toHaveLength(4);
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+  });
+
+  it('a replacement whose init throws (the runtime fails): reported at close like the rest', async () => {
+    const { log, ends, exit } = recorder();
+    const ids = newIds();
+    const rt = await start(options(ends, ids, { threads: 1, workerData: { ids: ids.buffer, failAt: 2 } }));
+    const dying = who();
+    expect(await codeOf(rt.run({ mode: 'exit', who: dying.buffer as SharedArrayBuffer }))).toBe(
+      'OMNI_ERR_WORKER_EXITED',
+    );
+    await exit(Atomics.load(dying, 0));
+    expect(await codeOf(rt.run({ mode: 'echo', value: 1 }))).toBe('X_INIT');
+    expect(rt.state).toBe('failed');
+    await rt.close();
+    expect(recordedIds(ids)).toHaveLength(2);
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+  });
+
+  // Mutant: no second look just after a removal (thread-exit-watch.ts's queueMicrotask): a
+  // replacement that ends in its init never comes up, and went unreported.
+  it('a replacement that ends in its init (the runtime fails): reported at its exit', async () => {
+    const { log, ends } = recorder();
+    const ids = newIds();
+    const rt = await start(options(ends, ids, { threads: 1, workerData: { ids: ids.buffer, exitAt: 2 } }));
+    const dying = who();
+    expect(await codeOf(rt.run({ mode: 'exit', who: dying.buffer as SharedArrayBuffer }))).toBe(
+      'OMNI_ERR_WORKER_EXITED',
+    );
+    // No thread left, and piscina starts no other after one that ended while starting: the
+    // runtime fails in the turn after the replacement's exit.
+    expect(await rt.whenFailed()).toHaveProperty('code', 'OMNI_ERR_WORKER_EXITED');
+    const [first, replacement] = recordedIds(ids);
+    expect(first).toBe(Atomics.load(dying, 0));
+    expect(log).toEqual([first, replacement]);
+    await rt.close();
+    expect(log).toEqual([first, replacement, STOPPED]);
+  });
+
+  it('a close timeout: the thread terminated in its call is reported too', async () => {
+    const { log, ends } = recorder();
+    const ids = newIds();
+    const rt = await start(options(ends, ids, { admission: { requests: 2 } }));
+    const stuck = control();
+    const busy = who();
+    const call = codeOf(rt.run({ ...gate(stuck, { sync: true }), who: busy.buffer as SharedArrayBuffer }));
+    await waitFor(stuck, STARTED);
+    expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(recordedIds(ids)).toContain(Atomics.load(busy, 0));
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+  });
+
+  it('a failed start (an init throws): every thread, then stopped, before start() rejects', async () => {
+    const { log, ends } = recorder();
+    const ids = newIds();
+    const err = await rejection(
+      Runtime.start(options(ends, ids, { workerData: { ids: ids.buffer, failAt: 2 } })),
+    );
+    expect(err.code).toBe('X_INIT');
+    expect(recordedIds(ids)).toHaveLength(2);
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+  });
+});
+
+describe.skipIf(!canBlockInRead)('threadEnds and a thread inside a native call', () => {
+  it('reports a terminated thread only once its native call has returned', async () => {
+    const [readEnd, writeEnd] = libcPipe();
+    let returned = false;
+    const letItReturn = (): void => {
+      if (!returned) writeSync(writeEnd, 'x');
+      returned = true;
+    };
+    try {
+      const { log, ends } = recorder();
+      const rt = await start({
+        worker: builtModuleUrl('test/fixtures/native-block-worker.js'),
+        threads: 2,
+        admission: { requests: 2 },
+        workerData: { hooks: new SharedArrayBuffer(8) },
+        threadEnds: ends,
+      });
+      const call = codeOf(rt.run({ fd: readEnd }));
+      await until(() => blockedInRead(readEnd), 'the thread to block in read()');
+      const closing = rt.close({ timeoutMs: 0 });
+      expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+      // The idle thread ran its hook and exited; the other, terminated, is still in read().
+      await until(() => log.length === 1, 'the idle thread to be reported');
+      await turns();
+      expect(blockedInRead(readEnd)).toBe(true);
+      expect(log).toHaveLength(1);
+
+      letItReturn();
+      expect(await closing).toEqual({ clean: false, abandoned: 1 });
+      expect(log).toHaveLength(3);
+      expect(new Set(log.slice(0, 2)).size).toBe(2);
+      expect(log[2]).toBe(STOPPED);
+    } finally {
+      letItReturn(); // a failed assertion must not leave the thread (and cleanup) blocked
+      closeSync(readEnd);
+      closeSync(writeEnd);
+    }
+  });
+});
+
+describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close() gave up on it', () => {
+  // Mutant: stopped only when destroyPool saw every thread exit (pool.ts's tellStopped): what
+  // was left for stopped to give back was lost for good whenever close() gave up waiting.
+  it('tells stopped at its exit, after close() resolved', async () => {
+    const [readEnd, writeEnd] = libcPipe();
+    let written = false;
+    const letItExit = (): void => {
+      if (!written) writeSync(writeEnd, 'x');
+      written = true;
+    };
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => {
+      if (warning.name === 'OmniRuntimeWarning') warnings.push(warning.message);
+    };
+    process.on('warning', onWarning);
+    try {
+      const { log, ends } = recorder();
+      let stopped!: () => void;
+      const told = new Promise<void>((resolve) => {
+        stopped = resolve;
+      });
+      const counts = new Int32Array(new SharedArrayBuffer(4 * WORDS));
+      const rt = await start({
+        worker: builtModuleUrl('test/fixtures/late-exit-worker.js'),
+        threads: 1,
+        // Bounds close()'s wait for the dying thread, which the test holds past it; start and
+        // the replacement's coming up have as long (a thread starts in well under a second).
+        startTimeoutMs: 5_000,
+        workerData: { counts: counts.buffer },
+        threadEnds: {
+          exited: (id) => ends.exited(id),
+          stopped: () => {
+            ends.stopped();
+            stopped();
+          },
+        },
+      });
+      // Dies of an uncaught error, and is held in its exit by a sub-thread inside read().
+      expect(await codeOf(rt.run({ die: readEnd }))).toBe('OMNI_ERR_WORKER_EXITED');
+      expect(await rt.run({})).toBe(1); // served by its replacement
+      expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+      await turns(); // process 'warning' is emitted on a later tick
+      expect(warnings.length).toBeGreaterThan(0); // close() gave up waiting for the dying thread
+      expect(blockedInRead(readEnd)).toBe(true);
+      // The replacement has exited; the dying thread has not, so stopped is not due.
+      expect(log).toHaveLength(1);
+
+      letItExit();
+      await told;
+      expect(log).toHaveLength(3);
+      expect(new Set(log.slice(0, 2)).size).toBe(2);
+      expect(log[2]).toBe(STOPPED);
+    } finally {
+      process.off('warning', onWarning);
+      letItExit(); // a failed assertion must not leave the thread (and cleanup) blocked
+      closeSync(readEnd);
+      closeSync(writeEnd);
+    }
+  });
+});
+
+describe('threadEnds callbacks that throw', () => {
+  /** Ends whose every call is logged and then throws (an Error, or for `stopped` a string). */
+  function throwing() {
+    const thrown: unknown[] = [];
+    const log: End[] = [];
+    const ends: ThreadEnds = {
+      exited(threadId) {
+        log.push(threadId);
+        thrown.push(new Error('exited failed'));
+        throw thrown.at(-1);
+      },
+      stopped() {
+        log.push(STOPPED);
+        thrown.push('not even an Error');
+        throw thrown.at(-1);
+      },
+    };
+    return { thrown, log, ends };
+  }
+
+  /** The OmniRuntimeWarnings emitted while `body` runs (and the turns after it). */
+  async function warningsOf(body: () => Promise<void>): Promise<Error[]> {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => {
+      if (warning.name === 'OmniRuntimeWarning') warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    try {
+      await body();
+      await turns(); // process 'warning' is emitted on a later tick
+      return warnings;
+    } finally {
+      process.off('warning', onWarning);
+    }
+  }
+
+  // Mutant: the calls unguarded (thread-ends.ts's guarded()): a throw in a thread's 'exit' event
+  // skips the listeners after it, piscina's destroy() among them, and close() never resolved.
+  it('are OmniRuntimeWarnings carrying what was thrown; every call is still made, close() resolves', async () => {
+    const { thrown, log, ends } = throwing();
+    const ids = newIds();
+    const warnings = await warningsOf(async () => {
+      const rt = await start(options(ends, ids));
+      expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+    });
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+    expect(thrown).toHaveLength(3);
+    expect(warnings.map((w) => w.cause)).toEqual(thrown);
+  });
+
+  // Mutant: a returned promise ignored (thread-ends.ts's guarded()): an async callback's
+  // rejection was unhandled, which ends a Node process by default (vitest reports it here).
+  it('an async callback that rejects is such a warning too, not an unhandled rejection', async () => {
+    const thrown: unknown[] = [];
+    const log: End[] = [];
+    const ids = newIds();
+    const warnings = await warningsOf(async () => {
+      const rt = await start(
+        options(
+          {
+            async exited(threadId) {
+              log.push(threadId);
+              thrown.push(new Error('async exited failed'));
+              throw thrown.at(-1);
+            },
+            async stopped() {
+              log.push(STOPPED);
+            },
+          },
+          ids,
+        ),
+      );
+      expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+    });
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+    expect(thrown).toHaveLength(2);
+    expect(warnings.map((w) => w.cause)).toEqual(thrown);
+  });
+
+  it("in a failed start: start() still rejects with the init's error, once every thread has exited", async () => {
+    const { thrown, log, ends } = throwing();
+    const ids = newIds();
+    const warnings = await warningsOf(async () => {
+      const started = Runtime.start(options(ends, ids, { workerData: { ids: ids.buffer, failAt: 1 } }));
+      expect(await codeOf(started)).toBe('X_INIT');
+    });
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+    expect(warnings.map((w) => w.cause)).toEqual(thrown);
+  });
+});
+
+describe('threadEnds option', () => {
+  it.each([
+    ['null', null],
+    ['a number', 1],
+    ['a function', () => {}],
+    ['no functions', {}],
+    ['no stopped', { exited() {} }],
+    ['no exited', { stopped() {} }],
+    ['a stopped that is no function', { exited() {}, stopped: true }],
+  ])('%s is OMNI_ERR_INVALID_ARGUMENT before any thread starts', async (_what, threadEnds) => {
+    const ids = newIds();
+    const started = Runtime.start({ ...options(recorder().ends, ids), threadEnds } as RuntimeOptions);
+    expect(await codeOf(started)).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(recordedIds(ids)).toEqual([]);
+  });
+
+  it('takes a class instance (its own fields are not keys to check), calls its methods on it, reads them once', async () => {
+    class Ledger implements ThreadEnds {
+      readonly log: End[] = [];
+      #exits = 0;
+      exited(threadId: number): void {
+        this.#exits++;
+        this.log.push(threadId);
+      }
+      stopped(): void {
+        this.log.push(this.#exits);
+      }
+    }
+    const ledger = new Ledger();
+    const ids = newIds();
+    const rt = await start(options(ledger, ids));
+    // Read at start: replacing a method afterwards changes nothing.
+    ledger.stopped = () => {
+      throw new Error('read after start');
+    };
+    await rt.close();
+    expect(ledger.log.slice(0, 2).sort()).toEqual(recordedIds(ids).sort());
+    expect(ledger.log[2]).toBe(2);
+  });
+});
