@@ -2,7 +2,8 @@
  * `serve(runtime, options)`: a LinearRuntime behind HTTP (fastify), on loopback by default.
  *
  * Routes: POST /v1/linear (linear-route.ts), GET /health (health-route.ts), GET /metrics
- * (metrics-route.ts). Body limits, content parsing and their 413/400/415 come from fastify;
+ * (metrics-route.ts); another method on one of their paths is a 405 (method-not-allowed.ts), an
+ * unknown path a 404. Body limits, content parsing and their 413/400/415 come from fastify;
  * every error answer goes through the one status table (status.ts); requests node:http cannot
  * parse, and CONNECT, are answered by client-error.ts; a connection an answer ends closes in stages
  * (linger.ts); shutdown is drain.ts. A slow client is bounded by node:http's request timeout
@@ -41,6 +42,7 @@ import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
 import { lingerOnClose } from './linger.js';
 import { listeningServers } from './listeners.js';
+import { refuseOtherMethods } from './method-not-allowed.js';
 import { CUT_OFF_STATUS, ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
 import { missedBinding } from './missed-binding.js';
@@ -452,9 +454,11 @@ async function listenOnce(
     return reply.code(answer.status).send(answer.body);
   });
 
-  linearRoute(app, { runtime, drain, deadlineMs, bodyLimit });
-  healthRoute(app, report);
-  metricsRoute(app, metrics);
+  refuseOtherMethods(app, () => {
+    linearRoute(app, { runtime, drain, deadlineMs, bodyLimit });
+    healthRoute(app, report);
+    metricsRoute(app, metrics);
+  });
 
   try {
     await app.listen({ host, port });
