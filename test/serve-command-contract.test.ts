@@ -216,6 +216,22 @@ describe('runServeCommand in-process', () => {
     expect(await run.exitCode).toBe(0);
   });
 
+  it('--drain-timeout-ms 0: the drain abandons the held request at once, exit 1', async () => {
+    const { run, gated, stuck } = await drainingWithOneHeld([
+      '--port',
+      '0',
+      '--in-features',
+      '2',
+      '--drain-timeout-ms',
+      '0',
+    ]);
+    // The gate stays shut: only abandoning the call can end this drain.
+    expect(await run.exitCode).toBe(1);
+    expect(run.lines.at(-1)).toMatch(/drain timed out \(1 requests abandoned\)/);
+    expect(gated.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+    expect([503, 'connection closed']).toContain(await stuck);
+  });
+
   it('a second signal during the drain abandons the held request at once, whatever --drain-timeout-ms', async () => {
     const { run, gated, stuck } = await drainingWithOneHeld([
       '--port',
