@@ -87,18 +87,6 @@ function checkEncoding(
   }
 }
 
-/** A request's rows hint and call deadline, as its headers (and query) give them. */
-interface HeaderFacts {
-  readonly rows: number | undefined;
-  readonly deadlineMs: number | undefined;
-}
-
-/**
- * What refuseFromHeaders read, kept for the handler: it parsed the same headers again (a
- * WeakMap rather than a property, which would change the shape of every fastify request).
- */
-const readFromHeaders = new WeakMap<FastifyRequest, HeaderFacts>();
-
 /**
  * Throws what the handler would answer, once it had read the body, for a request whose headers
  * already settle it: a malformed or contradictory rows hint, a chunked body whose hinted rows
@@ -107,7 +95,7 @@ const readFromHeaders = new WeakMap<FastifyRequest, HeaderFacts>();
  * one call (refused by the runtime, which counts it as it counts that refusal from run()). In the
  * handler's order, so the answer is the one it would give once a well-formed body of that length
  * was read (a malformed one, or a JSON body with other rows, was its 400 there). An empty body is
- * left to the handler: there is no upload to spare. What it parsed is kept for the handler.
+ * left to the handler: there is no upload to spare.
  */
 async function refuseFromHeaders(
   request: FastifyRequest,
@@ -130,13 +118,12 @@ async function refuseFromHeaders(
       );
     }
   }
-  const deadlineMs = parseDeadline(request.headers[DEADLINE_HEADER], serverDeadlineMs);
+  parseDeadline(request.headers[DEADLINE_HEADER], serverDeadlineMs);
   const length = Number(declared ?? 0);
   if (octets && length > 0) {
     const badLength = octetLengthRefusal(length, rows, runtime.inFeatures);
     if (badLength !== undefined) throw badLength;
   }
-  readFromHeaders.set(request, { rows, deadlineMs });
   if (rows === undefined) return;
   // A Served that is not a LinearRuntime (a test's wrapper) leaves the row count to run().
   const refuseRows = (runtime as Partial<LinearRuntime>)[kRowsRefusal]?.(rows);
@@ -178,8 +165,9 @@ export function linearRoute(
       },
     },
     async (request, reply) => {
-      const { rows: rowsHint, deadlineMs: callDeadline } =
-        readFromHeaders.get(request) ?? readHeaders(request, deadlineMs);
+      const query = request.query as Record<string, unknown> | undefined;
+      const rowsHint = parseRowsHint(query?.rows, request.headers[ROWS_HEADER]);
+      const callDeadline = parseDeadline(request.headers[DEADLINE_HEADER], deadlineMs);
       const input = decodeLinearBody(request.body, rowsHint, runtime.inFeatures);
       let y: unknown;
       try {
@@ -208,13 +196,6 @@ export function linearRoute(
       return reply.send(encodeJson(y, input.rows, runtime.outFeatures));
     },
   );
-}
-
-/** The handler's own read, for a request whose body onRequest did not expect to read. */
-function readHeaders(request: FastifyRequest, serverDeadlineMs: number | undefined): HeaderFacts {
-  const query = request.query as Record<string, unknown> | undefined;
-  const rows = parseRowsHint(query?.rows, request.headers[ROWS_HEADER]);
-  return { rows, deadlineMs: parseDeadline(request.headers[DEADLINE_HEADER], serverDeadlineMs) };
 }
 
 function describe(value: unknown): string {
