@@ -49,6 +49,7 @@ export type OmniErrorCode =
   | 'OMNI_ERR_BODY_TOO_LARGE'
   | 'OMNI_ERR_UNSUPPORTED_MEDIA_TYPE'
   | 'OMNI_ERR_NOT_FOUND'
+  | 'OMNI_ERR_METHOD_NOT_ALLOWED'
   | 'OMNI_ERR_NOT_IMPLEMENTED'
   | 'OMNI_ERR_BAD_REQUEST';
 
@@ -277,6 +278,17 @@ export class NotFoundError extends OmniError {
   declare readonly code: 'OMNI_ERR_NOT_FOUND';
   constructor(message = 'no such route') {
     super('OMNI_ERR_NOT_FOUND', message);
+  }
+}
+
+/**
+ * A path this server serves, asked with a method none of its routes takes (its answer's Allow
+ * header lists those it does).
+ */
+export class MethodNotAllowedError extends OmniError {
+  declare readonly code: 'OMNI_ERR_METHOD_NOT_ALLOWED';
+  constructor(message = 'this resource does not take that method') {
+    super('OMNI_ERR_METHOD_NOT_ALLOWED', message);
   }
 }
 

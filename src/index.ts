@@ -29,6 +29,7 @@ export {
   InvalidClaimError,
   InvalidCostError,
   LibraryNotFoundError,
+  MethodNotAllowedError,
   NativeError,
   NotFoundError,
   NotImplementedError,

@@ -20,6 +20,7 @@ import {
   InvalidClaimError,
   InvalidCostError,
   LibraryNotFoundError,
+  MethodNotAllowedError,
   NativeError,
   NotFoundError,
   NotImplementedError,
@@ -136,6 +137,7 @@ const classes: Record<string, (message: string, f: WireFields, wire: WireError) 
   OMNI_ERR_BODY_TOO_LARGE: (m, f) => new BodyTooLargeError(num(f, 'limit'), m),
   OMNI_ERR_UNSUPPORTED_MEDIA_TYPE: (m) => new UnsupportedMediaTypeError(m),
   OMNI_ERR_NOT_FOUND: (m) => new NotFoundError(m),
+  OMNI_ERR_METHOD_NOT_ALLOWED: (m) => new MethodNotAllowedError(m),
   OMNI_ERR_NOT_IMPLEMENTED: (m) => new NotImplementedError(m),
   OMNI_ERR_BAD_REQUEST: (m) => new BadRequestError(m),
 };

@@ -58,15 +58,15 @@ describe('serve flags', () => {
 
   // `-0` passed the range checks of the flags whose minimum is 0 and was handed on as -0 (toBe
   // tells it from 0). It is 0; where the minimum is 1 (or above 0) it stays refused.
-  it('--port -0 and --retry-after -0 are 0; --threads -0 and --drain-timeout-ms -0 are refused', () => {
-    const config = parseServeArgs(['--port', '-0', '--retry-after', '-0'], {});
+  it('--port, --retry-after and --drain-timeout-ms -0 are 0; --threads -0 is refused', () => {
+    const config = parseServeArgs(['--port', '-0', '--retry-after', '-0', '--drain-timeout-ms', '-0'], {});
     expect(config !== 'help' && config.port).toBe(0);
     expect(config !== 'help' && config.retryAfterSeconds).toBe(0);
+    expect(config !== 'help' && config.drainTimeoutMs).toBe(0);
     for (const flag of [
       '--threads',
       '--requests',
       '--units',
-      '--drain-timeout-ms',
       '--request-timeout-ms',
       '--send-timeout-ms',
       '--deadline-ms',
@@ -85,18 +85,23 @@ describe('serve flags', () => {
     expect(config !== 'help' && config.port).toBe(80);
   });
 
-  // Kills: --drain-timeout-ms's minimum 1 lowered to 0 (serve() would then refuse it with
-  // OMNI_ERR_INVALID_ARGUMENT: exit 1 after starting the runtime, not a usage mistake, exit 2).
-  // 0 is not taken as "do not wait": a drain that abandons every request at once is what a
-  // second signal already does, and the exit status would then say only whether any was open.
-  it.each(['0', '0.5'])('--drain-timeout-ms %s is a usage mistake', (value) => {
-    expect(thrownCode(() => parseServeArgs(['--drain-timeout-ms', value], {}))).toBe('OMNI_ERR_USAGE');
+  // The range serve()'s drainTimeoutMs takes, as Runtime.close's timeout: 0 abandons the work in
+  // flight at once (what a second signal does to a longer drain), a fraction is a length.
+  it.each([
+    ['0', 0],
+    ['0.5', 0.5],
+  ])('--drain-timeout-ms %s is taken as serve() takes it', (value, ms) => {
+    const config = parseServeArgs(['--drain-timeout-ms', value], {});
+    expect(config !== 'help' && config.drainTimeoutMs).toBe(ms);
+    expect(thrownCode(() => parseServeArgs(['--drain-timeout-ms', '-1'], {}))).toBe('OMNI_ERR_USAGE');
   });
 
-  // The same range as --drain-timeout-ms: 0 is not "no timeout" here (node:http reads its 0 so).
-  it.each(['0', '0.5'])('--request-timeout-ms and --send-timeout-ms %s are usage mistakes', (value) => {
-    expect(thrownCode(() => parseServeArgs(['--request-timeout-ms', value], {}))).toBe('OMNI_ERR_USAGE');
-    expect(thrownCode(() => parseServeArgs(['--send-timeout-ms', value], {}))).toBe('OMNI_ERR_USAGE');
+  // 0 is not "no timeout" here (node:http reads its 0 so), nor is it in serve(); a fraction is.
+  it('--request-timeout-ms and --send-timeout-ms take any number > 0, as serve() does', () => {
+    expect(thrownCode(() => parseServeArgs(['--request-timeout-ms', '0'], {}))).toBe('OMNI_ERR_USAGE');
+    expect(thrownCode(() => parseServeArgs(['--send-timeout-ms', '0'], {}))).toBe('OMNI_ERR_USAGE');
+    const config = parseServeArgs(['--request-timeout-ms', '0.5', '--send-timeout-ms', '0.5'], {});
+    expect(config !== 'help' && [config.requestTimeoutMs, config.sendTimeoutMs]).toEqual([0.5, 0.5]);
   });
 });
 

@@ -4,7 +4,7 @@
  * `exports` to the built dist/), type-checked by tsc under strict settings a user may choose.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
@@ -389,5 +389,59 @@ await lr.run([1, 2, 3]);
     ];
     expect(results.map((r) => r.output)).toEqual(['', '']);
     expect(results.map((r) => r.status)).toEqual([0, 0]);
+  });
+});
+
+/**
+ * Where TypeScript's `node10` resolution (TypeScript 5's default for `module: commonjs`, removed
+ * in 7, so not run here) looks for the types of `omni-runtime/<subpath>`: it ignores `exports`,
+ * maps the subpath through `typesVersions` when that has a `*` entry, else tries the files a
+ * CommonJS require would find at the package root. (The same lookup, made by TypeScript 5.9
+ * itself, found the types of omni-runtime/serve with typesVersions, and none without.)
+ */
+function node10Types(pkg: Record<string, unknown>, subpath: string): string | undefined {
+  const versions = pkg.typesVersions as Record<string, Record<string, string[]>> | undefined;
+  const paths = versions?.['*'];
+  if (paths !== undefined) {
+    for (const [pattern, targets] of Object.entries(paths)) {
+      const star = pattern.indexOf('*');
+      const matched =
+        star === -1
+          ? pattern === subpath
+            ? ''
+            : undefined
+          : subpath.startsWith(pattern.slice(0, star)) && subpath.endsWith(pattern.slice(star + 1))
+            ? subpath.slice(star, subpath.length - (pattern.length - star - 1))
+            : undefined;
+      if (matched === undefined) continue;
+      const found = targets
+        .map((target) => join(packageRoot, target.replace('*', matched)))
+        .find((file) => existsSync(file));
+      if (found !== undefined) return found;
+    }
+  }
+  return [`${subpath}.d.ts`, join(subpath, 'index.d.ts')]
+    .map((file) => join(packageRoot, file))
+    .find((file) => existsSync(file));
+}
+
+describe('the published types, under resolution node10', () => {
+  it('are found for every subpath of `exports`, the same file `exports` names', () => {
+    const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    const exported = pkg.exports as Record<string, string | { types?: string }>;
+    const subpaths = Object.entries(exported).flatMap(([key, target]) =>
+      key === '.' || typeof target === 'string' || target.types === undefined
+        ? []
+        : [[key.slice(2), join(packageRoot, target.types)] as const],
+    );
+    // The serve entry at least: an export map without subpaths would pass this vacuously.
+    expect(subpaths.map(([subpath]) => subpath)).toContain('serve');
+    for (const [subpath, types] of subpaths) {
+      expect(existsSync(types)).toBe(true);
+      expect(node10Types(pkg, subpath)).toBe(types);
+    }
   });
 });

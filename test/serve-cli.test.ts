@@ -128,7 +128,8 @@ describe('serve flags', () => {
     ['--drain-timeout-ms', 'never'],
     ['--request-timeout-ms', '0'],
     ['--request-timeout-ms', 'never'],
-    ['--request-timeout-ms', '2147483648'],
+    ['--request-timeout-ms', '1e309'],
+    ['--drain-timeout-ms', '-1'],
     ['--send-timeout-ms', '0'],
     ['--send-timeout-ms', 'never'],
     ['--cuda-library', ''],
@@ -150,6 +151,32 @@ describe('serve flags', () => {
     await expect(runServeCommand(['--device', '2'], deps)).rejects.toBe(stop);
     await expect(runServeCommand([], deps)).rejects.toBe(stop);
     expect(seen.map((options) => options.device)).toEqual([2, undefined]);
+  });
+
+  it('the times take any length, as serve() does; --drain-timeout-ms also 0', () => {
+    const long = String(2 ** 31);
+    for (const flag of ['--deadline-ms', '--drain-timeout-ms', '--request-timeout-ms', '--send-timeout-ms']) {
+      for (const ms of [long, '1e15'])
+        expect(() => parseServeArgs([flag, ms]), `${flag} ${ms}`).not.toThrow();
+    }
+    expect(
+      parseServeArgs([
+        '--deadline-ms',
+        long,
+        '--drain-timeout-ms',
+        '1e15',
+        '--request-timeout-ms',
+        long,
+        '--send-timeout-ms',
+        long,
+      ]),
+    ).toMatchObject({
+      deadlineMs: 2 ** 31,
+      drainTimeoutMs: 1e15,
+      requestTimeoutMs: 2 ** 31,
+      sendTimeoutMs: 2 ** 31,
+    });
+    expect(parseServeArgs(['--drain-timeout-ms', '0'])).toMatchObject({ drainTimeoutMs: 0 });
   });
 
   it('a stray argument is a UsageError', () => {

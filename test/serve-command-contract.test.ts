@@ -197,6 +197,41 @@ describe('runServeCommand in-process', () => {
     expect([200, 503, 'connection closed']).toContain(await stuck);
   });
 
+  it('times past 2^31 - 1 ms reach the runtime and server whole, and none fires after 1 ms', async () => {
+    const long = String(2 ** 31);
+    const argv = ['--port', '0', '--in-features', '2', '--deadline-ms', long, '--drain-timeout-ms', long];
+    argv.push('--request-timeout-ms', long, '--send-timeout-ms', long);
+    // Refused, the command would never listen and the rest would wait for nothing.
+    expect(() => parseServeArgs(argv)).not.toThrow();
+    const { run, gated, stuck } = await drainingWithOneHeld(argv);
+    const { options } = await run.started;
+    expect(options.deadlineMs).toBe(2 ** 31);
+    // A 1 ms deadline set after the held call's deadline and the drain's timer: either one cut
+    // to 1 ms (Node's setTimeout past 2^31 - 1) would have fired first, answering the held
+    // request 504 or abandoning it and closing the runtime.
+    expect(await codeOf(gated.lr.run(new Float32Array(2), { deadlineMs: 1 }))).toBe('OMNI_ERR_DEADLINE');
+    expect(gated.lr.report()).toMatchObject({ state: 'ready', deadline: 1 });
+    gated.open();
+    expect(await stuck).toBe(200);
+    expect(await run.exitCode).toBe(0);
+  });
+
+  it('--drain-timeout-ms 0: the drain abandons the held request at once, exit 1', async () => {
+    const { run, gated, stuck } = await drainingWithOneHeld([
+      '--port',
+      '0',
+      '--in-features',
+      '2',
+      '--drain-timeout-ms',
+      '0',
+    ]);
+    // The gate stays shut: only abandoning the call can end this drain.
+    expect(await run.exitCode).toBe(1);
+    expect(run.lines.at(-1)).toMatch(/drain timed out \(1 requests abandoned\)/);
+    expect(gated.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+    expect([503, 'connection closed']).toContain(await stuck);
+  });
+
   it('a second signal during the drain abandons the held request at once, whatever --drain-timeout-ms', async () => {
     const { run, gated, stuck } = await drainingWithOneHeld([
       '--port',

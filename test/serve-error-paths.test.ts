@@ -206,6 +206,20 @@ describe('clientErrorHandler', () => {
     expect(await clientErrors(m)).not.toContain('detail=');
   });
 
+  // Before: the FIN waited for that answer, then drew a 400 and a count; the call before it ran on
+  // for nobody (node aborts the calls running at a FIN between requests, not at one inside one).
+  it("the client's FIN inside a request behind an answer still to come: it left, closed at once, not counted", async () => {
+    const m = metrics();
+    const socket = fakeSocket({ headersSent: false });
+    pendingResponse(socket);
+    clientErrorHandler(m)(error('HPE_INVALID_EOF_STATE'), socket as unknown as Socket);
+    expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
+      written: '',
+      destroyed: true,
+    });
+    expect(await clientErrors(m)).not.toContain('detail=');
+  });
+
   it('bytes after a closing request whose answer is still to come: left to node, nothing counted', async () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: false });

@@ -122,7 +122,7 @@ describe(`randomized traffic (seed ${SEED}, ${RUNS} runs; SERVE_FUZZ_SEED, SERVE
     // The traffic reached every kind of answer it is meant to: a generator that stopped making
     // refusals or bad bodies would otherwise pass on what is left.
     if (RUNS >= 100) {
-      for (const status of ['200', '400', '404', '413', '415', '503']) {
+      for (const status of ['200', '400', '404', '405', '413', '415', '503']) {
         expect(statuses.get(status) ?? 0, `answers ${status}`).toBeGreaterThan(0);
       }
     }

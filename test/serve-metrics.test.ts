@@ -1,5 +1,6 @@
 /** GET /health and GET /metrics of a real server: readiness, never admission-gated, per-server registry. */
 import { request } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
@@ -152,6 +153,46 @@ describe('GET /metrics', () => {
     expect(sample(text, series(400))).toBe(1);
     expect(sample(text, series(499))).toBeUndefined();
   });
+
+  it.each([
+    ['closes its side', (c: Socket) => c.end()],
+    ['closes the connection', (c: Socket) => c.destroy()],
+  ])(
+    'a client that %s mid-upload, behind its own call still running: both 499, the call aborted',
+    async (_name, leave) => {
+      const { g, url } = await start({ threads: 1, admission: { requests: 2 } });
+      const port = Number(new URL(url).port);
+      const head = (length: number): string =>
+        `POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${length}\r\n\r\n`;
+      const client = connect({ host: '127.0.0.1', port });
+      client.on('error', () => {}); // the server may reset it
+      await new Promise((resolve) => client.once('connect', resolve));
+      // A whole request, then one whose body stops after 4 of its 16 bytes.
+      client.write(Buffer.concat([Buffer.from(head(8)), Buffer.from(new Float32Array([1, 2]).buffer)]));
+      client.write(`${head(16)}abcd`);
+      await g.reach(ENTERED, 1);
+      const inflight = async (): Promise<number | undefined> =>
+        sample((await servers.at(-1)!.metrics.scrape()).text, 'omni_http_inflight');
+      await until(async () => (await inflight()) === 2, 'both requests routed');
+      leave(client);
+      // Before: the FIN in the middle of a request went to the client-error handler, which waited
+      // to answer it 400 after the call: the call ran on for nobody, recorded 200, the truncated
+      // one 400 and a client error, and the connection stayed open until a server timeout.
+      await until(() => g.lr.report().aborted === 1, 'the abort to reach the runtime');
+      g.open();
+      await until(() => g.lr.report().depth === 0, 'the work to end');
+      await until(async () => (await inflight()) === 0, 'both requests closed');
+      const text = (await servers.at(-1)!.metrics.scrape()).text;
+      const series = (status: number): string =>
+        `omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="${status}"}`;
+      expect([sample(text, series(499)), sample(text, series(200)), sample(text, series(400))]).toEqual([
+        2,
+        undefined,
+        undefined,
+      ]);
+      expect(text).not.toMatch(/omni_http_client_errors_total\{/);
+    },
+  );
 
   it('each server has its own registry', async () => {
     const a = await start({ threads: 1, admission: { requests: 1 } });

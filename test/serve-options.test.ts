@@ -69,8 +69,9 @@ describe('option ranges', () => {
     ['a body limit of 2^31', { bodyLimit: 2 ** 31 }],
     ['a negative Retry-After', { retryAfterSeconds: -1 }],
     ['a Retry-After over a day', { retryAfterSeconds: 86_401 }],
-    ['a zero drain timeout', { drainTimeoutMs: 0 }],
+    ['a negative drain timeout', { drainTimeoutMs: -1 }],
     ['a NaN drain timeout', { drainTimeoutMs: Number.NaN }],
+    ['a drain timeout that is not a number', { drainTimeoutMs: '5' as unknown as number }],
     ['a zero request timeout', { requestTimeoutMs: 0 }],
     ['a negative request timeout', { requestTimeoutMs: -1 }],
     ['a NaN request timeout', { requestTimeoutMs: Number.NaN }],
@@ -156,12 +157,14 @@ describe('option ranges', () => {
     expect(s.state).toBe('serving');
   });
 
-  it('drain({ timeoutMs }) must be a number > 0', async () => {
+  it('drain({ timeoutMs }) must be a number >= 0, as close({ timeoutMs }) must', async () => {
     const { s } = await start({});
     expect(await codeOf((async () => s.drain({ timeoutMs: -1 }))())).toBe('OMNI_ERR_INVALID_ARGUMENT');
     expect(await codeOf((async () => s.drain({ timeoutMs: Number.NaN }))())).toBe(
       'OMNI_ERR_INVALID_ARGUMENT',
     );
+    const text = { timeoutMs: '5' } as unknown as DrainOptions;
+    expect(await codeOf((async () => s.drain(text))())).toBe('OMNI_ERR_INVALID_ARGUMENT');
     const misspelt = { timeout: 1 } as DrainOptions;
     expect(await codeOf((async () => s.drain(misspelt))())).toBe('OMNI_ERR_INVALID_ARGUMENT');
     expect(s.state).toBe('serving');
@@ -224,6 +227,31 @@ describe('options reach their behaviour', () => {
     g.open();
     expect(await closed).toEqual({ clean: false, abandonedRequests: 1 });
     expect([200, 503, 'connection closed']).toContain(await stuck);
+  });
+
+  it.each([
+    ['drain({ timeoutMs: 0 })', {}, (s: ServeHandle) => s.drain({ timeoutMs: 0 })],
+    ['drainTimeoutMs: 0, close()', { drainTimeoutMs: 0 }, (s: ServeHandle) => s.close()],
+  ])(
+    '%s abandons the work in flight at once, as close({ timeoutMs: 0 }) does',
+    async (_name, options, end) => {
+      const { g, s } = await start(options);
+      const stuck = postFloats(s.address, [1, 2, 3, 4]).then(
+        (a) => a.status,
+        () => 'connection closed',
+      );
+      await g.reach(ENTERED, 1);
+      // The gate stays shut: only abandoning the call can end this drain.
+      expect(await end(s)).toEqual({ clean: false, abandonedRequests: 1 });
+      expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
+      expect([503, 'connection closed']).toContain(await stuck);
+    },
+  );
+
+  it('an idle server drained with timeoutMs 0 is clean', async () => {
+    const { g, s } = await start({});
+    expect(await s.drain({ timeoutMs: 0 })).toEqual({ clean: true, abandonedRequests: 0 });
+    expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
   });
 
   it('closeRuntime: false leaves the runtime running after the drain', async () => {

@@ -20,6 +20,7 @@ import {
   InvalidClaimError,
   InvalidCostError,
   LibraryNotFoundError,
+  MethodNotAllowedError,
   NativeError,
   NotFoundError,
   NotImplementedError,
@@ -62,6 +63,7 @@ const everyClass: Error[] = [
   new BodyTooLargeError(1024),
   new UnsupportedMediaTypeError(),
   new NotFoundError(),
+  new MethodNotAllowedError(),
   new NotImplementedError(),
   new BadRequestError(),
 ];

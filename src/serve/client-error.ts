@@ -52,6 +52,14 @@ export type AnsweredSocket = Socket & { [ANSWERED_STATUS]?: number };
  */
 const DATA_AFTER_CLOSE = 'HPE_CLOSED_CONNECTION';
 
+/**
+ * llhttp's error for the client's FIN in the middle of a request (its headers, or a body shorter
+ * than announced). node takes a FIN between requests for a client that left (httpAllowHalfOpen
+ * false: it aborts the requests still running, README: a half-closing client), but one in the
+ * middle of a request comes here instead, with those requests still running.
+ */
+const EOF_MID_REQUEST = 'HPE_INVALID_EOF_STATE';
+
 /** The response of the latest request node routed on a connection (see rememberResponse). */
 const LATEST_RESPONSE = Symbol('omni.serve.latestResponse');
 /** Set on a socket once its parser failed: llhttp stays failed and reports again on every read. */
@@ -146,7 +154,18 @@ export function clientErrorHandler(
       answerNow();
       return;
     }
-    if (s.parser?.incoming?.complete !== false) {
+    // The client left mid-request while an earlier request's answer is still owed (the latest
+    // one's, or one the latest, truncated, waits behind): taken as node takes a FIN, the
+    // connection is closed unanswered and uncounted, so the calls still running are aborted
+    // (499) rather than run for nobody, the connection held until a server timeout. A FIN in
+    // the one request owed (no answer before it) is still answered 400: it is what the client
+    // sent, and a client that only half-closed reads it.
+    const readWhole = s.parser?.incoming?.complete !== false;
+    if (code === EOF_MID_REQUEST && (readWhole || latest.socket === null)) {
+      s.destroy();
+      return;
+    }
+    if (readWhole) {
       // Every request routed so far was read whole: the error is in bytes after them, and the
       // latest one's answer must come first. Bytes after a closing request are not counted:
       // the connection is not closed for them, nor answered 400.

@@ -39,7 +39,10 @@ export interface DrainResult {
 
 /** ServeHandle.drain()'s options. */
 export interface DrainOptions {
-  /** How long to wait for in-flight work before abandoning it (default: serve()'s drainTimeoutMs; Infinity: no limit). */
+  /**
+   * How long to wait for in-flight work before abandoning it (default: serve()'s drainTimeoutMs;
+   * 0: abandon it at once, as Runtime.close's 0 does; Infinity: no limit).
+   */
   readonly timeoutMs?: number | undefined;
 }
 
@@ -168,7 +171,7 @@ export class Drain {
     let runtimeDone = true;
     if (this.#runtime) {
       // What is left of the timeout; the runtime abandons (terminates) work still running then.
-      const left = requestsDone ? Math.max(1, deadlineAt - Date.now()) : 1;
+      const left = requestsDone ? Math.max(0, deadlineAt - Date.now()) : 0;
       this.#closingRuntime = true;
       // The runtime's word, not the clock: its teardown after the work ended (tens of ms) must
       // not make a drain whose work all ended in time look abandoned.

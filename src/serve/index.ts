@@ -2,6 +2,7 @@ export {
   BadBodyError,
   BadRequestError,
   BodyTooLargeError,
+  MethodNotAllowedError,
   NotFoundError,
   NotImplementedError,
   UnsupportedMediaTypeError,

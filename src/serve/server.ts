@@ -2,7 +2,8 @@
  * `serve(runtime, options)`: a LinearRuntime behind HTTP (fastify), on loopback by default.
  *
  * Routes: POST /v1/linear (linear-route.ts), GET /health (health-route.ts), GET /metrics
- * (metrics-route.ts). Body limits, content parsing and their 413/400/415 come from fastify;
+ * (metrics-route.ts); another method on one of their paths is a 405 (method-not-allowed.ts), an
+ * unknown path a 404. Body limits, content parsing and their 413/400/415 come from fastify;
  * every error answer goes through the one status table (status.ts); requests node:http cannot
  * parse, and CONNECT, are answered by client-error.ts; a connection an answer ends closes in stages
  * (linger.ts); shutdown is drain.ts. A slow client is bounded by node:http's request timeout
@@ -41,6 +42,7 @@ import { healthRoute } from './health-route.js';
 import { linearRoute } from './linear-route.js';
 import { lingerOnClose } from './linger.js';
 import { listeningServers } from './listeners.js';
+import { refuseOtherMethods } from './method-not-allowed.js';
 import { CUT_OFF_STATUS, ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
 import { missedBinding } from './missed-binding.js';
@@ -74,7 +76,10 @@ export interface ServeOptions {
   readonly deadlineMs?: number | undefined;
   /** Retry-After, in seconds, on a 503 for full capacity (default 1). */
   readonly retryAfterSeconds?: number | undefined;
-  /** How long a drain waits for in-flight work before abandoning it (default 10 s; Infinity: no limit). */
+  /**
+   * How long a drain waits for in-flight work before abandoning it (default 10 s; 0: abandons it
+   * at once, as Runtime.close's 0 does; Infinity: no limit).
+   */
   readonly drainTimeoutMs?: number | undefined;
   /**
    * How long a request may take to arrive, from its first byte to its body's last (default
@@ -149,6 +154,17 @@ function duration(name: string, value: number | undefined): number | undefined {
   return value;
 }
 
+/**
+ * A drain's timeout: any number >= 0, as Runtime.close takes its own (0: work still in flight
+ * is abandoned at once; Infinity: none).
+ */
+function drainTimeout(name: string, value: number | undefined): number | undefined {
+  if (value !== undefined && !(typeof value === 'number' && value >= 0)) {
+    throw new InvalidArgumentError(`${name} must be a number >= 0, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
 /** How many Host field lines a request carries (rawHeaders alternates names and values). */
 function hostLines(rawHeaders: readonly string[]): number {
   let count = 0;
@@ -210,7 +226,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   const port = integer('port', options.port, 8080, 0, 65535);
   const bodyLimit = integer('bodyLimit', options.bodyLimit, DEFAULT_BODY_LIMIT, 1, 2 ** 31 - 1);
   const retryAfter = integer('retryAfterSeconds', options.retryAfterSeconds, 1, 0, 86_400);
-  const drainTimeoutMs = duration('drainTimeoutMs', options.drainTimeoutMs) ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  const drainTimeoutMs = drainTimeout('drainTimeoutMs', options.drainTimeoutMs) ?? DEFAULT_DRAIN_TIMEOUT_MS;
   const requestTimeoutMs =
     duration('requestTimeoutMs', options.requestTimeoutMs) ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const sendTimeoutMs = duration('sendTimeoutMs', options.sendTimeoutMs) ?? DEFAULT_SEND_TIMEOUT_MS;
@@ -438,9 +454,11 @@ async function listenOnce(
     return reply.code(answer.status).send(answer.body);
   });
 
-  linearRoute(app, { runtime, drain, deadlineMs, bodyLimit });
-  healthRoute(app, report);
-  metricsRoute(app, metrics);
+  refuseOtherMethods(app, () => {
+    linearRoute(app, { runtime, drain, deadlineMs, bodyLimit });
+    healthRoute(app, report);
+    metricsRoute(app, metrics);
+  });
 
   try {
     await app.listen({ host, port });
@@ -485,7 +503,7 @@ async function listenOnce(
       let timeoutMs: number;
       try {
         checkOptionKeys('drain options', drainOptions, DRAIN_KEYS);
-        timeoutMs = duration('timeoutMs', drainOptions.timeoutMs) ?? drainTimeoutMs;
+        timeoutMs = drainTimeout('timeoutMs', drainOptions.timeoutMs) ?? drainTimeoutMs;
       } catch (err) {
         // Rejected, as Runtime.close's are: a caller's .catch() hears it, not its own frame.
         return Promise.reject(err);

@@ -14,7 +14,8 @@
  * | OMNI_ERR_REQUEST_TIMEOUT / _HEADERS_TOO_LARGE | 408 / 431 | node:http's own limits         |
  * | OMNI_ERR_UNSUPPORTED_MEDIA_TYPE        |    415 |                                           |
  * | OMNI_ERR_EXPECTATION_FAILED            |    417 | an Expect header other than 100-continue  |
- * | OMNI_ERR_NOT_FOUND                     |    404 |                                           |
+ * | OMNI_ERR_NOT_FOUND                     |    404 | a path this server does not serve         |
+ * | OMNI_ERR_METHOD_NOT_ALLOWED            |    405 | a path it serves, another method: Allow   |
  * | OMNI_ERR_NOT_IMPLEMENTED               |    501 | CONNECT: this server is no proxy          |
  * | OMNI_ERR_DEADLINE                      |    504 | capacity stays held until the work ends   |
  * | OMNI_ERR_ABORTED                       |    499 | the client left; nobody reads the answer  |
@@ -46,6 +47,7 @@ const STATUS_TABLE: Readonly<Record<string, Row>> = {
   OMNI_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415 },
   OMNI_ERR_EXPECTATION_FAILED: { status: 417 },
   OMNI_ERR_NOT_FOUND: { status: 404 },
+  OMNI_ERR_METHOD_NOT_ALLOWED: { status: 405 },
   OMNI_ERR_NOT_IMPLEMENTED: { status: 501 },
   OMNI_ERR_DEADLINE: { status: 504 },
   OMNI_ERR_ABORTED: { status: 499 },
