@@ -304,6 +304,51 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
   });
 });
 
+describe('threadEnds callbacks that call back into the runtime', () => {
+  // A mid-life exit is told from the thread's 'exit' event, in the turn piscina removed it, and
+  // stopped from inside close(): neither may leave close() waiting on itself, nor a call hanging.
+  it('run() and close() from exited: the call served and drained, one close; from stopped: the same close, run() refused', async () => {
+    const { log, ends, exit } = recorder();
+    const ids = newIds();
+    let rt!: Runtime;
+    let served: Promise<unknown> | undefined;
+    const closes: Promise<unknown>[] = [];
+    let refused: Promise<string | undefined> | undefined;
+    rt = await start(
+      options(
+        {
+          exited: (id) => {
+            ends.exited(id);
+            served ??= rt.run({ mode: 'echo', value: 7 });
+            closes.push(rt.close());
+          },
+          stopped: () => {
+            ends.stopped();
+            closes.push(rt.close());
+            refused = codeOf(rt.run({ mode: 'echo', value: 8 }));
+          },
+        },
+        ids,
+      ),
+    );
+    const dying = who();
+    expect(await codeOf(rt.run({ mode: 'exit', who: dying.buffer as SharedArrayBuffer }))).toBe(
+      'OMNI_ERR_WORKER_EXITED',
+    );
+    await exit(Atomics.load(dying, 0));
+    expect(await closes[0]).toEqual({ clean: true, abandoned: 0 });
+    expect(await served).toBe(7);
+    expect(await refused).toBe('OMNI_ERR_UNAVAILABLE');
+    expect(new Set(closes).size).toBe(1);
+    expect(closes).toHaveLength(log.length);
+    // The dead thread's replacement may be terminated before its init began: reported all the same.
+    expect(log.at(-1)).toBe(STOPPED);
+    const exited = log.slice(0, -1);
+    expect(new Set(exited).size).toBe(exited.length);
+    expect(exited).toEqual(expect.arrayContaining(recordedIds(ids)));
+  });
+});
+
 describe('threadEnds callbacks that throw', () => {
   /** Ends whose every call is logged and then throws (an Error, or for `stopped` a string). */
   function throwing() {

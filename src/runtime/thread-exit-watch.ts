@@ -6,7 +6,10 @@ import type { ThreadEnds } from './thread-ends.js';
  * Tells `ends` of each thread's exit. A Worker's threadId reads -1 once it has exited, so each is
  * noted while it is alive: at every thread that comes up or is removed, and just after a removal
  * (when piscina has made its replacement), every thread in the pool not yet watched is. A thread
- * created and exited between two of those events is missed: only `stopped` covers it.
+ * created and exited between two of those events is missed: only `stopped` covers it. Only one
+ * piscina starts for a call can be: it does so once a replacement has ended before its ready
+ * message (it replaces no thread after that), and emits nothing for it before its own ready
+ * message, which comes after its init.
  */
 export function watchThreadExits(pool: Piscina, ends: ThreadEnds): void {
   const watched = new WeakSet<Worker>();
