@@ -66,18 +66,19 @@ const postSeries = (status: number): string =>
 
 describe('a request pipelined after an answer that closes the connection', () => {
   it.each([
-    ['a 405 (PUT /health)', 'PUT /health', 405, false],
-    ['a 404 (PUT /nothing)', 'PUT /nothing', 404, false],
-    ['a 405 with a chunked body', 'PUT /health', 405, true],
+    ['a 405 (PUT /health)', 'PUT /health', 405, false, ''],
+    ['a 404 (PUT /nothing)', 'PUT /nothing', 404, false, ''],
+    ['a 405 with a chunked body', 'PUT /health', 405, true, ''],
+    ['a 415 decided from the headers', 'POST /v1/linear', 415, false, 'Content-Type: text/plain\r\n'],
   ])(
     'behind %s answered before its body was read: never run, nor recorded',
-    async (_name, line, status, chunked) => {
+    async (_name, line, status, chunked, headers) => {
       const { g, s } = await start(true);
       const body = chunked
         ? 'Transfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n0\r\n\r\n'
         : 'Content-Length: 5\r\n\r\nabcde';
       // One write: node holds the refused body and the POST after it when the early answer goes out.
-      const { statuses } = exchange(s.port, `${line} HTTP/1.1\r\nHost: x\r\n${body}${post(1)}`);
+      const { statuses } = exchange(s.port, `${line} HTTP/1.1\r\nHost: x\r\n${headers}${body}${post(1)}`);
       // Before: the POST was routed and run after the closing answer, its 200 written to a closed
       // connection and recorded in /metrics.
       expect(await statuses).toEqual([status]);
