@@ -101,8 +101,8 @@ describe('a request pipelined after an answer that closes the connection', () =>
     await g.reach(ENTERED, 1);
     await until(async () => ((await inflight(s)) ?? 0) >= 2, 'the 405 routed');
     g.open();
-    // Before: [200, 405] too, but the POST after the 405 ran in a worker (two calls entered) and
-    // was recorded 499, as if its client had left.
+    // Before: [200, 405] too, but the POST after the 405 was routed and its call dispatched, then
+    // recorded 499 when the connection closed, as if its client had left.
     expect(await statuses).toEqual([200, 405]);
     await until(async () => (await inflight(s)) === 0, 'no request in flight');
     const text = (await s.metrics.scrape()).text;
