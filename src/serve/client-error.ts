@@ -81,11 +81,37 @@ export function clientFailed(socket: Socket | null): boolean {
 }
 
 /**
+ * Requests node routed after an answer that closes their connection. RFC 9112 9.6: such a
+ * request must not be processed. node's parser goes on through the bytes it already holds after
+ * an answer sent before its request's body was read (which says Connection: close): the rest of
+ * that body, then any request pipelined after it, whose answer could never be sent.
+ */
+const AFTER_CLOSE = new WeakSet<IncomingMessage>();
+
+/**
+ * A server 'request' listener, before fastify's (prepended: the latest response is still the
+ * one before this request): marks a request routed after an answer that closes the connection,
+ * or on a connection the server already ended.
+ */
+export function markAfterClose(req: IncomingMessage): void {
+  const socket = req.socket as ClientSocket;
+  const before = socket[LATEST_RESPONSE];
+  if (socket.writableEnded || (before !== undefined && closesConnection(before))) AFTER_CLOSE.add(req);
+}
+
+/** Whether `req` came after an answer that closed its connection (see markAfterClose): never run. */
+export function afterClosingAnswer(req: IncomingMessage): boolean {
+  return AFTER_CLOSE.has(req);
+}
+
+/**
  * A server 'request' listener (after fastify's): remembers each connection's latest response,
  * so that a parse error in a request pipelined behind it (or in its own body, while it waits
  * behind others) is answered in order, not in the place of an earlier request's answer.
  */
 export function rememberResponse(req: IncomingMessage, res: ServerResponse): void {
+  // One after a closing answer is never answered: the closing one stays the last to come.
+  if (AFTER_CLOSE.has(req)) return;
   (req.socket as ClientSocket)[LATEST_RESPONSE] = res;
 }
 

@@ -30,10 +30,12 @@ import { notUtf8Json, OCTET_STREAM } from './body.js';
 import {
   ANSWERED_STATUS,
   type AnsweredSocket,
+  afterClosingAnswer,
   answeredLater,
   clientErrorHandler,
   connectHandler,
   expectationHandler,
+  markAfterClose,
   rememberResponse,
 } from './client-error.js';
 import { DRAIN_KEYS, Drain, type DrainOptions, type DrainResult, type ServerState } from './drain.js';
@@ -343,6 +345,7 @@ async function listenOnce(
   app.server.on('checkExpectation', onExpectation);
   app.server.on('connect', onConnect);
   app.server.on('checkContinue', deferContinue);
+  app.server.prependListener('request', markAfterClose);
   app.server.on('request', rememberResponse);
   app.server.on('connection', lingerOnClose);
   continueWhenRead(app, bodyLimit);
@@ -359,6 +362,12 @@ async function listenOnce(
   });
 
   app.addHook('onRequest', async (request, reply) => {
+    // After an answer that closed the connection: never run, answered or counted (RFC 9112 9.6),
+    // as node drops the bytes after a client's own closing request. The connection is closing.
+    if (afterClosingAnswer(request.raw)) {
+      reply.hijack();
+      return;
+    }
     drain.track(reply.raw);
     // fastify's onResponse runs on 'finish', which an answer to a client that already left
     // never reaches: record those here (closedStatus), or they would be missing from the
@@ -485,6 +494,7 @@ async function listenOnce(
     other.on('checkExpectation', onExpectation);
     other.on('connect', onConnect);
     other.on('checkContinue', deferContinue);
+    other.prependListener('request', markAfterClose);
     other.on('request', rememberResponse);
     other.on('connection', lingerOnClose);
   }

@@ -1,0 +1,112 @@
+/**
+ * RFC 9112 9.6: a server that answers with `Connection: close` must not process any further
+ * request received on that connection. An answer sent before its request's body was read (a
+ * 405, a 404, a 415 decided from the headers) closes the connection, but node's parser goes on
+ * through the bytes it already holds: the rest of that body, then any request pipelined after
+ * it. Such a request must not reach a route: its answer can never be sent, so its work would run
+ * for nobody and /metrics would record an answer the client never got.
+ */
+import { connect } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type ServeHandle, serve } from '../src/serve/index.js';
+import { sample } from './fixtures/metrics-text.js';
+import { until } from './fixtures/runtime-harness.js';
+import { ENTERED } from './fixtures/serve-gate-layout.js';
+import { type Gated, startGated } from './fixtures/serve-harness.js';
+
+const servers: ServeHandle[] = [];
+
+afterEach(async () => {
+  for (const s of servers.splice(0)) await s.close();
+});
+
+async function start(open: boolean): Promise<{ g: Gated; s: ServeHandle }> {
+  const g = await startGated({ inFeatures: 2, outFeatures: 2, threads: 1, open, admission: { requests: 4 } });
+  const s = await serve(g.lr, { port: 0 });
+  servers.push(s);
+  return { g, s };
+}
+
+const post = (x: number): string => {
+  const body = Buffer.from(new Float32Array([x, 2]).buffer).toString('latin1');
+  return (
+    'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+    `Content-Length: ${body.length}\r\n\r\n${body}`
+  );
+};
+
+/** The status of every answer heard on a connection written `bytes` at once, until it closes. */
+function exchange(port: number, bytes: string): { statuses: Promise<number[]>; written: Promise<void> } {
+  const socket = connect({ host: '127.0.0.1', port });
+  socket.on('error', () => {});
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  const written = new Promise<void>((resolve) =>
+    socket.once('connect', () => socket.write(Buffer.from(bytes, 'latin1'), () => resolve())),
+  );
+  const statuses = new Promise<number[]>((resolve) =>
+    socket.once('close', () =>
+      resolve(
+        [
+          ...Buffer.concat(chunks)
+            .toString('latin1')
+            .matchAll(/HTTP\/1\.1 (\d{3})/g),
+        ].map((m) => Number(m[1])),
+      ),
+    ),
+  );
+  return { statuses, written };
+}
+
+const inflight = async (s: ServeHandle): Promise<number | undefined> =>
+  sample((await s.metrics.scrape()).text, 'omni_http_inflight');
+
+const postSeries = (status: number): string =>
+  `omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="${status}"}`;
+
+describe('a request pipelined after an answer that closes the connection', () => {
+  it.each([
+    ['a 405 (PUT /health)', 'PUT /health', 405, false, ''],
+    ['a 404 (PUT /nothing)', 'PUT /nothing', 404, false, ''],
+    ['a 405 with a chunked body', 'PUT /health', 405, true, ''],
+    ['a 415 decided from the headers', 'POST /v1/linear', 415, false, 'Content-Type: text/plain\r\n'],
+  ])(
+    'behind %s answered before its body was read: never run, nor recorded',
+    async (_name, line, status, chunked, headers) => {
+      const { g, s } = await start(true);
+      const body = chunked
+        ? 'Transfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n0\r\n\r\n'
+        : 'Content-Length: 5\r\n\r\nabcde';
+      // One write: node holds the refused body and the POST after it when the early answer goes out.
+      const { statuses } = exchange(s.port, `${line} HTTP/1.1\r\nHost: x\r\n${headers}${body}${post(1)}`);
+      // Before: the POST was routed and run after the closing answer, its 200 written to a closed
+      // connection and recorded in /metrics.
+      expect(await statuses).toEqual([status]);
+      // Any request routed is counted in flight until it ends: none left means none runs unseen.
+      await until(async () => (await inflight(s)) === 0, 'no request in flight');
+      const text = (await s.metrics.scrape()).text;
+      expect([sample(text, postSeries(200)), sample(text, postSeries(499))]).toEqual([undefined, undefined]);
+      expect(g.entered()).toBe(0);
+      expect(g.lr.report().depth).toBe(0);
+    },
+  );
+
+  it('queued behind a call still running: the closing answer comes after it, the request behind it never runs', async () => {
+    const { g, s } = await start(false);
+    const { statuses, written } = exchange(
+      s.port,
+      `${post(1)}PUT /health HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde${post(3)}`,
+    );
+    await written;
+    await g.reach(ENTERED, 1);
+    await until(async () => ((await inflight(s)) ?? 0) >= 2, 'the 405 routed');
+    g.open();
+    // Before: [200, 405] too, but the POST after the 405 was routed and its call dispatched, then
+    // recorded 499 when the connection closed, as if its client had left.
+    expect(await statuses).toEqual([200, 405]);
+    await until(async () => (await inflight(s)) === 0, 'no request in flight');
+    const text = (await s.metrics.scrape()).text;
+    expect([sample(text, postSeries(200)), sample(text, postSeries(499))]).toEqual([1, undefined]);
+    expect(g.entered()).toBe(1);
+  });
+});
