@@ -91,6 +91,21 @@ describe('a request pipelined after an answer that closes the connection', () =>
     },
   );
 
+  // fastify answers a malformed URL (FST_ERR_BAD_URL) before routing, in serve()'s
+  // frameworkErrors, which no hook precedes.
+  it('a malformed URL behind a 405 answered before its body was read: not answered, nor recorded', async () => {
+    const { s } = await start(true);
+    const { statuses } = exchange(
+      s.port,
+      'PUT /health HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcdeGET /%zz HTTP/1.1\r\nHost: x\r\n\r\n',
+    );
+    expect(await statuses).toEqual([405]);
+    // Before: answered 400 to the closed connection and recorded so.
+    const text = (await s.metrics.scrape()).text;
+    const series = 'omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="400"}';
+    expect(sample(text, series)).toBeUndefined();
+  });
+
   it('queued behind a call still running: the closing answer comes after it, the requests behind it never run', async () => {
     const { g, s } = await start(false);
     const { statuses, written } = exchange(
