@@ -91,7 +91,10 @@ const AFTER_CLOSE = new WeakSet<IncomingMessage>();
 /**
  * A server 'request' listener, before fastify's (prepended: the latest response is still the
  * one before this request): marks a request routed after an answer that closes the connection,
- * or on a connection the server already ended.
+ * or on a connection the server already ended. An answer decided in the hooks (a 405, a 415 from
+ * the headers) has its head written before a request in the same bytes is routed: node's parser,
+ * reading the socket itself, calls each of its callbacks from native code, and the microtasks
+ * queued by one (fastify's async hooks) run before the next (seen: that head out, `_last` set).
  */
 export function markAfterClose(req: IncomingMessage): void {
   const socket = req.socket as ClientSocket;

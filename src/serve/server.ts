@@ -332,6 +332,8 @@ async function listenOnce(
     // Errors fastify answers before routing (a malformed URL: FST_ERR_BAD_URL) skip the error
     // handler and every hook: answer through the same status table, and count them here.
     frameworkErrors: (error, request, reply) => {
+      // After an answer that closed the connection: never answered or counted, as in onRequest.
+      if (afterClosingAnswer(request.raw)) return;
       const answer = answerFor(fromHttpStack(error, bodyLimit));
       const answered = reply as unknown as FastifyReply;
       metrics.observe('unmatched', request.method, answer.status, answered.elapsedTime / 1000);
