@@ -93,14 +93,9 @@ function cloneCases(): BenchCase[] {
   const { port1, port2 } = new MessageChannel();
   port1.unref();
   const batch = 200;
-  const envelope = {
-    kind: 'task',
-    // A real claim (src/admission/internal.ts) also names its admission: a random id up to 2^31 - 1.
-    claim: { admission: 1876543210, slot: 3, generation: 17, units: 1 },
-    input: 1,
-    cost: 1,
-    deadlineAt: 0,
-  };
+  // src/envelope.ts TaskMessage: input, then the claim (its admission is a random id up to
+  // 2^31 - 1, src/admission/internal.ts), cost and deadlineAt.
+  const message = [1, 1876543210, 3, 17, 1, 1, 0];
   // What piscina itself wraps around every task and every response.
   const task = (value: unknown) => ({
     task: value,
@@ -122,7 +117,7 @@ function cloneCases(): BenchCase[] {
   });
   return [
     clone('piscina task message, input 1', task(1)),
-    clone('runtime task message (TaskEnvelope value)', task(envelope), 'piscina task message, input 1'),
+    clone('runtime task message (packed array)', task(message), 'piscina task message, input 1'),
     clone('piscina response message, result 1', response(1)),
     clone(
       'runtime response message ({ ok, value })',
