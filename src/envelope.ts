@@ -1,31 +1,64 @@
 import { Piscina } from 'piscina';
 import type { Claim } from './admission/index.js';
 
-/** What a worker receives: the claim it must release, the caller's input and its limits. */
-export interface TaskMessage<I = unknown> {
-  readonly kind: 'task';
-  readonly claim: Claim;
-  readonly input: I;
-  readonly cost: number;
+/**
+ * What a worker receives for a task: the claim it must release, the caller's input and its
+ * limits, packed in one array. Structured clone rebuilds an object key by key in the receiving
+ * thread (each key looked up in its string table, each step a map transition); an array of
+ * numbers costs a fraction of that, and this message is cloned once per call. An array also
+ * tells a task from a ping, which is an object.
+ */
+export type TaskMessage<I = unknown> = readonly [
+  input: I,
+  admission: number,
+  slot: number,
+  generation: number,
+  units: number,
+  cost: number,
   /** Date.now() after which the caller no longer waits (0 = none). */
-  readonly deadlineAt: number;
+  deadlineAt: number,
+];
+
+/** The claim a task message carries, rebuilt in the worker (plain data, as the admission takes). */
+export function messageClaim(message: TaskMessage): Claim {
+  return { admission: message[1], slot: message[2], generation: message[3], units: message[4] };
 }
 
 /**
- * The transferable a task travels in. It carries the permit's claim (plain data, so the
- * worker can release it) and the payload; the ArrayBuffers listed in `transfer` move
- * zero-copy and are detached on the sending side. piscina reads the two symbols when the
+ * What run() hands piscina for a task: the message itself when nothing is transferred (no
+ * envelope, no move()), else the envelope that lists the buffers to move.
+ */
+export function taskPost<I>(
+  claim: Claim,
+  input: I,
+  cost: number,
+  deadlineAt: number,
+  transfer: readonly ArrayBuffer[],
+): TaskMessage<I> {
+  const message: TaskMessage<I> = [
+    input,
+    claim.admission,
+    claim.slot,
+    claim.generation,
+    claim.units,
+    cost,
+    deadlineAt,
+  ];
+  if (transfer.length === 0) return message;
+  return moveEnvelope(new TaskEnvelope(checkedAtPost(message, input, transfer), transfer));
+}
+
+/**
+ * The transferable a task with transfers travels in: the ArrayBuffers listed in `transfer`
+ * move zero-copy and are detached on the sending side. piscina reads the two symbols when the
  * envelope is sent through `Piscina.move` (a move() nested in a plain object would be copied).
  */
-export class TaskEnvelope<I = unknown> {
+class TaskEnvelope<I> {
   readonly #message: TaskMessage<I>;
   readonly #transfer: readonly ArrayBuffer[];
 
-  constructor(claim: Claim, input: I, cost: number, deadlineAt: number, transfer: readonly ArrayBuffer[]) {
-    this.#message =
-      transfer.length === 0
-        ? { kind: 'task', claim, input, cost, deadlineAt }
-        : checkedAtPost({ kind: 'task', claim, cost, deadlineAt }, input, transfer);
+  constructor(message: TaskMessage<I>, transfer: readonly ArrayBuffer[]) {
+    this.#message = message;
     this.#transfer = transfer;
   }
 
@@ -47,11 +80,11 @@ export class TaskEnvelope<I = unknown> {
  * buffer in a transfer list: the post throws and the caller hears OMNI_ERR_INVALID_ARGUMENT.
  */
 function checkedAtPost<I>(
-  fields: Omit<TaskMessage<I>, 'input'>,
+  message: TaskMessage<I>,
   input: I,
   transfer: readonly ArrayBuffer[],
 ): TaskMessage<I> {
-  return Object.defineProperty(fields, 'input', {
+  return Object.defineProperty(message, 0, {
     enumerable: true,
     get(): I {
       if (transfer.some(isDetached)) {
@@ -59,7 +92,7 @@ function checkedAtPost<I>(
       }
       return input;
     },
-  }) as TaskMessage<I>;
+  });
 }
 
 /** Node 20 has no ArrayBuffer.prototype.detached; only a detached buffer refuses a view. */
@@ -98,6 +131,6 @@ type Movable = Parameters<typeof Piscina.move>[0];
  * Marks an envelope for transfer. piscina's types only know its own symbol declarations, so
  * the envelope goes through one cast here rather than at every call site.
  */
-export function moveEnvelope<T>(envelope: TaskEnvelope | ResultEnvelope<T>): T {
+export function moveEnvelope<T>(envelope: TaskEnvelope<unknown> | ResultEnvelope<T>): T {
   return Piscina.move(envelope as unknown as Movable) as unknown as T;
 }

@@ -1,7 +1,7 @@
 import type { Piscina } from 'piscina';
 import { BoundedAdmission, type Claim, type Permit } from './admission/index.js';
 import { MAX_CLAIM_SLOTS } from './admission/layout.js';
-import { moveEnvelope, TaskEnvelope } from './envelope.js';
+import { taskPost } from './envelope.js';
 import { UnavailableError } from './errors.js';
 import { isMovable, movedValue, withMovedBuffers } from './movable.js';
 import { CancelWords } from './runtime/cancel-words.js';
@@ -286,19 +286,13 @@ export class Runtime {
       let task: PendingTask | undefined;
       try {
         task = new PendingTask(this.#owner, claim, resolve, reject, call.signal, deadlineMs);
-        // piscina's move() around an input would be lost inside the envelope: unwrap it.
-        const envelope = isMovable(input)
-          ? new TaskEnvelope(
-              claim,
-              movedValue(input),
-              call.cost,
-              deadlineAt,
-              withMovedBuffers(input, call.transfer),
-            )
-          : new TaskEnvelope(claim, input, call.cost, deadlineAt, call.transfer);
+        // piscina's move() around an input would be lost inside the message: unwrap it.
+        const post = isMovable(input)
+          ? taskPost(claim, movedValue(input), call.cost, deadlineAt, withMovedBuffers(input, call.transfer))
+          : taskPost(claim, input, call.cost, deadlineAt, call.transfer);
         // The caller's signal is never given to piscina: its abort would terminate the thread
         // (mid native call) and free the slot before the work stops.
-        task.follow(this.#pool!.run(moveEnvelope(envelope)) as Promise<TaskReply>);
+        task.follow(this.#pool!.run(post) as Promise<TaskReply>);
       } catch (err) {
         // Nothing reached a worker. The task's failure path gives the claim back and ends the
         // call; before there is a task, that is done here.

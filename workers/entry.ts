@@ -7,7 +7,7 @@ import { threadId, workerData } from 'node:worker_threads';
 
 import { BoundedAdmission } from '../src/admission/index.js';
 import { isWorkerDefinition, type WorkerDefinition } from '../src/define-worker.js';
-import type { TaskMessage } from '../src/envelope.js';
+import { messageClaim, type TaskMessage } from '../src/envelope.js';
 import { InvalidArgumentError } from '../src/errors.js';
 import { isCancelled } from '../src/runtime/cancel-words.js';
 import {
@@ -107,7 +107,10 @@ function arriveAndWait(message: PingMessage): boolean {
 }
 
 async function runTask(message: TaskMessage): Promise<TaskReply> {
-  const { claim, input, cost, deadlineAt } = message;
+  const input = message[0];
+  const cost = message[5];
+  const deadlineAt = message[6];
+  const claim = messageClaim(message);
   const ctx = new WorkerTaskContext(cancelWords, claim, cost, deadlineAt);
   try {
     // A task whose caller left before it started never runs; its capacity returns right here.
@@ -133,6 +136,7 @@ async function runTask(message: TaskMessage): Promise<TaskReply> {
 export default function entry(
   message: TaskMessage | PingMessage,
 ): PingReply | Promise<TaskReply | PingReply> {
-  if (message.kind === 'task') return runTask(message);
-  return message.kind === 'ping' ? ping(message) : teardown(message);
+  if (Array.isArray(message)) return runTask(message as TaskMessage);
+  const control = message as PingMessage;
+  return control.kind === 'ping' ? ping(control) : teardown(control);
 }
