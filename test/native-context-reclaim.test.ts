@@ -10,7 +10,6 @@
  * given the fixture's module instead of workers/native.js); everything else is LinearRuntime's.
  */
 import { once } from 'node:events';
-import { closeSync, writeSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -19,7 +18,7 @@ import { ContextReclaim } from '../src/linear/context-reclaim.js';
 import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { serve } from '../src/serve/index.js';
-import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
+import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
 import { closeRuntimes, start } from './fixtures/native-runtime-harness.js';
 import { type GatedMode, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { codeOf, turns, until } from './fixtures/runtime-harness.js';
@@ -233,8 +232,8 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
   it.skipIf(!canBlockInRead)(
     'a replacement held in a native call in its init, its context recorded, when close() comes: given back once it has exited',
     async () => {
-      const [readEnd, writeEnd] = libcPipe();
-      let written = false;
+      const pipe = new HeldPipe();
+      const readEnd = pipe.readEnd;
       try {
         const before = faults.liveBytes();
         const inits = new Int32Array(new SharedArrayBuffer(4));
@@ -253,7 +252,7 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         const removed = once(pool, 'workerDestroy');
         let closedBeforeExit: boolean | undefined;
         const closing = lr.close().then((result) => {
-          closedBeforeExit ??= !written;
+          closedBeforeExit ??= !pipe.released;
           return result;
         });
         await removed;
@@ -261,26 +260,24 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         // Terminated but not exited (still inside read()): its context is still its own.
         expect(blockedInRead(readEnd)).toBe(true);
         expect(faults.liveBytes() - before).toBe(perThread);
-        writeSync(writeEnd, 'x');
-        written = true;
+        pipe.release();
         expect(await closing).toEqual({ clean: true, abandoned: 0 });
         expect(closedBeforeExit, 'close() resolved only once the replacement had exited').toBe(false);
         expect(faults.liveBytes()).toBe(before);
         expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 2, refused: 0 });
       } finally {
         // A failed test lets the thread out of read() and stops it before the pipe is closed.
-        if (!written) writeSync(writeEnd, 'x');
+        pipe.release();
         await closeRuntimes();
-        closeSync(writeEnd);
-        closeSync(readEnd);
+        pipe.close();
       }
     },
   );
   it.skipIf(!canBlockInRead)(
     'a close hook held in a native call past startTimeoutMs: the thread, terminated, exits late and its context comes back',
     async () => {
-      const [readEnd, writeEnd] = libcPipe();
-      let written = false;
+      const pipe = new HeldPipe();
+      const readEnd = pipe.readEnd;
       try {
         const before = faults.liveBytes();
         const spied = spyStart(NATIVE_CLOSE_STUCK_WORKER, { fd: readEnd });
@@ -293,7 +290,7 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         const removed = once(pool, 'workerDestroy');
         let closedBeforeExit: boolean | undefined;
         const closing = lr.close().then((result) => {
-          closedBeforeExit ??= !written;
+          closedBeforeExit ??= !pipe.released;
           return result;
         });
         // The hook's round gives up at startTimeoutMs; the pool's destroy() then terminates the
@@ -302,18 +299,16 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         await turns();
         expect(blockedInRead(readEnd)).toBe(true);
         expect(faults.liveBytes()).toBeGreaterThan(before);
-        writeSync(writeEnd, 'x');
-        written = true;
+        pipe.release();
         expect(await closing).toEqual({ clean: true, abandoned: 0 });
         expect(closedBeforeExit).toBe(false);
         expect(faults.liveBytes()).toBe(before);
         expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
       } finally {
         // A failed test lets the thread out of read() and stops it before the pipe is closed.
-        if (!written) writeSync(writeEnd, 'x');
+        pipe.release();
         await closeRuntimes();
-        closeSync(writeEnd);
-        closeSync(readEnd);
+        pipe.close();
       }
     },
   );

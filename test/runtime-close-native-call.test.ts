@@ -5,22 +5,18 @@
  * thread stops, and close() resolves, only once the native call returns. The thread is seen
  * blocked in read() through /proc, so the test orders nothing by time; Linux (glibc) only.
  */
-import { closeSync, existsSync, writeSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
-import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
+import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
 import { cleanup, codeOf, start, turns, until } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
 
 describe.skipIf(!canBlockInRead)('close() and a thread inside a native call', () => {
   it('abandons the call at the timeout; the threads stop, and close() resolves, when the call returns', async () => {
-    const [readEnd, writeEnd] = libcPipe();
-    let returned = false;
-    const letItReturn = (): void => {
-      if (!returned) writeSync(writeEnd, 'x');
-      returned = true;
-    };
+    const pipe = new HeldPipe();
+    const readEnd = pipe.readEnd;
     try {
       const hooks = new Int32Array(new SharedArrayBuffer(8));
       const rt = await start({
@@ -34,7 +30,7 @@ describe.skipIf(!canBlockInRead)('close() and a thread inside a native call', ()
 
       let closedBeforeReturn: boolean | undefined;
       const closing = rt.close({ timeoutMs: 0 }).then((result) => {
-        closedBeforeReturn ??= !returned;
+        closedBeforeReturn ??= !pipe.released;
         return result;
       });
       // Abandoned at once: its caller hears of it and its capacity is back while the call runs.
@@ -51,7 +47,7 @@ describe.skipIf(!canBlockInRead)('close() and a thread inside a native call', ()
       expect(blockedInRead(readEnd)).toBe(true);
       expect(closedBeforeReturn).toBeUndefined();
 
-      letItReturn();
+      pipe.release();
       expect(await closing).toEqual({ clean: false, abandoned: 1 });
       expect(closedBeforeReturn).toBe(false);
       expect(rt.state).toBe('stopped');
@@ -59,9 +55,7 @@ describe.skipIf(!canBlockInRead)('close() and a thread inside a native call', ()
       // terminated without its hook, did not.
       expect(Atomics.load(hooks, 0)).toBe(1);
     } finally {
-      letItReturn(); // a failed assertion must not leave the thread (and cleanup) blocked
-      closeSync(readEnd);
-      closeSync(writeEnd);
+      pipe.close();
     }
   });
 });

@@ -5,10 +5,9 @@
  * task context that outlives its task, a replacement stuck in a native call during init. Threads are ordered by shared-memory words and bounded polling, never by sleeps.
  */
 import { getEventListeners } from 'node:events';
-import { closeSync, writeSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
-import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
+import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
 import { CANCELLED, CANCELLED_FALSE, open, SIGNALLED, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, start, turns, until } from './fixtures/runtime-harness.js';
 
@@ -331,7 +330,8 @@ describe.skipIf(!canBlockInRead)('a replacement stuck in a native call in its in
   // `if (watch.serving <= 0)`): ReplacementWatch then only terminate()s the stuck thread, which
   // cannot stop inside a native call, so the queued call waits for that call to return.
   it('one thread: the runtime fails and gives a queued call back while the thread cannot stop yet', async () => {
-    const [readEnd, writeEnd] = libcPipe();
+    const pipe = new HeldPipe();
+    const readEnd = pipe.readEnd;
     try {
       const inits = new Int32Array(new SharedArrayBuffer(4));
       // Out of reach of the first thread's start (a real 2 s one bounded start() too, which a
@@ -374,9 +374,7 @@ describe.skipIf(!canBlockInRead)('a replacement stuck in a native call in its in
       expect(blockedInRead(readEnd)).toBe(true); // given back while the thread is still stuck
       expect(rt.report()).toMatchObject({ depth: 0, failed: 2 });
     } finally {
-      writeSync(writeEnd, 'x'); // lets the native call return, so the thread can stop
-      closeSync(readEnd);
-      closeSync(writeEnd);
+      pipe.close(); // lets the native call return, so the thread can stop
     }
   });
 });

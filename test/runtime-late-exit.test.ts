@@ -7,10 +7,10 @@
  * by a sub-thread inside read() on a pipe the test writes to, so the late 'exit' is ordered
  * by the test, not by time; Linux (glibc) only.
  */
-import { closeSync, existsSync, readdirSync, writeSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
-import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
+import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
 import { HOOKS, INITS, TID, WORDS } from './fixtures/late-exit-worker.js';
 import { WORDS as CHAOS_WORDS, type ChaosKind } from './fixtures/runtime-chaos-worker.js';
 import { cleanup, codeOf, start, turns, until } from './fixtures/runtime-harness.js';
@@ -29,12 +29,8 @@ function osThreads(): string[] {
 
 describe.skipIf(!canBlockInRead)('close() and a thread that exits late', () => {
   it('starts no thread once the pool is torn down, and resolves once the late thread has exited', async () => {
-    const [readEnd, writeEnd] = libcPipe();
-    let written = false;
-    const letItExit = (): void => {
-      if (!written) writeSync(writeEnd, 'x');
-      written = true;
-    };
+    const pipe = new HeldPipe();
+    const readEnd = pipe.readEnd;
     try {
       const counts = new Int32Array(new SharedArrayBuffer(4 * WORDS));
       const base = workerThreads();
@@ -54,7 +50,7 @@ describe.skipIf(!canBlockInRead)('close() and a thread that exits late', () => {
 
       let closedBeforeExit: boolean | undefined;
       const closing = rt.close().then((result) => {
-        closedBeforeExit ??= !written;
+        closedBeforeExit ??= !pipe.released;
         return result;
       });
       // The replacement ran its hook and stopped; the dying thread is still held in its exit.
@@ -66,7 +62,7 @@ describe.skipIf(!canBlockInRead)('close() and a thread that exits late', () => {
       expect(existsSync(dying)).toBe(true);
       const before = new Set(osThreads());
 
-      letItExit();
+      pipe.release();
       expect(await closing).toEqual({ clean: true, abandoned: 0 });
       // Once the dying thread has ended, its 'exit' is queued to this thread: a few turns of the
       // loop deliver it. A thread started for it then is a new OS thread at once (its init
@@ -81,9 +77,7 @@ describe.skipIf(!canBlockInRead)('close() and a thread that exits late', () => {
       expect(Atomics.load(counts, INITS)).toBe(2);
       expect(workerThreads()).toBe(base);
     } finally {
-      letItExit(); // a failed assertion must not leave the thread (and cleanup) blocked
-      closeSync(readEnd);
-      closeSync(writeEnd);
+      pipe.close();
     }
   });
 });

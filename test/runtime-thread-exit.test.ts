@@ -7,11 +7,10 @@
  * memory): each thread exactly once, and `stopped` after them all. Threads are ordered by shared
  * words and by the runtime's own promises, never by time.
  */
-import { closeSync, writeSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Runtime, type RuntimeOptions, type ThreadEnds } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
-import { blockedInRead, canBlockInRead, libcPipe } from './fixtures/blocked-in-read.js';
+import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
 import { WORDS } from './fixtures/late-exit-worker.js';
 import { STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
@@ -205,12 +204,8 @@ describe('threadEnds: every thread the runtime saw is reported exited once, then
 
 describe.skipIf(!canBlockInRead)('threadEnds and a thread inside a native call', () => {
   it('reports a terminated thread only once its native call has returned', async () => {
-    const [readEnd, writeEnd] = libcPipe();
-    let returned = false;
-    const letItReturn = (): void => {
-      if (!returned) writeSync(writeEnd, 'x');
-      returned = true;
-    };
+    const pipe = new HeldPipe();
+    const readEnd = pipe.readEnd;
     try {
       const { log, ends } = recorder();
       const rt = await start({
@@ -230,15 +225,13 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread inside a native call',
       expect(blockedInRead(readEnd)).toBe(true);
       expect(log).toHaveLength(1);
 
-      letItReturn();
+      pipe.release();
       expect(await closing).toEqual({ clean: false, abandoned: 1 });
       expect(log).toHaveLength(3);
       expect(new Set(log.slice(0, 2)).size).toBe(2);
       expect(log[2]).toBe(STOPPED);
     } finally {
-      letItReturn(); // a failed assertion must not leave the thread (and cleanup) blocked
-      closeSync(readEnd);
-      closeSync(writeEnd);
+      pipe.close();
     }
   });
 });
@@ -247,12 +240,8 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
   // Mutant: stopped only when destroyPool saw every thread exit (pool.ts's tellStopped): what
   // was left for stopped to give back was lost for good whenever close() gave up waiting.
   it('tells stopped at its exit, after close() resolved', async () => {
-    const [readEnd, writeEnd] = libcPipe();
-    let written = false;
-    const letItExit = (): void => {
-      if (!written) writeSync(writeEnd, 'x');
-      written = true;
-    };
+    const pipe = new HeldPipe();
+    const readEnd = pipe.readEnd;
     const warnings: string[] = [];
     const onWarning = (warning: Error): void => {
       if (warning.name === 'OmniRuntimeWarning') warnings.push(warning.message);
@@ -290,16 +279,14 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
       // The replacement has exited; the dying thread has not, so stopped is not due.
       expect(log).toHaveLength(1);
 
-      letItExit();
+      pipe.release();
       await told;
       expect(log).toHaveLength(3);
       expect(new Set(log.slice(0, 2)).size).toBe(2);
       expect(log[2]).toBe(STOPPED);
     } finally {
       process.off('warning', onWarning);
-      letItExit(); // a failed assertion must not leave the thread (and cleanup) blocked
-      closeSync(readEnd);
-      closeSync(writeEnd);
+      pipe.close();
     }
   });
 });
