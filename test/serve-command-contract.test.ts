@@ -120,6 +120,9 @@ describe('serve flags', () => {
   });
 });
 
+/** The least a command line needs here: any port, two features (the gated worker's). */
+const SMALL = ['--port', '0', '--in-features', '2'];
+
 describe('runServeCommand in-process', () => {
   it('every flag reaches what it configures: threads, bounds, body limit, Retry-After', async () => {
     const run = runInProcess([
@@ -199,7 +202,7 @@ describe('runServeCommand in-process', () => {
 
   it('times past 2^31 - 1 ms reach the runtime and server whole, and none fires after 1 ms', async () => {
     const long = String(2 ** 31);
-    const argv = ['--port', '0', '--in-features', '2', '--deadline-ms', long, '--drain-timeout-ms', long];
+    const argv = [...SMALL, '--deadline-ms', long, '--drain-timeout-ms', long];
     argv.push('--request-timeout-ms', long, '--send-timeout-ms', long);
     // Refused, the command would never listen and the rest would wait for nothing.
     expect(() => parseServeArgs(argv)).not.toThrow();
@@ -217,14 +220,7 @@ describe('runServeCommand in-process', () => {
   });
 
   it('--drain-timeout-ms 0: the drain abandons the held request at once, exit 1', async () => {
-    const { run, gated, stuck } = await drainingWithOneHeld([
-      '--port',
-      '0',
-      '--in-features',
-      '2',
-      '--drain-timeout-ms',
-      '0',
-    ]);
+    const { run, gated, stuck } = await drainingWithOneHeld([...SMALL, '--drain-timeout-ms', '0']);
     // The gate stays shut: only abandoning the call can end this drain.
     expect(await run.exitCode).toBe(1);
     expect(run.lines.at(-1)).toMatch(/drain timed out \(1 requests abandoned\)/);
@@ -233,14 +229,7 @@ describe('runServeCommand in-process', () => {
   });
 
   it('a second signal during the drain abandons the held request at once, whatever --drain-timeout-ms', async () => {
-    const { run, gated, stuck } = await drainingWithOneHeld([
-      '--port',
-      '0',
-      '--in-features',
-      '2',
-      '--drain-timeout-ms',
-      '600000',
-    ]);
+    const { run, gated, stuck } = await drainingWithOneHeld([...SMALL, '--drain-timeout-ms', '600000']);
     // The drain waits for the held request; only the second signal can end it.
     run.signals.emit('SIGINT');
     expect(await run.exitCode).toBe(1);
@@ -253,7 +242,7 @@ describe('runServeCommand in-process', () => {
     const signals = new EventEmitter();
     const lines: string[] = [];
     let gated: Gated | undefined;
-    const exitCode = await runServeCommand(['--port', '0', '--in-features', '2'], {
+    const exitCode = await runServeCommand(SMALL, {
       signals: signals as unknown as NodeJS.Process,
       out: (l) => lines.push(l),
       startRuntime: async (given) => {
@@ -273,7 +262,7 @@ describe('runServeCommand in-process', () => {
     const listening = new ShutdownSignals(signals as unknown as NodeJS.Process);
     signals.emit('SIGINT');
     const lines: string[] = [];
-    const exitCode = await runServeCommand(['--port', '0', '--in-features', '2'], {
+    const exitCode = await runServeCommand(SMALL, {
       listening,
       out: (l) => lines.push(l),
       startRuntime: async (given) => (await openGated(given)).lr,
