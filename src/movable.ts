@@ -2,7 +2,7 @@
  * piscina's transfer idiom, `move(value)`: an object carrying its value and its transfer list
  * under two registered symbols. piscina honours one only at the top level of what is posted; a
  * movable nested inside anything else is cloned as a plain object, its value silently lost. The
- * runtime nests both inputs (in its task envelope) and results (in its reply), so it unwraps a
+ * runtime nests both inputs (in its task message) and results (in its reply), so it unwraps a
  * top-level movable into its value and transfer list first. The check allocates nothing: it runs
  * on every dispatch.
  */

@@ -80,7 +80,7 @@ export class PendingTask {
     owner.live.add(this);
   }
 
-  /** Follows the piscina promise of the dispatched envelope. */
+  /** Follows the piscina promise of the dispatched task message. */
   follow(work: Promise<TaskReply>): void {
     work.then(
       (reply) => this.#onReply(reply),

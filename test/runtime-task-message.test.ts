@@ -1,0 +1,91 @@
+/**
+ * The task message is one array, [input, admission, slot, generation, units, cost, deadlineAt],
+ * and the worker tells it from a ping by Array.isArray. An input of any shape, arrays included,
+ * must arrive as structured clone makes it, whether the message goes bare (nothing transferred)
+ * or in its envelope with the listed buffers checked through an accessor at index 0.
+ */
+import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { afterEach, describe, expect, it } from 'vitest';
+import { messageClaim, type TaskMessage, taskPost } from '../src/envelope.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { cleanup, start } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+const ECHO = builtModuleUrl('test/fixtures/echo-worker.js');
+
+/** [1, <hole>, 3, <holes>, 'far']: holes must stay holes. */
+function holey(): unknown[] {
+  const sparse: unknown[] = [];
+  sparse[0] = 1;
+  sparse[2] = 3;
+  sparse[9] = 'far';
+  return sparse;
+}
+
+type Posted = Record<symbol, unknown>;
+
+function shapes(): unknown[] {
+  const reprototyped = Object.setPrototypeOf([1, 2], { extra: true }) as unknown[];
+  return [
+    undefined,
+    null,
+    0,
+    'text',
+    [],
+    [undefined],
+    // Seven elements, like the message itself: a flattened or mistaken input would show here.
+    [1, 2, 3, 4, 5, 6, 7],
+    [[1, [2, [3]]], { kind: 'ping' }],
+    holey(),
+    reprototyped,
+    { kind: 'task', claim: 1 },
+    {
+      get read() {
+        return 'got';
+      },
+    },
+    new Map([[1, [2]]]),
+    new Set(['a']),
+    new Float64Array([1.5, -2]),
+    new SharedArrayBuffer(8),
+    10n,
+  ];
+}
+
+describe('the task message', () => {
+  it('an input of any shape reaches the handler as structured clone makes it, with or without transfer', async () => {
+    const rt = await start({ worker: ECHO, threads: 1, admission: { requests: 2 } });
+    for (const input of shapes()) {
+      expect(await rt.run(input)).toStrictEqual(structuredClone(input));
+      const moved = new ArrayBuffer(4);
+      // The listed buffer need not be in the input: the input alone still arrives.
+      expect(await rt.run(input, { transfer: [moved] })).toStrictEqual(structuredClone(input));
+      expect(moved.byteLength).toBe(0);
+    }
+    expect(rt.report()).toMatchObject({ depth: 0, running: 0, failed: 0 });
+  });
+
+  it('in its envelope, posted: the input read through the accessor, the claim and limits as numbers', () => {
+    const claim = { admission: 2 ** 31 - 1, slot: 65_535, generation: 2 ** 32 - 1, units: 2 ** 40 };
+    const buffer = new ArrayBuffer(8);
+    const input = [buffer, holey()];
+    const post = taskPost(claim, input, 7, 1_700_000_000_000.5, [buffer]) as unknown as Posted;
+    const { port1, port2 } = new MessageChannel();
+    try {
+      port1.postMessage(
+        { task: post[Piscina.valueSymbol] },
+        post[Piscina.transferableSymbol] as ArrayBuffer[],
+      );
+      const message = (receiveMessageOnPort(port2)!.message as { task: TaskMessage }).task;
+      expect(buffer.byteLength).toBe(0);
+      expect(Array.isArray(message)).toBe(true);
+      expect(message[0]).toStrictEqual([new ArrayBuffer(8), holey()]);
+      expect(messageClaim(message)).toStrictEqual(claim);
+      expect([message[5], message[6]]).toStrictEqual([7, 1_700_000_000_000.5]);
+    } finally {
+      port1.close();
+    }
+  });
+});
