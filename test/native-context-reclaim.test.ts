@@ -95,6 +95,32 @@ function exitOf(thread: Worker): Promise<void> {
 }
 
 /** A call held on its thread in a synchronous wait (as in a native call), until its control opens. */
+/**
+ * Closes `lr` while its one thread is held in read() on `pipe`: waits for the pool to remove the
+ * thread, runs `whileHeld` (the thread terminated, not exited), then lets it out and resolves
+ * close()'s result and whether close() resolved before the thread could exit (it must not).
+ */
+async function closeWhileHeld(
+  lr: LinearRuntime,
+  pool: Piscina,
+  pipe: HeldPipe,
+  whileHeld: () => void,
+): Promise<{ result: unknown; closedBeforeExit: boolean | undefined }> {
+  const removed = once(pool, 'workerDestroy');
+  let closedBeforeExit: boolean | undefined;
+  const closing = lr.close().then((result) => {
+    closedBeforeExit ??= !pipe.released;
+    return result;
+  });
+  await removed;
+  await turns();
+  expect(blockedInRead(pipe.readEnd)).toBe(true);
+  whileHeld();
+  pipe.release();
+  const result = await closing;
+  return { result, closedBeforeExit };
+}
+
 async function held(lr: LinearRuntime, mode: GatedMode = 'gate') {
   const c = newControl();
   controls.push(c);
@@ -249,19 +275,11 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         expect(faults.liveBytes() - before).toBe(perThread);
         // close() destroys the pool, terminating the replacement (it never came up, so it runs no
         // hook), and waits for its exit, which the native call holds until the test lets it go.
-        const removed = once(pool, 'workerDestroy');
-        let closedBeforeExit: boolean | undefined;
-        const closing = lr.close().then((result) => {
-          closedBeforeExit ??= !pipe.released;
-          return result;
+        const { result, closedBeforeExit } = await closeWhileHeld(lr, pool, pipe, () => {
+          // Terminated but not exited (still inside read()): its context is still its own.
+          expect(faults.liveBytes() - before).toBe(perThread);
         });
-        await removed;
-        await turns();
-        // Terminated but not exited (still inside read()): its context is still its own.
-        expect(blockedInRead(readEnd)).toBe(true);
-        expect(faults.liveBytes() - before).toBe(perThread);
-        pipe.release();
-        expect(await closing).toEqual({ clean: true, abandoned: 0 });
+        expect(result).toEqual({ clean: true, abandoned: 0 });
         expect(closedBeforeExit, 'close() resolved only once the replacement had exited').toBe(false);
         expect(faults.liveBytes()).toBe(before);
         expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 2, refused: 0 });
@@ -277,30 +295,21 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
     'a close hook held in a native call past startTimeoutMs: the thread, terminated, exits late and its context comes back',
     async () => {
       const pipe = new HeldPipe();
-      const readEnd = pipe.readEnd;
       try {
         const before = faults.liveBytes();
-        const spied = spyStart(NATIVE_CLOSE_STUCK_WORKER, { fd: readEnd });
+        const spied = spyStart(NATIVE_CLOSE_STUCK_WORKER, { fd: pipe.readEnd });
         const lr = await start({ threads: 1, inFeatures: 64, outFeatures: 32, startTimeoutMs: 1500 });
         const pool = spied.pool();
         const reclaim = spied.made[0];
         vi.restoreAllMocks();
         // The close warns that the hook did not finish: expected here.
         vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
-        const removed = once(pool, 'workerDestroy');
-        let closedBeforeExit: boolean | undefined;
-        const closing = lr.close().then((result) => {
-          closedBeforeExit ??= !pipe.released;
-          return result;
-        });
         // The hook's round gives up at startTimeoutMs; the pool's destroy() then terminates the
         // thread, whose exit the native call holds.
-        await removed;
-        await turns();
-        expect(blockedInRead(readEnd)).toBe(true);
-        expect(faults.liveBytes()).toBeGreaterThan(before);
-        pipe.release();
-        expect(await closing).toEqual({ clean: true, abandoned: 0 });
+        const { result, closedBeforeExit } = await closeWhileHeld(lr, pool, pipe, () => {
+          expect(faults.liveBytes()).toBeGreaterThan(before);
+        });
+        expect(result).toEqual({ clean: true, abandoned: 0 });
         expect(closedBeforeExit).toBe(false);
         expect(faults.liveBytes()).toBe(before);
         expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
