@@ -82,11 +82,14 @@ export class InvalidCostError extends RangeError {
   }
 }
 
-/** An option or argument other than a bound or a cost is malformed. */
+/**
+ * An option or argument other than a bound or a cost is malformed. `cause`: what the caller's own
+ * value threw or what refused it, when it is found by posting it (see runtime/task-failure.ts).
+ */
 export class InvalidArgumentError extends TypeError {
   readonly code = 'OMNI_ERR_INVALID_ARGUMENT';
-  constructor(message = 'invalid argument') {
-    super(message);
+  constructor(message = 'invalid argument', options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'InvalidArgumentError';
   }
 }

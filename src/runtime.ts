@@ -70,7 +70,8 @@ export const kEndedEarly = Symbol('omni.runtime.endedEarly');
  * worker module that will not load; run() rejects with
  * OMNI_ERR_UNAVAILABLE, OMNI_ERR_REJECTED, OMNI_ERR_TOO_LARGE, OMNI_ERR_INVALID_COST,
  * OMNI_ERR_INVALID_ARGUMENT (malformed options, checked before admission; or an input that
- * structured clone cannot post to a worker), AbortError, OMNI_ERR_DEADLINE,
+ * cannot be posted to a worker: structured clone refuses it, or a getter in it throws, the
+ * `cause`), AbortError, OMNI_ERR_DEADLINE,
  * OMNI_ERR_WORKER_EXITED, OMNI_ERR_TASK_FAILED (also for a result that cannot be posted
  * back) or the worker's own coded error.
  */
@@ -131,6 +132,8 @@ export class Runtime {
         if (this.#callsEnded !== undefined && this.#live.size === 0) this.#callsEnded();
       },
       live: this.#live,
+      // Calls are dispatched only once the guard exists (the runtime is ready by then).
+      losses: () => this.#guard!.losses,
     };
   }
 
@@ -294,8 +297,9 @@ export class Runtime {
         // (mid native call) and free the slot before the work stops.
         task.follow(this.#pool!.run(post) as Promise<TaskReply>);
       } catch (err) {
-        // Nothing reached a worker. The task's failure path gives the claim back and ends the
-        // call; before there is a task, that is done here.
+        // Nothing reached a worker (a move()'s getter threw, say). The task's failure path gives
+        // the claim back and ends the call (no thread lost: the input's failure); before there
+        // is a task, that is done here.
         if (task) {
           task.follow(Promise.reject(err));
         } else {

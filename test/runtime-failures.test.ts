@@ -325,6 +325,10 @@ describe('a call whose work ends without a reply', () => {
       fail: () => {},
       ended: () => {},
       live: new Set<PendingTask>(),
+      lost: 0,
+      losses(): number {
+        return this.lost;
+      },
     };
     const admitted = admission.tryAdmit(1);
     if (!admitted.ok) throw new Error('expected room');
@@ -334,7 +338,7 @@ describe('a call whose work ends without a reply', () => {
       settle = resolve;
     });
     const task = new PendingTask(owner, claim, settle, settle, undefined, undefined);
-    return { claim, task, settled, outcomes };
+    return { claim, task, settled, outcomes, owner };
   }
 
   it('the worker had released its claim: OMNI_ERR_TASK_FAILED', async () => {
@@ -353,10 +357,22 @@ describe('a call whose work ends without a reply', () => {
 
   it('nobody had released it (the thread died mid-task): OMNI_ERR_WORKER_EXITED, reclaimed here', async () => {
     const admission = new BoundedAdmission({ requests: 1 });
-    const { task, settled, outcomes } = pendingTask(admission);
+    const { task, settled, outcomes, owner } = pendingTask(admission);
     expect(admission.report().depth).toBe(1);
+    owner.lost++; // piscina removes the thread in the turn it rejects the thread's call
     task.follow(Promise.reject(new Error('worker exited with code 1')));
     expect(await settled).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
+    expect(outcomes.failed).toBe(1);
+    expect(admission.report().depth).toBe(0);
+  });
+
+  it('nobody had released it and no thread was lost (its post failed): OMNI_ERR_INVALID_ARGUMENT, reclaimed here', async () => {
+    // The same error a dead thread's call gets: only the lost thread tells them apart.
+    const admission = new BoundedAdmission({ requests: 1 });
+    const { task, settled, outcomes } = pendingTask(admission);
+    const thrown = new Error('worker exited with code 1');
+    task.follow(Promise.reject(thrown));
+    expect(await settled).toMatchObject({ code: 'OMNI_ERR_INVALID_ARGUMENT', cause: thrown });
     expect(outcomes.failed).toBe(1);
     expect(admission.report().depth).toBe(0);
   });

@@ -7,7 +7,7 @@ import { Piscina } from 'piscina';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkerTaskContext } from '../workers/task-context.js';
 import { open, STARTED, type TransferReply, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, control, gate, start } from './fixtures/runtime-harness.js';
+import { cleanup, codeOf, control, gate, rejection, start } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
 
@@ -99,18 +99,23 @@ describe('transfer', () => {
     await expect(rt.run({ mode: 'last-sent-length' })).resolves.toBe(0);
   });
 
-  it('a move()-style input whose value getter throws fails its call once, and its capacity returns', async () => {
-    // It throws after the call was admitted and its claim taken, while the envelope is built.
+  it('a move()-style input whose value getter throws fails its call once (OMNI_ERR_INVALID_ARGUMENT), and its capacity returns', async () => {
+    // It throws after the call was admitted and its claim taken, while the envelope is built: no
+    // thread exited (it was OMNI_ERR_WORKER_EXITED). test/runtime-input-post.test.ts has the rest.
     const rt = await start({ threads: 1, admission: { requests: 1 } });
+    const thrown = new Error('no value');
     const input = {
       get [Piscina.transferableSymbol]() {
         return [];
       },
       get [Piscina.valueSymbol]() {
-        throw new Error('no value');
+        throw thrown;
       },
     };
-    expect(await codeOf(rt.run(input))).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await rejection(rt.run(input))).toMatchObject({
+      code: 'OMNI_ERR_INVALID_ARGUMENT',
+      cause: thrown,
+    });
     expect(rt.report()).toMatchObject({ depth: 0, failed: 1, running: 0 });
     await expect(rt.run({ mode: 'echo', value: 'next' })).resolves.toBe('next');
   });

@@ -1,9 +1,9 @@
 import { types } from 'node:util';
 
 /**
- * How structured clone (and postMessage) refuses to post a value, in this thread: every place
- * that posts the caller's values (workerData at start, a task's input) then answers the
- * caller's mistake with one coded error, not a dead worker or node's raw error.
+ * How structured clone (and postMessage) refuses to post a value, in this thread: a task whose
+ * input it refused is then answered as the caller's mistake, with one coded error, not as a
+ * dead worker or with node's raw error (see task-failure.ts).
  */
 
 /**
@@ -16,7 +16,9 @@ import { types } from 'node:util';
  * DOMException, not the name alone: a worker's DataCloneError reaches this thread rebuilt as a
  * plain Error of that name (workers/uncaught.ts). A native error for the codes: Node rebuilds a
  * worker's uncaught TypeError, code included, as an object with TypeError's prototype that is
- * not a native error. Any other error (a getter that throws) is the caller's own.
+ * not a native error. Any other error is no refusal, though the caller's own value may have
+ * thrown it as the clone read it (a getter): task-failure.ts tells that from a dead thread by
+ * whether a thread was lost, as no error type can tell it.
  */
 export function isCloneRefusal(err: unknown): boolean {
   if (err instanceof DOMException) return err.name === 'DataCloneError';

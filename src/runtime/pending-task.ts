@@ -38,6 +38,8 @@ export interface TaskOwner {
    * it from construction until its work ends (or it is abandoned).
    */
   readonly live: Set<PendingTask>;
+  /** Threads lost so far (PoolGuard.losses): one lost while a call is out may have held it. */
+  losses(): number;
 }
 
 function fireDeadline(task: PendingTask): void {
@@ -55,6 +57,8 @@ export class PendingTask {
   readonly #resolve: (value: unknown) => void;
   readonly #reject: (err: Error) => void;
   readonly #signal: AbortSignal | undefined;
+  /** The owner's losses when the call was dispatched. */
+  readonly #losses: number;
   #timer: LongTimer;
   #callerSettled = false;
   #workEnded = false;
@@ -72,6 +76,7 @@ export class PendingTask {
     this.#resolve = resolve;
     this.#reject = reject;
     this.#signal = signal;
+    this.#losses = owner.losses();
     if (signal) followAbort(signal, this);
     // One plain setTimeout for any deadline up to ~24.8 days; longer ones re-arm in steps.
     if (deadlineMs !== undefined) this.#timer = setLongTimeout(fireDeadline, deadlineMs, this);
@@ -134,9 +139,11 @@ export class PendingTask {
 
   #onFailure(err: unknown): void {
     // No reply. The reclaim wins when no worker released the claim: it died (exit, uncaught
-    // error, termination) before its finally, or the input could not even be posted. It is a
-    // no-op when the worker did release (e.g. its reply could not be posted back).
-    this.#failedWith(taskFailure(err, this.#ended()));
+    // error, termination) before its finally, or the input could not even be posted (then no
+    // thread was lost meanwhile). It is a no-op when the worker did release (e.g. its reply
+    // could not be posted back).
+    const reclaimed = this.#ended();
+    this.#failedWith(taskFailure(err, reclaimed, this.#owner.losses() !== this.#losses));
   }
 
   #failedWith(error: Error): void {

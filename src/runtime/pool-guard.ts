@@ -25,6 +25,14 @@ export class PoolGuard {
    * every thread has exited (see destroyPool).
    */
   destroyed: Promise<boolean> | undefined;
+  /**
+   * Threads piscina has removed (dead, or terminated), and the pool's own abandonment or
+   * teardown, counted in the turn they happen. piscina rejects a thread's call in the turn it
+   * removes the thread, and a pool's queued calls in the turn it is destroyed; a call that
+   * fails with no reply while this count stayed put never reached a thread: its input could not
+   * be posted (see task-failure.ts).
+   */
+  losses = 0;
   readonly #fail: (error: Error) => void;
   readonly #startTimeoutMs: number;
 
@@ -46,6 +54,7 @@ export class PoolGuard {
     // piscina removes a dead worker and starts its replacement in the same turn; look after it
     // once the worker has left pool.threads (it emits just before).
     pool.on('workerDestroy', () => {
+      this.losses++;
       queueMicrotask(() => {
         if (!this.tearingDown && !this.abandoned) watch.removed();
         this.#checkThreads();
@@ -55,6 +64,7 @@ export class PoolGuard {
 
   /** close() stops the threads from here on: no exit is a loss any more, nor is one due. */
   tearDown(): void {
+    this.losses++;
     this.tearingDown = true;
     this.watch.stop();
   }
@@ -73,6 +83,7 @@ export class PoolGuard {
   /** Destroys a pool that cannot serve: its queued calls reject and their capacity is reclaimed. */
   abandon(): void {
     if (this.abandoned || this.tearingDown) return;
+    this.losses++;
     this.abandoned = true;
     this.watch.stop();
     this.destroyed = destroyPool(this.pool, this.#startTimeoutMs);

@@ -18,13 +18,27 @@ export function messageOf(err: unknown): string {
   return `the worker failed with a value that is not an Error: ${describeValue(err)}`;
 }
 
-/** `reclaimed`: this thread, not the worker, gave the task's capacity back. */
-export function taskFailure(err: unknown, reclaimed: boolean): Error {
-  const message = messageOf(err);
-  if (!reclaimed) return new TaskFailedError(message);
+/**
+ * `reclaimed`: this thread, not the worker, gave the task's capacity back. `threadLost`: a
+ * thread was lost (or the pool given up) while the task was out (PoolGuard.losses).
+ */
+export function taskFailure(err: unknown, reclaimed: boolean, threadLost: boolean): Error {
+  if (!reclaimed) return new TaskFailedError(messageOf(err));
   // The input (or its transfer list) could not be posted: structured clone refused it in this
   // thread (piscina hands back postMessage's own error), so no worker ever saw the task.
-  if (isCloneRefusal(err))
-    return new InvalidArgumentError(`the task could not be sent to a worker: ${message}`);
-  return new WorkerExitedError(message);
+  if (isCloneRefusal(err)) return notPosted(err);
+  // Nor did one when no thread was lost: piscina rejects a call whose thread died (exit,
+  // uncaught error, termination) in the turn it removes that thread, so what failed here is
+  // the post itself, in this thread: the caller's own code threw while its input was read (a
+  // getter, a move()'s symbols). Its error is no clue, being the caller's: any value, a native
+  // Error like piscina's own "worker exited". A thread lost meanwhile leaves it undecided, and
+  // a lost thread is the likelier (every call on it fails so).
+  if (!threadLost) return notPosted(err);
+  return new WorkerExitedError(messageOf(err));
+}
+
+/** The caller's input could not be posted to a thread: what threw or refused it is the cause. */
+function notPosted(err: unknown): InvalidArgumentError {
+  const why = err instanceof Error ? err.message : describeValue(err);
+  return new InvalidArgumentError(`the task's input could not be posted to a worker: ${why}`, { cause: err });
 }

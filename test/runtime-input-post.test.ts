@@ -1,0 +1,176 @@
+/**
+ * An input that throws while it is posted to a thread (a getter that throws as structured clone
+ * reads it, a move()-style input whose symbols' getters throw) is the caller's mistake, like an
+ * input structured clone refuses: OMNI_ERR_INVALID_ARGUMENT, with what the caller's code threw
+ * as its `cause`. No thread exited, so none is replaced and none skips its close hook; the
+ * call's capacity comes back once and it counts once, as failed. Every path that posts a call
+ * is checked: a thread idle at run() (piscina posts inside run()), a call queued behind a busy
+ * thread (piscina posts it later, from its own code), `wait: true` and the serial scheduler.
+ */
+import { Piscina } from 'piscina';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RuntimeOptions } from '../src/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, control, gate, rejection, start } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+const CLOSE_COUNT_WORKER = builtModuleUrl('test/fixtures/close-count-worker.js');
+
+/** An input that throws `thrown` while it is posted (or, for a move(), unwrapped at run()). */
+type ThrowingInput = (thrown: unknown) => unknown;
+
+const inputs: ReadonlyArray<readonly [string, ThrowingInput, unknown]> = [
+  [
+    'an input with a getter that throws',
+    (thrown) => ({
+      mode: 'echo',
+      get value() {
+        throw thrown;
+      },
+    }),
+    new Error('boom'),
+  ],
+  [
+    'a getter deep in the input that throws a value that is not an Error',
+    (thrown) => ({
+      mode: 'echo',
+      value: [
+        1,
+        {
+          get deep() {
+            throw thrown;
+          },
+        },
+      ],
+    }),
+    { why: 'not an Error' },
+  ],
+  [
+    'a move()-style input whose value getter throws',
+    (thrown) => ({
+      get [Piscina.transferableSymbol]() {
+        return [];
+      },
+      get [Piscina.valueSymbol]() {
+        throw thrown;
+      },
+    }),
+    new Error('no value'),
+  ],
+  [
+    'a move()-style input whose transferable getter throws',
+    (thrown) => ({
+      get [Piscina.transferableSymbol]() {
+        throw thrown;
+      },
+      get [Piscina.valueSymbol]() {
+        return { mode: 'echo', value: 1 };
+      },
+    }),
+    new RangeError('no list'),
+  ],
+];
+
+const schedulers: ReadonlyArray<readonly [string, Partial<RuntimeOptions>]> = [
+  ['bounded admission', { admission: { requests: 3, units: 8 } }],
+  ['wait: true', { admission: { requests: 3, units: 8, wait: true } }],
+  ['the serial scheduler', {}],
+];
+
+describe('an input that throws while it is posted to a thread', () => {
+  describe.each(schedulers)('%s', (_name, scheduling) => {
+    it.each([
+      ['a thread idle at run()', false],
+      ['queued behind a busy thread', true],
+    ])(
+      '%s: OMNI_ERR_INVALID_ARGUMENT with the thrown value as cause; the thread serves on, capacity back once',
+      async (_where, queued) => {
+        const closed = newControl();
+        let exits = 0;
+        const rt = await start({
+          ...scheduling,
+          worker: CLOSE_COUNT_WORKER,
+          threads: 1,
+          workerData: { closed: closed.buffer },
+          threadEnds: {
+            exited: () => {
+              exits++;
+            },
+            stopped: () => {},
+          },
+        });
+        const bounded = scheduling.admission !== undefined;
+        await rt.run({ mode: 'transfer-twice' }); // marks this thread: last-sent-length 0 here, -1 in a new one
+        for (const [what, make, thrown] of inputs) {
+          const c = control();
+          const busy = queued ? rt.run(gate(c, { value: 'busy' })) : undefined;
+          if (busy) await waitFor(c, STARTED);
+          const failed = rejection(rt.run(make(thrown), bounded ? { cost: 3 } : undefined));
+          // Queued behind it: the thread that refused the post takes the next call.
+          const after = rt.run({ mode: 'echo', value: 'after' }, bounded ? { cost: 3 } : undefined);
+          if (busy) {
+            open(c);
+            await expect(busy).resolves.toBe('busy');
+          }
+          const err = await failed;
+          expect({ what, code: err.code, cause: err.cause }).toEqual({
+            what,
+            code: 'OMNI_ERR_INVALID_ARGUMENT',
+            cause: thrown,
+          });
+          expect(err.cause).toBe(thrown);
+          await expect(after).resolves.toBe('after');
+        }
+        const calls = 1 + inputs.length * (queued ? 3 : 2);
+        expect(rt.report()).toMatchObject({
+          depth: 0,
+          units: 0,
+          running: 0,
+          queued: 0,
+          failed: inputs.length,
+          completed: calls - inputs.length,
+        });
+        // The same thread all along (a replacement would answer -1), and none exited.
+        await expect(rt.run({ mode: 'last-sent-length' })).resolves.toBe(0);
+        expect(exits).toBe(0);
+        await rt.close();
+        // Its close hook ran, and it exited once, at close().
+        expect({ hooks: Atomics.load(closed, INVOKED), exits }).toEqual({ hooks: 1, exits: 1 });
+      },
+    );
+  });
+
+  it('a full bound admits again at once: the failed call held its request and units only until it failed', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1, units: 4 } });
+    for (const [, make, thrown] of inputs) {
+      expect((await rejection(rt.run(make(thrown), { cost: 4 }))).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      await expect(rt.run({ mode: 'echo', value: 'next' }, { cost: 4 })).resolves.toBe('next');
+    }
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: inputs.length, leaked: 0 });
+  });
+
+  it('an input structured clone refuses carries the refusal as its cause', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const err = await rejection(rt.run({ mode: 'echo', value: () => 1 }));
+    expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(err.cause).toBeInstanceOf(DOMException);
+    expect((err.cause as DOMException).name).toBe('DataCloneError');
+  });
+});
+
+describe('a thread that really fails keeps its own code', () => {
+  it.each([
+    ['exits in the call', 'exit'],
+    ['dies of an uncaught error', 'uncaught'],
+  ] as const)('a worker that %s: OMNI_ERR_WORKER_EXITED', async (_what, mode) => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const c = control();
+    expect((await rejection(rt.run({ mode, control: c.buffer as SharedArrayBuffer }))).code).toBe(
+      'OMNI_ERR_WORKER_EXITED',
+    );
+    expect(Atomics.load(c, INVOKED)).toBe(1);
+    expect(rt.report()).toMatchObject({ depth: 0, failed: 1 });
+  });
+});
