@@ -6,10 +6,11 @@
  * call's capacity comes back once and it counts once, as failed. Every path that posts a call
  * is checked: a thread idle at run() (piscina posts inside run()), a call queued behind a busy
  * thread (piscina posts it later, from its own code), `wait: true` and the serial scheduler.
+ * workerData that throws while it is cloned at start() is the same mistake there.
  */
 import { Piscina } from 'piscina';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RuntimeOptions } from '../src/index.js';
+import { Runtime, type RuntimeOptions } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, control, gate, rejection, start } from './fixtures/runtime-harness.js';
@@ -172,5 +173,32 @@ describe('a thread that really fails keeps its own code', () => {
     );
     expect(Atomics.load(c, INVOKED)).toBe(1);
     expect(rt.report()).toMatchObject({ depth: 0, failed: 1 });
+  });
+});
+
+describe('workerData that throws while it is cloned at start()', () => {
+  it('start() rejects OMNI_ERR_INVALID_ARGUMENT with the thrown value as cause, and starts no thread', async () => {
+    const thrown = new Error('no data');
+    let exits = 0;
+    const err = await rejection(
+      Runtime.start({
+        worker: CLOSE_COUNT_WORKER,
+        threads: 1,
+        workerData: {
+          get closed() {
+            throw thrown;
+          },
+        },
+        threadEnds: {
+          exited: () => {
+            exits++;
+          },
+          stopped: () => {},
+        },
+      }),
+    );
+    expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    expect(err.cause).toBe(thrown);
+    expect(exits).toBe(0);
   });
 });

@@ -7,7 +7,6 @@ import type { AdmissionBounds } from '../admission/index.js';
 import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
 import { describeValue, InvalidArgumentError, InvalidBoundError } from '../errors.js';
 import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
-import { isCloneRefusal } from './clone-refusal.js';
 import { checkThreadEnds, type ThreadEnds } from './thread-ends.js';
 
 export interface RuntimeAdmissionOptions extends AdmissionBounds {
@@ -210,14 +209,16 @@ function checkResourceLimits(limits: unknown): ResourceLimits | undefined {
  * The workerData every thread's init gets, taken once at start: piscina clones it again for each
  * thread it starts, a lost thread's replacement included, so the caller's own object would hand
  * a replacement whatever it holds by then (a buffer since transferred elsewhere made that clone
- * throw, uncaught, in the main thread). A SharedArrayBuffer inside stays shared.
+ * throw, uncaught, in the main thread). A SharedArrayBuffer inside stays shared. Whatever the
+ * clone throws is the caller's value failing to post: refused by structured clone, or its own
+ * code (a getter) throwing as the clone reads it; that is the error's cause.
  */
 function snapshot(workerData: unknown): unknown {
   try {
     return structuredClone(workerData);
   } catch (err) {
-    if (!isCloneRefusal(err)) throw err;
-    return bad(`workerData cannot be posted to a worker thread: ${(err as Error).message}`);
+    const why = err instanceof Error ? err.message : describeValue(err);
+    throw new InvalidArgumentError(`workerData cannot be posted to a worker thread: ${why}`, { cause: err });
   }
 }
 
