@@ -1,8 +1,9 @@
 /**
  * Graceful shutdown of one server.
  *
- * Order: (1) the server reports 'draining' (GET /health answers 503, new requests on connections
- * that are already open are answered 503 with `Connection: close`); (2) the listening sockets
+ * Order: (1) the server reports 'draining' (on connections that are already open, GET /health
+ * and the run route answer 503, GET /metrics still 200, 404 and 405 as while serving; each
+ * connection's last answer says `Connection: close`); (2) the listening sockets
  * close (every address of host 'localhost'), so no new connection is accepted (open keep-alive
  * connections are left to hear their 503 rather than being reset under a request in flight);
  * (3) requests already being answered run to their end (the last answer of each connection
