@@ -1,10 +1,11 @@
 /**
- * Graceful drain of an in-process server: the listener closes, requests on connections that
- * were already open hear 503 (GET /health included), in-flight work finishes with 200, then the
+ * Graceful drain of an in-process server: the listener closes, calls on connections that were
+ * already open hear 503 (GET /health too), in-flight work finishes with 200, then the
  * runtime closes. In-flight work is held at the fixture worker's gate, not by sleeps.
  */
 import { Agent, request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SERVE_HELP } from '../src/cli/serve-command.js';
 import { WorkerExitedError } from '../src/errors.js';
 import { type Served, serve } from '../src/serve/index.js';
 import { codeOf } from './fixtures/runtime-harness.js';
@@ -103,6 +104,44 @@ describe('drain', () => {
     expect(s.state).toBe('closed');
     expect(g.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
     expect(g.entered()).toBe(1);
+  });
+
+  it('on open connections only the run route and /health answer 503, as `serve --help` says', async () => {
+    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0 });
+    const asks = [
+      ['POST', '/v1/linear'],
+      ['GET', '/health'],
+      ['GET', '/metrics'],
+      ['GET', '/nothing'],
+      ['PUT', '/v1/linear'],
+    ] as const;
+    // One connection each, opened before the drain: each answer now closes its connection.
+    const opened = asks.map(() => keepAlive());
+    for (const agent of opened) expect((await request(agent, `${s.address}/health`)).status).toBe(200);
+    const inflight = postFloats(s.address, [1, 2, 3, 4]);
+    await g.reach(ENTERED, 1);
+    const drained = s.drain({ timeoutMs: 600_000 });
+    const heard: Record<string, number> = {};
+    for (const [i, [method, path]] of asks.entries()) {
+      const body = method === 'GET' ? undefined : Buffer.from(new Float32Array(4).buffer);
+      const answer = await request(opened[i] as Agent, `${s.address}${path}`, method, body);
+      heard[`${method} ${path}`] = answer.status;
+    }
+    expect(heard).toEqual({
+      'POST /v1/linear': 503,
+      'GET /health': 503,
+      'GET /metrics': 200,
+      'GET /nothing': 404,
+      'PUT /v1/linear': 405,
+    });
+    // Before, the help said every new request was answered 503.
+    const said = SERVE_HELP.slice(SERVE_HELP.indexOf('SIGTERM or SIGINT drains')).replace(/\s+/g, ' ');
+    expect(said).toMatch(/^[^.]*POST \/v1\/linear and GET \/health answer 503 \(\/metrics still 200/);
+    g.open();
+    expect((await inflight).status).toBe(200);
+    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
   });
 
   it('a request in flight when the drain starts is answered with Connection: close', async () => {

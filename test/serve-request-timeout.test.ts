@@ -6,18 +6,21 @@
  * comes from the answers themselves, never from sleeps.
  */
 import type { ServerResponse } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
+import { until } from './fixtures/runtime-harness.js';
 import { postFloats, type RawAnswer, rawExchange } from './fixtures/serve-client.js';
 import { ENTERED, HELD_INPUT } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
 const servers: ServeHandle[] = [];
 const gates: Gated[] = [];
+const sockets: Socket[] = [];
 
 afterEach(async () => {
+  for (const c of sockets.splice(0)) c.destroy();
   for (const g of gates.splice(0)) g.open();
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
@@ -186,5 +189,119 @@ describe('what the request timeout does not bound', () => {
     const { s } = await start({ requestTimeoutMs: Number.POSITIVE_INFINITY });
     expect(s.app.server.requestTimeout).toBe(0);
     expect(s.app.server.headersTimeout).toBe(60_000);
+  });
+});
+
+/** The status and head of each whole answer in `bytes`, in order (bodies skipped by length). */
+function answersIn(bytes: Buffer): Array<{ status: number; head: string }> {
+  const answers: Array<{ status: number; head: string }> = [];
+  let rest = bytes;
+  for (;;) {
+    const split = rest.indexOf('\r\n\r\n');
+    if (split < 0) return answers;
+    const head = rest.subarray(0, split).toString('latin1');
+    const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0);
+    if (rest.length < split + 4 + length) return answers;
+    answers.push({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), head });
+    rest = rest.subarray(split + 4 + length);
+  }
+}
+
+/**
+ * One connection, three pipelined requests: a call held in its worker, then `second`, whose
+ * answer waits behind it, then an upload whose headers are sent once that answer is written
+ * and whose body is sent once the server has read them. After `meanwhile`, the held call is
+ * let go; resolves once three answers are in (or the connection closed first), with `closed`
+ * for the server's close of the connection.
+ */
+async function behindQueuedAnswer(
+  g: Gated,
+  s: ServeHandle,
+  second: string,
+  meanwhile: () => Promise<void>,
+): Promise<{ answers: Array<{ status: number; head: string }>; closed: Promise<void> }> {
+  const responses: ServerResponse[] = [];
+  const waiting: Array<{ n: number; resolve: () => void }> = [];
+  s.app.server.on('request', (_req, res: ServerResponse) => {
+    responses.push(res);
+    for (const w of waiting.filter((w) => w.n === responses.length)) w.resolve();
+  });
+  const nth = (n: number): Promise<void> =>
+    new Promise((resolve) => {
+      if (responses.length >= n) resolve();
+      else waiting.push({ n, resolve });
+    });
+  const socket = connect({ host: '127.0.0.1', port: s.port });
+  sockets.push(socket);
+  socket.on('error', () => {});
+  let heard = Buffer.alloc(0);
+  socket.on('data', (chunk: Buffer) => {
+    heard = Buffer.concat([heard, chunk]);
+  });
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const held = Buffer.from(new Float32Array([HELD_INPUT, 0, 0, 0]).buffer);
+  socket.write(Buffer.concat([Buffer.from(OCTET_HEAD), held, Buffer.from(second)]));
+  await nth(2);
+  const queued = responses[1] as ServerResponse;
+  // Its answer written, into node's buffer for it (a queued answer says no event for that):
+  // its turn on the connection comes after the held call's.
+  await until(() => queued.writableEnded, 'the second answer');
+  expect(queued.socket).toBeNull();
+  socket.write(OCTET_HEAD);
+  await nth(3);
+  socket.write(Buffer.alloc(16));
+  await meanwhile();
+  g.open();
+  await until(() => answersIn(heard).length === 3 || socket.destroyed, 'three answers');
+  return { answers: answersIn(heard), closed };
+}
+
+describe('a pipelined upload behind answers that back up (node:http reads no more of it)', () => {
+  const OUT = 8192;
+  /** One row in, 8,192 floats out: a 32 KiB answer, over node's 16 KiB socket high-water mark. */
+  const big = `${OCTET_HEAD.replace('/v1/linear', '/v1/linear?rows=1')}${'\0'.repeat(16)}`;
+
+  it('its clock runs from its first byte while its body waits unread: 408 after the answers before it', async () => {
+    const g = await startGated({
+      inFeatures: 4,
+      outFeatures: OUT,
+      threads: 2,
+      open: true,
+      admission: { requests: 4 },
+    });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0, requestTimeoutMs: 1000 });
+    servers.push(s);
+    const timedOut = new Promise<void>((resolve) => s.app.server.once('clientError', () => resolve()));
+    const { answers, closed } = await behindQueuedAnswer(g, s, big, async () => {
+      await timedOut;
+      // Its whole body was sent, and none of it read: its call never ran.
+      expect(g.entered()).toBe(2);
+    });
+    // The answers owed before it come first; then its 408, and the connection closes.
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 408]);
+    await closed;
+    expect(g.entered()).toBe(2);
+    expect(sample((await s.metrics.scrape()).text, TIMEOUTS)).toBe(1);
+  });
+
+  it('behind an answer that does not back up, the same upload is read at once and run', async () => {
+    const g = await startGated({
+      inFeatures: 4,
+      outFeatures: OUT,
+      threads: 2,
+      open: true,
+      admission: { requests: 4 },
+    });
+    gates.push(g);
+    const s = await serve(g.lr, { port: 0, requestTimeoutMs: 1000 });
+    servers.push(s);
+    const health = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
+    const { answers } = await behindQueuedAnswer(g, s, health, async () => {
+      // Read whole and run while the call ahead of it is still held.
+      await g.reach(ENTERED, 2);
+    });
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    expect(answers.every((a) => !/\r\nconnection: close/i.test(a.head))).toBe(true);
   });
 });

@@ -33,7 +33,8 @@ Serves the built-in native worker (y = GELU(x W^T + b)) over HTTP, on loopback b
 Full capacity answers 503 with Retry-After at once; a cost that can never fit and a body over
 the limit 413; a malformed body 400; a call past its deadline 504; a native error 500; another
 method on one of these paths 405 (with Allow), an unknown path 404.
-SIGTERM or SIGINT drains: no new connections, new requests 503, in-flight work finishes
+SIGTERM or SIGINT drains: no new connections; on those already open, POST /v1/linear and
+GET /health answer 503 (/metrics still 200; 404 and 405 as above); in-flight work finishes
 (up to --drain-timeout-ms), then the runtime closes and the process exits 0 (1 if the
 timeout or a second signal cut work off). A signal while the runtime starts stops it as
 soon as the runtime is up, without listening (exit 0; 1 if the runtime had failed by then).

@@ -1,8 +1,9 @@
 /**
  * Graceful shutdown of one server.
  *
- * Order: (1) the server reports 'draining' (GET /health answers 503, new requests on connections
- * that are already open are answered 503 with `Connection: close`); (2) the listening sockets
+ * Order: (1) the server reports 'draining' (on connections that are already open, GET /health
+ * and the run route answer 503, GET /metrics still 200, 404 and 405 as while serving; each
+ * connection's last answer says `Connection: close`); (2) the listening sockets
  * close (every address of host 'localhost'), so no new connection is accepted (open keep-alive
  * connections are left to hear their 503 rather than being reset under a request in flight);
  * (3) requests already being answered run to their end (the last answer of each connection
@@ -18,7 +19,9 @@
  * A second signal (expire()) also cuts the runtime's close hooks short.
  *
  * Invariants: drain runs once (later calls get the same promise); `inflight` counts every
- * request from its arrival until its response closes (finished, or the socket went away).
+ * request from its arrival until its response closes (finished, or the socket went away); the
+ * drain resolves only once every response has closed, so every request the server received is
+ * in the metrics (those cut off as 444) and `inflight` is 0 when it does.
  * Throws: nothing; the returned result says whether everything ended within the timeout.
  */
 import type { ServerResponse } from 'node:http';
@@ -139,6 +142,14 @@ export class Drain {
     if (this.#closingRuntime) Promise.resolve(this.#runtime?.close({ timeoutMs: 0 })).catch(() => {});
   }
 
+  /** Resolves once every tracked response has closed (their 'close' listeners all ran). */
+  #closed(): Promise<void> {
+    if (this.#open.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#wake = resolve;
+    });
+  }
+
   async #run(app: FastifyInstance, timeoutMs: number): Promise<DrainResult> {
     this.#state = 'draining';
     const deadlineAt = Date.now() + timeoutMs;
@@ -158,14 +169,7 @@ export class Drain {
       timer = setLongTimeout(expire, timeoutMs, undefined);
     });
     const requestsDone =
-      this.#open.size === 0
-        ? true
-        : await Promise.race([
-            new Promise<true>((resolve) => {
-              this.#wake = () => resolve(true);
-            }),
-            expired,
-          ]);
+      this.#open.size === 0 ? true : await Promise.race([this.#closed().then(() => true as const), expired]);
     const abandonedRequests = requestsDone ? 0 : this.#open.size;
     clearLongTimeout(timer);
     let runtimeDone = true;
@@ -186,6 +190,10 @@ export class Drain {
     for (const server of servers) server.closeAllConnections();
     for (const socket of this.#handedOver) socket.destroy();
     await app.close();
+    // Every connection is destroyed by now, but node says 'close' to a socket's responses (and
+    // so the histogram records the 444s of those cut off) a turn of the event loop later, after
+    // app.close() resolved: a caller reading the metrics right after the drain missed them.
+    await this.#closed();
     this.#state = 'closed';
     return { clean: requestsDone && runtimeDone, abandonedRequests };
   }
