@@ -320,13 +320,28 @@ export class BadRequestError extends OmniError {
 export function describeValue(value: unknown): string {
   // Quoted: a '1' given for a number would read as the number 1, the one value not wrong.
   if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value !== 'object' || value === null) return String(value);
   try {
+    if (typeof value !== 'object' || value === null) return String(value);
     return inspect(value, { depth: 2, customInspect: false });
   } catch {
-    // A getter inspect reads (Symbol.toStringTag on a foreign prototype) may still throw.
-    return 'an object that cannot be described';
+    // A getter inspect reads (Symbol.toStringTag on a foreign prototype) may still throw, as
+    // may a function's own Symbol.toPrimitive that String() calls.
+    return `${typeof value === 'function' ? 'a function' : 'an object'} that cannot be described`;
   }
+}
+
+/**
+ * What a thrown value says, for a message: an Error's own message, else the value described.
+ * Never throws: the value may be the caller's own (thrown by a getter in its input), and reading
+ * its prototype or message may throw again (a getter, a Proxy's trap).
+ */
+export function describeThrown(err: unknown): string {
+  try {
+    if (err instanceof Error) return String(err.message);
+  } catch {
+    // Described below instead.
+  }
+  return describeValue(err);
 }
 
 /** True when `err` carries the given stable code. */

@@ -1,8 +1,8 @@
 /**
  * A bad value is described in its error without the description throwing: an object without a
  * prototype (no toString), a Symbol (a template literal throws for it), an object with
- * uncallable conversions or one whose inspection throws must give the documented coded error,
- * not a TypeError from building the message.
+ * uncallable conversions, one whose inspection throws or a function whose conversion throws must
+ * give the documented coded error, not a TypeError from building the message.
  */
 import { describe, expect, it } from 'vitest';
 import { describeValue } from '../src/errors.js';
@@ -18,6 +18,16 @@ const hostile: Array<[string, () => unknown]> = [
   ['an object whose conversions are not callable', () => ({ toString: 1, valueOf: 1 })],
   // util.inspect runs URL's own custom inspection, which throws for an object that is no URL.
   ['an object whose inspection throws', () => Object.create(URL.prototype)],
+  // Functions are described with String(), which calls their own Symbol.toPrimitive.
+  [
+    'a function whose conversion to a string throws',
+    () =>
+      Object.assign(() => 1, {
+        [Symbol.toPrimitive]() {
+          throw new Error('no string');
+        },
+      }),
+  ],
 ];
 
 /** The code a call gives, thrown or as a rejection; a call that throws synchronously while it

@@ -161,6 +161,134 @@ describe('an input that throws while it is posted to a thread', () => {
   });
 });
 
+/**
+ * Values the caller's code may throw that throw again as they are read: the rejection must not
+ * read them unguarded (a throw there left the call pending for good, its rejection unhandled).
+ */
+const hostile: ReadonlyArray<readonly [string, () => unknown]> = [
+  [
+    'an Error whose message getter throws',
+    () =>
+      Object.defineProperty(new Error('hidden'), 'message', {
+        get() {
+          throw new Error('message read');
+        },
+      }),
+  ],
+  [
+    'a native error whose code getter throws',
+    () =>
+      Object.defineProperty(new TypeError('hidden'), 'code', {
+        get() {
+          throw new Error('code read');
+        },
+      }),
+  ],
+  [
+    'a function whose conversion to a string throws',
+    () =>
+      Object.assign(() => 1, {
+        [Symbol.toPrimitive]() {
+          throw new Error('string read');
+        },
+      }),
+  ],
+  [
+    'a Proxy whose prototype cannot be read',
+    () =>
+      new Proxy(
+        {},
+        {
+          getPrototypeOf() {
+            throw new Error('prototype read');
+          },
+        },
+      ),
+  ],
+];
+
+describe('an input that throws a value that throws again as it is read', () => {
+  it.each(hostile)(
+    '%s: the call still rejects OMNI_ERR_INVALID_ARGUMENT with it as cause',
+    async (_what, make) => {
+      const rt = await start({ threads: 1, admission: { requests: 2, units: 4 } });
+      const thrown = make();
+      let settled = false;
+      const failed = rejection(
+        rt.run(
+          {
+            mode: 'echo',
+            get value() {
+              throw thrown;
+            },
+          },
+          { cost: 2 },
+        ),
+      ).finally(() => {
+        settled = true;
+      });
+      // The thread was idle: the post failed inside run(), so the call is over before this one's
+      // reply can arrive (a call that never settles fails here, not by the test's timeout).
+      await expect(rt.run({ mode: 'echo', value: 'next' }, { cost: 2 })).resolves.toBe('next');
+      expect(settled).toBe(true);
+      const err = await failed;
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(err.cause).toBe(thrown);
+      expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 1, completed: 1 });
+    },
+  );
+
+  it.each([['a plain Error', () => new Error('boom')] as const, ...hostile])(
+    '%s, queued behind a call whose thread exits: OMNI_ERR_WORKER_EXITED (a thread was lost meanwhile), the call settles',
+    async (_what, make) => {
+      const rt = await start({ threads: 1, admission: { requests: 4 } });
+      const thrown = make();
+      const c = control();
+      const dying = rejection(rt.run({ mode: 'block-exit', control: c.buffer as SharedArrayBuffer }));
+      await waitFor(c, STARTED);
+      let settled = false;
+      const failed = rejection(
+        rt.run({
+          mode: 'echo',
+          get value() {
+            throw thrown;
+          },
+        }),
+      ).finally(() => {
+        settled = true;
+      });
+      const after = rt.run({ mode: 'echo', value: 'after' });
+      open(c);
+      expect((await dying).code).toBe('OMNI_ERR_WORKER_EXITED');
+      // Posted to the replacement before `after` (in order), so over before its reply arrives.
+      await expect(after).resolves.toBe('after');
+      expect(settled).toBe(true);
+      expect((await failed).code).toBe('OMNI_ERR_WORKER_EXITED');
+      expect(rt.report()).toMatchObject({ depth: 0, failed: 2, completed: 1 });
+    },
+  );
+
+  it.each(hostile)(
+    '%s, thrown by workerData at start(): OMNI_ERR_INVALID_ARGUMENT with it as cause',
+    async (_what, make) => {
+      const thrown = make();
+      const err = await rejection(
+        Runtime.start({
+          worker: CLOSE_COUNT_WORKER,
+          threads: 1,
+          workerData: {
+            get closed() {
+              throw thrown;
+            },
+          },
+        }),
+      );
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(err.cause).toBe(thrown);
+    },
+  );
+});
+
 describe('a thread that really fails keeps its own code', () => {
   it.each([
     ['exits in the call', 'exit'],

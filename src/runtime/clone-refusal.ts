@@ -21,8 +21,14 @@ import { types } from 'node:util';
  * whether a thread was lost, as no error type can tell it.
  */
 export function isCloneRefusal(err: unknown): boolean {
-  if (err instanceof DOMException) return err.name === 'DataCloneError';
-  if (!types.isNativeError(err)) return false;
-  const code = (err as { code?: unknown }).code;
-  return code === 'ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST' || code === 'ERR_INVALID_TRANSFER_OBJECT';
+  try {
+    if (err instanceof DOMException) return err.name === 'DataCloneError';
+    if (!types.isNativeError(err)) return false;
+    const code = (err as { code?: unknown }).code;
+    return code === 'ERR_MISSING_TRANSFERABLE_IN_TRANSFER_LIST' || code === 'ERR_INVALID_TRANSFER_OBJECT';
+  } catch {
+    // Node's own refusals read plainly; a value that throws as it is read (a getter, a Proxy's
+    // trap) is the caller's, thrown by its input: no refusal, and the call must still reject.
+    return false;
+  }
 }

@@ -5,7 +5,7 @@ import { isAbortSignal } from '../abort-signal.js';
 import { BOUNDS_KEYS, checkBounds } from '../admission/bounds.js';
 import type { AdmissionBounds } from '../admission/index.js';
 import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
-import { describeValue, InvalidArgumentError, InvalidBoundError } from '../errors.js';
+import { describeThrown, describeValue, InvalidArgumentError, InvalidBoundError } from '../errors.js';
 import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import { checkThreadEnds, type ThreadEnds } from './thread-ends.js';
 
@@ -217,8 +217,9 @@ function snapshot(workerData: unknown): unknown {
   try {
     return structuredClone(workerData);
   } catch (err) {
-    const why = err instanceof Error ? err.message : describeValue(err);
-    throw new InvalidArgumentError(`workerData cannot be posted to a worker thread: ${why}`, { cause: err });
+    throw new InvalidArgumentError(`workerData cannot be posted to a worker thread: ${describeThrown(err)}`, {
+      cause: err,
+    });
   }
 }
 

@@ -2,7 +2,13 @@
  * What a caller hears when piscina rejects a dispatched task (no reply from the worker entry),
  * by what the rejection was and by who gave the capacity back.
  */
-import { describeValue, InvalidArgumentError, TaskFailedError, WorkerExitedError } from '../errors.js';
+import {
+  describeThrown,
+  describeValue,
+  InvalidArgumentError,
+  TaskFailedError,
+  WorkerExitedError,
+} from '../errors.js';
 import { isCloneRefusal } from './clone-refusal.js';
 
 /**
@@ -12,9 +18,14 @@ import { isCloneRefusal } from './clone-refusal.js';
  * still arrives as a plain value is described rather than printed as "[object Object]".
  */
 export function messageOf(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  const message = (err as { message?: unknown } | null)?.message;
-  if (typeof message === 'string') return message;
+  try {
+    if (err instanceof Error) return String(err.message);
+    const message = (err as { message?: unknown } | null)?.message;
+    if (typeof message === 'string') return message;
+  } catch {
+    // The caller's own value (a thread lost while its post failed) may throw as it is read:
+    // described below, so that the call still rejects.
+  }
   return `the worker failed with a value that is not an Error: ${describeValue(err)}`;
 }
 
@@ -39,6 +50,8 @@ export function taskFailure(err: unknown, reclaimed: boolean, threadLost: boolea
 
 /** The caller's input could not be posted to a thread: what threw or refused it is the cause. */
 function notPosted(err: unknown): InvalidArgumentError {
-  const why = err instanceof Error ? err.message : describeValue(err);
-  return new InvalidArgumentError(`the task's input could not be posted to a worker: ${why}`, { cause: err });
+  return new InvalidArgumentError(
+    `the task's input could not be posted to a worker: ${describeThrown(err)}`,
+    { cause: err },
+  );
 }
