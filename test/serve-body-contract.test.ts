@@ -11,7 +11,13 @@ import { type Served, serve } from '../src/serve/index.js';
 import { until } from './fixtures/runtime-harness.js';
 import { get, postBytes, postJson } from './fixtures/serve-client.js';
 import { ENTERED, expectedRow } from './fixtures/serve-gate-layout.js';
-import { closeServed, type Gated, gatedForTest, serveForTest, startGated } from './fixtures/serve-harness.js';
+import {
+  closeServed,
+  type Gated,
+  gatedForTest,
+  serveForTest,
+  sharedServed,
+} from './fixtures/serve-harness.js';
 
 const IN = 4;
 const OUT = 3;
@@ -20,19 +26,13 @@ const ROW = [1, 2, 3, 4];
 afterEach(closeServed);
 
 // One open server for the tests that hold no capacity; each counts worker calls as a difference.
-let openServer: Promise<{ g: Gated; url: string; close: () => Promise<unknown> }> | undefined;
-function shared(): NonNullable<typeof openServer> {
-  openServer ??= (async () => {
-    const g = await startGated({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 4 } });
-    const s = await serve(g.lr, { port: 0 });
-    return { g, url: s.address, close: () => s.close() };
-  })();
-  return openServer;
+const openServer = sharedServed({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 4 } });
+async function shared(): Promise<{ g: Gated; url: string }> {
+  const { g, s } = await openServer();
+  return { g, url: s.address };
 }
 
-afterAll(async () => {
-  await (await openServer)?.close();
-});
+afterAll(openServer.close);
 
 async function reached(g: Gated, fn: () => Promise<void>): Promise<number> {
   const before = g.entered();

@@ -19,7 +19,7 @@ import {
   type GatedOptions,
   gatedForTest,
   serveForTest,
-  startGated,
+  sharedServed,
 } from './fixtures/serve-harness.js';
 
 const IN = 4;
@@ -101,18 +101,13 @@ describe('GET /health and /metrics', () => {
 
 describe('Expect: 100-continue', () => {
   const BODY_LIMIT = 64;
-  let shared: Promise<ServeHandle> | undefined;
-  const server = (): Promise<ServeHandle> => {
-    shared ??= (async () => {
-      const g = await startGated({ inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } });
-      return serve(g.lr, { port: 0, bodyLimit: BODY_LIMIT });
-    })();
-    return shared;
-  };
-  afterAll(async () => {
-    // The drain closes the runtime too (the server owns it).
-    await (await shared)?.close();
-  });
+  const shared = sharedServed(
+    { inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } },
+    { bodyLimit: BODY_LIMIT },
+  );
+  const server = async (): Promise<ServeHandle> => (await shared()).s;
+  // The drain closes the runtime too (the server owns it).
+  afterAll(shared.close);
 
   // Kills: BODY_METHODS cut to POST only (fastify reads the JSON body of these methods too, on
   // a 404 as on a route; without the 100 the client would wait for it while the server waits
