@@ -7,7 +7,7 @@
  * worker answer of the wrong shape. Nothing malformed reaches a worker.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type Served, serve } from '../src/serve/index.js';
+import { type Served, type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
 import { until } from './fixtures/runtime-harness.js';
 import { get, postBytes, postJson } from './fixtures/serve-client.js';
 import { ENTERED, expectedRow } from './fixtures/serve-gate-layout.js';
@@ -17,6 +17,7 @@ import {
   gatedForTest,
   serveForTest,
   sharedServed,
+  startServed,
 } from './fixtures/serve-harness.js';
 
 const IN = 4;
@@ -94,6 +95,23 @@ describe('JSON bodies', () => {
   });
 });
 
+/**
+ * A server over a runtime whose default deadline is 50 ms, its only thread held by a call without
+ * a deadline (`held`), so that a request waits behind it. Waiting instead for the request's own
+ * call to reach the gate raced its 50 ms: a worker that took longer to start it skipped it.
+ */
+async function heldBehind(
+  options: ServeOptions,
+): Promise<{ g: Gated; s: ServeHandle; held: Promise<Float32Array> }> {
+  const { g, s } = await startServed(
+    { inFeatures: IN, outFeatures: OUT, threads: 1, deadlineMs: 50, admission: { requests: 4 } },
+    options,
+  );
+  const held = g.lr.run(Float32Array.from(ROW), { deadlineMs: Number.POSITIVE_INFINITY });
+  await g.reach(ENTERED, 1);
+  return { g, s, held };
+}
+
 describe('headers', () => {
   it('charset=utf8 and a Content-Encoding of Identity (any case, padded) are served', async () => {
     const { url } = await shared();
@@ -109,18 +127,7 @@ describe('headers', () => {
   });
 
   it("a client deadline cannot lengthen the runtime's own default deadline the server uses", async () => {
-    const g = await gatedForTest({
-      inFeatures: IN,
-      outFeatures: OUT,
-      threads: 1,
-      deadlineMs: 50,
-      admission: { requests: 4 },
-    });
-    const s = await serveForTest(g.lr); // no deadlineMs: the runtime's 50 ms
-    // The only thread is held by a call without a deadline. Waiting instead for `longer` itself
-    // to reach the gate raced its 50 ms: a worker that took longer to start it skipped it.
-    const held = g.lr.run(Float32Array.from(ROW), { deadlineMs: Number.POSITIVE_INFINITY });
-    await g.reach(ENTERED, 1);
+    const { g, s, held } = await heldBehind({}); // no deadlineMs: the runtime's 50 ms
     const longer = postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '600000' });
     // Queued behind the held call, where it stays until the gate opens.
     await until(() => g.lr.report().queued === 1, '`longer` queued');
@@ -136,17 +143,7 @@ describe('headers', () => {
 
   // serve() refused deadlineMs: Infinity, which Runtime and LinearRuntime take as "none".
   it("deadlineMs: Infinity is none, even over the runtime's own default deadline", async () => {
-    const g = await gatedForTest({
-      inFeatures: IN,
-      outFeatures: OUT,
-      threads: 1,
-      deadlineMs: 50,
-      admission: { requests: 4 },
-    });
-    const s = await serveForTest(g.lr, { deadlineMs: Number.POSITIVE_INFINITY });
-    // As above: the only thread held by a call without a deadline, the request queued behind it.
-    const held = g.lr.run(Float32Array.from(ROW), { deadlineMs: Number.POSITIVE_INFINITY });
-    await g.reach(ENTERED, 1);
+    const { g, s, held } = await heldBehind({ deadlineMs: Number.POSITIVE_INFINITY });
     const unbounded = postJson(s.address, { rows: [ROW] });
     await until(() => g.lr.report().queued === 1, 'the request queued');
     // Run after the request, with the runtime's 50 ms: once it has missed it, a request given
@@ -163,13 +160,10 @@ describe('headers', () => {
   });
 
   it('with deadlineMs: Infinity a client deadline still shortens it: 504', async () => {
-    const g = await gatedForTest({
-      inFeatures: IN,
-      outFeatures: OUT,
-      threads: 1,
-      admission: { requests: 2 },
-    });
-    const s = await serveForTest(g.lr, { deadlineMs: Number.POSITIVE_INFINITY });
+    const { s } = await startServed(
+      { inFeatures: IN, outFeatures: OUT, threads: 1, admission: { requests: 2 } },
+      { deadlineMs: Number.POSITIVE_INFINITY },
+    );
     // The gate stays shut: without the client's 50 ms this would never end.
     const a = await postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '50' });
     expect(a.status).toBe(504);
@@ -177,13 +171,10 @@ describe('headers', () => {
   });
 
   it('a client deadline shorter than the server one shortens it: 504', async () => {
-    const g = await gatedForTest({
-      inFeatures: IN,
-      outFeatures: OUT,
-      threads: 1,
-      admission: { requests: 2 },
-    });
-    const s = await serveForTest(g.lr, { deadlineMs: 600_000 });
+    const { s } = await startServed(
+      { inFeatures: IN, outFeatures: OUT, threads: 1, admission: { requests: 2 } },
+      { deadlineMs: 600_000 },
+    );
     // The gate stays shut: with the server's 10-minute deadline this would outlast the test.
     const a = await postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '50' });
     expect(a.status).toBe(504);
