@@ -14,6 +14,7 @@ import { BoundedAdmission, type Permit } from '../src/index.js';
 import {
   admitted,
   deferFirstWaitAsync,
+  interleave,
   isStateWord,
   rejection,
   settles,
@@ -95,19 +96,17 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
     const controller = new AbortController();
     const leaving = admission.admit(1, { signal: controller.signal });
     const deferred = deferFirstWaitAsync(admission.buffer);
-    const realAnd = Atomics.and;
     const realNotify = Atomics.notify;
     let cleared = false;
     let resumed = false;
     let pending: Promise<Permit> | undefined;
-    Atomics.and = ((array: Int32Array, index: number, value: number) => {
-      if (cleared || array.buffer !== admission.buffer) return realAnd(array, index, value);
-      cleared = true;
-      pending = otherThread.admit(1); // counted before the clear; reads SEQ, fails, sleep held back
-      const old = realAnd(array, index, value);
-      holder.release(); // flag down: this release wakes nobody itself
-      return old;
-    }) as typeof Atomics.and;
+    const restore = interleave(admission.buffer, {
+      beforeClear: () => {
+        cleared = true;
+        pending = otherThread.admit(1); // counted before the clear; reads SEQ, fails, sleep held back
+      },
+      afterClear: () => holder.release(), // flag down: this release wakes nobody itself
+    });
     Atomics.notify = ((array: Int32Array, index: number, count?: number) => {
       const woken = realNotify(array, index, count);
       if (cleared && !resumed && array.buffer === admission.buffer) {
@@ -119,9 +118,9 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
     try {
       controller.abort(); // last local waiter leaves: clear, re-check the count, re-set + wake
     } finally {
-      Atomics.and = realAnd;
       Atomics.notify = realNotify;
       deferred.restore();
+      restore();
     }
     expect(cleared).toBe(true);
     expect(resumed).toBe(true);

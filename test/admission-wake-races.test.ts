@@ -6,11 +6,11 @@
  * waiter still pending after 1,000 event-loop turns.
  */
 import { describe, expect, it } from 'vitest';
-import { WAITERS_I32 } from '../src/admission/layout.js';
 import { BoundedAdmission, type Permit } from '../src/index.js';
 import {
   admitted,
   deferFirstWaitAsync,
+  interleave,
   rejection,
   settles,
   track,
@@ -44,22 +44,20 @@ describe.each(WORD_MODES)('wake-ups across instances (%s)', (_mode, units) => {
     const controller = new AbortController();
     const leaving = admission.admit(1, { signal: controller.signal });
     const deferred = deferFirstWaitAsync(admission.buffer);
-    const realAnd = Atomics.and;
     let armed = true;
     let pending: Promise<Permit> | undefined;
-    Atomics.and = ((array: Int32Array, index: number, value: number) => {
-      if (!armed || array.buffer !== admission.buffer) return realAnd(array, index, value);
-      armed = false;
-      pending = otherThread.admit(1); // counted before the clear; reads SEQ, fails, sleep held back
-      const old = realAnd(array, index, value);
-      holder.release(); // flag down: this release wakes nobody itself
-      return old;
-    }) as typeof Atomics.and;
+    const restore = interleave(admission.buffer, {
+      beforeClear: () => {
+        armed = false;
+        pending = otherThread.admit(1); // counted before the clear; reads SEQ, fails, sleep held back
+      },
+      afterClear: () => holder.release(), // flag down: this release wakes nobody itself
+    });
     try {
       controller.abort(); // last local waiter leaves: clear, re-check the count, re-set + wake
     } finally {
-      Atomics.and = realAnd;
       deferred.restore();
+      restore();
     }
     expect(armed).toBe(false);
     expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
@@ -125,21 +123,21 @@ describe.each(WORD_MODES)('queue order and refusals across instances (%s)', (_mo
     const leaving = otherThread.admit(1, { signal: controller.signal });
     let first: Promise<Permit> | undefined;
     let late: ReturnType<typeof track<Permit>> | undefined;
-    const realAnd = Atomics.and;
     let armed = true;
-    Atomics.and = ((array: Int32Array, index: number, value: number) => {
-      if (!armed || array.buffer !== admission.buffer) return realAnd(array, index, value);
-      armed = false;
-      first = admission.admit(1); // queued here before the other thread's clear
-      const old = realAnd(array, index, value);
-      holder.release(); // room comes back while the flag is down
-      late = track(admission.admit(1)); // must queue behind `first`
-      return old;
-    }) as typeof Atomics.and;
+    const restore = interleave(admission.buffer, {
+      beforeClear: () => {
+        armed = false;
+        first = admission.admit(1); // queued here before the other thread's clear
+      },
+      afterClear: () => {
+        holder.release(); // room comes back while the flag is down
+        late = track(admission.admit(1)); // must queue behind `first`
+      },
+    });
     try {
       controller.abort();
     } finally {
-      Atomics.and = realAnd;
+      restore();
     }
     expect(armed).toBe(false);
     await rejection(leaving);
@@ -157,46 +155,6 @@ describe.each(WORD_MODES)('queue order and refusals across instances (%s)', (_mo
     second.release();
   });
 });
-
-/**
- * Forces one cross-thread interleaving on a single thread. Clearing the WAITING flag takes
- * several atomic steps (clear the flag, read the shared waiter count, maybe set it again); a
- * second instance on the same buffer stands for another thread that acts between those steps,
- * run from wrappers around the global Atomics functions (armed for one clear only).
- */
-function interleave(
-  buffer: SharedArrayBuffer,
-  hooks: { beforeClear?: () => void; afterClear?: () => void; afterCountRead?: () => void },
-): () => void {
-  const realAnd = Atomics.and;
-  const realLoad = Atomics.load;
-  let clearArmed = true;
-  let loadArmed = false;
-  const and = (array: Int32Array | BigInt64Array, index: number, value: number | bigint) => {
-    if (!clearArmed || array.buffer !== buffer) return realAnd(array as Int32Array, index, value as number);
-    clearArmed = false;
-    hooks.beforeClear?.();
-    const old = realAnd(array as Int32Array, index, value as number);
-    hooks.afterClear?.();
-    loadArmed = true;
-    return old;
-  };
-  const load = (array: Int32Array, index: number) => {
-    const value = realLoad(array, index);
-    if (loadArmed && array.buffer === buffer && array instanceof Int32Array && index === WAITERS_I32) {
-      loadArmed = false;
-      hooks.afterCountRead?.();
-    }
-    return value;
-  };
-  Atomics.and = and as typeof Atomics.and;
-  Atomics.load = load as typeof Atomics.load;
-  return () => {
-    Atomics.and = realAnd;
-    Atomics.load = realLoad;
-    expect(clearArmed || loadArmed, 'the forced interleaving did not happen').toBe(false);
-  };
-}
 
 /** Settles within a bounded number of event-loop turns (a wake-up is a task on this thread). */
 describe.each([

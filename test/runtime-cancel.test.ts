@@ -14,7 +14,7 @@ import {
   waitFor,
 } from './fixtures/runtime-control.js';
 import {
-  cleanup,
+  cleanupOnRealClock,
   codeOf,
   control,
   gate,
@@ -30,10 +30,7 @@ const MODES = [
   ['serial', undefined],
 ] as const;
 
-afterEach(async () => {
-  vi.useRealTimers();
-  await cleanup();
-});
+afterEach(cleanupOnRealClock);
 
 describe('a dispatched task whose caller left', () => {
   it('abort: the caller rejects at once, capacity is held until the work ends, ctx sees it', async () => {

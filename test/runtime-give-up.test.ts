@@ -8,12 +8,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Claim } from '../src/admission/index.js';
 import { cancelledWord } from '../src/runtime/cancel-words.js';
 import { WorkerTaskContext } from '../workers/task-context.js';
-import { cleanup, codeOf, start } from './fixtures/runtime-harness.js';
+import { cleanupOnRealClock, codeOf, start } from './fixtures/runtime-harness.js';
 
-afterEach(async () => {
-  vi.useRealTimers();
-  await cleanup();
-});
+afterEach(cleanupOnRealClock);
 
 describe('a handler that gives up on ctx.signal', () => {
   it('past its deadline: every call is OMNI_ERR_DEADLINE and counted so, none failed', async () => {

@@ -8,12 +8,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { clearLongTimeout, MAX_TIMER_MS, setLongTimeout } from '../src/long-timeout.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, control, gate, start, turns } from './fixtures/runtime-harness.js';
+import { cleanupOnRealClock, codeOf, control, gate, start, turns } from './fixtures/runtime-harness.js';
 
-afterEach(async () => {
-  vi.useRealTimers();
-  await cleanup();
-});
+afterEach(cleanupOnRealClock);
 
 const INIT_WORKER = builtModuleUrl('test/fixtures/runtime-init-worker.js');
 

@@ -7,32 +7,11 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
+import { START_TIMEOUT_MS, twoThreads } from './fixtures/replacement-harness.js';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, control, gate, start, until } from './fixtures/runtime-harness.js';
+import { cleanupOnRealClock, codeOf, control, gate, start, until } from './fixtures/runtime-harness.js';
 
-afterEach(async () => {
-  vi.useRealTimers(); // a test that failed on the fake clock must not leave cleanup on it
-  await cleanup();
-});
-
-const FAILS_WORKER = builtModuleUrl('test/fixtures/replacement-fails-worker.js');
-
-/**
- * Out of reach of the first threads' start (a real 2 s one failed start() on a loaded machine):
- * a replacement's own timeout runs on a fake clock, made due when the test says.
- */
-const START_TIMEOUT_MS = 600_000;
-
-/** Two threads that start; every replacement fails in init as `then` says. */
-function twoThreads(then: 'exit' | 'hang', loads = new SharedArrayBuffer(8)) {
-  return start({
-    worker: FAILS_WORKER,
-    workerData: { loads, ok: 2, then },
-    threads: 2,
-    admission: { requests: 4 },
-    startTimeoutMs: START_TIMEOUT_MS,
-  });
-}
+afterEach(cleanupOnRealClock);
 
 describe('replacements that fail in init', () => {
   it('one that exits there is no lost serving thread: the other thread keeps its call', async () => {
@@ -122,7 +101,7 @@ describe('replacements that fail in init', () => {
       worker: builtModuleUrl('test/fixtures/late-replacement-worker.js'),
       threads: 2,
       workerData: { words },
-      // Out of reach, as above: a real 10 s one bounded start() too. Nothing here waits it out
+      // Out of reach (see START_TIMEOUT_MS): a real 10 s one bounded start() too. Nothing waits it out
       // (close() stops the replacement's timeout; a round waits for a ready message that comes).
       startTimeoutMs: START_TIMEOUT_MS,
     });

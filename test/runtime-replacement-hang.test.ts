@@ -9,18 +9,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { builtModuleUrl, packageRoot } from '../src/paths.js';
 import { runNode } from './fixtures/cli-process.js';
+import { START_TIMEOUT_MS } from './fixtures/replacement-harness.js';
 import { INVOKED, newControl, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, rejection, start, until } from './fixtures/runtime-harness.js';
+import { cleanupOnRealClock, codeOf, rejection, start, until } from './fixtures/runtime-harness.js';
 
-afterEach(async () => {
-  vi.useRealTimers(); // a test that failed on the fake clock must not leave cleanup on it
-  await cleanup();
-});
+afterEach(cleanupOnRealClock);
 
 const HANG_INIT_WORKER = builtModuleUrl('test/fixtures/runtime-hang-init-worker.js');
-
-/** Out of reach of any start: the replacement's own is made due on a fake clock. */
-const START_TIMEOUT_MS = 600_000;
 
 /**
  * A runtime whose `hangAt`-th thread to run init hangs there; one thread then exits. Returns

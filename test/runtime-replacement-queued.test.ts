@@ -5,31 +5,16 @@
  * and close() still drain, though another thread serves.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { builtModuleUrl } from '../src/paths.js';
+import { START_TIMEOUT_MS, twoThreads } from './fixtures/replacement-harness.js';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, control, gate, start, until } from './fixtures/runtime-harness.js';
+import { cleanupOnRealClock, codeOf, control, gate, until } from './fixtures/runtime-harness.js';
 
-afterEach(async () => {
-  vi.useRealTimers(); // a test that failed on the fake clock must not leave cleanup on it
-  await cleanup();
-});
-
-const FAILS_WORKER = builtModuleUrl('test/fixtures/replacement-fails-worker.js');
-/** Out of reach of any start: the replacement's own is made due on a fake clock. */
-const START_TIMEOUT_MS = 600_000;
+afterEach(cleanupOnRealClock);
 
 describe('a call queued behind a replacement that never comes up', () => {
   it('ends, and close() drains, while the other thread still serves', async () => {
     const loads = new SharedArrayBuffer(8);
-    const then = 'hang'; // every replacement hangs in init
-    const rt = await start({
-      worker: FAILS_WORKER,
-      workerData: { loads, ok: 2, then },
-      threads: 2,
-      admission: { requests: 4 },
-      // Out of reach of the first threads' start: a real 2 s failed start() on a loaded machine.
-      startTimeoutMs: START_TIMEOUT_MS,
-    });
+    const rt = await twoThreads('hang', loads); // every replacement hangs in init
     const c = control();
     const running = rt.run(gate(c, { value: 'kept' }));
     await waitFor(c, STARTED);

@@ -9,12 +9,17 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CancelWords, cancelledWord, isCancelled } from '../src/runtime/cancel-words.js';
 import { WorkerTaskContext } from '../workers/task-context.js';
 import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, control, gate, start, turns, until } from './fixtures/runtime-harness.js';
+import {
+  cleanupOnRealClock,
+  codeOf,
+  control,
+  gate,
+  start,
+  turns,
+  until,
+} from './fixtures/runtime-harness.js';
 
-afterEach(async () => {
-  vi.useRealTimers();
-  await cleanup();
-});
+afterEach(cleanupOnRealClock);
 
 type Started = Awaited<ReturnType<typeof start>>;
 

@@ -10,7 +10,7 @@ import { defineWorker, Runtime, type RuntimeOptions } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
-  cleanup,
+  cleanupOnRealClock,
   codeOf,
   control,
   GATED_WORKER,
@@ -20,10 +20,7 @@ import {
   turns,
 } from './fixtures/runtime-harness.js';
 
-afterEach(async () => {
-  vi.useRealTimers(); // a test that failed on the fake clock must not leave cleanup on it
-  await cleanup();
-});
+afterEach(cleanupOnRealClock);
 
 const INIT_WORKER = builtModuleUrl('test/fixtures/runtime-init-worker.js');
 const TORN_RELEASE_WORKER = builtModuleUrl('test/fixtures/torn-release-worker.js');

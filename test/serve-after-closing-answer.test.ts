@@ -8,23 +8,16 @@
  */
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ServeHandle, serve } from '../src/serve/index.js';
+import type { ServeHandle } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { closeServed, type Gated, startServed } from './fixtures/serve-harness.js';
 
-const servers: ServeHandle[] = [];
-
-afterEach(async () => {
-  for (const s of servers.splice(0)) await s.close();
-});
+afterEach(closeServed);
 
 async function start(open: boolean): Promise<{ g: Gated; s: ServeHandle }> {
-  const g = await startGated({ inFeatures: 2, outFeatures: 2, threads: 1, open, admission: { requests: 4 } });
-  const s = await serve(g.lr, { port: 0 });
-  servers.push(s);
-  return { g, s };
+  return startServed({ inFeatures: 2, outFeatures: 2, threads: 1, open, admission: { requests: 4 } });
 }
 
 const post = (x: number): string => {

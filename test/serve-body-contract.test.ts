@@ -7,38 +7,33 @@
  * worker answer of the wrong shape. Nothing malformed reaches a worker.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
+import { type Served, type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
 import { until } from './fixtures/runtime-harness.js';
 import { get, postBytes, postJson } from './fixtures/serve-client.js';
 import { ENTERED, expectedRow } from './fixtures/serve-gate-layout.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import {
+  closeServed,
+  type Gated,
+  gatedForTest,
+  serveForTest,
+  sharedServed,
+  startServed,
+} from './fixtures/serve-harness.js';
 
 const IN = 4;
 const OUT = 3;
 const ROW = [1, 2, 3, 4];
 
-const servers: ServeHandle[] = [];
-const gates: Gated[] = [];
-
-afterEach(async () => {
-  for (const g of gates.splice(0)) g.open();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+afterEach(closeServed);
 
 // One open server for the tests that hold no capacity; each counts worker calls as a difference.
-let openServer: Promise<{ g: Gated; url: string; close: () => Promise<unknown> }> | undefined;
-function shared(): NonNullable<typeof openServer> {
-  openServer ??= (async () => {
-    const g = await startGated({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 4 } });
-    const s = await serve(g.lr, { port: 0 });
-    return { g, url: s.address, close: () => s.close() };
-  })();
-  return openServer;
+const openServer = sharedServed({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 4 } });
+async function shared(): Promise<{ g: Gated; url: string }> {
+  const { g, s } = await openServer();
+  return { g, url: s.address };
 }
 
-afterAll(async () => {
-  await (await openServer)?.close();
-});
+afterAll(openServer.close);
 
 async function reached(g: Gated, fn: () => Promise<void>): Promise<number> {
   const before = g.entered();
@@ -65,15 +60,13 @@ describe('JSON bodies', () => {
   it('many empty rows for a wide layer: 400 OMNI_ERR_BAD_BODY, the rows never sized from their count', async () => {
     // 300,000 rows of 16,384 floats would be a 19.7 GB input from a 0.9 MB body (more than a
     // typed array holds): a malformed row must be found before anything is sized by the count.
-    const g = await startGated({
+    const g = await gatedForTest({
       inFeatures: 16_384,
       outFeatures: 1,
       open: true,
       admission: { requests: 1 },
     });
-    gates.push(g);
-    const s = await serve(g.lr, { port: 0 });
-    servers.push(s);
+    const s = await serveForTest(g.lr);
     const calls = await reached(g, async () => {
       const a = await postJson(s.address, `{"rows":[${Array(300_000).fill('[]').join(',')}]}`);
       expect(a.status).toBe(400);
@@ -102,6 +95,23 @@ describe('JSON bodies', () => {
   });
 });
 
+/**
+ * A server over a runtime whose default deadline is 50 ms, its only thread held by a call without
+ * a deadline (`held`), so that a request waits behind it. Waiting instead for the request's own
+ * call to reach the gate raced its 50 ms: a worker that took longer to start it skipped it.
+ */
+async function heldBehind(
+  options: ServeOptions,
+): Promise<{ g: Gated; s: ServeHandle; held: Promise<Float32Array> }> {
+  const { g, s } = await startServed(
+    { inFeatures: IN, outFeatures: OUT, threads: 1, deadlineMs: 50, admission: { requests: 4 } },
+    options,
+  );
+  const held = g.lr.run(Float32Array.from(ROW), { deadlineMs: Number.POSITIVE_INFINITY });
+  await g.reach(ENTERED, 1);
+  return { g, s, held };
+}
+
 describe('headers', () => {
   it('charset=utf8 and a Content-Encoding of Identity (any case, padded) are served', async () => {
     const { url } = await shared();
@@ -117,20 +127,7 @@ describe('headers', () => {
   });
 
   it("a client deadline cannot lengthen the runtime's own default deadline the server uses", async () => {
-    const g = await startGated({
-      inFeatures: IN,
-      outFeatures: OUT,
-      threads: 1,
-      deadlineMs: 50,
-      admission: { requests: 4 },
-    });
-    gates.push(g);
-    const s = await serve(g.lr, { port: 0 }); // no deadlineMs: the runtime's 50 ms
-    servers.push(s);
-    // The only thread is held by a call without a deadline. Waiting instead for `longer` itself
-    // to reach the gate raced its 50 ms: a worker that took longer to start it skipped it.
-    const held = g.lr.run(Float32Array.from(ROW), { deadlineMs: Number.POSITIVE_INFINITY });
-    await g.reach(ENTERED, 1);
+    const { g, s, held } = await heldBehind({}); // no deadlineMs: the runtime's 50 ms
     const longer = postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '600000' });
     // Queued behind the held call, where it stays until the gate opens.
     await until(() => g.lr.report().queued === 1, '`longer` queued');
@@ -146,19 +143,7 @@ describe('headers', () => {
 
   // serve() refused deadlineMs: Infinity, which Runtime and LinearRuntime take as "none".
   it("deadlineMs: Infinity is none, even over the runtime's own default deadline", async () => {
-    const g = await startGated({
-      inFeatures: IN,
-      outFeatures: OUT,
-      threads: 1,
-      deadlineMs: 50,
-      admission: { requests: 4 },
-    });
-    gates.push(g);
-    const s = await serve(g.lr, { port: 0, deadlineMs: Number.POSITIVE_INFINITY });
-    servers.push(s);
-    // As above: the only thread held by a call without a deadline, the request queued behind it.
-    const held = g.lr.run(Float32Array.from(ROW), { deadlineMs: Number.POSITIVE_INFINITY });
-    await g.reach(ENTERED, 1);
+    const { g, s, held } = await heldBehind({ deadlineMs: Number.POSITIVE_INFINITY });
     const unbounded = postJson(s.address, { rows: [ROW] });
     await until(() => g.lr.report().queued === 1, 'the request queued');
     // Run after the request, with the runtime's 50 ms: once it has missed it, a request given
@@ -175,10 +160,10 @@ describe('headers', () => {
   });
 
   it('with deadlineMs: Infinity a client deadline still shortens it: 504', async () => {
-    const g = await startGated({ inFeatures: IN, outFeatures: OUT, threads: 1, admission: { requests: 2 } });
-    gates.push(g);
-    const s = await serve(g.lr, { port: 0, deadlineMs: Number.POSITIVE_INFINITY });
-    servers.push(s);
+    const { s } = await startServed(
+      { inFeatures: IN, outFeatures: OUT, threads: 1, admission: { requests: 2 } },
+      { deadlineMs: Number.POSITIVE_INFINITY },
+    );
     // The gate stays shut: without the client's 50 ms this would never end.
     const a = await postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '50' });
     expect(a.status).toBe(504);
@@ -186,10 +171,10 @@ describe('headers', () => {
   });
 
   it('a client deadline shorter than the server one shortens it: 504', async () => {
-    const g = await startGated({ inFeatures: IN, outFeatures: OUT, threads: 1, admission: { requests: 2 } });
-    gates.push(g);
-    const s = await serve(g.lr, { port: 0, deadlineMs: 600_000 });
-    servers.push(s);
+    const { s } = await startServed(
+      { inFeatures: IN, outFeatures: OUT, threads: 1, admission: { requests: 2 } },
+      { deadlineMs: 600_000 },
+    );
     // The gate stays shut: with the server's 10-minute deadline this would outlast the test.
     const a = await postJson(s.address, { rows: [ROW] }, { 'x-omni-deadline-ms': '50' });
     expect(a.status).toBe(504);

@@ -19,16 +19,15 @@ import { packageRoot } from '../src/paths.js';
 import { codeOf, rejection } from './fixtures/runtime-harness.js';
 import { get, postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { closeServed, type Gated, gatedForTest } from './fixtures/serve-harness.js';
 
 const GATED_CLI = join(packageRoot, 'dist', 'test', 'fixtures', 'serve-gated-cli.js');
 const LISTENING = /listening on (http:\/\/127\.0\.0\.1:(\d+))/;
 
-const gates: Gated[] = [];
 const cleanups: (() => void)[] = [];
 
-afterEach(() => {
-  for (const g of gates.splice(0)) g.open();
+afterEach(async () => {
+  await closeServed();
   for (const c of cleanups.splice(0)) c();
 });
 
@@ -61,14 +60,13 @@ function runInProcess(argv: string[]): InProcess {
     },
     startRuntime: async (given) => {
       options = given;
-      gated = await startGated({
+      gated = await gatedForTest({
         threads: given.threads,
         admission: given.admission,
         deadlineMs: given.deadlineMs,
         inFeatures: given.inFeatures,
         outFeatures: given.outFeatures,
       });
-      gates.push(gated);
       return gated.lr;
     },
   });
@@ -103,8 +101,7 @@ async function drainingWithOneHeld(argv: string[]) {
 
 /** A 2 -> 2 gated runtime with its gate open, stopped by afterEach if a test leaves it. */
 async function openGated(given: LinearRuntimeOptions): Promise<Gated> {
-  const gated = await startGated({ ...given, inFeatures: 2, outFeatures: 2, open: true });
-  gates.push(gated);
+  const gated = await gatedForTest({ ...given, inFeatures: 2, outFeatures: 2, open: true });
   return gated;
 }
 
@@ -285,8 +282,7 @@ describe('runServeCommand in-process', () => {
         signals: new EventEmitter() as unknown as NodeJS.Process,
         out: () => {},
         startRuntime: async (given) => {
-          gated = await startGated({ ...given, inFeatures: 2, outFeatures: 2, open: true });
-          gates.push(gated);
+          gated = await gatedForTest({ ...given, inFeatures: 2, outFeatures: 2, open: true });
           return gated.lr;
         },
       }),

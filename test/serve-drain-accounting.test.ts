@@ -12,24 +12,17 @@ import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.j
 import { CUT_OFF_STATUS } from '../src/serve/metrics.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { clients, closeServed, gatedForTest } from './fixtures/serve-harness.js';
 
 const IN = 4;
 /** 256 rows of 16,384 floats: a 16 MiB answer, far more than loopback's socket buffers hold. */
 const OUT = 16_384;
 const ROWS = 256;
 
-const gates: Gated[] = [];
-const clients: Socket[] = [];
-
-afterEach(() => {
-  for (const c of clients.splice(0)) c.destroy();
-  for (const g of gates.splice(0)) g.open();
-});
+afterEach(closeServed);
 
 async function start(options: ServeOptions = {}): Promise<ServeHandle> {
-  const g = await startGated({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 2 } });
-  gates.push(g);
+  const g = await gatedForTest({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 2 } });
   return serve(g.lr, { port: 0, sendTimeoutMs: Number.POSITIVE_INFINITY, ...options });
 }
 

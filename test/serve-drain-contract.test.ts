@@ -5,7 +5,7 @@
  * worker's gate; a stalled upload is seen through the server's in-flight gauge.
  */
 import { request } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
 import { CUT_OFF_STATUS } from '../src/serve/metrics.js';
@@ -13,19 +13,12 @@ import { sample } from './fixtures/metrics-text.js';
 import { codeOf, until } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { clients, closeServed, type Gated, gatedForTest } from './fixtures/serve-harness.js';
 
-const gates: Gated[] = [];
-const sockets: Socket[] = [];
-
-afterEach(() => {
-  for (const g of gates.splice(0)) g.open();
-  for (const s of sockets.splice(0)) s.destroy();
-});
+afterEach(closeServed);
 
 async function start(): Promise<{ g: Gated; s: ServeHandle }> {
-  const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
-  gates.push(g);
+  const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
   return { g, s: await serve(g.lr, { port: 0 }) };
 }
 
@@ -78,8 +71,7 @@ describe('drain', () => {
   });
 
   it('expireDrain() while the runtime closes: a close() that rejects a second call is not an unhandled rejection', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, open: true });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, open: true });
     // A hand-written runtime that refuses a second close(), as many libraries do.
     let finish: (result: { clean: boolean; abandoned: number }) => void = () => {};
     let closes = 0;
@@ -116,8 +108,7 @@ describe('drain', () => {
     ['rejects', () => Promise.reject(new Error('cannot close'))],
     ['resolves nothing', () => Promise.resolve(undefined)],
   ])('a runtime whose close() %s: the drain still ends, not clean', async (_, close) => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, open: true });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, open: true });
     try {
       const s = await serve(withClose(g, close as unknown as Served['close']), { port: 0 });
       expect(await s.drain()).toEqual({ clean: false, abandonedRequests: 0 });
@@ -147,7 +138,7 @@ describe('drain', () => {
   it('a client stalled mid-upload holds the drain until its timeout, then is cut off', async () => {
     const { g, s } = await start();
     const socket = connect({ host: '127.0.0.1', port: s.port });
-    sockets.push(socket);
+    clients.push(socket);
     socket.on('error', () => {}); // the server cuts it off on purpose
     const closed = new Promise<string>((resolve) => {
       const heard: Buffer[] = [];
@@ -181,7 +172,7 @@ describe('drain', () => {
     left.end(Buffer.from(new Float32Array([1, 2, 3, 4]).buffer));
     await g.reach(ENTERED, 1);
     const stalled = connect({ host: '127.0.0.1', port: s.port });
-    sockets.push(stalled);
+    clients.push(stalled);
     stalled.on('error', () => {}); // the server cuts it off on purpose
     stalled.write(
       'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 64\r\n\r\n',

@@ -11,20 +11,14 @@ import { type Served, serve } from '../src/serve/index.js';
 import { codeOf } from './fixtures/runtime-harness.js';
 import { postFloats, tryConnect } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { clients, closeServed, gatedForTest } from './fixtures/serve-harness.js';
 
-const agents: Agent[] = [];
-const gates: Gated[] = [];
-
-afterEach(() => {
-  for (const a of agents.splice(0)) a.destroy();
-  for (const g of gates.splice(0)) g.open();
-});
+afterEach(closeServed);
 
 /** An agent that keeps exactly one connection, so its next request reuses the open one. */
 function keepAlive(): Agent {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  agents.push(agent);
+  clients.push(agent);
   return agent;
 }
 
@@ -60,8 +54,7 @@ function request(agent: Agent, url: string, method = 'GET', body?: Buffer): Prom
 
 describe('drain', () => {
   it('503 on open connections (health included), no new connections, in-flight work ends 200', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
     const s = await serve(g.lr, { port: 0 });
     const url = s.address;
     const healthAgent = keepAlive();
@@ -107,8 +100,7 @@ describe('drain', () => {
   });
 
   it('on open connections only the run route and /health answer 503, as `serve --help` says', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
     const s = await serve(g.lr, { port: 0 });
     const asks = [
       ['POST', '/v1/linear'],
@@ -145,8 +137,7 @@ describe('drain', () => {
   });
 
   it('a request in flight when the drain starts is answered with Connection: close', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
     const s = await serve(g.lr, { port: 0 });
     const agent = keepAlive();
     // The request arrives while serving, on a kept-alive connection, and is answered during the
@@ -173,8 +164,7 @@ describe('drain', () => {
    * started it late skipped it, and nothing was left to wait for.
    */
   async function drainWaitingOnRuntime(timeoutMs: number) {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
     const s = await serve(g.lr, { port: 0 });
     const held = g.lr.run(new Float32Array(4), { deadlineMs: Number.POSITIVE_INFINITY }).then(
       (y) => y.length,
@@ -222,8 +212,7 @@ describe('drain', () => {
   ])(
     '%s waits for the work, instead of abandoning it after 1 ms or refusing',
     async (_name, options, drain) => {
-      const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
-      gates.push(g);
+      const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
       const s = await serve(g.lr, { port: 0, ...options });
       const inflight = postFloats(s.address, [1, 2, 3, 4]);
       await g.reach(ENTERED, 1);
@@ -241,8 +230,7 @@ describe('drain', () => {
   );
 
   it('an idle server drained with a 1 ms timeout is clean: the runtime teardown is not abandoned work', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
     g.open();
     const s = await serve(g.lr, { port: 0 });
     expect((await postFloats(s.address, [1, 2, 3, 4])).status).toBe(200);
@@ -252,8 +240,7 @@ describe('drain', () => {
   });
 
   it('a drain timeout abandons work still held: the result says so and the runtime still stops', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
     const s = await serve(g.lr, { port: 0 });
     const stuck = postFloats(s.address, [1, 2, 3, 4]).then(
       (a) => `${a.status} ${String(a.json?.code)}`,
@@ -269,8 +256,7 @@ describe('drain', () => {
   });
 
   it('a thread lost during a drain, before its timeout, is still a 500 OMNI_ERR_WORKER_EXITED', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
     g.open();
     // The call's end is the test's: its thread is lost while the drain still waits for it, which
     // the drain did not cause (no timeout, no second signal), so no retry elsewhere is invited.

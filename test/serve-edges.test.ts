@@ -13,34 +13,28 @@ import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { get, postFloats, rawExchange } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
+import {
+  closeServed,
+  type Gated,
+  type GatedOptions,
+  gatedForTest,
+  serveForTest,
+  sharedServed,
+} from './fixtures/serve-harness.js';
 
 const IN = 4;
-const servers: ServeHandle[] = [];
-const gates: Gated[] = [];
 
-afterEach(async () => {
-  for (const g of gates.splice(0)) g.open();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+afterEach(closeServed);
 
-async function gated(options: GatedOptions = {}): Promise<Gated> {
-  const g = await startGated({ inFeatures: IN, outFeatures: 2, threads: 1, ...options });
-  gates.push(g);
-  return g;
-}
-
-async function served(runtime: Served, options: Parameters<typeof serve>[1] = {}): Promise<ServeHandle> {
-  const s = await serve(runtime, { port: 0, ...options });
-  servers.push(s);
-  return s;
+function gated(options: GatedOptions = {}): Promise<Gated> {
+  return gatedForTest({ inFeatures: IN, outFeatures: 2, threads: 1, ...options });
 }
 
 describe('options', () => {
   // Kills: retryAfterSeconds' inclusive minimum 0 turned into 1 (0 refused as an invalid option).
   it('retryAfterSeconds: 0 is accepted and is the Retry-After of a capacity 503', async () => {
     const g = await gated({ admission: { requests: 1 } });
-    const s = await served(g.lr, { retryAfterSeconds: 0 });
+    const s = await serveForTest(g.lr, { retryAfterSeconds: 0 });
     const held = postFloats(s.address, [1, 2, 3, 4]);
     await g.reach(ENTERED, 1);
     const refused = await postFloats(s.address, [1, 2, 3, 4]);
@@ -79,7 +73,7 @@ describe('GET /health and /metrics', () => {
   // Kills: /health's `waiting` not taken from the report (always 0).
   it('/health counts a caller waiting for admission (bounded wait mode)', async () => {
     const g = await gated({ admission: { requests: 1, wait: true } });
-    const s = await served(g.lr);
+    const s = await serveForTest(g.lr);
     const first = postFloats(s.address, [1, 2, 3, 4]);
     await g.reach(ENTERED, 1);
     const second = postFloats(s.address, [1, 2, 3, 4]);
@@ -94,7 +88,7 @@ describe('GET /health and /metrics', () => {
   // Kills: 'unavailable' missing from the outcomes calls_total exports.
   it('calls_total counts the calls a stopped runtime refused as unavailable', async () => {
     const g = await gated({ open: true, admission: { requests: 2 } });
-    const s = await served(g.lr, { closeRuntime: false });
+    const s = await serveForTest(g.lr, { closeRuntime: false });
     await g.lr.close();
     const refused = await postFloats(s.address, [1, 2, 3, 4]);
     expect(refused.status).toBe(503);
@@ -107,18 +101,13 @@ describe('GET /health and /metrics', () => {
 
 describe('Expect: 100-continue', () => {
   const BODY_LIMIT = 64;
-  let shared: Promise<ServeHandle> | undefined;
-  const server = (): Promise<ServeHandle> => {
-    shared ??= (async () => {
-      const g = await startGated({ inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } });
-      return serve(g.lr, { port: 0, bodyLimit: BODY_LIMIT });
-    })();
-    return shared;
-  };
-  afterAll(async () => {
-    // The drain closes the runtime too (the server owns it).
-    await (await shared)?.close();
-  });
+  const shared = sharedServed(
+    { inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } },
+    { bodyLimit: BODY_LIMIT },
+  );
+  const server = async (): Promise<ServeHandle> => (await shared()).s;
+  // The drain closes the runtime too (the server owns it).
+  afterAll(shared.close);
 
   // Kills: BODY_METHODS cut to POST only (fastify reads the JSON body of these methods too, on
   // a 404 as on a route; without the 100 the client would wait for it while the server waits
@@ -172,7 +161,7 @@ describe('CONNECT (this server is no proxy)', () => {
     '%s: answered 501 OMNI_ERR_NOT_IMPLEMENTED in JSON, in order, counted, then closed',
     async (_name, before) => {
       const g = await gated({ open: true });
-      const s = await served(g.lr);
+      const s = await serveForTest(g.lr);
       const answer = await rawExchange(s.port, [
         `${before}CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`,
       ]);
@@ -196,7 +185,7 @@ describe('CONNECT (this server is no proxy)', () => {
   // while the close lingers) was an uncaught exception that ended the server's process.
   it('the connection handed over keeps an error listener: an error on it closes it, never throws', async () => {
     const g = await gated({ open: true });
-    const s = await served(g.lr);
+    const s = await serveForTest(g.lr);
     const handedOver = new Promise<Socket>((resolve) => {
       s.app.server.once('connect', (_req: IncomingMessage, socket: Socket) => resolve(socket));
     });
@@ -221,7 +210,7 @@ describe('CONNECT (this server is no proxy)', () => {
     ['destroys the connection', (c: Socket) => c.destroy()],
   ])('behind a call still running, a client that %s aborts the call (499)', async (_name, leave) => {
     const g = await gated();
-    const s = await served(g.lr);
+    const s = await serveForTest(g.lr);
     const client = await callThenConnect(g, s);
     leave(client);
     await until(() => g.lr.report().aborted === 1, 'the call to hear the client leave');
@@ -240,7 +229,7 @@ describe('CONNECT (this server is no proxy)', () => {
   // (forever, for a runtime the drain does not close) or its close lingered.
   it('the drain closes a connection handed over, as it closes the others', async () => {
     const g = await gated();
-    const s = await served(g.lr, { closeRuntime: false });
+    const s = await serveForTest(g.lr, { closeRuntime: false });
     const client = await callThenConnect(g, s);
     try {
       // The gate stays shut until the drain is over: only the drain can close the connection.
@@ -260,7 +249,7 @@ describe('CONNECT (this server is no proxy)', () => {
   // CONNECT too: the CONNECT was counted when it came, though never answered.
   it('behind a call whose answer closes the connection (a drain): not answered, not counted', async () => {
     const g = await gated();
-    const s = await served(g.lr);
+    const s = await serveForTest(g.lr);
     const client = await callThenConnect(g, s);
     let heard = '';
     client.on('data', (chunk: Buffer) => {
@@ -279,7 +268,7 @@ describe('CONNECT (this server is no proxy)', () => {
 
   it('behind an answer that closes the connection: not answered, not counted (RFC 9112 9.6)', async () => {
     const g = await gated({ open: true });
-    const s = await served(g.lr);
+    const s = await serveForTest(g.lr);
     // A malformed URL is answered before its (empty) body is read: with Connection: close.
     const answer = await rawExchange(s.port, [
       'GET /% HTTP/1.1\r\nHost: x\r\n\r\nCONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',

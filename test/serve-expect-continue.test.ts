@@ -14,21 +14,14 @@ import { type ServeHandle, serve } from '../src/serve/index.js';
 import { until } from './fixtures/runtime-harness.js';
 import { rawExchange } from './fixtures/serve-client.js';
 import { ENTERED, HELD_INPUT } from './fixtures/serve-gate-layout.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { type Gated, sharedServed, startGated } from './fixtures/serve-harness.js';
 
 const IN = 4;
-let started: Promise<{ g: Gated; s: ServeHandle }> | undefined;
-function shared(): Promise<{ g: Gated; s: ServeHandle }> {
-  started ??= (async () => {
-    const g = await startGated({ inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } });
-    return { g, s: await serve(g.lr, { port: 0, bodyLimit: 64 }) };
-  })();
-  return started;
-}
-
-afterAll(async () => {
-  await (await started)?.s.close();
-});
+const shared = sharedServed(
+  { inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } },
+  { bodyLimit: 64 },
+);
+afterAll(shared.close);
 
 function head(type: string, length: number): string {
   return (

@@ -13,30 +13,20 @@ import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
 import { rawExchange } from './fixtures/serve-client.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { type Gated, sharedServed, startGated } from './fixtures/serve-harness.js';
 
 const IN = 4;
 const UNITS = 8;
 /** More than one native call takes (MAX_ROWS), checked before the unit ceiling. */
 const OVER_MAX_ROWS = 65_537;
 
-let started: Promise<{ g: Gated; s: ServeHandle }> | undefined;
-function shared(): Promise<{ g: Gated; s: ServeHandle }> {
-  started ??= (async () => {
-    const g = await startGated({
-      inFeatures: IN,
-      outFeatures: 3,
-      open: true,
-      admission: { requests: 4, units: UNITS },
-    });
-    return { g, s: await serve(g.lr, { port: 0 }) };
-  })();
-  return started;
-}
-
-afterAll(async () => {
-  await (await started)?.s.close();
+const shared = sharedServed({
+  inFeatures: IN,
+  outFeatures: 3,
+  open: true,
+  admission: { requests: 4, units: UNITS },
 });
+afterAll(shared.close);
 
 function octets(rows: number): Buffer {
   return Buffer.from(new Float32Array(rows * IN).fill(0.5).buffer);

@@ -10,25 +10,25 @@ import { connect } from 'node:net';
 import type { Readable } from 'node:stream';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { encodeJson } from '../src/serve/body.js';
-import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import type { ServeHandle, ServeOptions } from '../src/serve/index.js';
 import { JSON_CHUNK_FLOATS, jsonChunks } from '../src/serve/json-answer.js';
 import { sample } from './fixtures/metrics-text.js';
 import { floatsOf, postFloats, postJson, rawExchange } from './fixtures/serve-client.js';
 import { HELD_INPUT } from './fixtures/serve-gate-layout.js';
-import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
+import {
+  clients,
+  closeServed,
+  type Gated,
+  type GatedOptions,
+  startServed,
+} from './fixtures/serve-harness.js';
 
 const IN = 4;
 const OUT = 16_384;
 
-const servers: ServeHandle[] = [];
-const gates: Gated[] = [];
-const clients: Socket[] = [];
-
 afterEach(async () => {
   vi.useRealTimers();
-  for (const c of clients.splice(0)) c.destroy();
-  for (const g of gates.splice(0)) g.open();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
+  await closeServed();
 });
 
 async function start(sendTimeoutMs?: number): Promise<ServeHandle> {
@@ -36,17 +36,10 @@ async function start(sendTimeoutMs?: number): Promise<ServeHandle> {
 }
 
 async function startWith(gated: GatedOptions, options: ServeOptions): Promise<{ g: Gated; s: ServeHandle }> {
-  const g = await startGated({
-    inFeatures: IN,
-    outFeatures: OUT,
-    open: true,
-    admission: { requests: 2 },
-    ...gated,
-  });
-  gates.push(g);
-  const s = await serve(g.lr, { port: 0, ...options });
-  servers.push(s);
-  return { g, s };
+  return startServed(
+    { inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 2 }, ...gated },
+    options,
+  );
 }
 
 /** A JSON request of `rows` rows whose first value is `first` (HELD_INPUT: held in the worker). */

@@ -7,25 +7,18 @@
  */
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type ServeHandle, serve } from '../src/serve/index.js';
+import type { ServeHandle } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { pipelinedExchange } from './fixtures/serve-client.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { sharedServed } from './fixtures/serve-harness.js';
 
 const IN = 4;
-let started: Promise<{ g: Gated; s: ServeHandle }> | undefined;
-function shared(): Promise<{ g: Gated; s: ServeHandle }> {
-  started ??= (async () => {
-    const g = await startGated({ inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } });
-    return { g, s: await serve(g.lr, { port: 0, deadlineMs: 60_000 }) };
-  })();
-  return started;
-}
-
-afterAll(async () => {
-  await (await started)?.s.close();
-});
+const shared = sharedServed(
+  { inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } },
+  { deadlineMs: 60_000 },
+);
+afterAll(shared.close);
 
 const floats = (values: number[]): Buffer => Buffer.from(new Float32Array(values).buffer);
 function octetRequest(body: Buffer, extraHeaders = ''): Buffer {

@@ -14,7 +14,14 @@ import { type ServeHandle, serve } from '../src/serve/index.js';
 import { listeningServers } from '../src/serve/listeners.js';
 import { type Answer, postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import {
+  closeServed,
+  type Gated,
+  gatedForTest,
+  serveForTest,
+  servers,
+  startServed,
+} from './fixtures/serve-harness.js';
 
 const BOTH = [
   { address: '127.0.0.1', family: 4 },
@@ -26,8 +33,6 @@ const hasIpv6Loopback = Object.values(networkInterfaces()).some((list) =>
 );
 
 const lookup = dns.lookup;
-const gates: Gated[] = [];
-const servers: ServeHandle[] = [];
 const squatters: NetServer[] = [];
 /** What the all-addresses lookup of 'localhost' answers (BOTH unless a test says otherwise). */
 let addressesOfLocalhost = BOTH;
@@ -78,8 +83,7 @@ afterEach(async () => {
   addressesOfLocalhost = BOTH;
   beforeOthersBind = undefined;
   vi.restoreAllMocks();
-  for (const g of gates.splice(0)) g.open();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
+  await closeServed();
   await Promise.all(
     squatters.splice(0).map((q) => new Promise((resolve) => q.close(() => resolve(undefined)))),
   );
@@ -110,11 +114,7 @@ function tryConnect(host: string, port: number): Promise<string> {
 }
 
 async function start(): Promise<{ g: Gated; s: ServeHandle }> {
-  const g = await startGated({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
-  gates.push(g);
-  const s = await serve(g.lr, { host: 'localhost', port: 0 });
-  servers.push(s);
-  return { g, s };
+  return startServed({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } }, { host: 'localhost' });
 }
 
 /** Writes `text` to a fresh connection to `host` and returns everything heard until it closes. */
@@ -211,8 +211,7 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
   });
 
   it('a port taken on ::1 by another program: EADDRINUSE, as on 127.0.0.1, and nothing listens', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
     const port = await squat(0);
     const failure = await serveOrError(g, port);
     // Before: serve resolved, listening on 127.0.0.1 alone.
@@ -225,8 +224,7 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
   });
 
   it('a port taken on ::1: a request that reached 127.0.0.1 before the refusal is answered 503, and never runs', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
     g.open();
     const port = await squat(0);
     // serve's own lookup (the second: fastify's binds the others) answers only once a request on
@@ -318,11 +316,9 @@ describe("a host name other than 'localhost' that names several addresses", () =
       if (all) process.nextTick(done, null, two);
       else process.nextTick(done, null, two[0]!.address, 4);
     }) as typeof dns.lookup;
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
     // Before: every attempt found 127.0.0.2 unbound, free, and called it taken (EADDRINUSE).
-    const s = await serve(g.lr, { host: name, port: 0 });
-    servers.push(s);
+    const s = await serveForTest(g.lr, { host: name });
     g.open();
     expect(s.host).toBe('127.0.0.1');
     expect(listeningServers(s.app)).toHaveLength(1);

@@ -6,28 +6,18 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RuntimeReport } from '../src/runtime/report.js';
-import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import type { ServeHandle, ServeOptions } from '../src/serve/index.js';
 import { ServeMetrics } from '../src/serve/metrics.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { get, postFloats, rawExchange } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
+import { closeServed, type Gated, type GatedOptions, startServed } from './fixtures/serve-harness.js';
 
-const servers: ServeHandle[] = [];
-const gates: Gated[] = [];
-
-afterEach(async () => {
-  for (const g of gates.splice(0)) g.open();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+afterEach(closeServed);
 
 async function start(gated: GatedOptions, options: ServeOptions = {}): Promise<{ g: Gated; s: ServeHandle }> {
-  const g = await startGated({ inFeatures: 2, outFeatures: 2, threads: 1, ...gated });
-  gates.push(g);
-  const s = await serve(g.lr, { port: 0, ...options });
-  servers.push(s);
-  return { g, s };
+  return startServed({ inFeatures: 2, outFeatures: 2, threads: 1, ...gated }, options);
 }
 
 async function scrape(s: ServeHandle): Promise<string> {

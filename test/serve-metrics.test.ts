@@ -2,26 +2,22 @@
 import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ServeHandle, serve } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { get, postFloats, rawExchange } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
+import {
+  closeServed,
+  type Gated,
+  type GatedOptions,
+  servers,
+  startServed,
+} from './fixtures/serve-harness.js';
 
-const servers: ServeHandle[] = [];
-const gates: Gated[] = [];
-
-afterEach(async () => {
-  for (const g of gates.splice(0)) g.open();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+afterEach(closeServed);
 
 async function start(options: GatedOptions): Promise<{ g: Gated; url: string }> {
-  const g = await startGated({ inFeatures: 2, outFeatures: 2, ...options });
-  gates.push(g);
-  const s = await serve(g.lr, { port: 0 });
-  servers.push(s);
+  const { g, s } = await startServed({ inFeatures: 2, outFeatures: 2, ...options });
   return { g, url: s.address };
 }
 

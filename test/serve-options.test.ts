@@ -15,10 +15,14 @@ import {
 import { codeOf } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { type Gated, type GatedOptions, startGated } from './fixtures/serve-harness.js';
-
-const servers: ServeHandle[] = [];
-const gates: Gated[] = [];
+import {
+  closeServed,
+  type Gated,
+  type GatedOptions,
+  gatedForTest,
+  serveForTest,
+  servers,
+} from './fixtures/serve-harness.js';
 
 let unserved: Promise<Gated> | undefined;
 
@@ -27,10 +31,7 @@ const hasIpv6Loopback = Object.values(networkInterfaces()).some((list) =>
   list?.some((a) => a.internal && a.family === 'IPv6' && a.address === '::1'),
 );
 
-afterEach(async () => {
-  for (const g of gates.splice(0)) g.open();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+afterEach(closeServed);
 
 afterAll(async () => {
   await (await unserved)?.lr.close();
@@ -47,16 +48,13 @@ function outcomeOf(serving: Promise<ServeHandle>): Promise<unknown> {
   );
 }
 
-async function gated(options: GatedOptions = {}): Promise<Gated> {
-  const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, ...options });
-  gates.push(g);
-  return g;
+function gated(options: GatedOptions = {}): Promise<Gated> {
+  return gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, ...options });
 }
 
 async function start(options: ServeOptions, g?: Gated): Promise<{ g: Gated; s: ServeHandle }> {
   const runtime = g ?? (await gated({ admission: { requests: 2 } }));
-  const s = await serve(runtime.lr, { port: 0, ...options });
-  servers.push(s);
+  const s = await serveForTest(runtime.lr, options);
   return { g: runtime, s };
 }
 

@@ -12,12 +12,9 @@ import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { pipelinedExchange } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { closeServed, type Gated, gatedForTest } from './fixtures/serve-harness.js';
 
-const gates: Gated[] = [];
-afterEach(() => {
-  for (const g of gates.splice(0)) g.open();
-});
+afterEach(closeServed);
 
 async function connected(port: number): Promise<Socket> {
   const socket = connect({ host: '127.0.0.1', port });
@@ -43,8 +40,7 @@ async function servedWithOneThread(requests = 4): Promise<{
   s: ServeHandle;
   first: Buffer;
 }> {
-  const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests } });
-  gates.push(g);
+  const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests } });
   const s = await serve(g.lr, { port: 0 });
   const body = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
   const head =
@@ -55,8 +51,7 @@ async function servedWithOneThread(requests = 4): Promise<{
 
 describe('pipelined requests', () => {
   it('both calls of a connection that leaves are aborted, none stays in flight, both are 499', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 2, admission: { requests: 4 } });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 2, admission: { requests: 4 } });
     const s = await serve(g.lr, { port: 0 });
     const socket = await connected(s.port);
     const body = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer);
@@ -83,8 +78,7 @@ describe('pipelined requests', () => {
   // response would leave a 'close' listener on its connection for as long as the connection
   // lives, and a kept-alive client would grow the list with every batch it pipelines.
   it('a kept-alive connection keeps no listener per request it pipelined', async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 2, open: true });
-    gates.push(g);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, open: true });
     const s = await serve(g.lr, { port: 0 });
     const accepted = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
     const socket = await connected(s.port);

@@ -6,31 +6,22 @@
  * comes from the answers themselves, never from sleeps.
  */
 import type { ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import type { ServeHandle, ServeOptions } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { type Answer, postFloats, type RawAnswer, rawExchange } from './fixtures/serve-client.js';
 import { ENTERED, HELD_INPUT } from './fixtures/serve-gate-layout.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { clients, closeServed, type Gated, startServed } from './fixtures/serve-harness.js';
 
-const servers: ServeHandle[] = [];
-const gates: Gated[] = [];
-const sockets: Socket[] = [];
-
-afterEach(async () => {
-  for (const c of sockets.splice(0)) c.destroy();
-  for (const g of gates.splice(0)) g.open();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+afterEach(closeServed);
 
 async function start(options: ServeOptions, open = true): Promise<{ g: Gated; s: ServeHandle }> {
-  const g = await startGated({ inFeatures: 4, outFeatures: 2, threads: 1, open, admission: { requests: 2 } });
-  gates.push(g);
-  const s = await serve(g.lr, { port: 0, ...options });
-  servers.push(s);
-  return { g, s };
+  return startServed(
+    { inFeatures: 4, outFeatures: 2, threads: 1, open, admission: { requests: 2 } },
+    options,
+  );
 }
 
 const OCTET_HEAD =
@@ -245,7 +236,7 @@ async function behindQueuedAnswer(
       else waiting.push({ n, resolve });
     });
   const socket = connect({ host: '127.0.0.1', port: s.port });
-  sockets.push(socket);
+  clients.push(socket);
   socket.on('error', () => {});
   let heard = Buffer.alloc(0);
   socket.on('data', (chunk: Buffer) => {
@@ -275,16 +266,10 @@ describe('a pipelined upload behind answers that back up (node:http reads no mor
   const big = `${OCTET_HEAD.replace('/v1/linear', '/v1/linear?rows=1')}${'\0'.repeat(16)}`;
 
   it('its clock runs from its first byte while its body waits unread: 408 after the answers before it', async () => {
-    const g = await startGated({
-      inFeatures: 4,
-      outFeatures: OUT,
-      threads: 2,
-      open: true,
-      admission: { requests: 4 },
-    });
-    gates.push(g);
-    const s = await serve(g.lr, { port: 0, requestTimeoutMs: 1000 });
-    servers.push(s);
+    const { g, s } = await startServed(
+      { inFeatures: 4, outFeatures: OUT, threads: 2, open: true, admission: { requests: 4 } },
+      { requestTimeoutMs: 1000 },
+    );
     const timedOut = new Promise<void>((resolve) => s.app.server.once('clientError', () => resolve()));
     const { answers, closed } = await behindQueuedAnswer(g, s, big, async () => {
       await timedOut;
@@ -299,16 +284,10 @@ describe('a pipelined upload behind answers that back up (node:http reads no mor
   });
 
   it('behind an answer that does not back up, the same upload is read at once and run', async () => {
-    const g = await startGated({
-      inFeatures: 4,
-      outFeatures: OUT,
-      threads: 2,
-      open: true,
-      admission: { requests: 4 },
-    });
-    gates.push(g);
-    const s = await serve(g.lr, { port: 0, requestTimeoutMs: 1000 });
-    servers.push(s);
+    const { g, s } = await startServed(
+      { inFeatures: 4, outFeatures: OUT, threads: 2, open: true, admission: { requests: 4 } },
+      { requestTimeoutMs: 1000 },
+    );
     const health = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
     const { answers } = await behindQueuedAnswer(g, s, health, async () => {
       // Read whole and run while the call ahead of it is still held.

@@ -9,33 +9,23 @@
 import type { ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { DEFAULT_SEND_TIMEOUT_MS, type ServeHandle, type ServeOptions, serve } from '../src/serve/index.js';
+import { DEFAULT_SEND_TIMEOUT_MS, type ServeHandle, type ServeOptions } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
 import { get } from './fixtures/serve-client.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { clients, closeServed, type Gated, startServed } from './fixtures/serve-harness.js';
 
 const IN = 4;
 const OUT = 16_384;
 /** 256 rows of 16,384 floats: a 16 MiB answer. */
 const ROWS = 256;
 
-const servers: ServeHandle[] = [];
-const gates: Gated[] = [];
-const clients: Socket[] = [];
-
 afterEach(async () => {
   vi.useRealTimers();
-  for (const c of clients.splice(0)) c.destroy();
-  for (const g of gates.splice(0)) g.open();
-  await Promise.all(servers.splice(0).map((s) => s.close()));
+  await closeServed();
 });
 
 async function start(options: ServeOptions): Promise<{ g: Gated; s: ServeHandle }> {
-  const g = await startGated({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 2 } });
-  gates.push(g);
-  const s = await serve(g.lr, { port: 0, ...options });
-  servers.push(s);
-  return { g, s };
+  return startServed({ inFeatures: IN, outFeatures: OUT, open: true, admission: { requests: 2 } }, options);
 }
 
 /**

@@ -14,9 +14,9 @@ import {
   FAIL_PLAIN,
   FINISHED,
 } from './fixtures/serve-gate-layout.js';
+import { closeServed } from './fixtures/serve-harness.js';
 import {
   closeShared,
-  closeStarted,
   errorOf,
   expected,
   rows,
@@ -26,7 +26,7 @@ import {
 } from './fixtures/serve-status-server.js';
 
 afterAll(closeShared);
-afterEach(closeStarted);
+afterEach(closeServed);
 
 describe('503: admission refusals, answered at once, never reaching a worker', () => {
   it('a burst beyond capacity: exactly the excess is refused, with Retry-After', async () => {

@@ -6,10 +6,11 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { get, postBytes, postFloats, rawExchange } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { closeShared, closeStarted, errorOf, expected, rows, start } from './fixtures/serve-status-server.js';
+import { closeServed } from './fixtures/serve-harness.js';
+import { closeShared, errorOf, expected, rows, start } from './fixtures/serve-status-server.js';
 
 afterAll(closeShared);
-afterEach(closeStarted);
+afterEach(closeServed);
 
 describe('headers', () => {
   it('a client deadline longer than the server one does not lengthen it: 504 at the server deadline', async () => {

@@ -15,9 +15,9 @@ import {
   postJson,
   rawExchange,
 } from './fixtures/serve-client.js';
+import { closeServed } from './fixtures/serve-harness.js';
 import {
   closeShared,
-  closeStarted,
   errorOf,
   expected,
   f32,
@@ -29,7 +29,7 @@ import {
 } from './fixtures/serve-status-server.js';
 
 afterAll(closeShared);
-afterEach(closeStarted);
+afterEach(closeServed);
 
 describe('200: rows in, rows out, in the request encoding', () => {
   it('octet-stream: rows from the body length, from ?rows= and from x-omni-rows', async () => {

@@ -6,22 +6,12 @@
  */
 import { connect, type Socket } from 'node:net';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { type ServeHandle, serve } from '../src/serve/index.js';
+import type { ServeHandle } from '../src/serve/index.js';
 import { answerThenMalformedRest } from './fixtures/serve-client.js';
-import { type Gated, startGated } from './fixtures/serve-harness.js';
+import { sharedServed } from './fixtures/serve-harness.js';
 
-let started: Promise<{ g: Gated; s: ServeHandle }> | undefined;
-function shared(): Promise<{ g: Gated; s: ServeHandle }> {
-  started ??= (async () => {
-    const g = await startGated({ inFeatures: 4, outFeatures: 3, open: true, admission: { requests: 4 } });
-    return { g, s: await serve(g.lr, { port: 0 }) };
-  })();
-  return started;
-}
-
-afterAll(async () => {
-  await (await started)?.s.close();
-});
+const shared = sharedServed({ inFeatures: 4, outFeatures: 3, open: true, admission: { requests: 4 } });
+afterAll(shared.close);
 
 afterEach(() => {
   vi.useRealTimers();
