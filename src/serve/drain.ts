@@ -56,6 +56,15 @@ export interface Closable {
   close(options?: { timeoutMs?: number }): Promise<{ readonly clean: boolean }>;
 }
 
+/**
+ * `runtime.close()` as a promise, whatever it does: hand-written JavaScript that throws, or
+ * returns no promise, must not stop the drain half way (its connections and server never
+ * closed) nor throw out of expire() (in a signal listener, the end of the process).
+ */
+function closeOf(runtime: Closable, timeoutMs: number): Promise<{ readonly clean: boolean } | undefined> {
+  return new Promise((resolve) => resolve(runtime.close({ timeoutMs })));
+}
+
 export class Drain {
   readonly #runtime: Closable | undefined;
   #state: ServerState = 'serving';
@@ -139,7 +148,7 @@ export class Drain {
     this.#expire?.();
     // The drain hears how the close ends through its own call; a runtime that rejects this
     // second one (already closing) must not become an unhandled rejection (a crash).
-    if (this.#closingRuntime) Promise.resolve(this.#runtime?.close({ timeoutMs: 0 })).catch(() => {});
+    if (this.#closingRuntime && this.#runtime) closeOf(this.#runtime, 0).catch(() => {});
   }
 
   /** Resolves once every tracked response has closed (their 'close' listeners all ran). */
@@ -179,7 +188,7 @@ export class Drain {
       this.#closingRuntime = true;
       // The runtime's word, not the clock: its teardown after the work ended (tens of ms) must
       // not make a drain whose work all ended in time look abandoned.
-      runtimeDone = await this.#runtime.close({ timeoutMs: left }).then(
+      runtimeDone = await closeOf(this.#runtime, left).then(
         // Optional chaining: a hand-written JavaScript runtime that resolves nothing must not
         // stop the drain half way (an unknown answer counts as not clean).
         (closed) => closed?.clean === true,
