@@ -6,7 +6,8 @@
  * read, one pipelined behind it), seen arriving through the server's own gauge and events. The
  * same holds on every path a request takes apart from the plain one: a connection handed over
  * for a CONNECT, a 100 Continue withheld, an Upgrade node answers as any other request, HTTP/1.0,
- * a body node could not parse, the other address of host 'localhost'.
+ * a body node could not parse, a URL fastify answers before routing, the other address of host
+ * 'localhost'.
  */
 import dns from 'node:dns';
 import type { ServerResponse } from 'node:http';
@@ -172,6 +173,32 @@ describe('a drain that cuts requests off on the paths apart from the plain one',
     c.write('\r\nQQ\r\n'); // not a chunk size
     await Promise.all([written, failed]);
     await cutOff(s, 2);
+  });
+
+  it('a malformed URL (answered before routing, without hooks) queued behind an unread answer', async () => {
+    const s = await start();
+    const written = firstAnswerWritten(s);
+    // After fastify's listener, which answers it at once (its answer waits behind the first).
+    const routed = new Promise<void>((resolve) =>
+      s.app.server.on('request', (req) => {
+        if (req.url === '/%zz') resolve();
+      }),
+    );
+    const c = client(s);
+    unread(c);
+    c.write('GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await Promise.all([written, routed]);
+    // Before: recorded 400 as soon as answered, never in flight, nor in the drain's count.
+    expect(await inflight(s)).toBe(2);
+    const drained = s.drain({ timeoutMs: 600_000 });
+    s.expireDrain();
+    expect(await drained).toEqual({ clean: false, abandonedRequests: 2 });
+    const text = (await s.metrics.scrape()).text;
+    const unmatched = (status: number): string =>
+      `omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="${status}"}`;
+    expect([sample(text, unmatched(400)), sample(text, unmatched(CUT_OFF_STATUS))]).toEqual([undefined, 1]);
+    expect(sample(text, series(CUT_OFF_STATUS))).toBe(1);
+    expect(sample(text, 'omni_http_inflight')).toBe(0);
   });
 
   it('a drain started as a request arrives, before the server counts it: answered 503, in the metrics', async () => {

@@ -14,7 +14,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import {
   BadRequestError,
   describeValue,
@@ -314,6 +314,43 @@ async function listenOnce(
   };
   const metrics = new ServeMetrics({ report, inflight: () => drain.inflight });
   const clientErrors = clientErrorHandler(metrics);
+  /**
+   * Counts a request in flight until its response closes, and records one that closes before
+   * its answer finished (fastify's onResponse runs on 'finish', which an answer to a client
+   * that already left never reaches); bounds its answer's departure (send-timeout.ts).
+   */
+  const follow = (request: FastifyRequest, reply: FastifyReply): void => {
+    drain.track(reply.raw);
+    // A request whose body node:http could not parse was answered by the client-error handler.
+    // The request's socket, not the response's: a response queued behind earlier answers on its
+    // connection has none yet.
+    const socket = request.raw.socket as AnsweredSocket | null;
+    // A response queued behind earlier answers writes its head into node's buffer alone: none
+    // of it left unless its turn on the connection came.
+    let attached = reply.raw.socket !== null;
+    if (!attached) reply.raw.once('socket', () => (attached = true));
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) {
+        metrics.observe(
+          request.routeOptions.url ?? 'unmatched',
+          request.method,
+          socket?.[ANSWERED_STATUS] ?? closedStatus(reply, attached, drain.cutOff(reply.raw)),
+          reply.elapsedTime / 1000,
+        );
+      }
+    });
+    closeWithConnection(reply.raw, request.raw.socket);
+    boundSend(reply.raw, sendTimeoutMs);
+  };
+  /**
+   * The status recorded for a finished answer: node says 'finish' also for an answer whose
+   * connection was destroyed while it was still being sent: one the send timeout or the drain
+   * cut off was never received.
+   */
+  const finishedStatus = (reply: FastifyReply): number =>
+    sendTimedOut(reply.raw, reply.request.raw.socket) || drain.cutOff(reply.raw)
+      ? CUT_OFF_STATUS
+      : reply.statusCode;
   const timeouts = httpTimeouts(requestTimeoutMs);
   const app = Fastify({
     logger: false,
@@ -336,7 +373,13 @@ async function listenOnce(
       if (afterClosingAnswer(request.raw)) return;
       const answer = answerFor(fromHttpStack(error, bodyLimit));
       const answered = reply as unknown as FastifyReply;
-      metrics.observe('unmatched', request.method, answer.status, answered.elapsedTime / 1000);
+      // In flight and recorded as every other request (no hook runs here): recorded when the
+      // answer was written, one queued behind an unread answer that the drain (or a send
+      // timeout) then cut off stayed a 400 never sent, outside the gauge and the drain's count.
+      follow(request as unknown as FastifyRequest, answered);
+      answered.raw.once('finish', () => {
+        metrics.observe('unmatched', request.method, finishedStatus(answered), answered.elapsedTime / 1000);
+      });
       closeIfUnread(request.raw, answered);
       void answered.code(answer.status).send(answer.body);
     },
@@ -370,30 +413,7 @@ async function listenOnce(
       reply.hijack();
       return;
     }
-    drain.track(reply.raw);
-    // fastify's onResponse runs on 'finish', which an answer to a client that already left
-    // never reaches: record those here (closedStatus), or they would be missing from the
-    // histogram.
-    // A request whose body node:http could not parse was answered by the client-error handler.
-    // The request's socket, not the response's: a response queued behind earlier answers on its
-    // connection has none yet.
-    const socket = request.raw.socket as AnsweredSocket | null;
-    // A response queued behind earlier answers writes its head into node's buffer alone: none
-    // of it left unless its turn on the connection came.
-    let attached = reply.raw.socket !== null;
-    if (!attached) reply.raw.once('socket', () => (attached = true));
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) {
-        metrics.observe(
-          request.routeOptions.url ?? 'unmatched',
-          request.method,
-          socket?.[ANSWERED_STATUS] ?? closedStatus(reply, attached, drain.cutOff(reply.raw)),
-          reply.elapsedTime / 1000,
-        );
-      }
-    });
-    closeWithConnection(reply.raw, request.raw.socket);
-    boundSend(reply.raw, sendTimeoutMs);
+    follow(request, reply);
     // RFC 9112 6.1: no Transfer-Encoding in an answer to HTTP/1.0, which node sends one that
     // lists TE: chunked (a streamed answer, json-answer.ts); without it, the close ends the body.
     if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor === 0) {
@@ -419,11 +439,7 @@ async function listenOnce(
     metrics.observe(
       request.routeOptions.url ?? 'unmatched',
       request.method,
-      // node says 'finish' also for an answer whose connection was destroyed while it was still
-      // being sent: one the send timeout or the drain cut off was never received.
-      sendTimedOut(reply.raw, request.raw.socket) || drain.cutOff(reply.raw)
-        ? CUT_OFF_STATUS
-        : reply.statusCode,
+      finishedStatus(reply),
       reply.elapsedTime / 1000,
     );
   });
