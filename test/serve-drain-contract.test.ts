@@ -128,6 +128,53 @@ describe('drain', () => {
     }
   });
 
+  it('a request that arrives while the runtime closes and is cut off at the end: abandoned, not clean', async () => {
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, open: true });
+    let finish: (result: { clean: boolean; abandoned: number }) => void = () => {};
+    let closing: () => void = () => {};
+    const closeCalled = new Promise<void>((resolve) => {
+      closing = resolve;
+    });
+    const served = withClose(g, () => {
+      closing();
+      return new Promise((resolve) => {
+        finish = resolve;
+      });
+    });
+    try {
+      const s = await serve(served, { port: 0 });
+      // A kept-alive connection open before the drain (it stops accepting new ones).
+      const accepted = new Promise<void>((resolve) => s.app.server.once('connection', () => resolve()));
+      const socket = connect({ host: '127.0.0.1', port: s.port });
+      clients.push(socket);
+      socket.on('error', () => {}); // the drain cuts it off on purpose
+      await accepted;
+      const drained = s.drain({ timeoutMs: 600_000 });
+      await closeCalled; // nothing was in flight: the drain went on to close the runtime
+      // A 404 reads its body as a route does: it stalls mid-upload while the runtime closes.
+      socket.write(
+        'POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 64\r\n\r\n',
+      );
+      socket.write(Buffer.alloc(16));
+      await until(
+        async () => sample((await s.metrics.scrape()).text, 'omni_http_inflight') === 1,
+        'the late upload',
+      );
+      finish({ clean: true, abandoned: 0 });
+      // Before: { clean: true, abandonedRequests: 0 }, with the cut-off 444 in the metrics.
+      expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
+      const text = (await s.metrics.scrape()).text;
+      expect(
+        sample(
+          text,
+          `omni_http_request_duration_seconds_count{route="unmatched",method="POST",status="${CUT_OFF_STATUS}"}`,
+        ),
+      ).toBe(1);
+    } finally {
+      await g.lr.close();
+    }
+  });
+
   it.each([
     ['rejects', () => Promise.reject(new Error('cannot close'))],
     ['resolves nothing', () => Promise.resolve(undefined)],

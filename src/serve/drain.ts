@@ -36,7 +36,10 @@ export type ServerState = 'serving' | 'draining' | 'closed';
 export interface DrainResult {
   /** True when every request and all runtime work ended within the timeout. */
   readonly clean: boolean;
-  /** Requests still unanswered when the timeout cut the wait short. */
+  /**
+   * Requests still unanswered when the timeout cut the wait short, and those that came (on a
+   * connection open before the drain) while the runtime closed and were cut off unanswered.
+   */
   readonly abandonedRequests: number;
 }
 
@@ -180,6 +183,8 @@ export class Drain {
     const requestsDone =
       this.#open.size === 0 ? true : await Promise.race([this.#closed().then(() => true as const), expired]);
     const abandonedRequests = requestsDone ? 0 : this.#open.size;
+    // Those the wait counted: any other still unanswered at step 5 came after it ended.
+    const counted = requestsDone ? undefined : new Set(this.#open);
     clearLongTimeout(timer);
     let runtimeDone = true;
     if (this.#runtime) {
@@ -195,7 +200,14 @@ export class Drain {
         () => false,
       );
     }
-    for (const res of this.#open) this.#cut.add(res);
+    // A request that came while the runtime closed (an old connection's, answered as any other
+    // while draining: a 404 reads its body) and is still unanswered now is cut off as those the
+    // timeout abandoned are: the drain that ended it is neither clean nor silent about it.
+    let late = 0;
+    for (const res of this.#open) {
+      this.#cut.add(res);
+      if (!res.writableFinished && counted?.has(res) !== true) late++;
+    }
     for (const server of servers) server.closeAllConnections();
     for (const socket of this.#handedOver) socket.destroy();
     await app.close();
@@ -204,6 +216,6 @@ export class Drain {
     // app.close() resolved: a caller reading the metrics right after the drain missed them.
     await this.#closed();
     this.#state = 'closed';
-    return { clean: requestsDone && runtimeDone, abandonedRequests };
+    return { clean: requestsDone && runtimeDone && late === 0, abandonedRequests: abandonedRequests + late };
   }
 }
