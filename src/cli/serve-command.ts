@@ -303,7 +303,7 @@ async function serveUntilSignalled(
   out(
     result.clean
       ? 'omni-runtime serve: drained, exiting'
-      : `omni-runtime serve: drain timed out (${result.abandonedRequests} requests abandoned), exiting`,
+      : `omni-runtime serve: drain not clean (${result.abandonedRequests} requests abandoned), exiting`,
   );
   return result.clean && signal !== undefined && !failedLate ? 0 : 1;
 }
