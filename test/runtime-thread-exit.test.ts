@@ -237,9 +237,17 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread inside a native call',
 });
 
 describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close() gave up on it', () => {
-  // Mutant: stopped only when destroyPool saw every thread exit (pool.ts's tellStopped): what
-  // was left for stopped to give back was lost for good whenever close() gave up waiting.
-  it('tells stopped at its exit, after close() resolved', async () => {
+  /**
+   * Starts a one-thread runtime over late-exit-worker.ts (with `workerData`) whose thread dies
+   * of an uncaught error, held in its exit by a sub-thread inside read(); `closing` then closes
+   * it, and close() gives up waiting for the dying thread (startTimeoutMs). Checks that only the
+   * dying thread's exit, after close() resolved, tells stopped, every other thread before it.
+   * Resolves what `closing` resolved.
+   */
+  async function stoppedAtLateExit(
+    workerData: { exitAt?: number },
+    closing: (rt: Runtime) => Promise<unknown>,
+  ): Promise<unknown> {
     const pipe = new HeldPipe();
     const readEnd = pipe.readEnd;
     const warnings: string[] = [];
@@ -260,7 +268,7 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
         // Bounds close()'s wait for the dying thread, which the test holds past it; start and
         // the replacement's coming up have as long (a thread starts in well under a second).
         startTimeoutMs: 5_000,
-        workerData: { counts: counts.buffer },
+        workerData: { counts: counts.buffer, ...workerData },
         threadEnds: {
           exited: (id) => ends.exited(id),
           stopped: () => {
@@ -269,10 +277,8 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
           },
         },
       });
-      // Dies of an uncaught error, and is held in its exit by a sub-thread inside read().
       expect(await codeOf(rt.run({ die: readEnd }))).toBe('OMNI_ERR_WORKER_EXITED');
-      expect(await rt.run({})).toBe(1); // served by its replacement
-      expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+      const result = await closing(rt);
       await turns(); // process 'warning' is emitted on a later tick
       expect(warnings.length).toBeGreaterThan(0); // close() gave up waiting for the dying thread
       expect(blockedInRead(readEnd)).toBe(true);
@@ -284,10 +290,44 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
       expect(log).toHaveLength(3);
       expect(new Set(log.slice(0, 2)).size).toBe(2);
       expect(log[2]).toBe(STOPPED);
+      return result;
     } finally {
       process.off('warning', onWarning);
       pipe.close();
     }
+  }
+
+  // Mutant: stopped only when destroyPool saw every thread exit (pool.ts's tellStopped): what
+  // was left for stopped to give back was lost for good whenever close() gave up waiting.
+  it('a clean close: tells stopped at its exit, after close() resolved', async () => {
+    const result = await stoppedAtLateExit({}, async (rt) => {
+      expect(await rt.run({})).toBe(1); // served by its replacement
+      return rt.close();
+    });
+    expect(result).toEqual({ clean: true, abandoned: 0 });
+  });
+
+  // Mutant: a forced close's stopped told at once (shutdown.ts's #forced resolving true, not
+  // destroyPool's answer): stopped gave back what the dying thread held while it still ran.
+  it('a forced close (a call abandoned): tells stopped at its exit, after close() resolved', async () => {
+    const result = await stoppedAtLateExit({}, async (rt) => {
+      expect(await rt.run({})).toBe(1); // served by its replacement, which then takes this call
+      const call = codeOf(rt.run({ hang: true }));
+      const closed = await rt.close({ timeoutMs: 0 });
+      expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+      return closed;
+    });
+    expect(result).toEqual({ clean: false, abandoned: 1 });
+  });
+
+  // Mutant: a lost pool's stopped told at once (shutdown.ts ignoring what guard.destroyed
+  // resolved): the same, for a runtime that lost every thread.
+  it('a runtime that lost every thread (its replacement ended in its init): tells stopped at its exit, after close() resolved', async () => {
+    const result = await stoppedAtLateExit({ exitAt: 2 }, async (rt) => {
+      expect(await rt.whenFailed()).toHaveProperty('code', 'OMNI_ERR_WORKER_EXITED');
+      return rt.close();
+    });
+    expect(result).toEqual({ clean: true, abandoned: 0 });
   });
 });
 
