@@ -455,6 +455,44 @@ describe('threadEnds callbacks that throw', () => {
     expect(warnings.map((w) => w.cause)).toEqual(thrown);
   });
 
+  // Mutant: only an object's `then` followed (thread-ends.ts's guarded()): a callback may return
+  // a callable thenable (a function with a `then`), whose rejection was then never heard.
+  it('a callback that returns a callable thenable that rejects is such a warning too', async () => {
+    const thrown: unknown[] = [];
+    const log: End[] = [];
+    /** A function that is a thenable, rejecting with a fresh error (kept in `thrown`). */
+    const rejectingThenable = (): unknown => {
+      const error = new Error('thenable rejected');
+      thrown.push(error);
+      return Object.assign(() => {}, {
+        // biome-ignore lint/suspicious/noThenProperty: the thenable under test
+        then: (_resolved: unknown, rejected: (err: unknown) => void) => rejected(error),
+      });
+    };
+    const ids = newIds();
+    const warnings = await warningsOf(async () => {
+      const rt = await start(
+        options(
+          {
+            exited(threadId) {
+              log.push(threadId);
+              return rejectingThenable() as undefined;
+            },
+            stopped() {
+              log.push(STOPPED);
+              return rejectingThenable() as undefined;
+            },
+          },
+          ids,
+        ),
+      );
+      expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+    });
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+    expect(thrown).toHaveLength(3);
+    expect(warnings.map((w) => w.cause)).toEqual(thrown);
+  });
+
   it("in a failed start: start() still rejects with the init's error, once every thread has exited", async () => {
     const { thrown, log, ends } = throwing();
     const ids = newIds();
