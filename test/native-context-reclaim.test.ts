@@ -144,6 +144,9 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
   it('a clean close: every context freed once, by its own thread', async () => {
     const before = faults.liveBytes();
     const { lr, reclaim } = await startGated(3, before);
+    // Every thread's context was recorded: the ledger has room for all three (and more).
+    // Mutant: its room sized for one thread (linear-runtime.ts): two went unrecorded.
+    expect(reclaim?.ledger.unrecorded).toBe(0);
     expect(await lr.close()).toEqual({ clean: true, abandoned: 0 });
     expect(faults.liveBytes()).toBe(before);
     // Nothing was left for the main thread, and nothing was closed twice.
