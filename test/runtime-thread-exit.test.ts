@@ -12,7 +12,7 @@ import { Runtime, type RuntimeOptions, type ThreadEnds } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
 import { WORDS } from './fixtures/late-exit-worker.js';
-import { STARTED, waitFor } from './fixtures/runtime-control.js';
+import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
   cleanup,
   codeOf,
@@ -174,6 +174,47 @@ describe('threadEnds: every thread the runtime saw is reported exited once, then
     expect(log).toEqual([first, replacement]);
     await rt.close();
     expect(log).toEqual([first, replacement, STOPPED]);
+  });
+
+  // Mutant: no look at the threads as one is removed (thread-exit-watch.ts's first watchAll):
+  // a thread piscina started for a queued call, never up, went unreported when close() ended it.
+  it('a thread piscina starts for a queued call, terminated by close() in its init: reported too', async () => {
+    const { log, ends } = recorder();
+    const ids = newIds();
+    const rt = await start(
+      options(ends, ids, {
+        // The fourth thread never comes up: this bounds close()'s wait for it.
+        startTimeoutMs: 5_000,
+        admission: { requests: 4 },
+        // The third init (the first thread's replacement) ends its thread; the fourth never ends.
+        workerData: { ids: ids.buffer, exitAt: 3, holdAt: 4 },
+      }),
+    );
+    const dying = control();
+    const held = control();
+    const died = codeOf(rt.run({ mode: 'block-exit', control: dying.buffer as SharedArrayBuffer }));
+    const served = rt.run({ ...gate(held, { sync: true }), value: 0 });
+    await waitFor(dying, STARTED);
+    await waitFor(held, STARTED);
+    // Both threads busy: these two wait in piscina's queue.
+    const queued = [rt.run({ mode: 'echo', value: 1 }), rt.run({ mode: 'echo', value: 2 })];
+    open(dying);
+    expect(await died).toBe('OMNI_ERR_WORKER_EXITED');
+    // Its replacement ends in its init: piscina replaces no thread from here on.
+    await waitFor(ids, COUNT, 3);
+    expect(await rt.whenFailed()).toHaveProperty('code', 'OMNI_ERR_WORKER_EXITED');
+    // The held thread takes the first queued call; piscina starts a thread for the second, and
+    // gives it that call: the thread stays in its init (the fourth), so a close timeout ends it.
+    open(held);
+    expect(await served).toBe(0);
+    const [first, second] = queued;
+    const abandoned = codeOf(second!);
+    expect(await first).toBe(1);
+    await waitFor(ids, COUNT, 4);
+    expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
+    expect(await abandoned).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(recordedIds(ids)).toHaveLength(4);
+    expectEveryThreadThenStopped(log, recordedIds(ids));
   });
 
   it('a close timeout: the thread terminated in its call is reported too', async () => {
