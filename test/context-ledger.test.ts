@@ -72,6 +72,27 @@ describe('ContextLedger', () => {
     expect(ledger.takeAll()).toEqual([0x1000n]);
   });
 
+  // Mutant: take()'s bound off by one (slot > length): a slot past the end threw a RangeError
+  // (Atomics on an index out of range) where the caller is promised false.
+  it('refuses a slot out of range, either side, without throwing', () => {
+    const ledger = ContextLedger.create(2);
+    ledger.record(7, 0x1000n);
+    for (const slot of [-1, 2, 3]) expect(ledger.take(slot, 0x1000n)).toBe(false);
+    expect(ledger.takeAll()).toEqual([0x1000n]);
+  });
+
+  // Mutant: every taken entry handed out, 0 included: the main thread would close address 0 for
+  // a thread terminated after claiming its slot, before storing its address (stood in for here
+  // by recording 0n).
+  it('hands out no address for a slot claimed but never given one, and frees that slot', () => {
+    const ledger = ContextLedger.create(2);
+    const slot = ledger.record(7, 0n);
+    ledger.record(8, 0x2000n);
+    expect(ledger.takeThread(7)).toEqual([]);
+    expect(ledger.record(9, 0n)).toBe(slot);
+    expect(ledger.takeAll()).toEqual([0x2000n]);
+  });
+
   it('another thread sees the same entries (the buffer is shared, not copied)', () => {
     const ledger = ContextLedger.create(2);
     const attached = ContextLedger.attach(structuredClone(ledger.buffer));

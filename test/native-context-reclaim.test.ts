@@ -30,6 +30,7 @@ const NATIVE_INIT_STUCK_WORKER = builtModuleUrl('test/fixtures/native-init-stuck
 const NATIVE_CLOSE_STUCK_WORKER = builtModuleUrl('test/fixtures/native-close-stuck-worker.js');
 const NATIVE_HELD_WORKER = builtModuleUrl('test/fixtures/native-held-worker.js');
 const NATIVE_INIT_EXIT_WORKER = builtModuleUrl('test/fixtures/native-init-exit-worker.js');
+const NATIVE_LATE_EXIT_WORKER = builtModuleUrl('test/fixtures/native-late-exit-worker.js');
 
 const faults = new FixtureFaults(loadNativeLibrary('fixture'));
 const controls: Int32Array[] = [];
@@ -144,6 +145,9 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
   it('a clean close: every context freed once, by its own thread', async () => {
     const before = faults.liveBytes();
     const { lr, reclaim } = await startGated(3, before);
+    // Every thread's context was recorded: the ledger has room for all three (and more).
+    // Mutant: its room sized for one thread (linear-runtime.ts): two went unrecorded.
+    expect(reclaim?.ledger.unrecorded).toBe(0);
     expect(await lr.close()).toEqual({ clean: true, abandoned: 0 });
     expect(faults.liveBytes()).toBe(before);
     // Nothing was left for the main thread, and nothing was closed twice.
@@ -283,6 +287,36 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         expect(closedBeforeExit, 'close() resolved only once the replacement had exited').toBe(false);
         expect(faults.liveBytes()).toBe(before);
         expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 2, refused: 0 });
+      } finally {
+        // A failed test lets the thread out of read() and stops it before the pipe is closed.
+        pipe.release();
+        await closeRuntimes();
+        pipe.close();
+      }
+    },
+  );
+  // Mutant: the ledger's room one entry per thread (ContextReclaim.forThreads): a replacement
+  // that starts while the thread it replaces is held in its exit found it full, unrecorded.
+  it.skipIf(!canBlockInRead)(
+    "a dead thread held in its exit while its replacement starts: both recorded, the dead one's given back at its exit",
+    async () => {
+      const pipe = new HeldPipe();
+      try {
+        const before = faults.liveBytes();
+        const { lr, reclaim, perThread } = await startGated(1, before, NATIVE_LATE_EXIT_WORKER);
+        expect(await codeOf(lr.runtime.run({ die: pipe.readEnd }))).toBe('OMNI_ERR_WORKER_EXITED');
+        // Served by its replacement, whose init has recorded its context.
+        expect(await lr.runtime.run({})).toBe(1);
+        expect(blockedInRead(pipe.readEnd)).toBe(true);
+        expect(reclaim?.ledger.unrecorded).toBe(0);
+        expect(faults.liveBytes() - before).toBe(2 * perThread);
+
+        pipe.release();
+        await until(() => reclaim?.closed === 1, "the dead thread's context to be given back");
+        expect(faults.liveBytes() - before).toBe(perThread);
+        expect(await lr.close()).toEqual({ clean: true, abandoned: 0 });
+        expect(faults.liveBytes()).toBe(before);
+        expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
       } finally {
         // A failed test lets the thread out of read() and stops it before the pipe is closed.
         pipe.release();

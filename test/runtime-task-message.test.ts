@@ -14,6 +14,7 @@ import { cleanup, start } from './fixtures/runtime-harness.js';
 afterEach(cleanup);
 
 const ECHO = builtModuleUrl('test/fixtures/echo-worker.js');
+const API = builtModuleUrl('test/fixtures/worker-api-worker.js');
 
 /** [1, <hole>, 3, <holes>, 'far']: holes must stay holes. */
 function holey(): unknown[] {
@@ -86,6 +87,26 @@ describe('the task message', () => {
       expect([message[5], message[6]]).toStrictEqual([7, 1_700_000_000_000.5]);
     } finally {
       port1.close();
+    }
+  });
+
+  // Mutants: ctx.cost read from another field of the message (workers/entry.ts), or the
+  // deadline read from the cost: nothing checked what the handler's ctx carries.
+  it("the handler's ctx carries the call's cost and deadline, with or without transfer", async () => {
+    const rt = await start({ worker: API, threads: 1, admission: { requests: 2, units: 100 } });
+    const limits = { mode: 'limits' };
+    expect(await rt.run(limits, { cost: 3 })).toEqual({ cost: 3, deadlineAt: 0 });
+    for (const transfer of [[], [new ArrayBuffer(4)]]) {
+      const before = Date.now();
+      const seen = (await rt.run(limits, { cost: 7, deadlineMs: 600_000, transfer })) as {
+        cost: number;
+        deadlineAt: number;
+      };
+      const after = Date.now();
+      expect(seen.cost).toBe(7);
+      // Date.now() at the call plus deadlineMs, as the caller's own clock read it.
+      expect(seen.deadlineAt).toBeGreaterThanOrEqual(before + 600_000);
+      expect(seen.deadlineAt).toBeLessThanOrEqual(after + 600_000);
     }
   });
 });

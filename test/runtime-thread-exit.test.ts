@@ -12,7 +12,7 @@ import { Runtime, type RuntimeOptions, type ThreadEnds } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
 import { WORDS } from './fixtures/late-exit-worker.js';
-import { STARTED, waitFor } from './fixtures/runtime-control.js';
+import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
   cleanup,
   codeOf,
@@ -176,6 +176,47 @@ describe('threadEnds: every thread the runtime saw is reported exited once, then
     expect(log).toEqual([first, replacement, STOPPED]);
   });
 
+  // Mutant: no look at the threads as one is removed (thread-exit-watch.ts's first watchAll):
+  // a thread piscina started for a queued call, never up, went unreported when close() ended it.
+  it('a thread piscina starts for a queued call, terminated by close() in its init: reported too', async () => {
+    const { log, ends } = recorder();
+    const ids = newIds();
+    const rt = await start(
+      options(ends, ids, {
+        // The fourth thread never comes up: this bounds close()'s wait for it.
+        startTimeoutMs: 5_000,
+        admission: { requests: 4 },
+        // The third init (the first thread's replacement) ends its thread; the fourth never ends.
+        workerData: { ids: ids.buffer, exitAt: 3, holdAt: 4 },
+      }),
+    );
+    const dying = control();
+    const held = control();
+    const died = codeOf(rt.run({ mode: 'block-exit', control: dying.buffer as SharedArrayBuffer }));
+    const served = rt.run({ ...gate(held, { sync: true }), value: 0 });
+    await waitFor(dying, STARTED);
+    await waitFor(held, STARTED);
+    // Both threads busy: these two wait in piscina's queue.
+    const queued = [rt.run({ mode: 'echo', value: 1 }), rt.run({ mode: 'echo', value: 2 })];
+    open(dying);
+    expect(await died).toBe('OMNI_ERR_WORKER_EXITED');
+    // Its replacement ends in its init: piscina replaces no thread from here on.
+    await waitFor(ids, COUNT, 3);
+    expect(await rt.whenFailed()).toHaveProperty('code', 'OMNI_ERR_WORKER_EXITED');
+    // The held thread takes the first queued call; piscina starts a thread for the second, and
+    // gives it that call: the thread stays in its init (the fourth), so a close timeout ends it.
+    open(held);
+    expect(await served).toBe(0);
+    const [first, second] = queued;
+    const abandoned = codeOf(second!);
+    expect(await first).toBe(1);
+    await waitFor(ids, COUNT, 4);
+    expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
+    expect(await abandoned).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(recordedIds(ids)).toHaveLength(4);
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+  });
+
   it('a close timeout: the thread terminated in its call is reported too', async () => {
     const { log, ends } = recorder();
     const ids = newIds();
@@ -237,9 +278,17 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread inside a native call',
 });
 
 describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close() gave up on it', () => {
-  // Mutant: stopped only when destroyPool saw every thread exit (pool.ts's tellStopped): what
-  // was left for stopped to give back was lost for good whenever close() gave up waiting.
-  it('tells stopped at its exit, after close() resolved', async () => {
+  /**
+   * Starts a one-thread runtime over late-exit-worker.ts (with `workerData`) whose thread dies
+   * of an uncaught error, held in its exit by a sub-thread inside read(); `closing` then closes
+   * it, and close() gives up waiting for the dying thread (startTimeoutMs). Checks that only the
+   * dying thread's exit, after close() resolved, tells stopped, every other thread before it.
+   * Resolves what `closing` resolved.
+   */
+  async function stoppedAtLateExit(
+    workerData: { exitAt?: number },
+    closing: (rt: Runtime) => Promise<unknown>,
+  ): Promise<unknown> {
     const pipe = new HeldPipe();
     const readEnd = pipe.readEnd;
     const warnings: string[] = [];
@@ -260,7 +309,7 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
         // Bounds close()'s wait for the dying thread, which the test holds past it; start and
         // the replacement's coming up have as long (a thread starts in well under a second).
         startTimeoutMs: 5_000,
-        workerData: { counts: counts.buffer },
+        workerData: { counts: counts.buffer, ...workerData },
         threadEnds: {
           exited: (id) => ends.exited(id),
           stopped: () => {
@@ -269,10 +318,8 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
           },
         },
       });
-      // Dies of an uncaught error, and is held in its exit by a sub-thread inside read().
       expect(await codeOf(rt.run({ die: readEnd }))).toBe('OMNI_ERR_WORKER_EXITED');
-      expect(await rt.run({})).toBe(1); // served by its replacement
-      expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+      const result = await closing(rt);
       await turns(); // process 'warning' is emitted on a later tick
       expect(warnings.length).toBeGreaterThan(0); // close() gave up waiting for the dying thread
       expect(blockedInRead(readEnd)).toBe(true);
@@ -284,10 +331,44 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
       expect(log).toHaveLength(3);
       expect(new Set(log.slice(0, 2)).size).toBe(2);
       expect(log[2]).toBe(STOPPED);
+      return result;
     } finally {
       process.off('warning', onWarning);
       pipe.close();
     }
+  }
+
+  // Mutant: stopped only when destroyPool saw every thread exit (pool.ts's tellStopped): what
+  // was left for stopped to give back was lost for good whenever close() gave up waiting.
+  it('a clean close: tells stopped at its exit, after close() resolved', async () => {
+    const result = await stoppedAtLateExit({}, async (rt) => {
+      expect(await rt.run({})).toBe(1); // served by its replacement
+      return rt.close();
+    });
+    expect(result).toEqual({ clean: true, abandoned: 0 });
+  });
+
+  // Mutant: a forced close's stopped told at once (shutdown.ts's #forced resolving true, not
+  // destroyPool's answer): stopped gave back what the dying thread held while it still ran.
+  it('a forced close (a call abandoned): tells stopped at its exit, after close() resolved', async () => {
+    const result = await stoppedAtLateExit({}, async (rt) => {
+      expect(await rt.run({})).toBe(1); // served by its replacement, which then takes this call
+      const call = codeOf(rt.run({ hang: true }));
+      const closed = await rt.close({ timeoutMs: 0 });
+      expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+      return closed;
+    });
+    expect(result).toEqual({ clean: false, abandoned: 1 });
+  });
+
+  // Mutant: a lost pool's stopped told at once (shutdown.ts ignoring what guard.destroyed
+  // resolved): the same, for a runtime that lost every thread.
+  it('a runtime that lost every thread (its replacement ended in its init): tells stopped at its exit, after close() resolved', async () => {
+    const result = await stoppedAtLateExit({ exitAt: 2 }, async (rt) => {
+      expect(await rt.whenFailed()).toHaveProperty('code', 'OMNI_ERR_WORKER_EXITED');
+      return rt.close();
+    });
+    expect(result).toEqual({ clean: true, abandoned: 0 });
   });
 });
 
@@ -412,6 +493,44 @@ describe('threadEnds callbacks that throw', () => {
     });
     expectEveryThreadThenStopped(log, recordedIds(ids));
     expect(thrown).toHaveLength(2);
+    expect(warnings.map((w) => w.cause)).toEqual(thrown);
+  });
+
+  // Mutant: only an object's `then` followed (thread-ends.ts's guarded()): a callback may return
+  // a callable thenable (a function with a `then`), whose rejection was then never heard.
+  it('a callback that returns a callable thenable that rejects is such a warning too', async () => {
+    const thrown: unknown[] = [];
+    const log: End[] = [];
+    /** A function that is a thenable, rejecting with a fresh error (kept in `thrown`). */
+    const rejectingThenable = (): unknown => {
+      const error = new Error('thenable rejected');
+      thrown.push(error);
+      return Object.assign(() => {}, {
+        // biome-ignore lint/suspicious/noThenProperty: the thenable under test
+        then: (_resolved: unknown, rejected: (err: unknown) => void) => rejected(error),
+      });
+    };
+    const ids = newIds();
+    const warnings = await warningsOf(async () => {
+      const rt = await start(
+        options(
+          {
+            exited(threadId) {
+              log.push(threadId);
+              return rejectingThenable() as undefined;
+            },
+            stopped() {
+              log.push(STOPPED);
+              return rejectingThenable() as undefined;
+            },
+          },
+          ids,
+        ),
+      );
+      expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+    });
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+    expect(thrown).toHaveLength(3);
     expect(warnings.map((w) => w.cause)).toEqual(thrown);
   });
 
