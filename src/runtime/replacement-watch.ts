@@ -2,6 +2,7 @@ import type { Worker } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import { WorkerExitedError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
+import { onThreadStart } from './thread-starts.js';
 
 /**
  * Gives the replacement of every lost thread `timeoutMs` to come up, as start() gives the first
@@ -9,6 +10,12 @@ import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeou
  * module has loaded, which in the runtime's entry includes the worker's init: one whose init
  * never finishes would leave the pool a thread short for good, or, if it was the only thread,
  * hold every call queued forever. piscina says a thread is up with 'workerCreate' (on ready).
+ *
+ * Every other thread piscina starts gets the same bound: once a replacement has ended before it
+ * came up, piscina replaces no lost thread, but starts one whenever a call waits and the pool is
+ * short, and hands queued calls to a thread still in its init. One whose init never finishes
+ * would hold such a call, and a close() waiting for it, forever; past `timeoutMs` it fails the
+ * runtime as a stuck replacement does, and is terminated (its call rejects).
  *
  * Invariants: only a thread that was up counts as lost (a replacement that dies before it comes
  * up leaves the serving threads as they were); the n-th lost thread is covered once n
@@ -33,6 +40,9 @@ export class ReplacementWatch {
   readonly #wakers = new Set<() => void>();
   /** Threads that are up (their worker loaded and ran init) and still in the pool. */
   readonly #serving: Set<Worker>;
+  /** Each thread started since the watch attached and not up yet: its due timer. */
+  readonly #starting = new Map<Worker, LongTimer>();
+  readonly #unlisten: () => void;
   #lost = 0;
   #up = 0;
   #stopped = false;
@@ -50,8 +60,14 @@ export class ReplacementWatch {
       this.#covered();
       // The thread is alive here, so its threadId still names it (an exited one reads -1).
       const thread = pool.threads.find((t) => t.threadId === worker.id);
-      if (thread) this.#serving.add(thread);
+      if (thread) {
+        this.#serving.add(thread);
+        this.#cleared(thread);
+      }
       this.#wake();
+    });
+    this.#unlisten = onThreadStart((thread) => {
+      if (!this.#stopped && pool.threads.includes(thread)) this.#starts(thread);
     });
     pool.on('workerDestroy', () => this.#wake());
   }
@@ -78,15 +94,7 @@ export class ReplacementWatch {
       (watch) => {
         watch.#timers.delete(timer);
         if (watch.#stopped || watch.#up >= needed) return;
-        // Still watching: a thread that serves now may be lost later, and with it the last.
-        watch.#stuck(
-          new WorkerExitedError(
-            `a replacement worker thread did not load and run init within startTimeoutMs (${watch.#timeoutMs} ms)`,
-          ),
-        );
-        // piscina also offers queued calls to a thread that is not up yet: one given to a
-        // replacement that never comes up would wait forever. End those threads; their calls reject.
-        if (!watch.#stopped) watch.#endPending();
+        watch.#timedOut('a replacement worker thread');
       },
       this.#timeoutMs,
       this,
@@ -94,6 +102,44 @@ export class ReplacementWatch {
     // A process with nothing else to do may end while a replacement is still due.
     (timer as { unref?: () => void } | undefined)?.unref?.();
     this.#timers.set(timer, needed);
+  }
+
+  /** A thread piscina started (a replacement, or one for a call) must be up within the timeout. */
+  #starts(thread: Worker): void {
+    const timer = setLongTimeout(
+      (watch) => {
+        watch.#starting.delete(thread);
+        // Its exit or its coming up clears this; both are checked too, as either may have come
+        // before this timer was armed (a tick after the thread was made).
+        if (watch.#stopped || watch.#serving.has(thread) || !watch.#pool.threads.includes(thread)) return;
+        watch.#timedOut('a worker thread started after start() (a replacement, or one for a queued call)');
+      },
+      this.#timeoutMs,
+      this,
+    );
+    (timer as { unref?: () => void } | undefined)?.unref?.();
+    this.#starting.set(thread, timer);
+    // One that ends before it comes up is no loss (see the invariants): its bound goes with it.
+    thread.once('exit', () => this.#cleared(thread));
+  }
+
+  #cleared(thread: Worker): void {
+    if (!this.#starting.has(thread)) return;
+    clearLongTimeout(this.#starting.get(thread));
+    this.#starting.delete(thread);
+  }
+
+  /** Some thread did not come up in time (`what`): the runtime fails. */
+  #timedOut(what: string): void {
+    // Still watching: a thread that serves now may be lost later, and with it the last.
+    this.#stuck(
+      new WorkerExitedError(
+        `${what} did not load and run init within startTimeoutMs (${this.#timeoutMs} ms)`,
+      ),
+    );
+    // piscina also offers queued calls to a thread that is not up yet: one given to a thread
+    // that never comes up would wait forever. End those threads; their calls reject.
+    if (!this.#stopped) this.#endPending();
   }
 
   /**
@@ -165,7 +211,10 @@ export class ReplacementWatch {
 
   stop(): void {
     this.#stopped = true;
+    this.#unlisten();
     for (const timer of this.#timers.keys()) clearLongTimeout(timer);
     this.#timers.clear();
+    for (const timer of this.#starting.values()) clearLongTimeout(timer);
+    this.#starting.clear();
   }
 }
