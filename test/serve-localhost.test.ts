@@ -12,6 +12,7 @@ import { networkInterfaces } from 'node:os';
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
 import { listeningServers } from '../src/serve/listeners.js';
+import { until } from './fixtures/runtime-harness.js';
 import { type Answer, postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
@@ -170,6 +171,30 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
           'Expect: 100-continue\r\n\r\n',
       );
       expect(refused).toMatch(/^HTTP\/1\.1 415 /);
+    },
+  );
+
+  it.each(['127.0.0.1', '::1'])(
+    'a request pipelined after an answer that closes the connection on %s never runs',
+    async (host) => {
+      const { g, s } = await start();
+      g.open();
+      const post = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer).toString('latin1');
+      // One write: node holds the 405's unread body and the POST after it when the 405 goes out.
+      const heard = await exchange(
+        host,
+        s.port,
+        'PUT /health HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde' +
+          'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+          `Content-Length: ${post.length}\r\n\r\n${post}`,
+      );
+      expect([...heard.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1])).toEqual(['405']);
+      // Routed, the POST would be in flight until its response closed; none left, none ran.
+      await until(
+        async () => /^omni_http_inflight 0$/m.test((await s.metrics.scrape()).text),
+        'none in flight',
+      );
+      expect(g.entered()).toBe(0);
     },
   );
 
