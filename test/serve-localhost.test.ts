@@ -6,14 +6,13 @@
  * same on every address.
  */
 import dns from 'node:dns';
-import { once } from 'node:events';
 import { type AddressInfo, connect, createServer, Server as NetServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
 import { listeningServers } from '../src/serve/listeners.js';
 import { until } from './fixtures/runtime-harness.js';
-import { type Answer, postFloats } from './fixtures/serve-client.js';
+import { type Answer, get, postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
 
@@ -258,6 +257,7 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     // 127.0.0.1 has reached the server that is about to be refused.
     let lookups = 0;
     let answered: Promise<Answer> | undefined;
+    let health: Promise<Answer> | undefined;
     const inner = dns.lookup;
     dns.lookup = ((host: string, options: unknown, callback?: unknown) => {
       const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
@@ -265,8 +265,15 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
         const main = (listen.mock.contexts as NetServer[]).find(
           (server) => server.listening && (server.address() as AddressInfo).address === '127.0.0.1',
         )!;
-        const heard = once(main, 'request');
+        const heard = new Promise<void>((resolve) => {
+          let requests = 0;
+          main.on('request', () => {
+            if (++requests === 2) resolve();
+          });
+        });
         answered = postFloats(`http://127.0.0.1:${port}`, [1, 2, 3, 4]);
+        // A request read whole (no body): its 503 alone must close its connection.
+        health = get(`http://127.0.0.1:${port}`, '/health');
         void heard.then(() => (inner as (...args: unknown[]) => void)(host, options, callback));
         return;
       }
@@ -279,6 +286,9 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     const answer = await answered!;
     expect(answer.status).toBe(503);
     expect(answer.json).toMatchObject({ code: 'OMNI_ERR_UNAVAILABLE' });
+    // Kept alive, the connection would outlive the server torn down under it.
+    const refused = await health!;
+    expect([refused.status, refused.headers.get('connection')]).toEqual([503, 'close']);
     expect(g.lr.report()).toMatchObject({ state: 'ready', depth: 0, completed: 0 });
   });
 
