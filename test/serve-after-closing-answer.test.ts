@@ -6,8 +6,10 @@
  * it. Such a request must not reach a route: its answer can never be sent, so its work would run
  * for nobody and /metrics would record an answer the client never got.
  */
+import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { afterClosingAnswer, markAfterClose } from '../src/serve/client-error.js';
 import type { ServeHandle } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
@@ -117,5 +119,16 @@ describe('a request pipelined after an answer that closes the connection', () =>
     const text = (await s.metrics.scrape()).text;
     expect([sample(text, postSeries(200)), sample(text, postSeries(499))]).toEqual([1, undefined]);
     expect(g.entered()).toBe(1);
+  });
+
+  // The server ended the connection with no answer of node's before (client-error.ts answered a
+  // request timeout, and lingers): node's parser reads on until the linger takes the socket, and
+  // may complete a request there, whose answer could never be sent.
+  it('a request routed on a connection the server already ended: never run', () => {
+    const ended = { socket: { writableEnded: true } } as unknown as IncomingMessage;
+    const open = { socket: { writableEnded: false } } as unknown as IncomingMessage;
+    markAfterClose(ended);
+    markAfterClose(open);
+    expect([afterClosingAnswer(ended), afterClosingAnswer(open)]).toEqual([true, false]);
   });
 });

@@ -254,6 +254,38 @@ describe('runServeCommand in-process', () => {
     expect(signals.listenerCount('SIGTERM')).toBe(0);
   });
 
+  // A failed runtime closes clean (nothing is outstanding): the exit status must come from the
+  // failure, not from the close.
+  it('a signal while the runtime starts, which had failed by then: one line on stderr, exit 1', async () => {
+    const signals = new EventEmitter();
+    const lines: string[] = [];
+    const errors: string[] = [];
+    let gated: Gated | undefined;
+    const exitCode = await runServeCommand(SMALL, {
+      signals: signals as unknown as NodeJS.Process,
+      out: (l) => lines.push(l),
+      err: (l) => errors.push(l),
+      startRuntime: async (given) => {
+        signals.emit('SIGTERM');
+        gated = await openGated(given);
+        const lr = gated.lr;
+        return {
+          run: (x, options) => lr.run(x, options),
+          report: () => ({ ...lr.report(), state: 'failed' as const }),
+          close: (options) => lr.close(options),
+          inFeatures: lr.inFeatures,
+          outFeatures: lr.outFeatures,
+          backend: lr.backend,
+          runtime: { failure: Object.assign(new Error('sticky'), { code: 'OMNI_ERR_NATIVE' }) },
+        };
+      },
+    });
+    expect(exitCode).toBe(1);
+    expect(lines).toEqual(['omni-runtime serve: SIGTERM while starting: stopping']);
+    expect(errors).toEqual(['omni-runtime serve: the runtime failed: OMNI_ERR_NATIVE: sticky']);
+    expect(gated!.lr.report().state).toBe('stopped');
+  });
+
   it('listeners the caller installed (the CLI, before loading serve) are used and left to it', async () => {
     const signals = new EventEmitter();
     const listening = new ShutdownSignals(signals as unknown as NodeJS.Process);

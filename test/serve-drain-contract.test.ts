@@ -6,7 +6,7 @@
  */
 import { request } from 'node:http';
 import { connect } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
 import { CUT_OFF_STATUS } from '../src/serve/metrics.js';
 import { sample } from './fixtures/metrics-text.js';
@@ -195,6 +195,35 @@ describe('drain', () => {
       expect(s.state).toBe('closed');
     } finally {
       await g.lr.close();
+    }
+  });
+
+  // Steps 3 and 4 share one timeout: given the whole of it again, a drain whose requests took
+  // most of it waited up to twice as long as asked. The clock is the test's: Date.now() alone.
+  it("the runtime's close is given what the wait for requests left of the timeout", async () => {
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, admission: { requests: 2 } });
+    const given: (number | undefined)[] = [];
+    let now = Date.now();
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => now);
+    try {
+      const s = await serve(
+        withClose(g, (options) => {
+          given.push(options?.timeoutMs);
+          clock.mockRestore();
+          return g.lr.close(options);
+        }),
+        { port: 0 },
+      );
+      const held = postFloats(s.address, [1, 2, 3, 4]);
+      await g.reach(ENTERED, 1);
+      const drained = s.drain({ timeoutMs: 60_000 });
+      now += 45_000;
+      g.open();
+      expect((await held).status).toBe(200);
+      expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+      expect(given).toEqual([15_000]);
+    } finally {
+      clock.mockRestore();
     }
   });
 

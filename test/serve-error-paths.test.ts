@@ -62,6 +62,7 @@ function fakeSocket(httpMessage?: { headersSent: boolean }) {
     destroyed: false,
     writable: true,
     writableFinished: false,
+    writableEnded: false,
     /** The server's half of a staged close (linger.ts) was sent. */
     ended: false,
     written: '',
@@ -73,6 +74,7 @@ function fakeSocket(httpMessage?: { headersSent: boolean }) {
     },
     end() {
       socket.ended = true;
+      socket.writableEnded = true;
       socket.writable = false;
       socket.writableFinished = true;
     },
@@ -223,7 +225,33 @@ describe('clientErrorHandler', () => {
   it('bytes after a closing request whose answer is still to come: left to node, nothing counted', async () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: false });
-    pendingResponse(socket);
+    const res = pendingResponse(socket);
+    clientErrorHandler(m)(error('HPE_CLOSED_CONNECTION'), socket as unknown as Socket);
+    expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
+      written: '',
+      destroyed: false,
+    });
+    // That answer goes out and node closes the connection after it, in stages (linger.ts):
+    // destroyed now, over the bytes still unread, it would reset under the answer.
+    res.writableFinished = true;
+    socket.end();
+    res.emit('close');
+    expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
+      written: '',
+      destroyed: false,
+    });
+    expect(await clientErrors(m)).not.toContain('detail=');
+  });
+
+  // node ends the connection once the answer that closes it is out; bytes the parser reads before
+  // the linger takes the socket over (linger.ts) fail it again.
+  it('bytes after a closing answer already out, its connection lingering: left alone, nothing counted', async () => {
+    const m = metrics();
+    const socket = fakeSocket({ headersSent: false });
+    const res = pendingResponse(socket);
+    res.writableFinished = true;
+    socket.end();
+    res.emit('close');
     clientErrorHandler(m)(error('HPE_CLOSED_CONNECTION'), socket as unknown as Socket);
     expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
       written: '',

@@ -6,13 +6,13 @@
  * same on every address.
  */
 import dns from 'node:dns';
-import { once } from 'node:events';
 import { type AddressInfo, connect, createServer, Server as NetServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
 import { listeningServers } from '../src/serve/listeners.js';
-import { type Answer, postFloats } from './fixtures/serve-client.js';
+import { until } from './fixtures/runtime-harness.js';
+import { type Answer, get, postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import {
   closeServed,
@@ -174,6 +174,30 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
   );
 
   it.each(['127.0.0.1', '::1'])(
+    'a request pipelined after an answer that closes the connection on %s never runs',
+    async (host) => {
+      const { g, s } = await start();
+      g.open();
+      const post = Buffer.from(new Float32Array([1, 2, 3, 4]).buffer).toString('latin1');
+      // One write: node holds the 405's unread body and the POST after it when the 405 goes out.
+      const heard = await exchange(
+        host,
+        s.port,
+        'PUT /health HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde' +
+          'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+          `Content-Length: ${post.length}\r\n\r\n${post}`,
+      );
+      expect([...heard.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1])).toEqual(['405']);
+      // Routed, the POST would be in flight until its response closed; none left, none ran.
+      await until(
+        async () => /^omni_http_inflight 0$/m.test((await s.metrics.scrape()).text),
+        'none in flight',
+      );
+      expect(g.entered()).toBe(0);
+    },
+  );
+
+  it.each(['127.0.0.1', '::1'])(
     'a request asking to upgrade the protocol on %s is answered as any other',
     async (host) => {
       const { g, s } = await start();
@@ -231,6 +255,7 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     // 127.0.0.1 has reached the server that is about to be refused.
     let lookups = 0;
     let answered: Promise<Answer> | undefined;
+    let health: Promise<Answer> | undefined;
     const inner = dns.lookup;
     dns.lookup = ((host: string, options: unknown, callback?: unknown) => {
       const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
@@ -238,8 +263,15 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
         const main = (listen.mock.contexts as NetServer[]).find(
           (server) => server.listening && (server.address() as AddressInfo).address === '127.0.0.1',
         )!;
-        const heard = once(main, 'request');
+        const heard = new Promise<void>((resolve) => {
+          let requests = 0;
+          main.on('request', () => {
+            if (++requests === 2) resolve();
+          });
+        });
         answered = postFloats(`http://127.0.0.1:${port}`, [1, 2, 3, 4]);
+        // A request read whole (no body): its 503 alone must close its connection.
+        health = get(`http://127.0.0.1:${port}`, '/health');
         void heard.then(() => (inner as (...args: unknown[]) => void)(host, options, callback));
         return;
       }
@@ -252,6 +284,9 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     const answer = await answered!;
     expect(answer.status).toBe(503);
     expect(answer.json).toMatchObject({ code: 'OMNI_ERR_UNAVAILABLE' });
+    // Kept alive, the connection would outlive the server torn down under it.
+    const refused = await health!;
+    expect([refused.status, refused.headers.get('connection')]).toEqual([503, 'close']);
     expect(g.lr.report()).toMatchObject({ state: 'ready', depth: 0, completed: 0 });
   });
 

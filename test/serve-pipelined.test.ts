@@ -198,6 +198,38 @@ describe('pipelined requests', () => {
     },
   );
 
+  // A 405 is decided from the headers, before the body it refuses is read, and written (queued
+  // behind the first answer) when node's parser fails on that body. The 405, which says
+  // Connection: close, is that request's answer: the error must not take its place when its
+  // turn comes (the error handler, finding a head already written, would destroy the connection
+  // before the 405 left).
+  it('a refused request whose unread body node cannot parse, behind one still running: its own answer, no error after it', async () => {
+    const { g, s, first } = await servedWithOneThread();
+    const failed = parseFailure(s);
+    const refused = Buffer.from(
+      'PUT /v1/linear HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+    );
+    const heard = pipelinedExchange(s.port, Buffer.concat([first, refused]), 2);
+    await g.reach(ENTERED, 1); // the first call is held in the worker
+    expect(await failed).toBe('HPE_INVALID_CHUNK_SIZE');
+    await until(
+      async () => sample((await s.metrics.scrape()).text, 'omni_http_inflight') === 2,
+      'the 405 routed',
+    );
+    g.open();
+    expect((await heard).statuses).toEqual([200, 405]);
+    await until(
+      async () => sample((await s.metrics.scrape()).text, 'omni_http_inflight') === 0,
+      'both closed',
+    );
+    const text = (await s.metrics.scrape()).text;
+    expect(
+      sample(text, 'omni_http_request_duration_seconds_count{route="/v1/linear",method="PUT",status="405"}'),
+    ).toBe(1);
+    expect(sample(text, 'omni_http_client_errors_total{detail="HPE_INVALID_CHUNK_SIZE"}')).toBeUndefined();
+    expect(await s.drain({ timeoutMs: 600_000 })).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+
   // The 417 of an unsupported Expect is written by the server's 'checkExpectation' listener,
   // which node calls instead of 'request': the error handler took the request before it as the
   // latest, and wrote its 400 once that one's answer ended, after the 417 that closes.
@@ -306,6 +338,34 @@ describe('pipelined requests', () => {
     let closes = 0;
     res.on('close', () => closes++);
     closeWithConnection(res, connection);
+    expect({ closes, destroyed: res.destroyed }).toEqual({ closes: 1, destroyed: true });
+    server.close();
+  });
+
+  // Once its turn came, node closes it with its connection: ended a second time from the queue,
+  // it said 'close' twice.
+  it('closeWithConnection leaves a response to node once it is attached: one close with its connection', async () => {
+    const server = createServer();
+    const both = new Promise<[ServerResponse, { res: ServerResponse; connection: Socket }]>((resolve) => {
+      let first: ServerResponse | undefined;
+      server.on('request', (req, res) => {
+        if (first === undefined) first = res;
+        else resolve([first, { res, connection: req.socket }]);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const socket = await connected((server.address() as AddressInfo).port);
+    socket.write('GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n');
+    const [first, { res, connection }] = await both;
+    let closes = 0;
+    res.on('close', () => closes++);
+    closeWithConnection(res, connection);
+    const attached = new Promise<void>((resolve) => res.once('socket', () => resolve()));
+    first.end('a');
+    await attached;
+    const gone = new Promise<void>((resolve) => connection.once('close', () => resolve()));
+    socket.destroy();
+    await gone;
     expect({ closes, destroyed: res.destroyed }).toEqual({ closes: 1, destroyed: true });
     server.close();
   });

@@ -189,6 +189,19 @@ describe('what the request timeout does not bound', () => {
     expect(g.lr.report().depth).toBe(0);
   });
 
+  // node keeps whole milliseconds, and 0 is none: rounded down, a timeout under 1 ms was none.
+  it('a fraction of a millisecond is rounded up to 1 ms, never down to none', async () => {
+    const { s } = await start({ requestTimeoutMs: 0.5 });
+    expect([s.app.server.requestTimeout, s.app.server.headersTimeout]).toEqual([1, 1]);
+  });
+
+  // Only what node cannot hold (past 2^31 - 1 ms) is none: its own largest value is kept.
+  it('2^31 - 1 ms, the most node holds, is kept; one more is none', async () => {
+    const { s: most } = await start({ requestTimeoutMs: 2 ** 31 - 1 });
+    const { s: past } = await start({ requestTimeoutMs: 2 ** 31 });
+    expect([most.app.server.requestTimeout, past.app.server.requestTimeout]).toEqual([2 ** 31 - 1, 0]);
+  });
+
   it("Infinity: no request timeout (none of node:http's request checks), the headers' still 60 s", async () => {
     const { s } = await start({ requestTimeoutMs: Number.POSITIVE_INFINITY });
     expect(s.app.server.requestTimeout).toBe(0);

@@ -76,7 +76,10 @@ async function started(open = true) {
   const handle = await serve(gated.lr, { port: 0 });
   const responses = new Collectable();
   handle.app.server.on('request', (_req: unknown, res: ServerResponse) => responses.register(res));
-  return { gated, handle, responses };
+  // Connections too: one node hands over (a CONNECT's) is the drain's to close (Drain.adopt).
+  const sockets = new Collectable();
+  handle.app.server.on('connection', (socket: Socket) => sockets.register(socket));
+  return { gated, handle, responses, sockets };
 }
 
 describe('a server serving for long', () => {
@@ -122,7 +125,7 @@ describe('a server serving for long', () => {
   });
 
   it('connections that come and go, some leaving mid-upload, leave nothing behind', async () => {
-    const { gated, handle, responses } = await started(false);
+    const { gated, handle, responses, sockets } = await started(false);
     try {
       const visit = (bytes: Buffer, leave: boolean): Promise<void> =>
         new Promise((resolve) => {
@@ -170,7 +173,11 @@ describe('a server serving for long', () => {
         await until(async () => (await connections()) === 0, 'every connection to close');
         await until(() => gated.lr.report().depth === 0, 'every call to end');
         await until(async () => (await inflight(handle)) === 0, 'every response to close');
-        return { samples: await sampleLines(handle), uncollected: await responses.uncollected() };
+        return {
+          samples: await sampleLines(handle),
+          uncollected: await responses.uncollected(),
+          sockets: await sockets.uncollected(),
+        };
       };
       // A client gone with its call in flight is a 499, or a 200 when its answer was out before
       // the server heard it leave: both label sets exist before the first figures, one 499 made
@@ -190,7 +197,7 @@ describe('a server serving for long', () => {
       gated.open();
       await rounds(3);
       const atN = await figures();
-      expect(atN.uncollected).toBe(0);
+      expect([atN.uncollected, atN.sockets]).toEqual([0, 0]);
       const fdsAtN = fdCount();
       await rounds(30);
       expect(await figures()).toEqual(atN);
