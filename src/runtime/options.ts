@@ -44,8 +44,11 @@ export interface RuntimeOptions {
    */
   readonly resourceLimits?: ResourceLimits | undefined;
   /**
-   * How long start() waits for every thread to load and answer, and close() for the close hooks
-   * (default 30 s; any length, Infinity: no limit).
+   * How long start() waits for every thread to load and answer, and close() for the close hooks;
+   * also how long a thread started after start() (a lost thread's replacement, or one piscina
+   * starts for a waiting call) has to come up: past it the runtime fails (whenFailed), and that
+   * thread is terminated, rejecting the call it held (default 30 s; any length, Infinity: no
+   * limit).
    */
   readonly startTimeoutMs?: number | undefined;
   /**
