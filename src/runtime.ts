@@ -18,7 +18,7 @@ import {
 } from './runtime/options.js';
 import { noOutcomes, type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
 import { busyThreads, startPool } from './runtime/pool.js';
-import { PoolGuard } from './runtime/pool-guard.js';
+import { PoolGuard, type ThreadLosses } from './runtime/pool-guard.js';
 import type { TaskReply } from './runtime/protocol.js';
 import { abortedBeforeDispatch, refused, waitFailed } from './runtime/refusals.js';
 import {
@@ -98,6 +98,8 @@ export class Runtime {
   #inflight = 0;
   /** Calls whose work has not ended, for a close timeout to abandon (see TaskOwner.live). */
   readonly #live = new Set<PendingTask>();
+  /** Counted by the pool's guard, read by every dispatched call (PoolGuard's ThreadLosses). */
+  readonly #losses: ThreadLosses = { count: 0 };
   /** close() waits for the last of `#live` to end (see ShutdownHost.callsEnded). */
   #callsEnded: (() => void) | undefined;
   #failure: Error | undefined;
@@ -132,8 +134,7 @@ export class Runtime {
         if (this.#callsEnded !== undefined && this.#live.size === 0) this.#callsEnded();
       },
       live: this.#live,
-      // Calls are dispatched only once the guard exists (the runtime is ready by then).
-      losses: () => this.#guard!.losses,
+      losses: this.#losses,
     };
   }
 
@@ -158,6 +159,7 @@ export class Runtime {
       new Int32Array(loaded),
       runtime.#options.startTimeoutMs,
       (error) => runtime.#fail(error),
+      runtime.#losses,
     );
     runtime.#guard = guard;
     runtime.#shutdown = new Shutdown({

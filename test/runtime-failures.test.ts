@@ -325,10 +325,7 @@ describe('a call whose work ends without a reply', () => {
       fail: () => {},
       ended: () => {},
       live: new Set<PendingTask>(),
-      lost: 0,
-      losses(): number {
-        return this.lost;
-      },
+      losses: { count: 0 },
     };
     const admitted = admission.tryAdmit(1);
     if (!admitted.ok) throw new Error('expected room');
@@ -359,7 +356,7 @@ describe('a call whose work ends without a reply', () => {
     const admission = new BoundedAdmission({ requests: 1 });
     const { task, settled, outcomes, owner } = pendingTask(admission);
     expect(admission.report().depth).toBe(1);
-    owner.lost++; // piscina removes the thread in the turn it rejects the thread's call
+    owner.losses.count++; // piscina removes the thread in the turn it rejects the thread's call
     task.follow(Promise.reject(new Error('worker exited with code 1')));
     expect(await settled).toMatchObject({ code: 'OMNI_ERR_WORKER_EXITED' });
     expect(outcomes.failed).toBe(1);

@@ -4,6 +4,7 @@ import { AbortError, DeadlineError, WorkerExitedError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { fromWire } from '../wire-error.js';
 import type { CancelWords } from './cancel-words.js';
+import type { ThreadLosses } from './pool-guard.js';
 import type { TaskReply } from './protocol.js';
 import { taskFailure } from './task-failure.js';
 
@@ -38,8 +39,8 @@ export interface TaskOwner {
    * it from construction until its work ends (or it is abandoned).
    */
   readonly live: Set<PendingTask>;
-  /** Threads lost so far (PoolGuard.losses): one lost while a call is out may have held it. */
-  losses(): number;
+  /** Threads lost so far: one lost while a call is out may have held it. */
+  readonly losses: ThreadLosses;
 }
 
 function fireDeadline(task: PendingTask): void {
@@ -76,7 +77,7 @@ export class PendingTask {
     this.#resolve = resolve;
     this.#reject = reject;
     this.#signal = signal;
-    this.#losses = owner.losses();
+    this.#losses = owner.losses.count;
     if (signal) followAbort(signal, this);
     // One plain setTimeout for any deadline up to ~24.8 days; longer ones re-arm in steps.
     if (deadlineMs !== undefined) this.#timer = setLongTimeout(fireDeadline, deadlineMs, this);
@@ -143,7 +144,7 @@ export class PendingTask {
     // thread was lost meanwhile). It is a no-op when the worker did release (e.g. its reply
     // could not be posted back).
     const reclaimed = this.#ended();
-    this.#failedWith(taskFailure(err, reclaimed, this.#owner.losses() !== this.#losses));
+    this.#failedWith(taskFailure(err, reclaimed, this.#owner.losses.count !== this.#losses));
   }
 
   #failedWith(error: Error): void {

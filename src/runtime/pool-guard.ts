@@ -13,6 +13,18 @@ import { ReplacementWatch } from './replacement-watch.js';
  * Invariants: the pool is abandoned at most once, and never once close() is tearing it down
  * (its threads' exits are close()'s own then); `abandoned` is set in the turn destroy() starts.
  */
+/**
+ * Threads piscina has removed (dead, or terminated), and the pool's own abandonment or teardown,
+ * counted in the turn they happen. piscina rejects a thread's call in the turn it removes the
+ * thread, and a pool's queued calls in the turn it is destroyed; a call that fails with no reply
+ * while this count stayed put never reached a thread: its input could not be posted (see
+ * task-failure.ts). One object the runtime makes before its pool: a dispatched call reads it
+ * with a property load, no call.
+ */
+export interface ThreadLosses {
+  count: number;
+}
+
 export class PoolGuard {
   readonly pool: Piscina;
   readonly watch: ReplacementWatch;
@@ -25,14 +37,8 @@ export class PoolGuard {
    * every thread has exited (see destroyPool).
    */
   destroyed: Promise<boolean> | undefined;
-  /**
-   * Threads piscina has removed (dead, or terminated), and the pool's own abandonment or
-   * teardown, counted in the turn they happen. piscina rejects a thread's call in the turn it
-   * removes the thread, and a pool's queued calls in the turn it is destroyed; a call that
-   * fails with no reply while this count stayed put never reached a thread: its input could not
-   * be posted (see task-failure.ts).
-   */
-  losses = 0;
+  /** Counted here, read by every dispatched call (see ThreadLosses). */
+  readonly #losses: ThreadLosses;
   readonly #fail: (error: Error) => void;
   readonly #startTimeoutMs: number;
 
@@ -40,8 +46,15 @@ export class PoolGuard {
    * `loaded`: the entry's count of threads whose module has loaded (EntryData.loaded); `fail`
    * moves the runtime to 'failed' (a lost thread not replaced in time, or every thread gone).
    */
-  constructor(pool: Piscina, loaded: Int32Array, startTimeoutMs: number, fail: (error: Error) => void) {
+  constructor(
+    pool: Piscina,
+    loaded: Int32Array,
+    startTimeoutMs: number,
+    fail: (error: Error) => void,
+    losses: ThreadLosses,
+  ) {
     this.pool = pool;
+    this.#losses = losses;
     this.#fail = fail;
     this.#startTimeoutMs = startTimeoutMs;
     const watch = new ReplacementWatch(pool, loaded, startTimeoutMs, (error) => {
@@ -54,7 +67,7 @@ export class PoolGuard {
     // piscina removes a dead worker and starts its replacement in the same turn; look after it
     // once the worker has left pool.threads (it emits just before).
     pool.on('workerDestroy', () => {
-      this.losses++;
+      this.#losses.count++;
       queueMicrotask(() => {
         if (!this.tearingDown && !this.abandoned) watch.removed();
         this.#checkThreads();
@@ -64,7 +77,7 @@ export class PoolGuard {
 
   /** close() stops the threads from here on: no exit is a loss any more, nor is one due. */
   tearDown(): void {
-    this.losses++;
+    this.#losses.count++;
     this.tearingDown = true;
     this.watch.stop();
   }
@@ -83,7 +96,7 @@ export class PoolGuard {
   /** Destroys a pool that cannot serve: its queued calls reject and their capacity is reclaimed. */
   abandon(): void {
     if (this.abandoned || this.tearingDown) return;
-    this.losses++;
+    this.#losses.count++;
     this.abandoned = true;
     this.watch.stop();
     this.destroyed = destroyPool(this.pool, this.#startTimeoutMs);
