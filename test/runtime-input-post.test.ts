@@ -272,19 +272,10 @@ describe('an input that throws a value that throws again as it is read', () => {
     '%s, thrown by workerData at start(): OMNI_ERR_INVALID_ARGUMENT with it as cause',
     async (_what, make) => {
       const thrown = make();
-      const err = await rejection(
-        Runtime.start({
-          worker: CLOSE_COUNT_WORKER,
-          threads: 1,
-          workerData: {
-            get closed() {
-              throw thrown;
-            },
-          },
-        }),
-      );
+      const { err, exits } = await startWithDataThatThrows(thrown);
       expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
       expect(err.cause).toBe(thrown);
+      expect(exits).toBe(0);
     },
   );
 });
@@ -307,26 +298,34 @@ describe('a thread that really fails keeps its own code', () => {
 describe('workerData that throws while it is cloned at start()', () => {
   it('start() rejects OMNI_ERR_INVALID_ARGUMENT with the thrown value as cause, and starts no thread', async () => {
     const thrown = new Error('no data');
-    let exits = 0;
-    const err = await rejection(
-      Runtime.start({
-        worker: CLOSE_COUNT_WORKER,
-        threads: 1,
-        workerData: {
-          get closed() {
-            throw thrown;
-          },
-        },
-        threadEnds: {
-          exited: () => {
-            exits++;
-          },
-          stopped: () => {},
-        },
-      }),
-    );
+    const { err, exits } = await startWithDataThatThrows(thrown);
     expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
     expect(err.cause).toBe(thrown);
     expect(exits).toBe(0);
   });
 });
+
+/** start() with workerData whose getter throws `thrown`; `exits`: threads reported exited. */
+async function startWithDataThatThrows(
+  thrown: unknown,
+): Promise<{ err: Error & { code?: string }; exits: number }> {
+  let exits = 0;
+  const err = await rejection(
+    Runtime.start({
+      worker: CLOSE_COUNT_WORKER,
+      threads: 1,
+      workerData: {
+        get closed() {
+          throw thrown;
+        },
+      },
+      threadEnds: {
+        exited: () => {
+          exits++;
+        },
+        stopped: () => {},
+      },
+    }),
+  );
+  return { err, exits };
+}
