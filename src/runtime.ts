@@ -18,7 +18,7 @@ import {
 } from './runtime/options.js';
 import { noOutcomes, type Outcomes, PendingTask, type TaskOwner } from './runtime/pending-task.js';
 import { busyThreads, startPool } from './runtime/pool.js';
-import { PoolGuard, type ThreadLosses } from './runtime/pool-guard.js';
+import { PoolGuard } from './runtime/pool-guard.js';
 import type { TaskReply } from './runtime/protocol.js';
 import { abortedBeforeDispatch, refused, waitFailed } from './runtime/refusals.js';
 import {
@@ -29,6 +29,7 @@ import {
   runtimeReport,
 } from './runtime/report.js';
 import { Shutdown } from './runtime/shutdown.js';
+import type { ThreadLosses } from './runtime/thread-losses.js';
 
 export type { CloseOptions } from './runtime/options.js';
 export type { LatencySummary, RuntimeReport, RuntimeState } from './runtime/report.js';
@@ -98,7 +99,7 @@ export class Runtime {
   #inflight = 0;
   /** Calls whose work has not ended, for a close timeout to abandon (see TaskOwner.live). */
   readonly #live = new Set<PendingTask>();
-  /** Counted by the pool's guard, read by every dispatched call (PoolGuard's ThreadLosses). */
+  /** Counted by the pool's guard, read by every dispatched call (thread-losses.ts). */
   readonly #losses: ThreadLosses = { count: 0 };
   /** close() waits for the last of `#live` to end (see ShutdownHost.callsEnded). */
   #callsEnded: (() => void) | undefined;

@@ -4,9 +4,9 @@ import { AbortError, DeadlineError, WorkerExitedError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { fromWire } from '../wire-error.js';
 import type { CancelWords } from './cancel-words.js';
-import type { ThreadLosses } from './pool-guard.js';
 import type { TaskReply } from './protocol.js';
 import { taskFailure } from './task-failure.js';
+import type { ThreadLosses } from './thread-losses.js';
 
 /** How each call ended, as its caller saw it. */
 export interface Outcomes {

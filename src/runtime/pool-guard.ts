@@ -2,6 +2,7 @@ import type { Piscina } from 'piscina';
 import { WorkerExitedError } from '../errors.js';
 import { destroyPool } from './pool.js';
 import { ReplacementWatch } from './replacement-watch.js';
+import type { ThreadLosses } from './thread-losses.js';
 
 /**
  * Looks after a started pool's threads until close() takes them over. piscina replaces a dead
@@ -13,18 +14,6 @@ import { ReplacementWatch } from './replacement-watch.js';
  * Invariants: the pool is abandoned at most once, and never once close() is tearing it down
  * (its threads' exits are close()'s own then); `abandoned` is set in the turn destroy() starts.
  */
-/**
- * Threads piscina has removed (dead, or terminated), and the pool's own abandonment or teardown,
- * counted in the turn they happen. piscina rejects a thread's call in the turn it removes the
- * thread, and a pool's queued calls in the turn it is destroyed; a call that fails with no reply
- * while this count stayed put never reached a thread: its input could not be posted (see
- * task-failure.ts). One object the runtime makes before its pool: a dispatched call reads it
- * with a property load, no call.
- */
-export interface ThreadLosses {
-  count: number;
-}
-
 export class PoolGuard {
   readonly pool: Piscina;
   readonly watch: ReplacementWatch;

@@ -31,7 +31,7 @@ export function messageOf(err: unknown): string {
 
 /**
  * `reclaimed`: this thread, not the worker, gave the task's capacity back. `threadLost`: a
- * thread was lost (or the pool given up) while the task was out (pool-guard.ts, ThreadLosses).
+ * thread was lost (or the pool given up) while the task was out (thread-losses.ts).
  */
 export function taskFailure(err: unknown, reclaimed: boolean, threadLost: boolean): Error {
   if (!reclaimed) return new TaskFailedError(messageOf(err));
