@@ -6,6 +6,7 @@
 import { Piscina } from 'piscina';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkerTaskContext } from '../workers/task-context.js';
+import { searched } from './fixtures/array-searches.js';
 import { open, STARTED, type TransferReply, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, rejection, start } from './fixtures/runtime-harness.js';
 
@@ -189,28 +190,6 @@ describe('transfer', () => {
 });
 
 describe('ctx.transfer', () => {
-  /** `run()`, counting the elements Array#includes and #indexOf search through on the way. */
-  function searched(run: () => void): number {
-    const includes = Array.prototype.includes;
-    const indexOf = Array.prototype.indexOf;
-    let elements = 0;
-    Array.prototype.includes = function (this: unknown[], ...args: [unknown, number?]) {
-      elements += this.length;
-      return includes.apply(this, args);
-    };
-    Array.prototype.indexOf = function (this: unknown[], ...args: [unknown, number?]) {
-      elements += this.length;
-      return indexOf.apply(this, args);
-    };
-    try {
-      run();
-    } finally {
-      Array.prototype.includes = includes;
-      Array.prototype.indexOf = indexOf;
-    }
-    return elements;
-  }
-
   // Before: each buffer was looked for in the list so far, O(k^2) for a result of k buffers
   // listed one by one (50,000: ~1.7 s in ctx.transfer alone).
   it('lists k buffers, each once and in order, without searching the list for each', () => {

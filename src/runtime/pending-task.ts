@@ -174,6 +174,10 @@ export class PendingTask {
     if (this.#workEnded) return false;
     this.#workEnded = true;
     this.#owner.live.delete(this);
+    // After a reply the worker has released already (workers/entry.ts, before the reply exists)
+    // and this finds the claim spent, ~30 ns (bench/claim-reclaim.bench.ts), too little for
+    // bench:runtime to show. Kept: nothing else would give the capacity back should a reply
+    // ever come without that release (test/runtime-reply-release.test.ts holds the worker to it).
     const reclaimed = this.#owner.admission.reclaim(this.#claim);
     this.#detach();
     this.#owner.ended();
