@@ -239,11 +239,17 @@ export function clientErrorHandler(
  */
 export function expectationHandler(
   metrics: ServeMetrics,
+  follow: (req: IncomingMessage, res: ServerResponse) => void,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    // node calls this listener instead of 'request': the 417 is the connection's latest answer,
-    // and one that closes it, so a parse error pipelined behind must wait for it (and add none).
+    // node calls this listener instead of 'request' (and its listeners, markAfterClose's): the
+    // 417 is the connection's latest answer, and one that closes it, so a parse error pipelined
+    // behind must wait for it (and add none).
+    markAfterClose(req);
     rememberResponse(req, res);
+    // After an answer that closed the connection it is never sent: neither in flight nor
+    // recorded, as a request routed there is not (RFC 9112 9.6).
+    if (!afterClosingAnswer(req)) follow(req, res);
     // Counted once written: a 417 queued behind a call still running goes unanswered when the
     // client leaves first.
     res.once('finish', () => metrics.clientError('EXPECTATION_FAILED'));
