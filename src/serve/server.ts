@@ -527,15 +527,10 @@ async function listenOnce(
     await app.close();
     throw err;
   }
-  const missed = await missedBinding(app, host, (app.server.address() as AddressInfo).port);
-  if (missed !== undefined) {
-    confirm(false);
-    await app.close();
-    return { missed };
-  }
-  started = true;
-  confirm(true);
   // fastify gives only its main server our clientError handler; the others answer the same.
+  // At once, not once every address is known to be bound (missedBinding's lookup and probes take
+  // turns of the event loop, which accept connections on them): fastify's listen() resolves in
+  // the turn its last server began listening, before any connection there could be accepted.
   for (const other of listeningServers(app).slice(1)) {
     // fastify forwards their 'upgrade' to the main server, which has no listener: node would
     // hand a request asking to upgrade over to nobody, never answered. Without a listener it
@@ -549,6 +544,14 @@ async function listenOnce(
     other.on('request', rememberResponse);
     other.on('connection', lingerOnClose);
   }
+  const missed = await missedBinding(app, host, (app.server.address() as AddressInfo).port);
+  if (missed !== undefined) {
+    confirm(false);
+    await app.close();
+    return { missed };
+  }
+  started = true;
+  confirm(true);
   const bound = app.server.address() as AddressInfo;
   const shownHost = bound.address.includes(':') ? `[${bound.address}]` : bound.address;
   const handle: ServeHandle = {
