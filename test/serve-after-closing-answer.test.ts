@@ -101,6 +101,27 @@ describe('a request pipelined after an answer that closes the connection', () =>
     expect(sample(text, series)).toBeUndefined();
   });
 
+  // node answers an unsupported Expect through 'checkExpectation', in the place of 'request'.
+  it('an unsupported Expect behind a 405 answered before its body was read: not answered, nor recorded', async () => {
+    const { s } = await start(true);
+    const { statuses } = exchange(
+      s.port,
+      'PUT /health HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde' +
+        'GET /health HTTP/1.1\r\nHost: x\r\nExpect: x-unsupported\r\n\r\n',
+    );
+    expect(await statuses).toEqual([405]);
+    await until(async () => (await inflight(s)) === 0, 'no request in flight');
+    const text = (await s.metrics.scrape()).text;
+    const unmatched = (status: number): string =>
+      `omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="${status}"}`;
+    expect([417, 444, 499].map((status) => sample(text, unmatched(status)))).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect(sample(text, 'omni_http_client_errors_total{detail="EXPECTATION_FAILED"}')).toBeUndefined();
+  });
+
   it('queued behind a call still running: the closing answer comes after it, the requests behind it never run', async () => {
     const { g, s } = await start(false);
     const { statuses, written } = exchange(

@@ -201,6 +201,31 @@ describe('a drain that cuts requests off on the paths apart from the plain one',
     expect(sample(text, 'omni_http_inflight')).toBe(0);
   });
 
+  it('an unsupported Expect (its 417 waits its turn) queued behind an unread answer', async () => {
+    const s = await start();
+    const written = firstAnswerWritten(s);
+    const expectation = new Promise<void>((resolve) =>
+      s.app.server.once('checkExpectation', () => resolve()),
+    );
+    const c = client(s);
+    unread(c);
+    c.write('GET /health HTTP/1.1\r\nHost: x\r\nExpect: x-unsupported\r\n\r\n');
+    await Promise.all([written, expectation]);
+    // Before: never in flight, nor in the drain's count, nor recorded once cut off (a malformed
+    // URL in its place is all three).
+    expect(await inflight(s)).toBe(2);
+    const drained = s.drain({ timeoutMs: 600_000 });
+    s.expireDrain();
+    expect(await drained).toEqual({ clean: false, abandonedRequests: 2 });
+    const text = (await s.metrics.scrape()).text;
+    const unmatched = (status: number): string =>
+      `omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="${status}"}`;
+    expect([sample(text, unmatched(417)), sample(text, unmatched(CUT_OFF_STATUS))]).toEqual([undefined, 1]);
+    expect(sample(text, 'omni_http_client_errors_total{detail="EXPECTATION_FAILED"}')).toBeUndefined();
+    expect(sample(text, series(CUT_OFF_STATUS))).toBe(1);
+    expect(sample(text, 'omni_http_inflight')).toBe(0);
+  });
+
   it('a drain started as a request arrives, before the server counts it: answered 503, in the metrics', async () => {
     const s = await start();
     let drained: Promise<DrainResult> | undefined;

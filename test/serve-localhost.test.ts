@@ -6,7 +6,7 @@
  * same on every address.
  */
 import dns from 'node:dns';
-import { type AddressInfo, connect, createServer, Server as NetServer } from 'node:net';
+import { type AddressInfo, connect, createServer, Server as NetServer, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
@@ -15,6 +15,7 @@ import { until } from './fixtures/runtime-harness.js';
 import { type Answer, get, postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import {
+  clients,
   closeServed,
   type Gated,
   gatedForTest,
@@ -213,6 +214,47 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
       expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     },
   );
+
+  it('a request asking to upgrade on ::1 while serve() still checks its addresses: answered, not leaked', async () => {
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, open: true });
+    let heard = '';
+    let client: Socket | undefined;
+    let connection: Socket | undefined;
+    // serve's own lookup (after fastify's, which binds ::1) waits for the request to be read on
+    // ::1: fastify forwards that address's 'upgrade' to the main server until serve() takes the
+    // forwarder off.
+    beforeOthersBind = async () => {
+      beforeOthersBind = async (port) => {
+        const servers = (listen.mock.contexts as NetServer[]).filter((server) => server.listening);
+        const main = servers.find((server) => (server.address() as AddressInfo).address === '127.0.0.1')!;
+        const other = servers.find((server) => (server.address() as AddressInfo).address === '::1')!;
+        const read = new Promise<void>((resolve) => {
+          other.prependListener('request', () => resolve());
+          // Where fastify's forwarder hands it (the main server has no listener of its own).
+          main.on('upgrade', () => resolve());
+        });
+        other.once('connection', (socket: Socket) => {
+          connection = socket;
+        });
+        client = connect({ host: '::1', port });
+        clients.push(client);
+        client.on('error', () => {});
+        client.on('data', (chunk: Buffer) => {
+          heard += chunk.toString('latin1');
+        });
+        client.write('GET /health HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+        await read;
+      };
+    };
+    const s = await serveForTest(g.lr, { host: 'localhost' });
+    const closed = new Promise<void>((resolve) => client!.once('close', () => resolve()));
+    expect(await s.close()).toEqual({ clean: true, abandonedRequests: 0 });
+    // Before: node had handed the connection over to nobody: never answered, and not one the
+    // drain closes (held until the client left).
+    expect(connection?.destroyed).toBe(true);
+    await closed;
+    expect(heard).toMatch(/^HTTP\/1\.1 200 /);
+  });
 
   it('port 0 taken on ::1 by another program once 127.0.0.1 listens: serve listens on a port free on both', async () => {
     let taken: number | undefined;

@@ -143,6 +143,11 @@ describe('GET /metrics', () => {
     expect(sample(text, 'omni_http_client_errors_total{detail="HPE_INVALID_CHUNK_SIZE"}')).toBe(1);
     expect(sample(text, 'omni_http_client_errors_total{detail="EXPECTATION_FAILED"}')).toBe(1);
     expect(sample(text, 'omni_http_client_errors_total{detail="HPE_HEADER_OVERFLOW"}')).toBe(1);
+    // A request node parsed whole, unlike the others: in the latency histogram too, as a URL
+    // fastify refuses before routing is.
+    expect(
+      sample(text, 'omni_http_request_duration_seconds_count{route="unmatched",method="POST",status="417"}'),
+    ).toBe(1);
     expect(g.entered()).toBe(0);
   });
 

@@ -36,9 +36,9 @@ function errorFor(code: string, message: string): Error & { detail?: string } {
 }
 
 /**
- * Set on a socket this handler answered, to the status it sent: a request already routed (its
- * chunked body failed mid-way) then ends without its response finishing, and must be recorded
- * with that status, not as a client that left (499).
+ * Set on a socket this handler answered, to the status it sent, once that answer is all out: a
+ * request already routed (its chunked body failed mid-way) then ends without its response
+ * finishing, and must be recorded with that status, not as a client that left (499).
  */
 export const ANSWERED_STATUS = Symbol('omni.serve.answeredStatus');
 
@@ -168,8 +168,12 @@ export function clientErrorHandler(
       // response has not started, as node:http's own default handler does.
       if (s.writable && s._httpMessage?.headersSent !== true) {
         metrics.clientError(code);
-        s[ANSWERED_STATUS] = answer.status;
-        s.write(answer.text);
+        // Its status once all of it is out (handed to the kernel): held in this process by a
+        // client that does not read, it never reached that client if the drain or the send
+        // timeout then closes the connection, which is recorded as such (444).
+        s.write(answer.text, (err) => {
+          if (err == null) s[ANSWERED_STATUS] = answer.status;
+        });
         // Not destroyed at once: bytes the client sent after the bad ones would still be unread,
         // and closing over unread bytes resets the connection, which can make the client fail
         // on its upload before it reads this answer. The linger is bounded (linger.ts).
@@ -239,11 +243,17 @@ export function clientErrorHandler(
  */
 export function expectationHandler(
   metrics: ServeMetrics,
+  follow: (req: IncomingMessage, res: ServerResponse) => void,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    // node calls this listener instead of 'request': the 417 is the connection's latest answer,
-    // and one that closes it, so a parse error pipelined behind must wait for it (and add none).
+    // node calls this listener instead of 'request' (and its listeners, markAfterClose's): the
+    // 417 is the connection's latest answer, and one that closes it, so a parse error pipelined
+    // behind must wait for it (and add none).
+    markAfterClose(req);
     rememberResponse(req, res);
+    // After an answer that closed the connection it is never sent: neither in flight nor
+    // recorded, as a request routed there is not (RFC 9112 9.6).
+    if (!afterClosingAnswer(req)) follow(req, res);
     // Counted once written: a 417 queued behind a call still running goes unanswered when the
     // client leaves first.
     res.once('finish', () => metrics.clientError('EXPECTATION_FAILED'));

@@ -73,7 +73,10 @@ export class Drain {
   #state: ServerState = 'serving';
   /** Responses from their request's arrival until they close. */
   readonly #open = new Set<ServerResponse>();
-  /** Those still open when step 5 closed their connection: the server, not the client, cut them off. */
+  /**
+   * Those whose answer was not all written when step 5 closed their connection: the server, not
+   * the client, cut them off.
+   */
   readonly #cut = new WeakSet<ServerResponse>();
   #wake: (() => void) | undefined;
   #expire: (() => void) | undefined;
@@ -205,8 +208,11 @@ export class Drain {
     // timeout abandoned are: the drain that ended it is neither clean nor silent about it.
     let late = 0;
     for (const res of this.#open) {
+      // Written whole: its every byte is with the kernel (node's 'finish' comes a tick later, so
+      // it is still open), which sends it before the close; the client gets all of it.
+      if (res.writableFinished) continue;
       this.#cut.add(res);
-      if (!res.writableFinished && counted?.has(res) !== true) late++;
+      if (counted?.has(res) !== true) late++;
     }
     for (const server of servers) server.closeAllConnections();
     for (const socket of this.#handedOver) socket.destroy();
