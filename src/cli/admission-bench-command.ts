@@ -36,6 +36,8 @@ Flags:
   --rounds N      rounds per side (default 3)
   --json          print the result as JSON
   -h, --help      this help
+Exit status: 0 once measured; 2 for a usage mistake; 1 for any other failure, such as
+OMNI_ERR_BENCH (a thread did not answer or was refused, or the admission leaked capacity).
 `;
 
 const FLAGS = {

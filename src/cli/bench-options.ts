@@ -106,6 +106,10 @@ Flags:
   --out DIR          where results.json and the charts go (default ./bench-results)
   --json             print a machine-readable summary on stdout instead of the table
   -h, --help         this help
+Exit status: 0 once measured; 2 for a usage mistake; 1 for any other failure, such as
+OMNI_ERR_BENCH (a calibration that completed nothing while --rates are multiples of it, a
+phase that did not drain) or a native library that will not load. A failure is one line on
+stderr.
 `;
 
 /**
