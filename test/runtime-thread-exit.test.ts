@@ -12,10 +12,10 @@ import { Runtime, type RuntimeOptions, type ThreadEnds } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
 import { WORDS } from './fixtures/late-exit-worker.js';
-import { START_TIMEOUT_MS } from './fixtures/replacement-harness.js';
-import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { onDemandThread } from './fixtures/on-demand-thread.js';
+import { STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
-  cleanup,
+  cleanupOnRealClock,
   codeOf,
   control,
   gate,
@@ -24,38 +24,17 @@ import {
   turns,
   until,
 } from './fixtures/runtime-harness.js';
+import {
+  type End,
+  expectEveryThreadThenStopped,
+  recorder,
+  STOPPED,
+} from './fixtures/thread-ends-recorder.js';
 import { COUNT, newIds, recordedIds, type WhoInput } from './fixtures/thread-exit-worker.js';
 
-afterEach(cleanup);
+afterEach(cleanupOnRealClock);
 
 const WORKER = builtModuleUrl('test/fixtures/thread-exit-worker.js');
-
-const STOPPED = 'stopped';
-type End = number | typeof STOPPED;
-
-/** A ThreadEnds that logs what it is told, and resolves `exit(id)` once `id` is reported. */
-function recorder() {
-  const log: End[] = [];
-  const waiting = new Map<number, () => void>();
-  const ends: ThreadEnds = {
-    exited(threadId) {
-      log.push(threadId);
-      waiting.get(threadId)?.();
-    },
-    stopped() {
-      log.push(STOPPED);
-    },
-  };
-  const exit = (threadId: number): Promise<void> =>
-    log.includes(threadId) ? Promise.resolve() : new Promise((resolve) => waiting.set(threadId, resolve));
-  return { log, ends, exit };
-}
-
-/** Each of `ids` reported exited exactly once, nothing else, and `stopped` once, last. */
-function expectEveryThreadThenStopped(log: readonly End[], ids: readonly number[]): void {
-  expect(log.at(-1)).toBe(STOPPED);
-  expect(log.slice(0, -1).sort()).toEqual([...ids].sort());
-}
 
 /** Runtime options over the worker that records its threads' ids. */
 function options(ends: ThreadEnds, ids: Int32Array, extra: Partial<RuntimeOptions> = {}): RuntimeOptions {
@@ -180,48 +159,11 @@ describe('threadEnds: every thread the runtime saw is reported exited once, then
   // Mutant: no look at the threads as one is removed (thread-exit-watch.ts's first watchAll):
   // a thread piscina started for a queued call, never up, went unreported when close() ended it.
   it('a thread piscina starts for a queued call, terminated by close() in its init: reported too', async () => {
-    const { log, ends } = recorder();
-    const ids = newIds();
-    const rt = await start(
-      options(ends, ids, {
-        startTimeoutMs: START_TIMEOUT_MS,
-        admission: { requests: 4 },
-        // The third init (the first thread's replacement) ends its thread; the fourth never ends.
-        workerData: { ids: ids.buffer, exitAt: 3, holdAt: 4 },
-      }),
-    );
-    const dying = control();
-    const held = control();
-    const died = codeOf(rt.run({ mode: 'block-exit', control: dying.buffer as SharedArrayBuffer }));
-    const served = rt.run({ ...gate(held, { sync: true }), value: 0 });
-    await waitFor(dying, STARTED);
-    await waitFor(held, STARTED);
-    // Both threads busy: these two wait in piscina's queue.
-    const queued = [rt.run({ mode: 'echo', value: 1 }), rt.run({ mode: 'echo', value: 2 })];
-    // The runtime's start bounds from here on run on a fake clock: the lost thread's is made due
-    // below; the fourth thread's never is, so close() is what ends it (a real 5 s one ended it
-    // first, unrecorded, on a machine that slowed its load that long).
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    try {
-      open(dying);
-      expect(await died).toBe('OMNI_ERR_WORKER_EXITED');
-      // Its replacement ends in its init: piscina replaces no thread from here on.
-      await waitFor(ids, COUNT, 3);
-      vi.advanceTimersByTime(START_TIMEOUT_MS);
-      expect(await rt.whenFailed()).toHaveProperty('code', 'OMNI_ERR_WORKER_EXITED');
-    } finally {
-      vi.useRealTimers();
-    }
-    // The held thread takes the first queued call; piscina starts a thread for the second, and
-    // gives it that call: the thread stays in its init (the fourth), so a close timeout ends it.
-    open(held);
-    expect(await served).toBe(0);
-    const [first, second] = queued;
-    const abandoned = codeOf(second!);
-    expect(await first).toBe(1);
-    await waitFor(ids, COUNT, 4);
+    const { rt, ids, log, second } = await onDemandThread();
+    // Its start bound stays on the fake clock, never due: close() is what ends it.
+    vi.useRealTimers();
     expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
-    expect(await abandoned).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await second).toBe('OMNI_ERR_WORKER_EXITED');
     expect(recordedIds(ids)).toHaveLength(4);
     expectEveryThreadThenStopped(log, recordedIds(ids));
   });
