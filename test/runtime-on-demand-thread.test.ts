@@ -14,7 +14,7 @@ afterEach(cleanupOnRealClock);
 
 /** The call held by a thread started on demand whose init never ends, still queued. */
 async function callHeldByStuckThread() {
-  const scenario = await onDemandThread();
+  const scenario = await onDemandThread('hold');
   expect(scenario.rt.report()).toMatchObject({ queued: 1, running: 0 });
   return scenario;
 }

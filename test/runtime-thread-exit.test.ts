@@ -136,7 +136,7 @@ describe('threadEnds: every thread the runtime saw is reported exited once, then
     expectEveryThreadThenStopped(log, recordedIds(ids));
   });
 
-  // Mutant: no second look just after a removal (thread-exit-watch.ts's queueMicrotask): a
+  // Mutant: no exit watched from a thread's start (thread-exit-watch.ts's onThreadStart): a
   // replacement that ends in its init never comes up, and went unreported.
   it('a replacement that ends in its init (the runtime fails): reported at its exit', async () => {
     const { log, ends } = recorder();
@@ -156,15 +156,29 @@ describe('threadEnds: every thread the runtime saw is reported exited once, then
     expect(log).toEqual([first, replacement, STOPPED]);
   });
 
-  // Mutant: no look at the threads as one is removed (thread-exit-watch.ts's first watchAll):
-  // a thread piscina started for a queued call, never up, went unreported when close() ended it.
+  // Mutant: no exit watched from a thread's start nor at a removal (thread-exit-watch.ts): a
+  // thread piscina started for a queued call, never up, went unreported when close() ended it.
   it('a thread piscina starts for a queued call, terminated by close() in its init: reported too', async () => {
-    const { rt, ids, log, second } = await onDemandThread();
+    const { rt, ids, log, second } = await onDemandThread('hold');
     // Its start bound stays on the fake clock, never due: close() is what ends it.
     vi.useRealTimers();
     expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
     expect(await second).toBe('OMNI_ERR_WORKER_EXITED');
     expect(recordedIds(ids)).toHaveLength(4);
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+  });
+
+  // Mutant: no exit watched from a thread's start (thread-exit-watch.ts's onThreadStart): a
+  // thread piscina started for a queued call that ended in its own init was never seen alive
+  // (piscina tells of a thread once it is up, and it is removed once it has exited): no `exited`.
+  it('a thread piscina starts for a queued call that ends in its init: reported at its exit', async () => {
+    const { rt, ids, log, second } = await onDemandThread('exit');
+    vi.useRealTimers();
+    // The call it was handed rejects at its exit, in a turn after the thread's 'exit' listeners.
+    expect(await second).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(recordedIds(ids)).toHaveLength(4);
+    expect(log).toContain(recordedIds(ids)[3]);
+    expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
     expectEveryThreadThenStopped(log, recordedIds(ids));
   });
 
