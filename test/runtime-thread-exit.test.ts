@@ -11,8 +11,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Runtime, type RuntimeOptions, type ThreadEnds } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
+import { CaughtTimer } from './fixtures/caught-timer.js';
 import { WORDS } from './fixtures/late-exit-worker.js';
 import { onDemandThread } from './fixtures/on-demand-thread.js';
+import { START_TIMEOUT_MS } from './fixtures/replacement-harness.js';
 import { STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
   cleanupOnRealClock,
@@ -261,8 +263,12 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
       if (warning.name === 'OmniRuntimeWarning') warnings.push(warning.message);
     };
     process.on('warning', onWarning);
+    const { log, ends } = recorder();
+    // close()'s wait for the dying thread's exit (destroyPool) is armed with startTimeoutMs once
+    // the replacement has exited, the one thread reported then: made due once armed. Out of
+    // reach otherwise, as it bounds start() and the replacement's coming up too.
+    const giveUp = new CaughtTimer(START_TIMEOUT_MS, () => log.length === 1);
     try {
-      const { log, ends } = recorder();
       let stopped!: () => void;
       const told = new Promise<void>((resolve) => {
         stopped = resolve;
@@ -271,9 +277,7 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
       const rt = await start({
         worker: builtModuleUrl('test/fixtures/late-exit-worker.js'),
         threads: 1,
-        // Bounds close()'s wait for the dying thread, which the test holds past it; start and
-        // the replacement's coming up have as long (a thread starts in well under a second).
-        startTimeoutMs: 5_000,
+        startTimeoutMs: START_TIMEOUT_MS,
         workerData: { counts: counts.buffer, ...workerData },
         threadEnds: {
           exited: (id) => ends.exited(id),
@@ -284,7 +288,10 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
         },
       });
       expect(await codeOf(rt.run({ die: readEnd }))).toBe('OMNI_ERR_WORKER_EXITED');
-      const result = await closing(rt);
+      const closed = closing(rt);
+      await until(() => giveUp.caught, "close()'s wait for the dying thread's exit");
+      giveUp.fire();
+      const result = await closed;
       await turns(); // process 'warning' is emitted on a later tick
       expect(warnings.length).toBeGreaterThan(0); // close() gave up waiting for the dying thread
       expect(blockedInRead(readEnd)).toBe(true);
@@ -298,6 +305,7 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
       expect(log[2]).toBe(STOPPED);
       return result;
     } finally {
+      giveUp.restore();
       process.off('warning', onWarning);
       pipe.close();
     }
