@@ -2,7 +2,7 @@
  * An unclosed runtime and the process's life (README, "A runtime with your own worker"): its
  * threads alone do not keep the process alive, as piscina's do not, but a call in flight does,
  * and so does a caller waiting for admission: a script that never calls close() still gets its
- * answers and then exits by itself.
+ * answers and then exits by itself. A thread piscina is still starting holds it too (Limits).
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
