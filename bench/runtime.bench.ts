@@ -119,8 +119,8 @@ function cloneCases(): BenchCase[] {
   port1.unref();
   const batch = 200;
   // src/envelope.ts TaskMessage: input, then the claim (its admission is a random id up to
-  // 2^31 - 1, src/admission/internal.ts), cost and deadlineAt.
-  const message = [1, 1876543210, 3, 17, 1, 1, 0];
+  // 2^31 - 1, src/admission/internal.ts; its units are the cost) and deadlineAt.
+  const message = [1, 1876543210, 3, 17, 1, 0];
   // What piscina itself wraps around every task and every response.
   const task = (value: unknown) => ({
     task: value,

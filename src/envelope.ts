@@ -13,8 +13,8 @@ export type TaskMessage<I = unknown> = readonly [
   admission: number,
   slot: number,
   generation: number,
+  /** The claim's units: the cost the call was admitted with (a permit holds its cost in units). */
   units: number,
-  cost: number,
   /** Date.now() after which the caller no longer waits (0 = none). */
   deadlineAt: number,
 ];
@@ -31,7 +31,6 @@ export function messageClaim(message: TaskMessage): Claim {
 export function taskPost<I>(
   claim: Claim,
   input: I,
-  cost: number,
   deadlineAt: number,
   transfer: readonly ArrayBuffer[],
 ): TaskMessage<I> {
@@ -41,7 +40,6 @@ export function taskPost<I>(
     claim.slot,
     claim.generation,
     claim.units,
-    cost,
     deadlineAt,
   ];
   if (transfer.length === 0) return message;

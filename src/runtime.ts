@@ -294,8 +294,8 @@ export class Runtime {
         task = new PendingTask(this.#owner, claim, resolve, reject, call.signal, deadlineMs);
         // piscina's move() around an input would be lost inside the message: unwrap it.
         const post = isMovable(input)
-          ? taskPost(claim, movedValue(input), call.cost, deadlineAt, withMovedBuffers(input, call.transfer))
-          : taskPost(claim, input, call.cost, deadlineAt, call.transfer);
+          ? taskPost(claim, movedValue(input), deadlineAt, withMovedBuffers(input, call.transfer))
+          : taskPost(claim, input, deadlineAt, call.transfer);
         // The caller's signal is never given to piscina: its abort would terminate the thread
         // (mid native call) and free the slot before the work stops.
         task.follow(this.#pool!.run(post) as Promise<TaskReply>);

@@ -19,7 +19,9 @@ import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { serve } from '../src/serve/index.js';
 import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
+import { CaughtTimer } from './fixtures/caught-timer.js';
 import { closeRuntimes, start } from './fixtures/native-runtime-harness.js';
+import { START_TIMEOUT_MS } from './fixtures/replacement-harness.js';
 import { type GatedMode, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { codeOf, turns, until } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
@@ -332,17 +334,36 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
       try {
         const before = faults.liveBytes();
         const spied = spyStart(NATIVE_CLOSE_STUCK_WORKER, { fd: pipe.readEnd });
-        const lr = await start({ threads: 1, inFeatures: 64, outFeatures: 32, startTimeoutMs: 1500 });
+        const lr = await start({
+          threads: 1,
+          inFeatures: 64,
+          outFeatures: 32,
+          startTimeoutMs: START_TIMEOUT_MS,
+        });
         const pool = spied.pool();
         const reclaim = spied.made[0];
         vi.restoreAllMocks();
         // The close warns that the hook did not finish: expected here.
         vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
-        // The hook's round gives up at startTimeoutMs; the pool's destroy() then terminates the
-        // thread, whose exit the native call holds.
-        const { result, closedBeforeExit } = await closeWhileHeld(lr, pool, pipe, () => {
-          expect(faults.liveBytes()).toBeGreaterThan(before);
-        });
+        // The hook's round gives up at startTimeoutMs, the first bound close() arms: made due once
+        // the hook is in its native call. The pool's destroy() then terminates the thread, whose
+        // exit the native call holds.
+        const giveUp = new CaughtTimer(START_TIMEOUT_MS, () => true);
+        let closed: Awaited<ReturnType<typeof closeWhileHeld>>;
+        try {
+          const closing = closeWhileHeld(lr, pool, pipe, () => {
+            expect(faults.liveBytes()).toBeGreaterThan(before);
+          });
+          await until(
+            () => giveUp.caught && blockedInRead(pipe.readEnd),
+            'the close hook to block in read()',
+          );
+          giveUp.fire();
+          closed = await closing;
+        } finally {
+          giveUp.restore();
+        }
+        const { result, closedBeforeExit } = closed;
         expect(result).toEqual({ clean: true, abandoned: 0 });
         expect(closedBeforeExit).toBe(false);
         expect(faults.liveBytes()).toBe(before);

@@ -11,11 +11,13 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Runtime, type RuntimeOptions, type ThreadEnds } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
+import { CaughtTimer } from './fixtures/caught-timer.js';
 import { WORDS } from './fixtures/late-exit-worker.js';
+import { onDemandThread } from './fixtures/on-demand-thread.js';
 import { START_TIMEOUT_MS } from './fixtures/replacement-harness.js';
-import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
-  cleanup,
+  cleanupOnRealClock,
   codeOf,
   control,
   gate,
@@ -24,38 +26,17 @@ import {
   turns,
   until,
 } from './fixtures/runtime-harness.js';
+import {
+  type End,
+  expectEveryThreadThenStopped,
+  recorder,
+  STOPPED,
+} from './fixtures/thread-ends-recorder.js';
 import { COUNT, newIds, recordedIds, type WhoInput } from './fixtures/thread-exit-worker.js';
 
-afterEach(cleanup);
+afterEach(cleanupOnRealClock);
 
 const WORKER = builtModuleUrl('test/fixtures/thread-exit-worker.js');
-
-const STOPPED = 'stopped';
-type End = number | typeof STOPPED;
-
-/** A ThreadEnds that logs what it is told, and resolves `exit(id)` once `id` is reported. */
-function recorder() {
-  const log: End[] = [];
-  const waiting = new Map<number, () => void>();
-  const ends: ThreadEnds = {
-    exited(threadId) {
-      log.push(threadId);
-      waiting.get(threadId)?.();
-    },
-    stopped() {
-      log.push(STOPPED);
-    },
-  };
-  const exit = (threadId: number): Promise<void> =>
-    log.includes(threadId) ? Promise.resolve() : new Promise((resolve) => waiting.set(threadId, resolve));
-  return { log, ends, exit };
-}
-
-/** Each of `ids` reported exited exactly once, nothing else, and `stopped` once, last. */
-function expectEveryThreadThenStopped(log: readonly End[], ids: readonly number[]): void {
-  expect(log.at(-1)).toBe(STOPPED);
-  expect(log.slice(0, -1).sort()).toEqual([...ids].sort());
-}
 
 /** Runtime options over the worker that records its threads' ids. */
 function options(ends: ThreadEnds, ids: Int32Array, extra: Partial<RuntimeOptions> = {}): RuntimeOptions {
@@ -157,7 +138,7 @@ describe('threadEnds: every thread the runtime saw is reported exited once, then
     expectEveryThreadThenStopped(log, recordedIds(ids));
   });
 
-  // Mutant: no second look just after a removal (thread-exit-watch.ts's queueMicrotask): a
+  // Mutant: no exit watched from a thread's start (thread-exit-watch.ts's onThreadStart): a
   // replacement that ends in its init never comes up, and went unreported.
   it('a replacement that ends in its init (the runtime fails): reported at its exit', async () => {
     const { log, ends } = recorder();
@@ -177,52 +158,29 @@ describe('threadEnds: every thread the runtime saw is reported exited once, then
     expect(log).toEqual([first, replacement, STOPPED]);
   });
 
-  // Mutant: no look at the threads as one is removed (thread-exit-watch.ts's first watchAll):
-  // a thread piscina started for a queued call, never up, went unreported when close() ended it.
+  // Mutant: no exit watched from a thread's start nor at a removal (thread-exit-watch.ts): a
+  // thread piscina started for a queued call, never up, went unreported when close() ended it.
   it('a thread piscina starts for a queued call, terminated by close() in its init: reported too', async () => {
-    const { log, ends } = recorder();
-    const ids = newIds();
-    const rt = await start(
-      options(ends, ids, {
-        startTimeoutMs: START_TIMEOUT_MS,
-        admission: { requests: 4 },
-        // The third init (the first thread's replacement) ends its thread; the fourth never ends.
-        workerData: { ids: ids.buffer, exitAt: 3, holdAt: 4 },
-      }),
-    );
-    const dying = control();
-    const held = control();
-    const died = codeOf(rt.run({ mode: 'block-exit', control: dying.buffer as SharedArrayBuffer }));
-    const served = rt.run({ ...gate(held, { sync: true }), value: 0 });
-    await waitFor(dying, STARTED);
-    await waitFor(held, STARTED);
-    // Both threads busy: these two wait in piscina's queue.
-    const queued = [rt.run({ mode: 'echo', value: 1 }), rt.run({ mode: 'echo', value: 2 })];
-    // The runtime's start bounds from here on run on a fake clock: the lost thread's is made due
-    // below; the fourth thread's never is, so close() is what ends it (a real 5 s one ended it
-    // first, unrecorded, on a machine that slowed its load that long).
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    try {
-      open(dying);
-      expect(await died).toBe('OMNI_ERR_WORKER_EXITED');
-      // Its replacement ends in its init: piscina replaces no thread from here on.
-      await waitFor(ids, COUNT, 3);
-      vi.advanceTimersByTime(START_TIMEOUT_MS);
-      expect(await rt.whenFailed()).toHaveProperty('code', 'OMNI_ERR_WORKER_EXITED');
-    } finally {
-      vi.useRealTimers();
-    }
-    // The held thread takes the first queued call; piscina starts a thread for the second, and
-    // gives it that call: the thread stays in its init (the fourth), so a close timeout ends it.
-    open(held);
-    expect(await served).toBe(0);
-    const [first, second] = queued;
-    const abandoned = codeOf(second!);
-    expect(await first).toBe(1);
-    await waitFor(ids, COUNT, 4);
+    const { rt, ids, log, second } = await onDemandThread('hold');
+    // Its start bound stays on the fake clock, never due: close() is what ends it.
+    vi.useRealTimers();
     expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
-    expect(await abandoned).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await second).toBe('OMNI_ERR_WORKER_EXITED');
     expect(recordedIds(ids)).toHaveLength(4);
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+  });
+
+  // Mutant: no exit watched from a thread's start (thread-exit-watch.ts's onThreadStart): a
+  // thread piscina started for a queued call that ended in its own init was never seen alive
+  // (piscina tells of a thread once it is up, and it is removed once it has exited): no `exited`.
+  it('a thread piscina starts for a queued call that ends in its init: reported at its exit', async () => {
+    const { rt, ids, log, second } = await onDemandThread('exit');
+    vi.useRealTimers();
+    // The call it was handed rejects at its exit, in a turn after the thread's 'exit' listeners.
+    expect(await second).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(recordedIds(ids)).toHaveLength(4);
+    expect(log).toContain(recordedIds(ids)[3]);
+    expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
     expectEveryThreadThenStopped(log, recordedIds(ids));
   });
 
@@ -305,8 +263,12 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
       if (warning.name === 'OmniRuntimeWarning') warnings.push(warning.message);
     };
     process.on('warning', onWarning);
+    const { log, ends } = recorder();
+    // close()'s wait for the dying thread's exit (destroyPool) is armed with startTimeoutMs once
+    // the replacement has exited, the one thread reported then: made due once armed. Out of
+    // reach otherwise, as it bounds start() and the replacement's coming up too.
+    const giveUp = new CaughtTimer(START_TIMEOUT_MS, () => log.length === 1);
     try {
-      const { log, ends } = recorder();
       let stopped!: () => void;
       const told = new Promise<void>((resolve) => {
         stopped = resolve;
@@ -315,9 +277,7 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
       const rt = await start({
         worker: builtModuleUrl('test/fixtures/late-exit-worker.js'),
         threads: 1,
-        // Bounds close()'s wait for the dying thread, which the test holds past it; start and
-        // the replacement's coming up have as long (a thread starts in well under a second).
-        startTimeoutMs: 5_000,
+        startTimeoutMs: START_TIMEOUT_MS,
         workerData: { counts: counts.buffer, ...workerData },
         threadEnds: {
           exited: (id) => ends.exited(id),
@@ -328,7 +288,10 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
         },
       });
       expect(await codeOf(rt.run({ die: readEnd }))).toBe('OMNI_ERR_WORKER_EXITED');
-      const result = await closing(rt);
+      const closed = closing(rt);
+      await until(() => giveUp.caught, "close()'s wait for the dying thread's exit");
+      giveUp.fire();
+      const result = await closed;
       await turns(); // process 'warning' is emitted on a later tick
       expect(warnings.length).toBeGreaterThan(0); // close() gave up waiting for the dying thread
       expect(blockedInRead(readEnd)).toBe(true);
@@ -342,6 +305,7 @@ describe.skipIf(!canBlockInRead)('threadEnds and a thread that exits after close
       expect(log[2]).toBe(STOPPED);
       return result;
     } finally {
+      giveUp.restore();
       process.off('warning', onWarning);
       pipe.close();
     }

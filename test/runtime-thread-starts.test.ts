@@ -12,6 +12,7 @@ import { builtModuleUrl } from '../src/paths.js';
 import { START_TIMEOUT_MS } from './fixtures/replacement-harness.js';
 import { INVOKED, newControl, waitFor } from './fixtures/runtime-control.js';
 import { cleanupOnRealClock, codeOf, start } from './fixtures/runtime-harness.js';
+import { newIds } from './fixtures/thread-exit-worker.js';
 
 const HANG_INIT_WORKER = builtModuleUrl('test/fixtures/runtime-hang-init-worker.js');
 
@@ -51,5 +52,28 @@ describe("threads that are not this runtime's", () => {
     expect(rt.state).toBe('ready');
     expect(rt.failure).toBeUndefined();
     await expect(rt.run({ mode: 'echo', value: 1 })).resolves.toBe(1);
+  });
+});
+
+describe('a runtime done with its threads leaves no listener on process', () => {
+  const ends = { exited() {}, stopped() {} };
+  const worker = builtModuleUrl('test/fixtures/thread-exit-worker.js');
+
+  // Mutant: threadEnds' exit watch never stops hearing of thread starts (pool.ts's destroyPool):
+  // every runtime given threadEnds left its 'worker' listener on process, and its pool with it.
+  it('closed, or its start failed, with threadEnds', async () => {
+    const before = process.listenerCount('worker');
+    const rt = await start({ worker, threads: 2, threadEnds: ends, workerData: { ids: newIds().buffer } });
+    expect(process.listenerCount('worker')).toBeGreaterThan(before);
+    await rt.close();
+    expect(process.listenerCount('worker')).toBe(before);
+    const failed = start({
+      worker,
+      threads: 2,
+      threadEnds: ends,
+      workerData: { ids: newIds().buffer, failAt: 1 },
+    });
+    expect(await codeOf(failed)).toBe('X_INIT');
+    expect(process.listenerCount('worker')).toBe(before);
   });
 });

@@ -108,10 +108,9 @@ function arriveAndWait(message: PingMessage): boolean {
 
 async function runTask(message: TaskMessage): Promise<TaskReply> {
   const input = message[0];
-  const cost = message[5];
-  const deadlineAt = message[6];
+  const deadlineAt = message[5];
   const claim = messageClaim(message);
-  const ctx = new WorkerTaskContext(cancelWords, claim, cost, deadlineAt);
+  const ctx = new WorkerTaskContext(cancelWords, claim, claim.units, deadlineAt);
   try {
     // A task whose caller left before it started never runs; its capacity returns right here.
     if (isCancelled(cancelWords, claim)) return { ok: false, skipped: 'aborted' };

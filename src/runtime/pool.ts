@@ -69,7 +69,7 @@ export async function startPool(
   ends?: ThreadEnds,
 ): Promise<Piscina> {
   const pool = createPool(options, entryData);
-  if (ends) watchThreadExits(pool, ends);
+  if (ends) exitWatches.set(pool, watchThreadExits(pool, ends));
   // A worker that fails outside a task (while loading, or between tasks) makes piscina emit
   // 'error'; without a listener that would throw in the main thread. Tasks report their own.
   pool.on('error', () => {});
@@ -173,6 +173,9 @@ interface ThreadView {
 /** Each pool's threads that have come up ('workerCreate'), less those found destroyed. */
 const upThreads = new WeakMap<Piscina, Set<ThreadView>>();
 
+/** Each pool's way to stop its exit watch hearing of thread starts (see destroyPool). */
+const exitWatches = new WeakMap<Piscina, () => void>();
+
 /** Each pool's threads that piscina has removed and that have not exited yet: their exits. */
 const endingThreads = new WeakMap<Piscina, Set<Promise<void>>>();
 
@@ -249,6 +252,9 @@ export async function destroyPool(pool: Piscina, timeoutMs: number): Promise<boo
   // The pool's live options object: piscina reads minThreads from it at every exit.
   (pool.options as { minThreads: number }).minThreads = 0;
   await pool.destroy();
+  // A destroyed pool starts no thread: its exit watch stops listening, so a closed runtime
+  // leaves nothing on `process` (see thread-starts.ts).
+  exitWatches.get(pool)?.();
   const ending = endingThreads.get(pool);
   if (ending === undefined || ending.size === 0) return true;
   if ((await within(Promise.all(ending), timeoutMs)) === undefined) {

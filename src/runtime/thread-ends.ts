@@ -12,10 +12,9 @@ export interface ThreadEnds {
   /**
    * A thread has exited (its worker's 'exit'): none of its code runs any more, native calls
    * included (a terminated thread stops only once its native call has returned). `threadId` is
-   * the id the thread read from node:worker_threads. Called once per thread the runtime saw
-   * alive, after its close hook if it ran one; not for one that exited before the runtime saw it
-   * alive (which only a thread that ends in its init can do: see thread-exit-watch.ts), whose
-   * resources `stopped` covers.
+   * the id the thread read from node:worker_threads. Called once per thread the runtime's pool
+   * started, after its close hook if it ran one, whether or not the thread ever came up (one may
+   * end in its init: see thread-exit-watch.ts).
    */
   exited(threadId: number): void;
   /**
