@@ -124,6 +124,25 @@ async function cutOff(s: ServeHandle, requests: number): Promise<void> {
   expect(sample(text, 'omni_http_inflight')).toBe(0);
 }
 
+/**
+ * The unread answer and an unrouted answer (`status`) queued behind it are both in flight; the
+ * drain cuts both off and records both 444, the queued one under route 'unmatched', never as
+ * `status`. Returns the metrics text after the drain.
+ */
+async function expectUnmatchedCutOff(s: ServeHandle, status: number): Promise<string> {
+  expect(await inflight(s)).toBe(2);
+  const drained = s.drain({ timeoutMs: 600_000 });
+  s.expireDrain();
+  expect(await drained).toEqual({ clean: false, abandonedRequests: 2 });
+  const text = (await s.metrics.scrape()).text;
+  const unmatched = (answered: number): string =>
+    `omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="${answered}"}`;
+  expect([sample(text, unmatched(status)), sample(text, unmatched(CUT_OFF_STATUS))]).toEqual([undefined, 1]);
+  expect(sample(text, series(CUT_OFF_STATUS))).toBe(1);
+  expect(sample(text, 'omni_http_inflight')).toBe(0);
+  return text;
+}
+
 describe('a drain that cuts requests off on the paths apart from the plain one', () => {
   it('a connection handed over for a CONNECT pipelined behind an unread answer and a queued request', async () => {
     const s = await start();
@@ -189,16 +208,7 @@ describe('a drain that cuts requests off on the paths apart from the plain one',
     c.write('GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n');
     await Promise.all([written, routed]);
     // Before: recorded 400 as soon as answered, never in flight, nor in the drain's count.
-    expect(await inflight(s)).toBe(2);
-    const drained = s.drain({ timeoutMs: 600_000 });
-    s.expireDrain();
-    expect(await drained).toEqual({ clean: false, abandonedRequests: 2 });
-    const text = (await s.metrics.scrape()).text;
-    const unmatched = (status: number): string =>
-      `omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="${status}"}`;
-    expect([sample(text, unmatched(400)), sample(text, unmatched(CUT_OFF_STATUS))]).toEqual([undefined, 1]);
-    expect(sample(text, series(CUT_OFF_STATUS))).toBe(1);
-    expect(sample(text, 'omni_http_inflight')).toBe(0);
+    await expectUnmatchedCutOff(s, 400);
   });
 
   it('an unsupported Expect (its 417 waits its turn) queued behind an unread answer', async () => {
@@ -213,17 +223,8 @@ describe('a drain that cuts requests off on the paths apart from the plain one',
     await Promise.all([written, expectation]);
     // Before: never in flight, nor in the drain's count, nor recorded once cut off (a malformed
     // URL in its place is all three).
-    expect(await inflight(s)).toBe(2);
-    const drained = s.drain({ timeoutMs: 600_000 });
-    s.expireDrain();
-    expect(await drained).toEqual({ clean: false, abandonedRequests: 2 });
-    const text = (await s.metrics.scrape()).text;
-    const unmatched = (status: number): string =>
-      `omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="${status}"}`;
-    expect([sample(text, unmatched(417)), sample(text, unmatched(CUT_OFF_STATUS))]).toEqual([undefined, 1]);
+    const text = await expectUnmatchedCutOff(s, 417);
     expect(sample(text, 'omni_http_client_errors_total{detail="EXPECTATION_FAILED"}')).toBeUndefined();
-    expect(sample(text, series(CUT_OFF_STATUS))).toBe(1);
-    expect(sample(text, 'omni_http_inflight')).toBe(0);
   });
 
   it('a drain started as a request arrives, before the server counts it: answered 503, in the metrics', async () => {
