@@ -251,10 +251,14 @@ function trackThreads(pool: Piscina): void {
 export async function destroyPool(pool: Piscina, timeoutMs: number): Promise<boolean> {
   // The pool's live options object: piscina reads minThreads from it at every exit.
   (pool.options as { minThreads: number }).minThreads = 0;
-  await pool.destroy();
-  // A destroyed pool starts no thread: its exit watch stops listening, so a closed runtime
-  // leaves nothing on `process` (see thread-starts.ts).
-  exitWatches.get(pool)?.();
+  try {
+    await pool.destroy();
+  } finally {
+    // A destroyed pool starts no thread (nor one whose destroy() failed part way: piscina set
+    // its destroying flag first): its exit watch stops listening, so a closed runtime leaves
+    // nothing on `process` (see thread-starts.ts).
+    exitWatches.get(pool)?.();
+  }
   const ending = endingThreads.get(pool);
   if (ending === undefined || ending.size === 0) return true;
   if ((await within(Promise.all(ending), timeoutMs)) === undefined) {
