@@ -12,6 +12,9 @@ import {
   restoreIntervals,
 } from './fixtures/admission-async-model.js';
 
+const SEED = Number(process.env.ADMISSION_ASYNC_MODEL_SEED ?? 0x5eed);
+const RUNS = Number(process.env.ADMISSION_ASYNC_MODEL_RUNS ?? 800);
+
 /**
  * Model-based test of waiting admission: random command sequences of tryAdmit, admit (with a
  * signal and a timeout), releases, claims released through either instance, aborts, timeouts
@@ -95,7 +98,7 @@ describe('admit() waiting across two attached instances, against a sequential mo
     );
     await fc.assert(
       fc.asyncProperty(bounds, commands, (b, cmds) => runModel(b, cmds)),
-      { numRuns: 800, seed: 0x5eed },
+      { numRuns: RUNS, seed: SEED },
     );
   });
 
@@ -104,7 +107,7 @@ describe('admit() waiting across two attached instances, against a sequential mo
       fc.asyncProperty(fc.integer({ min: 1, max: 2 }), commands, (requests, cmds) =>
         runModel({ requests }, cmds),
       ),
-      { numRuns: 600, seed: 0x5eed },
+      { numRuns: Math.ceil((RUNS * 3) / 4), seed: SEED },
     );
   });
 });

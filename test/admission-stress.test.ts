@@ -35,7 +35,7 @@ import {
 // Mirrors the control words of test/fixtures/admission-stress-worker.ts.
 
 const workerUrl = builtModuleUrl('test/fixtures/admission-stress-worker.js');
-const seed = (Math.random() * 2 ** 31) | 0;
+const seed = Number(process.env.ADMISSION_STRESS_SEED ?? (Math.random() * 2 ** 31) | 0);
 
 interface Running {
   workers: Worker[];

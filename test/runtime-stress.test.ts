@@ -15,7 +15,7 @@ const SUBMITTED = 10_000;
 const CALLERS = 20; // concurrent callers: more than the request bound, so refusals happen
 const REQUESTS = 16;
 const UNITS = 64;
-const SEED = 0x5eed_2024;
+const SEED = Number(process.env.RUNTIME_STRESS_SEED ?? 0x5eed_2024);
 
 type Outcome = 'completed' | 'refused' | 'aborted' | 'deadline' | 'failed';
 
