@@ -195,8 +195,8 @@ export class TaskFailedError extends OmniError {
 
 export class WorkerExitedError extends OmniError {
   declare readonly code: 'OMNI_ERR_WORKER_EXITED';
-  constructor(message = 'worker exited while running the task') {
-    super('OMNI_ERR_WORKER_EXITED', message);
+  constructor(message = 'worker exited while running the task', options?: { cause?: unknown }) {
+    super('OMNI_ERR_WORKER_EXITED', message, options);
   }
 }
 

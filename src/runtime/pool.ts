@@ -5,8 +5,10 @@ import { builtModuleUrl } from '../paths.js';
 import { fromWire } from '../wire-error.js';
 import type { CheckedRuntimeOptions } from './options.js';
 import { ABANDONED, type EntryData, type PingMessage, type PingReply } from './protocol.js';
+import { messageOf } from './task-failure.js';
 import type { ThreadEnds } from './thread-ends.js';
 import { watchThreadExits } from './thread-exit-watch.js';
+import { endingThreadsOnThrow } from './thread-starts.js';
 
 /**
  * Sends one message of `kind` to every thread. Each blocks its thread at a shared barrier until
@@ -68,7 +70,16 @@ export async function startPool(
   entryData: EntryData,
   ends?: ThreadEnds,
 ): Promise<Piscina> {
-  const pool = createPool(options, entryData);
+  let pool: Piscina;
+  try {
+    pool = await endingThreadsOnThrow(() => createPool(options, entryData), ends?.exited);
+  } catch (err) {
+    // The threads it had started have exited: what their init took is given back.
+    ends?.stopped();
+    throw new WorkerExitedError(`worker threads could not be started: ${messageOf(err)}`, {
+      cause: err,
+    });
+  }
   if (ends) exitWatches.set(pool, watchThreadExits(pool, ends));
   // A worker that fails outside a task (while loading, or between tasks) makes piscina emit
   // 'error'; without a listener that would throw in the main thread. Tasks report their own.
