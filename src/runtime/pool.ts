@@ -72,7 +72,13 @@ export async function startPool(
 ): Promise<Piscina> {
   let pool: Piscina;
   try {
-    pool = await endingThreadsOnThrow(() => createPool(options, entryData), ends?.exited);
+    pool = await endingThreadsOnThrow(() => {
+      const made = createPool(options, entryData);
+      // Now, in the turn the threads were made: Node tells of them in ticks that, when start()
+      // was called from a macrotask, run before the await above resumes.
+      if (ends) exitWatches.set(made, watchThreadExits(made, ends));
+      return made;
+    }, ends?.exited);
   } catch (err) {
     // The threads it had started have exited: what their init took is given back.
     ends?.stopped();
@@ -80,7 +86,6 @@ export async function startPool(
       cause: err,
     });
   }
-  if (ends) exitWatches.set(pool, watchThreadExits(pool, ends));
   // A worker that fails outside a task (while loading, or between tasks) makes piscina emit
   // 'error'; without a listener that would throw in the main thread. Tasks report their own.
   pool.on('error', () => {});
