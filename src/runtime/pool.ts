@@ -77,6 +77,9 @@ export async function startPool(
       // Now, in the turn the threads were made: Node tells of them in ticks that, when start()
       // was called from a macrotask, run before the await above resumes.
       if (ends) exitWatches.set(made, watchThreadExits(made, ends));
+      // A worker that fails outside a task (while loading, or between tasks) makes piscina emit
+      // 'error'; without a listener that would throw in the main thread. Tasks report their own.
+      made.on('error', () => {});
       return made;
     }, ends?.exited);
   } catch (err) {
@@ -86,9 +89,6 @@ export async function startPool(
       cause: err,
     });
   }
-  // A worker that fails outside a task (while loading, or between tasks) makes piscina emit
-  // 'error'; without a listener that would throw in the main thread. Tasks report their own.
-  pool.on('error', () => {});
   let everyThreadAnswered = false;
   let stuck = false;
   const ping = broadcast(pool, 'ping', options.threads, options.startTimeoutMs);
