@@ -5,13 +5,12 @@
  * connection off has not answered it.
  */
 import type { Socket } from 'node:net';
-import { connect } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
 import { serve } from '../src/serve/index.js';
 import { CUT_OFF_STATUS } from '../src/serve/metrics.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
-import { clients, closeServed, gatedForTest, servers } from './fixtures/serve-harness.js';
+import { closeServed, gatedForTest, listeningClient, servers } from './fixtures/serve-harness.js';
 
 afterEach(closeServed);
 
@@ -23,13 +22,7 @@ it('a body that failed, its 400 never taken by the client, then cut off by the d
   const s = await serve(g.lr, { port: 0, sendTimeoutMs: Number.POSITIVE_INFINITY });
   servers.push(s);
   const accepted = new Promise<Socket>((resolve) => s.app.server.once('connection', resolve));
-  const c = connect({ host: '127.0.0.1', port: s.port });
-  clients.push(c);
-  c.on('error', () => {});
-  let heard = '';
-  c.on('data', (chunk: Buffer) => {
-    heard += chunk.toString('latin1');
-  });
+  const { socket: c, heard } = listeningClient(s.port);
   c.write(
     'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
       'Transfer-Encoding: chunked\r\n\r\n10\r\n',
@@ -48,7 +41,7 @@ it('a body that failed, its 400 never taken by the client, then cut off by the d
   const drained = s.drain({ timeoutMs: 600_000 });
   s.expireDrain();
   expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
-  expect(heard).toBe('');
+  expect(heard()).toBe('');
   const text = (await s.metrics.scrape()).text;
   // Before: recorded 400, an answer the client never got.
   expect([sample(text, series(400)), sample(text, series(CUT_OFF_STATUS))]).toEqual([undefined, 1]);

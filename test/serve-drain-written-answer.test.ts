@@ -5,12 +5,11 @@
  * it is recorded with its own status, not as 444.
  */
 import type { ServerResponse } from 'node:http';
-import { connect } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
 import type { Served } from '../src/serve/index.js';
 import { CUT_OFF_STATUS } from '../src/serve/metrics.js';
 import { sample } from './fixtures/metrics-text.js';
-import { clients, closeServed, gatedForTest, serveForTest } from './fixtures/serve-harness.js';
+import { closeServed, gatedForTest, listeningClient, serveForTest } from './fixtures/serve-harness.js';
 
 /** Lets a drain the test left waiting end (closeServed() waits for it). */
 let releaseClose: (() => void) | undefined;
@@ -44,13 +43,7 @@ it('an answer written whole just before the cut, its finish after it: recorded w
     },
   });
   const s = await serveForTest(served);
-  const c = connect({ host: '127.0.0.1', port: s.port });
-  clients.push(c);
-  c.on('error', () => {});
-  let heard = '';
-  c.on('data', (chunk: Buffer) => {
-    heard += chunk.toString('latin1');
-  });
+  const { socket: c, heard: heardSoFar } = listeningClient(s.port);
   const closed = new Promise<void>((resolve) => c.once('close', () => resolve()));
   await new Promise<void>((resolve) => c.once('connect', () => resolve()));
   // A connection open before the drain: its request comes while the runtime closes.
@@ -71,6 +64,7 @@ it('an answer written whole just before the cut, its finish after it: recorded w
   expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
   expect(writtenWhole).toBe(true);
   await closed;
+  const heard = heardSoFar();
   const split = heard.indexOf('\r\n\r\n');
   const length = Number(/\r\ncontent-length: (\d+)/i.exec(heard.slice(0, split))?.[1]);
   expect(heard.slice(0, 12)).toBe('HTTP/1.1 200');
