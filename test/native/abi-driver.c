@@ -104,6 +104,7 @@ static const struct {
     {"canary-overflow", canary_overflow, 1},
     {"canary-undefined", canary_undefined, 1},
     {"canary-race", canary_race, 1},
+    {"canary-pad", canary_pad, 1},
 };
 
 /* No arguments: every section but the canaries. */

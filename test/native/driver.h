@@ -51,5 +51,6 @@ void canary_leak(void);
 void canary_overflow(void);
 void canary_undefined(void);
 void canary_race(void);
+void canary_pad(void);
 
 #endif
