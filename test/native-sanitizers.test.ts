@@ -6,9 +6,10 @@
  * section, so one that silently stopped running fails here too, and deliberate defects (the
  * canaries) prove each sanitizer is on and reports in this environment.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixtureDir, fixtureSources, nativeIncludeArgs } from '../scripts/build-native.mjs';
 import { packageRoot } from '../src/paths.js';
@@ -55,8 +56,11 @@ function unsupported(flags: string[]): string | null {
   return ran.status === 0 ? null : `a ${flags[0]} program does not run here: ${why.slice(0, 80)}`;
 }
 
-/** Builds the fixture and the driver with `flags`; returns the program's path. */
-function buildDriver(flags: string[]): string {
+/**
+ * Builds the fixture and the driver with `flags`. Both builds start at once, at load: they are most
+ * of this file's time. Settled, so a failed build is reported by the describe that needs it.
+ */
+function buildDriver(flags: string[]): Promise<{ program: string } | { error: unknown }> {
   const out = join(tempDir(), 'abi-driver');
   const args = [
     '-std=c11',
@@ -73,9 +77,16 @@ function buildDriver(flags: string[]): string {
     '-lm',
     '-pthread',
   ];
-  const built = spawnSync(cc, args, { encoding: 'utf8' });
-  if (built.status !== 0) throw new Error(`${cc} ${args.join(' ')}\n${built.stderr}`);
-  return out;
+  return promisify(execFile)(cc, args).then(
+    () => ({ program: out }),
+    (error: unknown) => ({ error }),
+  );
+}
+
+async function built(build: ReturnType<typeof buildDriver> | null): Promise<string> {
+  const result = await build!;
+  if ('error' in result) throw result.error;
+  return result.program;
 }
 
 function runDriver(program: string, sections: string[] = []) {
@@ -97,11 +108,13 @@ function expectAllSections(stdout: string): void {
 
 const asanSkip = unsupported(ASAN);
 const tsanSkip = unsupported(TSAN);
+const asanBuild = asanSkip === null ? buildDriver(ASAN) : null;
+const tsanBuild = tsanSkip === null ? buildDriver(TSAN) : null;
 
 describe.runIf(asanSkip === null)(`under ASan + UBSan${asanSkip ? ` (skipped: ${asanSkip})` : ''}`, () => {
   let program = '';
-  beforeAll(() => {
-    program = buildDriver(ASAN);
+  beforeAll(async () => {
+    program = await built(asanBuild);
   });
 
   it('every entry point, fault position and argument check runs clean, leaking nothing', () => {
@@ -126,8 +139,8 @@ describe.runIf(asanSkip === null)(`under ASan + UBSan${asanSkip ? ` (skipped: ${
 
 describe.runIf(tsanSkip === null)(`under TSan${tsanSkip ? ` (skipped: ${tsanSkip})` : ''}`, () => {
   let program = '';
-  beforeAll(() => {
-    program = buildDriver(TSAN);
+  beforeAll(async () => {
+    program = await built(tsanBuild);
   });
 
   it('contexts from four threads at once (and every other section) run race-free', () => {
