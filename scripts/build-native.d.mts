@@ -1,5 +1,9 @@
 // Types for scripts/build-native.mjs, so TypeScript tests can build library variants.
 export declare const nativeBuildDir: string;
+export declare const fixtureDir: string;
+/** `-I` flags for the ABI header and the code both backends share. */
+export declare const nativeIncludeArgs: readonly string[];
+export declare function fixtureSources(): string[];
 export interface BuildResult {
   path: string;
   built: boolean;

@@ -29,7 +29,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const includeDir = join(root, 'native', 'include');
 // Code both backends compile (cc and nvcc), private to them: not part of the ABI.
 const commonDir = join(root, 'native', 'common');
-const fixtureDir = join(root, 'native', 'fixture');
+export const fixtureDir = join(root, 'native', 'fixture');
 const cudaDir = join(root, 'native', 'cuda');
 export const nativeBuildDir = join(root, 'native', 'build');
 
@@ -67,6 +67,14 @@ function compileTo(output, compile) {
   }
 }
 
+/** Where both backends find the ABI header and the code they share. */
+export const nativeIncludeArgs = [`-I${includeDir}`, `-I${commonDir}`];
+
+/** The fixture's C sources, for a build of them with other flags (test/native-sanitizers). */
+export function fixtureSources() {
+  return listed(fixtureDir, ['.c']);
+}
+
 /** cc command line for the fixture; `defines` are extra `NAME=VALUE` strings (no `-D`). */
 export function fixtureArgs(output, defines = []) {
   return [
@@ -77,10 +85,9 @@ export function fixtureArgs(output, defines = []) {
     '-fvisibility=hidden',
     '-Wall',
     '-Wextra',
-    `-I${includeDir}`,
-    `-I${commonDir}`,
+    ...nativeIncludeArgs,
     ...defines.map((d) => `-D${d}`),
-    ...listed(fixtureDir, ['.c']),
+    ...fixtureSources(),
     '-o',
     output,
     '-lm',
@@ -145,8 +152,7 @@ export function cudaArgs(output, defines = []) {
     'arch=compute_80,code=sm_80',
     '-gencode',
     'arch=compute_90,code=[sm_90,compute_90]',
-    `-I${includeDir}`,
-    `-I${commonDir}`,
+    ...nativeIncludeArgs,
     ...defines.map((d) => `-D${d}`),
     ...listed(cudaDir, ['.cu']),
     '-o',
