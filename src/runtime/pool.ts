@@ -1,14 +1,15 @@
 import { Piscina } from 'piscina';
 import { WorkerExitedError } from '../errors.js';
-import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { builtModuleUrl } from '../paths.js';
 import { fromWire } from '../wire-error.js';
 import type { CheckedRuntimeOptions } from './options.js';
 import { ABANDONED, type EntryData, type PingMessage, type PingReply } from './protocol.js';
 import { messageOf } from './task-failure.js';
+import { exitedWithin, stoppedOnceExited } from './terminated-exits.js';
 import type { ThreadEnds } from './thread-ends.js';
 import { watchThreadExits } from './thread-exit-watch.js';
 import { endingThreadsOnThrow } from './thread-starts.js';
+import { within } from './within.js';
 
 /**
  * Sends one message of `kind` to every thread. Each blocks its thread at a shared barrier until
@@ -72,7 +73,8 @@ export async function startPool(
 ): Promise<Piscina> {
   let pool: Piscina;
   try {
-    pool = await endingThreadsOnThrow(() => {
+    // Bounded as destroyPool's wait is: a thread it made may be held in a native call.
+    pool = await endingThreadsOnThrow(options.startTimeoutMs, ends, () => {
       const made = createPool(options, entryData);
       // Now, in the turn the threads were made: Node tells of them in ticks that, when start()
       // was called from a macrotask, run before the await above resumes.
@@ -81,10 +83,8 @@ export async function startPool(
       // 'error'; without a listener that would throw in the main thread. Tasks report their own.
       made.on('error', () => {});
       return made;
-    }, ends?.exited);
+    });
   } catch (err) {
-    // The threads it had started have exited: what their init took is given back.
-    ends?.stopped();
     throw new WorkerExitedError(`worker threads could not be started: ${messageOf(err)}`, {
       cause: err,
     });
@@ -277,14 +277,7 @@ export async function destroyPool(pool: Piscina, timeoutMs: number): Promise<boo
   }
   const ending = endingThreads.get(pool);
   if (ending === undefined || ending.size === 0) return true;
-  if ((await within(Promise.all(ending), timeoutMs)) === undefined) {
-    process.emitWarning(
-      `a worker thread removed from the pool did not exit within ${timeoutMs} ms`,
-      'OmniRuntimeWarning',
-    );
-    return false;
-  }
-  return true;
+  return exitedWithin(ending, timeoutMs);
 }
 
 /**
@@ -294,13 +287,8 @@ export async function destroyPool(pool: Piscina, timeoutMs: number): Promise<boo
  * still in a native call may be using what it holds.
  */
 export function tellStopped(pool: Piscina, allExited: boolean, ends: ThreadEnds | undefined): void {
-  if (ends === undefined) return;
-  if (allExited) {
-    ends.stopped();
-    return;
-  }
   // Only threads that have not exited are left in the set; the pool, destroyed, adds none.
-  void Promise.all(endingThreads.get(pool) ?? []).then(() => ends.stopped());
+  stoppedOnceExited(ends, allExited, endingThreads.get(pool) ?? []);
 }
 
 /** The pool. Its workerData posts: the caller's was cloned once already (checkRuntimeOptions). */
@@ -321,20 +309,4 @@ function createPool(options: CheckedRuntimeOptions, entryData: EntryData): Pisci
   });
   trackThreads(pool);
   return pool;
-}
-
-/**
- * `promise`'s value, or undefined once `ms` has passed first; the timer goes either way. A
- * promise left behind may still reject later: the race has handled it.
- */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: LongTimer | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setLongTimeout(resolve, ms, undefined);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    if (timer !== undefined) clearLongTimeout(timer);
-  }
 }
