@@ -25,6 +25,7 @@ import {
   restoreChannel,
   untilInitBlocksInRead,
 } from './fixtures/failing-thread-channel.js';
+import { HELD_START_TIMEOUT_MS, heldStart } from './fixtures/held-init-start.js';
 import { closeRuntimes, start } from './fixtures/native-runtime-harness.js';
 import { START_TIMEOUT_MS } from './fixtures/replacement-harness.js';
 import { type GatedMode, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
@@ -345,6 +346,43 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         pipe.close();
       }
     },
+  );
+  it.skipIf(!canBlockInRead)(
+    'a start whose one thread is held in a native call in its init, its context recorded: start() rejects, the context given back once the thread has exited',
+    async () => {
+      const pipe = new HeldPipe();
+      // start() gives up waiting for the held thread's exit: expected here.
+      const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+      // Its first init counts from 1, so it opens and records its context, then blocks in read().
+      const inits = new Int32Array(new SharedArrayBuffer(4));
+      inits[0] = 1;
+      const before = faults.liveBytes();
+      const spied = spyStart(NATIVE_INIT_STUCK_WORKER, { fd: pipe.readEnd, inits: inits.buffer });
+      const held = heldStart(() =>
+        start({ threads: 1, inFeatures: 64, outFeatures: 32, startTimeoutMs: HELD_START_TIMEOUT_MS }),
+      );
+      try {
+        const err = await held.givenUp(inits, 2, pipe.readEnd);
+        const reclaim = spied.made[0];
+        expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
+        expect(warning).toHaveBeenCalledWith(expect.stringContaining('did not exit'), 'OmniRuntimeWarning');
+        // start() settled with the thread still in read(): its context is still its own.
+        expect(blockedInRead(pipe.readEnd)).toBe(true);
+        expect(faults.liveBytes()).toBeGreaterThan(before);
+        expect(reclaim?.closed).toBe(0);
+        pipe.release();
+        await until(() => faults.liveBytes() === before, "the held thread's context to be given back");
+        expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
+      } finally {
+        // A failed test lets the thread out of read(), and start() settle, before the pipe is
+        // closed.
+        pipe.release();
+        await held.starting;
+        await until(() => !blockedInRead(pipe.readEnd), 'the held thread to leave read()');
+        pipe.close();
+      }
+    },
+    60_000,
   );
   // Mutant: the ledger's room one entry per thread (ContextReclaim.forThreads): a replacement
   // that starts while the thread it replaces is held in its exit found it full, unrecorded.

@@ -5,11 +5,11 @@
  * most startTimeoutMs (one may be held in a native call). The failure is made by the
  * MessageChannel piscina creates for each thread (failing-thread-channel.ts).
  */
-import type { Worker } from 'node:worker_threads';
 import { afterEach, expect, it, vi } from 'vitest';
 import { Runtime } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
+import { watchCreated } from './fixtures/created-workers.js';
 import {
   failingChannelAt,
   restoreChannel,
@@ -24,18 +24,6 @@ afterEach(() => {
   restoreChannel();
   vi.restoreAllMocks();
 });
-
-/** Every worker thread created from now on, with its id (a Worker's reads -1 once it exited). */
-function watchCreated(): { workers: Worker[]; ids: number[]; stop: () => void } {
-  const workers: Worker[] = [];
-  const ids: number[] = [];
-  const listener = (worker: Worker): void => {
-    workers.push(worker);
-    ids.push(worker.threadId);
-  };
-  process.on('worker', listener);
-  return { workers, ids, stop: () => process.off('worker', listener) };
-}
 
 it.each([
   [1, 0],
@@ -97,7 +85,7 @@ it.skipIf(!canBlockInRead)(
       expect(blockedInRead(pipe.readEnd)).toBe(true);
       expect(log).toEqual([]);
       expect(warning).toHaveBeenCalledWith(
-        `a worker thread removed from the pool did not exit within ${START_TIMEOUT_MS} ms`,
+        `a terminated worker thread did not exit within ${START_TIMEOUT_MS} ms`,
         'OmniRuntimeWarning',
       );
       pipe.release();

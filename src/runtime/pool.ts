@@ -120,8 +120,9 @@ export async function startPool(
     if (everyThreadAnswered) await teardown(pool, options.threads, options.startTimeoutMs);
     else await abandon(ping, stuck, options.startTimeoutMs);
     // What a thread stuck in init, or one that exited before anyone saw it, took is given back
-    // here (not by its exit: it may never have been seen alive).
-    tellStopped(pool, await destroyPool(pool, options.startTimeoutMs), ends);
+    // by `stopped` (not by its exit: it may never have been seen alive): here, or at the exit of
+    // one held in a native call, which start() does not wait for past its bound.
+    tellStopped(pool, await destroyPool(pool, options.startTimeoutMs, 'all'), ends);
     throw err instanceof Error && 'code' in err
       ? err
       : new WorkerExitedError(String((err as Error)?.message ?? err));
@@ -262,22 +263,29 @@ function trackThreads(pool: Piscina): void {
  * Such a thread has been terminated by piscina and runs no more of the worker's code; only
  * native code (its own sub-threads, a native cleanup hook) can hold its exit, so the wait for
  * it is bounded by `timeoutMs`: past that nothing more can start, and close() resolves with
- * a warning rather than hang. Resolves true when every thread has exited, false past that bound.
+ * a warning rather than hang. `bounded` says whose exits that bound covers: 'removed', those
+ * only (close(): a thread still in the pool may be in a call's native call, which close() waits
+ * for, see README's Limits), or 'all' (a failed start(): one held in its init's native call
+ * must not hold start() past its bound). Resolves true when every thread has exited, false past
+ * that bound.
  */
-export async function destroyPool(pool: Piscina, timeoutMs: number): Promise<boolean> {
+export async function destroyPool(
+  pool: Piscina,
+  timeoutMs: number,
+  bounded: 'removed' | 'all',
+): Promise<boolean> {
   // The pool's live options object: piscina reads minThreads from it at every exit.
   (pool.options as { minThreads: number }).minThreads = 0;
-  try {
-    await pool.destroy();
-  } finally {
-    // A destroyed pool starts no thread (nor one whose destroy() failed part way: piscina set
-    // its destroying flag first): its exit watch stops listening, so a closed runtime leaves
-    // nothing on `process` (see thread-starts.ts).
-    exitWatches.get(pool)?.();
-  }
-  const ending = endingThreads.get(pool);
-  if (ending === undefined || ending.size === 0) return true;
-  return exitedWithin(ending, timeoutMs);
+  // Its threads are terminated and noted in endingThreads (its 'workerDestroy') in this call,
+  // and piscina sets its destroying flag before its first await: the pool starts no thread from
+  // here, so its exit watch stops listening and a closed runtime leaves nothing on `process`
+  // (see thread-starts.ts), even while a thread's exit is awaited past the bound.
+  const destroyed = pool.destroy();
+  exitWatches.get(pool)?.();
+  const ending = endingThreads.get(pool) ?? new Set<Promise<void>>();
+  if (bounded === 'all') return exitedWithin([destroyed, ...ending], timeoutMs);
+  await destroyed;
+  return ending.size === 0 || exitedWithin(ending, timeoutMs);
 }
 
 /**

@@ -10,10 +10,7 @@ import { within } from './within.js';
  */
 export async function exitedWithin(exits: Iterable<Promise<void>>, timeoutMs: number): Promise<boolean> {
   if ((await within(Promise.all(exits), timeoutMs)) !== undefined) return true;
-  process.emitWarning(
-    `a worker thread removed from the pool did not exit within ${timeoutMs} ms`,
-    'OmniRuntimeWarning',
-  );
+  process.emitWarning(`a terminated worker thread did not exit within ${timeoutMs} ms`, 'OmniRuntimeWarning');
   return false;
 }
 
