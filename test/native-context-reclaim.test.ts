@@ -20,10 +20,16 @@ import { builtModuleUrl } from '../src/paths.js';
 import { serve } from '../src/serve/index.js';
 import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
 import { CaughtTimer } from './fixtures/caught-timer.js';
+import {
+  failingChannelAt,
+  restoreChannel,
+  untilInitBlocksInRead,
+} from './fixtures/failing-thread-channel.js';
+import { HELD_START_TIMEOUT_MS, heldStart } from './fixtures/held-init-start.js';
 import { closeRuntimes, start } from './fixtures/native-runtime-harness.js';
 import { START_TIMEOUT_MS } from './fixtures/replacement-harness.js';
 import { type GatedMode, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { codeOf, turns, until } from './fixtures/runtime-harness.js';
+import { codeOf, rejection, turns, until } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 
 const NATIVE_GATED_WORKER = builtModuleUrl('test/fixtures/native-gated-worker.js');
@@ -296,6 +302,87 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         pipe.close();
       }
     },
+  );
+  it.skipIf(!canBlockInRead)(
+    'a start whose pool cannot make its second thread, the first held in its init with its context recorded: given back once it has exited',
+    async () => {
+      const pipe = new HeldPipe();
+      // start() gives up waiting for the held thread's exit: expected here.
+      const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+      // Its first init counts from 1, so it opens and records its context, then blocks in read().
+      const inits = new Int32Array(new SharedArrayBuffer(4));
+      inits[0] = 1;
+      let settled = false;
+      let starting: Promise<NodeJS.ErrnoException> | undefined;
+      try {
+        const before = faults.liveBytes();
+        const spied = spyStart(NATIVE_INIT_STUCK_WORKER, { fd: pipe.readEnd, inits: inits.buffer });
+        // The second thread fails only once the first is inside read(), in its init.
+        failingChannelAt(2, () => untilInitBlocksInRead(inits, 1, pipe.readEnd));
+        starting = rejection(start({ threads: 2, inFeatures: 64, outFeatures: 32, startTimeoutMs: 300 }));
+        void starting.finally(() => {
+          settled = true;
+        });
+        // Before: start() waited for the thread's terminate(), which the read held for good.
+        await until(() => settled, 'start() to settle while the thread is held in read()');
+        const err = await starting;
+        const reclaim = spied.made[0];
+        expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
+        expect(warning).toHaveBeenCalledWith(expect.stringContaining('did not exit'), 'OmniRuntimeWarning');
+        // start() settled with the thread still in read(): its context is still its own.
+        expect(blockedInRead(pipe.readEnd)).toBe(true);
+        expect(faults.liveBytes()).toBeGreaterThan(before);
+        expect(reclaim?.closed).toBe(0);
+        pipe.release();
+        await until(() => faults.liveBytes() === before, "the held thread's context to be given back");
+        expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
+      } finally {
+        restoreChannel();
+        // A failed test lets the thread out of read(), and start() settle, before the pipe is
+        // closed.
+        pipe.release();
+        await starting;
+        await until(() => !blockedInRead(pipe.readEnd), 'the held thread to leave read()');
+        pipe.close();
+      }
+    },
+  );
+  it.skipIf(!canBlockInRead)(
+    'a start whose one thread is held in a native call in its init, its context recorded: start() rejects, the context given back once the thread has exited',
+    async () => {
+      const pipe = new HeldPipe();
+      // start() gives up waiting for the held thread's exit: expected here.
+      const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+      // Its first init counts from 1, so it opens and records its context, then blocks in read().
+      const inits = new Int32Array(new SharedArrayBuffer(4));
+      inits[0] = 1;
+      const before = faults.liveBytes();
+      const spied = spyStart(NATIVE_INIT_STUCK_WORKER, { fd: pipe.readEnd, inits: inits.buffer });
+      const held = heldStart(() =>
+        start({ threads: 1, inFeatures: 64, outFeatures: 32, startTimeoutMs: HELD_START_TIMEOUT_MS }),
+      );
+      try {
+        const err = await held.givenUp(inits, 2, pipe.readEnd);
+        const reclaim = spied.made[0];
+        expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
+        expect(warning).toHaveBeenCalledWith(expect.stringContaining('did not exit'), 'OmniRuntimeWarning');
+        // start() settled with the thread still in read(): its context is still its own.
+        expect(blockedInRead(pipe.readEnd)).toBe(true);
+        expect(faults.liveBytes()).toBeGreaterThan(before);
+        expect(reclaim?.closed).toBe(0);
+        pipe.release();
+        await until(() => faults.liveBytes() === before, "the held thread's context to be given back");
+        expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
+      } finally {
+        // A failed test lets the thread out of read(), and start() settle, before the pipe is
+        // closed.
+        pipe.release();
+        await held.starting;
+        await until(() => !blockedInRead(pipe.readEnd), 'the held thread to leave read()');
+        pipe.close();
+      }
+    },
+    60_000,
   );
   // Mutant: the ledger's room one entry per thread (ContextReclaim.forThreads): a replacement
   // that starts while the thread it replaces is held in its exit found it full, unrecorded.

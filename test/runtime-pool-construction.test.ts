@@ -1,46 +1,29 @@
 /**
  * piscina's constructor starts a runtime's threads one by one; Node can fail to create one part
  * way (no memory or thread left for it). The threads already made then have no pool to end them:
- * start() must end them itself, tell threadEnds, and reject with a code. The failure is made by
- * the MessageChannel piscina creates for each thread (node:worker_threads' own exports object,
- * the one piscina's require() reads), failing for the second.
+ * start() must end them itself, tell threadEnds, and reject with a code, and wait for them at
+ * most startTimeoutMs (one may be held in a native call). The failure is made by the
+ * MessageChannel piscina creates for each thread (failing-thread-channel.ts).
  */
-import workerThreads, { type Worker } from 'node:worker_threads';
-import { afterEach, expect, it } from 'vitest';
+import { afterEach, expect, it, vi } from 'vitest';
 import { Runtime } from '../src/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
+import { watchCreated } from './fixtures/created-workers.js';
+import {
+  failingChannelAt,
+  restoreChannel,
+  untilInitBlocksInRead,
+} from './fixtures/failing-thread-channel.js';
 import { GATED_WORKER, rejection, until } from './fixtures/runtime-harness.js';
 import { recorder, STOPPED } from './fixtures/thread-ends-recorder.js';
 
-const RealChannel = workerThreads.MessageChannel;
+const NATIVE_INIT_BLOCK_WORKER = builtModuleUrl('test/fixtures/native-init-block-worker.js');
 
 afterEach(() => {
-  workerThreads.MessageChannel = RealChannel;
+  restoreChannel();
+  vi.restoreAllMocks();
 });
-
-/** Every worker thread created from now on, with its id (a Worker's reads -1 once it exited). */
-function watchCreated(): { workers: Worker[]; ids: number[]; stop: () => void } {
-  const workers: Worker[] = [];
-  const ids: number[] = [];
-  const listener = (worker: Worker): void => {
-    workers.push(worker);
-    ids.push(worker.threadId);
-  };
-  process.on('worker', listener);
-  return { workers, ids, stop: () => process.off('worker', listener) };
-}
-
-/** piscina's channel for its `failAt`-th new thread (from 1) throws. */
-function failingChannelAt(failAt: number): Error {
-  const failure = new Error('cannot create another thread');
-  let made = 0;
-  workerThreads.MessageChannel = class extends RealChannel {
-    constructor() {
-      if (new Error().stack?.includes('_addNewWorker') === true && ++made === failAt) throw failure;
-      super();
-    }
-  };
-  return failure;
-}
 
 it.each([
   [1, 0],
@@ -52,7 +35,7 @@ it.each([
     const created = watchCreated();
     const failure = failingChannelAt(failAt);
     const err = await rejection(Runtime.start({ worker: GATED_WORKER, threads: 4, threadEnds: ends }));
-    workerThreads.MessageChannel = RealChannel;
+    restoreChannel();
     created.stop();
     expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
     expect(err.cause).toBe(failure);
@@ -61,5 +44,62 @@ it.each([
     await until(() => created.workers.every((w) => w.threadId === -1), 'the threads made to exit');
     expect(log.slice(0, -1).sort()).toEqual([...created.ids].sort());
     expect(log.at(-1)).toBe(STOPPED);
+  },
+);
+
+it.skipIf(!canBlockInRead)(
+  'a thread made before the failure, held in a native call in its init: start() rejects within startTimeoutMs, threadEnds hears at its exit',
+  async () => {
+    const START_TIMEOUT_MS = 300;
+    const pipe = new HeldPipe();
+    const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    const created = watchCreated();
+    // Its first init counts from 1, so it blocks in read() (the fixture's first init does not).
+    const inits = new Int32Array(new SharedArrayBuffer(4));
+    inits[0] = 1;
+    let settled = false;
+    let starting: Promise<NodeJS.ErrnoException> | undefined;
+    try {
+      const { log, ends } = recorder();
+      // The second thread fails only once the first is inside read(), in its init.
+      const failure = failingChannelAt(2, () => untilInitBlocksInRead(inits, 1, pipe.readEnd));
+      starting = rejection(
+        Runtime.start({
+          worker: NATIVE_INIT_BLOCK_WORKER,
+          threads: 2,
+          threadEnds: ends,
+          startTimeoutMs: START_TIMEOUT_MS,
+          workerData: { fd: pipe.readEnd, inits: inits.buffer },
+        }),
+      );
+      void starting.finally(() => {
+        settled = true;
+      });
+      // Before: start() waited for the thread's terminate(), which the read held for good.
+      await until(() => settled, 'start() to settle while the thread is held in read()');
+      const err = await starting;
+      expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
+      expect(err.cause).toBe(failure);
+      expect(created.workers).toHaveLength(1);
+      // Settled while the thread was still in read(), and not exited: threadEnds heard nothing.
+      expect(blockedInRead(pipe.readEnd)).toBe(true);
+      expect(log).toEqual([]);
+      expect(warning).toHaveBeenCalledWith(
+        `a terminated worker thread did not exit within ${START_TIMEOUT_MS} ms`,
+        'OmniRuntimeWarning',
+      );
+      pipe.release();
+      await until(() => log.includes(STOPPED), 'threadEnds to hear that every thread stopped');
+      // Its exit, then stopped: nothing before it could no longer use what it holds.
+      expect(log).toEqual([created.ids[0], STOPPED]);
+      expect(created.workers[0]?.threadId).toBe(-1);
+    } finally {
+      // A failed test lets the thread out of read() and waits for its end before closing the pipe.
+      pipe.release();
+      await starting;
+      await until(() => created.workers.every((w) => w.threadId === -1), 'the thread made to exit');
+      created.stop();
+      pipe.close();
+    }
   },
 );

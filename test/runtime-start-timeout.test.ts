@@ -1,11 +1,21 @@
 /**
  * start() is bounded by startTimeoutMs even when a thread's init never settles: that thread never
- * takes its start-up ping, so only the main thread's own timer can end the wait.
+ * takes its start-up ping, so only the main thread's own timer can end the wait. One held in a
+ * native call cannot be terminated either: start() does not wait past that bound for its exit.
  */
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Runtime } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
+import { watchCreated } from './fixtures/created-workers.js';
+import { HELD_START_TIMEOUT_MS, heldStart } from './fixtures/held-init-start.js';
 import { INVOKED, newControl, waitFor } from './fixtures/runtime-control.js';
+import { until } from './fixtures/runtime-harness.js';
+import { recorder, STOPPED } from './fixtures/thread-ends-recorder.js';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe('startTimeoutMs', () => {
   it('a thread whose init never finishes: start() rejects OMNI_ERR_WORKER_EXITED', async () => {
@@ -44,4 +54,58 @@ describe('startTimeoutMs', () => {
     // On the unfixed code the start waits another 600 s for an answer that cannot come.
     expect(await outcome).toBe('OMNI_ERR_WORKER_EXITED');
   });
+
+  it.skipIf(!canBlockInRead)(
+    'a thread whose init is held in a native call: start() rejects past the bound for its exit, threadEnds hears of it at its exit',
+    async () => {
+      const pipe = new HeldPipe();
+      // start() gives up waiting for the held thread's exit: expected here.
+      const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+      const created = watchCreated();
+      const listening = process.listenerCount('worker');
+      // Its first init counts from 1, so it blocks in read() (the fixture's first init does not).
+      const inits = new Int32Array(new SharedArrayBuffer(4));
+      inits[0] = 1;
+      const { log, ends } = recorder();
+      const held = heldStart(() =>
+        Runtime.start({
+          worker: builtModuleUrl('test/fixtures/native-init-block-worker.js'),
+          threads: 1,
+          threadEnds: ends,
+          startTimeoutMs: HELD_START_TIMEOUT_MS,
+          workerData: { fd: pipe.readEnd, inits: inits.buffer },
+        }),
+      );
+      try {
+        const err = await held.givenUp(inits, 2, pipe.readEnd);
+        expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
+        expect(created.workers).toHaveLength(1);
+        // Settled while the thread was still in read(), and not exited: threadEnds heard nothing.
+        expect(blockedInRead(pipe.readEnd)).toBe(true);
+        expect(log).toEqual([]);
+        expect(warning).toHaveBeenCalledWith(
+          `a terminated worker thread did not exit within ${HELD_START_TIMEOUT_MS} ms`,
+          'OmniRuntimeWarning',
+        );
+        // The pool starts no thread any more: nothing of the runtime listens on process.
+        expect(process.listenerCount('worker')).toBe(listening);
+        pipe.release();
+        await until(() => log.includes(STOPPED), 'threadEnds to hear that every thread stopped');
+        // Its exit, then stopped: nothing before it could no longer use what it holds.
+        expect(log).toEqual([created.ids[0], STOPPED]);
+        expect(created.workers[0]?.threadId).toBe(-1);
+        expect(process.listenerCount('worker')).toBe(listening);
+        // Its late exit started no thread in its place.
+        expect(created.workers).toHaveLength(1);
+      } finally {
+        // A failed test lets the thread out of read() and waits for its end before closing the pipe.
+        pipe.release();
+        await held.starting;
+        await until(() => created.workers.every((w) => w.threadId === -1), 'the thread to exit');
+        created.stop();
+        pipe.close();
+      }
+    },
+    60_000,
+  );
 });

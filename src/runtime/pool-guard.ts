@@ -88,6 +88,6 @@ export class PoolGuard {
     this.#losses.count++;
     this.abandoned = true;
     this.watch.stop();
-    this.destroyed = destroyPool(this.pool, this.#startTimeoutMs);
+    this.destroyed = destroyPool(this.pool, this.#startTimeoutMs, 'removed');
   }
 }

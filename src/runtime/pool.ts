@@ -1,14 +1,15 @@
 import { Piscina } from 'piscina';
 import { WorkerExitedError } from '../errors.js';
-import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { builtModuleUrl } from '../paths.js';
 import { fromWire } from '../wire-error.js';
 import type { CheckedRuntimeOptions } from './options.js';
 import { ABANDONED, type EntryData, type PingMessage, type PingReply } from './protocol.js';
 import { messageOf } from './task-failure.js';
+import { exitedWithin, stoppedOnceExited } from './terminated-exits.js';
 import type { ThreadEnds } from './thread-ends.js';
 import { watchThreadExits } from './thread-exit-watch.js';
 import { endingThreadsOnThrow } from './thread-starts.js';
+import { within } from './within.js';
 
 /**
  * Sends one message of `kind` to every thread. Each blocks its thread at a shared barrier until
@@ -72,7 +73,8 @@ export async function startPool(
 ): Promise<Piscina> {
   let pool: Piscina;
   try {
-    pool = await endingThreadsOnThrow(() => {
+    // Bounded as destroyPool's wait is: a thread it made may be held in a native call.
+    pool = await endingThreadsOnThrow(options.startTimeoutMs, ends, () => {
       const made = createPool(options, entryData);
       // Now, in the turn the threads were made: Node tells of them in ticks that, when start()
       // was called from a macrotask, run before the await above resumes.
@@ -81,10 +83,8 @@ export async function startPool(
       // 'error'; without a listener that would throw in the main thread. Tasks report their own.
       made.on('error', () => {});
       return made;
-    }, ends?.exited);
+    });
   } catch (err) {
-    // The threads it had started have exited: what their init took is given back.
-    ends?.stopped();
     throw new WorkerExitedError(`worker threads could not be started: ${messageOf(err)}`, {
       cause: err,
     });
@@ -120,8 +120,9 @@ export async function startPool(
     if (everyThreadAnswered) await teardown(pool, options.threads, options.startTimeoutMs);
     else await abandon(ping, stuck, options.startTimeoutMs);
     // What a thread stuck in init, or one that exited before anyone saw it, took is given back
-    // here (not by its exit: it may never have been seen alive).
-    tellStopped(pool, await destroyPool(pool, options.startTimeoutMs), ends);
+    // by `stopped` (not by its exit: it may never have been seen alive): here, or at the exit of
+    // one held in a native call, which start() does not wait for past its bound.
+    tellStopped(pool, await destroyPool(pool, options.startTimeoutMs, 'all'), ends);
     throw err instanceof Error && 'code' in err
       ? err
       : new WorkerExitedError(String((err as Error)?.message ?? err));
@@ -262,29 +263,29 @@ function trackThreads(pool: Piscina): void {
  * Such a thread has been terminated by piscina and runs no more of the worker's code; only
  * native code (its own sub-threads, a native cleanup hook) can hold its exit, so the wait for
  * it is bounded by `timeoutMs`: past that nothing more can start, and close() resolves with
- * a warning rather than hang. Resolves true when every thread has exited, false past that bound.
+ * a warning rather than hang. `bounded` says whose exits that bound covers: 'removed', those
+ * only (close(): a thread still in the pool may be in a call's native call, which close() waits
+ * for, see README's Limits), or 'all' (a failed start(): one held in its init's native call
+ * must not hold start() past its bound). Resolves true when every thread has exited, false past
+ * that bound.
  */
-export async function destroyPool(pool: Piscina, timeoutMs: number): Promise<boolean> {
+export async function destroyPool(
+  pool: Piscina,
+  timeoutMs: number,
+  bounded: 'removed' | 'all',
+): Promise<boolean> {
   // The pool's live options object: piscina reads minThreads from it at every exit.
   (pool.options as { minThreads: number }).minThreads = 0;
-  try {
-    await pool.destroy();
-  } finally {
-    // A destroyed pool starts no thread (nor one whose destroy() failed part way: piscina set
-    // its destroying flag first): its exit watch stops listening, so a closed runtime leaves
-    // nothing on `process` (see thread-starts.ts).
-    exitWatches.get(pool)?.();
-  }
-  const ending = endingThreads.get(pool);
-  if (ending === undefined || ending.size === 0) return true;
-  if ((await within(Promise.all(ending), timeoutMs)) === undefined) {
-    process.emitWarning(
-      `a worker thread removed from the pool did not exit within ${timeoutMs} ms`,
-      'OmniRuntimeWarning',
-    );
-    return false;
-  }
-  return true;
+  // Its threads are terminated and noted in endingThreads (its 'workerDestroy') in this call,
+  // and piscina sets its destroying flag before its first await: the pool starts no thread from
+  // here, so its exit watch stops listening and a closed runtime leaves nothing on `process`
+  // (see thread-starts.ts), even while a thread's exit is awaited past the bound.
+  const destroyed = pool.destroy();
+  exitWatches.get(pool)?.();
+  const ending = endingThreads.get(pool) ?? new Set<Promise<void>>();
+  if (bounded === 'all') return exitedWithin([destroyed, ...ending], timeoutMs);
+  await destroyed;
+  return ending.size === 0 || exitedWithin(ending, timeoutMs);
 }
 
 /**
@@ -294,13 +295,8 @@ export async function destroyPool(pool: Piscina, timeoutMs: number): Promise<boo
  * still in a native call may be using what it holds.
  */
 export function tellStopped(pool: Piscina, allExited: boolean, ends: ThreadEnds | undefined): void {
-  if (ends === undefined) return;
-  if (allExited) {
-    ends.stopped();
-    return;
-  }
   // Only threads that have not exited are left in the set; the pool, destroyed, adds none.
-  void Promise.all(endingThreads.get(pool) ?? []).then(() => ends.stopped());
+  stoppedOnceExited(ends, allExited, endingThreads.get(pool) ?? []);
 }
 
 /** The pool. Its workerData posts: the caller's was cloned once already (checkRuntimeOptions). */
@@ -321,20 +317,4 @@ function createPool(options: CheckedRuntimeOptions, entryData: EntryData): Pisci
   });
   trackThreads(pool);
   return pool;
-}
-
-/**
- * `promise`'s value, or undefined once `ms` has passed first; the timer goes either way. A
- * promise left behind may still reject later: the race has handled it.
- */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: LongTimer | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setLongTimeout(resolve, ms, undefined);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    if (timer !== undefined) clearLongTimeout(timer);
-  }
 }

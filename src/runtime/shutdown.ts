@@ -119,7 +119,7 @@ export class Shutdown {
     });
     this.#forceAt = Number.POSITIVE_INFINITY;
     await this.#teardown(cut, () => idleThreads(guard.pool));
-    return destroyPool(guard.pool, this.#host.startTimeoutMs);
+    return destroyPool(guard.pool, this.#host.startTimeoutMs, 'removed');
   }
 
   async #shutdown(): Promise<CloseResult> {
@@ -152,7 +152,7 @@ export class Shutdown {
       // its last task, so there is nothing left for close() to wait for, and close() leaves its
       // own 30 s timeout armed, which (through the pool's listeners) kept this runtime and its
       // buffers reachable for 30 s after close() resolved.
-      exited = await destroyPool(guard.pool, host.startTimeoutMs);
+      exited = await destroyPool(guard.pool, host.startTimeoutMs, 'removed');
     } else if (!guard.abandoned) {
       exited = await this.#forced();
     } else {

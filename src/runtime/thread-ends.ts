@@ -19,9 +19,9 @@ export interface ThreadEnds {
   exited(threadId: number): void;
   /**
    * Every thread the pool ever had has exited: called once, after every `exited`, by close() (a
-   * failed runtime's too) or a failed start(), before it settles. When close() gave up waiting for
-   * a thread (an OmniRuntimeWarning), it is called at that thread's exit, after close() resolved;
-   * never, if that thread never exits.
+   * failed runtime's too) or a failed start(), before it settles. When close() or start() gave up
+   * waiting for a thread (an OmniRuntimeWarning), it is called at that thread's exit, after close()
+   * resolved or start() rejected; never, if that thread never exits.
    */
   stopped(): void;
 }

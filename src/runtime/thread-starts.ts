@@ -1,4 +1,6 @@
 import type { Worker } from 'node:worker_threads';
+import { exitedWithin, stoppedOnceExited } from './terminated-exits.js';
+import type { ThreadEnds } from './thread-ends.js';
 
 /**
  * Tells each listener of every worker thread created in this thread, by Node's process 'worker'
@@ -26,14 +28,18 @@ export function onThreadStart(listener: (worker: Worker) => void): () => void {
 /**
  * `make()`'s value. When it throws instead, the worker threads it had created (piscina's
  * constructor starts its threads one by one, and Node can fail to create one part way) are
- * terminated before the throw goes on, with `exited` for each: nothing else holds them, so they
- * would idle for good. Node tells of each by process 'worker' a tick after creating it, in
- * creation order: those it tells of between a tick queued before `make` and one queued after it
- * threw are the ones `make` created.
+ * terminated before the throw goes on: nothing else holds them, so they would idle for good.
+ * Node tells of each by process 'worker' a tick after creating it, in creation order: those it
+ * tells of between a tick queued before `make` and one queued after it threw are the ones `make`
+ * created. `ends` hears of each one's exit, then that all have stopped. One held in a native
+ * call (its init in a blocking read, a driver that hangs) exits only once that call returns: the
+ * throw goes on once they have all exited or `timeoutMs` has passed, whichever is first (see
+ * exitedWithin); `ends` hears of those left at their exits, after.
  */
 export async function endingThreadsOnThrow<T>(
+  timeoutMs: number,
+  ends: ThreadEnds | undefined,
   make: () => T,
-  exited?: (threadId: number) => void,
 ): Promise<T> {
   let began = false;
   process.nextTick(() => {
@@ -49,18 +55,16 @@ export async function endingThreadsOnThrow<T>(
     process.on('worker', collect);
     await new Promise<void>((resolve) => process.nextTick(resolve));
     process.off('worker', collect);
-    await Promise.all(
-      made.map(async (worker) => {
-        const id = worker.threadId;
-        // Its pool is unreachable (its constructor threw) but still listens: at the thread's
-        // 'exit' or 'error' it would start another in its place, which nothing would end.
-        worker.removeAllListeners('exit');
-        worker.removeAllListeners('error');
-        worker.on('error', () => {});
-        await worker.terminate();
-        exited?.(id);
-      }),
-    );
+    const exits = made.map((worker) => {
+      const id = worker.threadId;
+      // Its pool is unreachable (its constructor threw) but still listens: at the thread's
+      // 'exit' or 'error' it would start another in its place, which nothing would end.
+      worker.removeAllListeners('exit');
+      worker.removeAllListeners('error');
+      worker.on('error', () => {});
+      return worker.terminate().then(() => ends?.exited(id));
+    });
+    stoppedOnceExited(ends, await exitedWithin(exits, timeoutMs), exits);
     throw err;
   }
 }
