@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Permit } from '../src/index.js';
+import { waiterCountedWhileFlagDown } from './fixtures/admission-flag-down.js';
 import {
   admitted,
   deferFirstWaitAsync,
@@ -37,30 +38,9 @@ describe.each(WORD_MODES)('wake-ups across instances (%s)', (_mode, units) => {
   });
 
   it('wakes a waiter counted while the flag was down even if it was not yet asleep at the re-set', async () => {
-    const { admission, otherThread } = withOtherThread({ requests: 1, units });
-    const holder = admitted(admission, 1);
-    const controller = new AbortController();
-    const leaving = admission.admit(1, { signal: controller.signal });
-    const deferred = deferFirstWaitAsync(admission.buffer);
-    let armed = true;
-    let pending: Promise<Permit> | undefined;
-    const restore = interleave(admission.buffer, {
-      beforeClear: () => {
-        armed = false;
-        pending = otherThread.admit(1); // counted before the clear; reads SEQ, fails, sleep held back
-      },
-      afterClear: () => holder.release(), // flag down: this release wakes nobody itself
-    });
-    try {
-      controller.abort(); // last local waiter leaves: clear, re-check the count, re-set + wake
-    } finally {
-      deferred.restore();
-      restore();
-    }
-    expect(armed).toBe(false);
-    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
+    const { admission, deferred, pending } = await waiterCountedWhileFlagDown(units);
     deferred.resume();
-    await expectWokenAlone(admission, pending!);
+    await expectWokenAlone(admission, pending);
   });
 
   it("does not lose a release that lands during the queue head's failed try", async () => {
