@@ -34,6 +34,17 @@ const MODES = [
 afterEach(cleanupOnRealClock);
 
 /**
+ * Lets the work held at `c` end: its handler reports ctx.signal aborted (CANCELLED_TRUE), and
+ * the capacity it held comes back.
+ */
+async function letEndSeeingItsSignal(rt: Runtime, c: Int32Array): Promise<void> {
+  open(c);
+  await waitFor(c, CANCELLED);
+  expect(Atomics.load(c, CANCELLED)).toBe(CANCELLED_TRUE);
+  await until(() => rt.report().depth === 0, 'depth 0');
+}
+
+/**
  * One thread: a first task holds it, the task under test queues behind it with `options`, and
  * a last task behind that. `leave` makes the caller of the middle task leave (it rejects with
  * `code`) before it starts: its capacity stays held until the thread skips it, which gives it
@@ -89,10 +100,7 @@ describe('a dispatched task whose caller left', () => {
     await turns();
     expect(rt.report().depth).toBe(1);
 
-    open(c);
-    await waitFor(c, CANCELLED);
-    expect(Atomics.load(c, CANCELLED)).toBe(CANCELLED_TRUE);
-    await until(() => rt.report().depth === 0, 'depth 0');
+    await letEndSeeingItsSignal(rt, c);
     expect(rt.report()).toMatchObject({ depth: 0, aborted: 1, completed: 0, failed: 0 });
     // The capacity really came back: two more calls fit in the bound of 2.
     await expect(
@@ -113,10 +121,7 @@ describe('a dispatched task whose caller left', () => {
     const refused = await rejection(rt.run({ mode: 'echo' }));
     expect(refused).toMatchObject({ code: 'OMNI_ERR_REJECTED', reason: 'requests', depth: 1, capacity: 1 });
 
-    open(c);
-    await waitFor(c, CANCELLED);
-    expect(Atomics.load(c, CANCELLED)).toBe(CANCELLED_TRUE);
-    await until(() => rt.report().depth === 0, 'depth 0');
+    await letEndSeeingItsSignal(rt, c);
     await expect(rt.run({ mode: 'echo', value: 'next' })).resolves.toBe('next');
   });
 
@@ -137,10 +142,7 @@ describe('a dispatched task whose caller left', () => {
     await turns();
     expect(rt.report().depth).toBe(1);
 
-    open(c);
-    await waitFor(c, CANCELLED);
-    expect(Atomics.load(c, CANCELLED)).toBe(CANCELLED_TRUE);
-    await until(() => rt.report().depth === 0, 'depth 0');
+    await letEndSeeingItsSignal(rt, c);
     expect(rt.report()).toMatchObject({ depth: 0, deadline: 1, completed: 0, failed: 0 });
   });
 
