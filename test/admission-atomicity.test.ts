@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { CLAIMS_I32, MAX_CLAIM_SLOTS, SLOTS_BYTE_OFFSET } from '../src/admission/layout.js';
 import { BoundedAdmission, type Claim, type Permit, type Refusal } from '../src/index.js';
-import { admitted, interleaveAfter, WORD_MODES } from './fixtures/admission-interleave.js';
+import { admitted, interleaveAfter, WORD_MODES, withOtherThread } from './fixtures/admission-interleave.js';
 
 /** The state word, in either view (Int32 or BigUint64: both index 0 at byte 0). */
 const stateWord = (array: ArrayBufferView, index: number): boolean => array.byteOffset === 0 && index === 0;
@@ -28,8 +28,7 @@ describe.each(WORD_MODES)('reservation at the check (%s)', (_mode, units) => {
   // Kills: bounded-admission.ts #reserveNarrow / #reserveWide taking room with Atomics.add after
   // the check instead of the compare-exchange (both survived the stress test once).
   it('takes nothing when another thread takes the last room between its check and its reservation', () => {
-    const admission = new BoundedAdmission({ requests: 2, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 2, units });
     const first = admitted(admission);
     let between: Permit | Refusal | undefined;
     const result = during(
@@ -50,8 +49,7 @@ describe.each(WORD_MODES)('reservation at the check (%s)', (_mode, units) => {
 describe('claims across threads', () => {
   // Kills: claims.ts acquire() taking a free slot with a store instead of the compare-exchange.
   it('two instances taking a slot at once end up with different slots', () => {
-    const admission = new BoundedAdmission({ requests: 4 });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 4 });
     const mine = admitted(admission);
     const theirs = admitted(otherThread);
     let theirClaim: Claim | undefined;
@@ -140,8 +138,7 @@ describe('claims across threads', () => {
   // Kills: claims.ts release() as a check of the held bit followed by a store. The release today
   // loads nothing from the slot, so the hook fires only for such a split release.
   it('two copies of a claim released at once: exactly one wins', () => {
-    const admission = new BoundedAdmission({ requests: 4, units: 10 });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 4, units: 10 });
     const claim = admitted(admission, 3).toClaim();
     let theirs = false;
     const mine = during(
@@ -157,8 +154,7 @@ describe('claims across threads', () => {
   // Kills: claims.ts release() reading the slot's cost after its compare-exchange, when the
   // freed slot may already hold another claim's cost.
   it('a release gives back the cost its claim held, even if the freed slot is taken again at once', () => {
-    const admission = new BoundedAdmission({ requests: 2, units: 100 });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 2, units: 100 });
     const claim = admitted(admission, 7).toClaim();
     let reused: Claim | undefined;
     during(

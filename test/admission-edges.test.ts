@@ -11,16 +11,18 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WAITING_BIT_32, WAITING_BIT_64 } from '../src/admission/layout.js';
 import { ROTATE_MS } from '../src/admission/leak-guard.js';
 import { BoundedAdmission, type Permit } from '../src/index.js';
+import { waiterCountedWhileFlagDown } from './fixtures/admission-flag-down.js';
 import {
   admitted,
   deferFirstWaitAsync,
-  interleave,
+  expectWokenAlone,
   isStateWord,
   rejection,
   settles,
   track,
   turn,
   WORD_MODES,
+  withOtherThread,
 } from './fixtures/admission-interleave.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -40,8 +42,7 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
   // Kills: bounded-admission.ts admit(), the `this.#countRefusal()` dropped in the branch for an
   // instance that has waiters and was closed by another instance.
   it('admit() counts its OMNI_ERR_CLOSED refusal on an instance whose own waiters are still queued', async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const holder = admitted(admission, 1);
     const queued = admission.admit(1);
     const drained = otherThread.close(); // this instance's waiter learns of it only on its next wake
@@ -57,8 +58,7 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
   // Kills: bounded-admission.ts #wake with Atomics.notify before the SEQ bump (a waiter that goes
   // to sleep between the two sleeps on the old value and is never woken).
   it('a release bumps SEQ before it notifies: a waiter falling asleep in between still wakes', async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const claim = admitted(admission, 1).toClaim();
     const deferred = deferFirstWaitAsync(admission.buffer);
     let waiter: Promise<Permit>;
@@ -83,58 +83,37 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
       Atomics.notify = realNotify;
     }
     expect(fired).toBe(true);
-    const permit = await settles(waiter);
-    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
-    permit.release();
+    await expectWokenAlone(admission, waiter);
   });
 
   // Kills: state-flags.ts clearWaiting with Atomics.notify before the SEQ bump.
   it('re-setting the WAITING flag bumps SEQ before it notifies: a waiter falling asleep in between still wakes', async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
-    const holder = admitted(admission, 1);
-    const controller = new AbortController();
-    const leaving = admission.admit(1, { signal: controller.signal });
-    const deferred = deferFirstWaitAsync(admission.buffer);
-    const realNotify = Atomics.notify;
-    let cleared = false;
     let resumed = false;
-    let pending: Promise<Permit> | undefined;
-    const restore = interleave(admission.buffer, {
-      beforeClear: () => {
-        cleared = true;
-        pending = otherThread.admit(1); // counted before the clear; reads SEQ, fails, sleep held back
+    const { admission, pending } = await waiterCountedWhileFlagDown(
+      units,
+      ({ admission, deferred, cleared }) => {
+        const realNotify = Atomics.notify;
+        Atomics.notify = ((array: Int32Array, index: number, count?: number) => {
+          const woken = realNotify(array, index, count);
+          if (cleared() && !resumed && array.buffer === admission.buffer) {
+            resumed = true;
+            deferred.resume(); // goes to sleep right after the re-set's notify
+          }
+          return woken;
+        }) as typeof Atomics.notify;
+        return () => {
+          Atomics.notify = realNotify;
+        };
       },
-      afterClear: () => holder.release(), // flag down: this release wakes nobody itself
-    });
-    Atomics.notify = ((array: Int32Array, index: number, count?: number) => {
-      const woken = realNotify(array, index, count);
-      if (cleared && !resumed && array.buffer === admission.buffer) {
-        resumed = true;
-        deferred.resume(); // goes to sleep right after the re-set's notify
-      }
-      return woken;
-    }) as typeof Atomics.notify;
-    try {
-      controller.abort(); // last local waiter leaves: clear, re-check the count, re-set + wake
-    } finally {
-      Atomics.notify = realNotify;
-      deferred.restore();
-      restore();
-    }
-    expect(cleared).toBe(true);
+    );
     expect(resumed).toBe(true);
-    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
-    const permit = await settles(pending!);
-    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
-    permit.release();
+    await expectWokenAlone(admission, pending);
   });
 
   // Kills: waiting-room.ts wait() setting the WAITING flag before counting the waiter in WAITERS
   // (another instance's last waiter leaving in between clears the flag for good).
   it('a new waiter is counted before it sets the flag: another instance emptying its queue meanwhile keeps it', async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const holder = admitted(admission, 1);
     const controller = new AbortController();
     const leaving = otherThread.admit(1, { signal: controller.signal });
@@ -159,16 +138,13 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
     // The bound is full, so tryAdmit would say 'requests' either way: read the flag itself.
     expect(waitingFlag(admission, units)).toBe(true);
     holder.release(); // must see the flag and wake the waiter
-    const permit = await settles(waiter);
-    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
-    permit.release();
+    await expectWokenAlone(admission, waiter);
   });
 
   // Kills: waiting-room.ts onChange reading SEQ for a drain after the depth check instead of
   // before (a release between the two is lost and close() never resolves).
   it("close()'s drain does not lose a release that lands between reading SEQ and reading the depth", async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const claim = admitted(admission, 1).toClaim();
     const realLoad = Atomics.load;
     let fired = false;
@@ -256,8 +232,7 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
   // Kills: bounded-admission.ts refusalFor32 / refusalFor64 reading the counts with the WAITING
   // flag left in: a word that is the bare flag, nothing held, was refused as full ('requests').
   it("tryAdmit refuses 'queued', not 'requests', while another instance's waiter holds the flag over an empty word", async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const holder = admitted(admission);
     const waiter = otherThread.admit();
     // The release sees WAITING and bumps SEQ; the other instance's waiter takes the room only on
@@ -301,8 +276,7 @@ describe.each(WORD_MODES)('admission core under mutation (%s)', (_mode, units) =
   // never arms its wait again, so only its first wake-up from another thread arrives (only the
   // stress test noticed).
   it('wakes the same instance again after its first wake-up from another instance', async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const holder = admitted(admission);
     const first = otherThread.admit();
     const second = otherThread.admit();

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { CLOSED_BIT_32 } from '../src/admission/layout.js';
 import { BoundedAdmission } from '../src/index.js';
-import { admitted } from './fixtures/admission-interleave.js';
+import { admitted, withOtherThread } from './fixtures/admission-interleave.js';
 
 describe('wide word around the precomputed delta cache (512 costs)', () => {
   it.each([0, 1, 510, 511, 512, 513])('admits, releases and reclaims cost %i exactly', (cost) => {
@@ -72,8 +72,7 @@ describe('claim slot cap', () => {
   // Kills: admission-buffer.ts isAdmissionBuffer with `slots < MAX_CLAIM_SLOTS`: an admission
   // with the documented 65,536 slots could not be attached.
   it('attaches to an admission that has all 65,536 slots', () => {
-    const admission = new BoundedAdmission({ requests: 70_000 });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 70_000 });
     otherThread.releaseClaim(admitted(admission, 1).toClaim());
     expect(admission.report()).toMatchObject({ depth: 0 });
   });

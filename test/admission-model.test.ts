@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BoundedAdmission, type Claim, type Permit } from '../src/index.js';
+import { type CountsModel, modelReport } from './fixtures/admission-counts-model.js';
 import { turn } from './fixtures/admission-interleave.js';
 import { thrownCode } from './fixtures/thrown.js';
 
@@ -16,14 +17,7 @@ const SEED =
   process.env.ADMISSION_MODEL_SEED === undefined ? undefined : Number(process.env.ADMISSION_MODEL_SEED);
 const RUNS = Number(process.env.ADMISSION_MODEL_RUNS ?? 600);
 
-interface Model {
-  readonly requests: number;
-  /** null in request-only mode. */
-  readonly ceiling: number | null;
-  depth: number;
-  units: bigint;
-  rejected: number;
-  closed: boolean;
+interface Model extends CountsModel {
   /** Sizes of the real side's lists, so that check() can see them. */
   held: number;
   released: number;
@@ -45,15 +39,7 @@ interface Real {
 type Command = fc.Command<Model, Real>;
 
 function verify(m: Model, r: Real): void {
-  const expected = {
-    depth: m.depth,
-    capacity: m.requests,
-    rejected: m.rejected,
-    units: Number(m.units),
-    unitCapacity: m.ceiling,
-    waiting: 0,
-    leaked: 0,
-  };
+  const expected = modelReport(m, 0);
   expect(r.admission.report()).toEqual(expected);
   expect(r.attached.report()).toEqual(expected);
   expect(r.admission.closed).toBe(m.closed);

@@ -6,7 +6,14 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BoundedAdmission, type Permit } from '../src/index.js';
-import { admitted, rejection, track, turn, WORD_MODES } from './fixtures/admission-interleave.js';
+import {
+  admitted,
+  rejection,
+  track,
+  turn,
+  WORD_MODES,
+  withOtherThread,
+} from './fixtures/admission-interleave.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -45,8 +52,7 @@ describe.each(WORD_MODES)('a waiter that leaves (%s)', (_mode, units) => {
   // holds the event loop until it fires) or the listener stayed behind.
   it('leaves no timer and no listener when it is admitted by its first try', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const holder = admitted(admission, 1);
     const elsewhere = otherThread.admit(1); // sets WAITING
     // Room comes back, but the other instance's waiter takes it only on a later turn: this

@@ -6,22 +6,24 @@
  * waiter still pending after 1,000 event-loop turns.
  */
 import { describe, expect, it } from 'vitest';
-import { BoundedAdmission, type Permit } from '../src/index.js';
+import type { Permit } from '../src/index.js';
+import { waiterCountedWhileFlagDown } from './fixtures/admission-flag-down.js';
 import {
   admitted,
   deferFirstWaitAsync,
+  expectWokenAlone,
   interleave,
   rejection,
   settles,
   track,
   turn,
   WORD_MODES,
+  withOtherThread,
 } from './fixtures/admission-interleave.js';
 
 describe.each(WORD_MODES)('wake-ups across instances (%s)', (_mode, units) => {
   it('does not lose a release that lands between a waiter reading SEQ and going to sleep', async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const claim = admitted(admission, 1).toClaim();
     const deferred = deferFirstWaitAsync(admission.buffer);
     let waiter: Promise<Permit>;
@@ -32,44 +34,17 @@ describe.each(WORD_MODES)('wake-ups across instances (%s)', (_mode, units) => {
       deferred.restore();
     }
     deferred.resume(); // sleeps with the stale SEQ value: must return at once
-    const permit = await settles(waiter);
-    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
-    permit.release();
+    await expectWokenAlone(admission, waiter);
   });
 
   it('wakes a waiter counted while the flag was down even if it was not yet asleep at the re-set', async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
-    const holder = admitted(admission, 1);
-    const controller = new AbortController();
-    const leaving = admission.admit(1, { signal: controller.signal });
-    const deferred = deferFirstWaitAsync(admission.buffer);
-    let armed = true;
-    let pending: Promise<Permit> | undefined;
-    const restore = interleave(admission.buffer, {
-      beforeClear: () => {
-        armed = false;
-        pending = otherThread.admit(1); // counted before the clear; reads SEQ, fails, sleep held back
-      },
-      afterClear: () => holder.release(), // flag down: this release wakes nobody itself
-    });
-    try {
-      controller.abort(); // last local waiter leaves: clear, re-check the count, re-set + wake
-    } finally {
-      deferred.restore();
-      restore();
-    }
-    expect(armed).toBe(false);
-    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
+    const { admission, deferred, pending } = await waiterCountedWhileFlagDown(units);
     deferred.resume();
-    const permit = await settles(pending!);
-    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
-    permit.release();
+    await expectWokenAlone(admission, pending);
   });
 
   it("does not lose a release that lands during the queue head's failed try", async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const claim = admitted(admission, 1).toClaim();
     const realLoad = Atomics.load;
     let stateLoads = 0;
@@ -96,16 +71,13 @@ describe.each(WORD_MODES)('wake-ups across instances (%s)', (_mode, units) => {
       Atomics.load = realLoad;
     }
     expect(fired).toBe(true);
-    const permit = await settles(waiter);
-    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
-    permit.release();
+    await expectWokenAlone(admission, waiter);
   });
 });
 
 describe.each(WORD_MODES)('queue order and refusals across instances (%s)', (_mode, units) => {
   it("tryAdmit refuses 'closed', not 'queued', on an instance with waiters once another instance closed", async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const holder = admitted(admission, 1);
     const waiter = otherThread.admit(1);
     const drained = admission.close();
@@ -116,8 +88,7 @@ describe.each(WORD_MODES)('queue order and refusals across instances (%s)', (_mo
   });
 
   it("admit() does not barge past its own instance's waiter queued while the flag is briefly cleared", async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const holder = admitted(admission, 1);
     const controller = new AbortController();
     const leaving = otherThread.admit(1, { signal: controller.signal });
@@ -162,8 +133,7 @@ describe.each([
   ['with units', 10],
 ])('waiting flag under forced interleavings (%s)', (_mode, units) => {
   it("wakes another thread's waiter when a release lands while the flag is briefly cleared", async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const holder = admitted(admission, 1);
     const controller = new AbortController();
     const leaving = admission.admit(1, { signal: controller.signal });
@@ -183,15 +153,12 @@ describe.each([
     }
     expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
     expect(admission.report()).toMatchObject({ depth: 0, waiting: 1 });
-    const permit = await settles(pending!);
-    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
-    permit.release();
+    await expectWokenAlone(admission, pending!);
     admitted(admission, 1).release();
   });
 
   it("tryAdmit does not barge past its own instance's waiter queued while the flag is briefly cleared", async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const holder = admitted(admission, 1);
     const controller = new AbortController();
     const leaving = otherThread.admit(1, { signal: controller.signal });
@@ -225,8 +192,7 @@ describe.each([
   });
 
   it('does not leave the flag set (tryAdmit refusing queued) once every waiter has gone', async () => {
-    const admission = new BoundedAdmission({ requests: 1, units });
-    const otherThread = BoundedAdmission.attach(admission.buffer);
+    const { admission, otherThread } = withOtherThread({ requests: 1, units });
     const holder = admitted(admission, 1);
     const controller = new AbortController();
     const leaving = admission.admit(1, { signal: controller.signal });

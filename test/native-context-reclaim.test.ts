@@ -103,7 +103,6 @@ function exitOf(thread: Worker): Promise<void> {
   return new Promise((resolve) => thread.once('exit', () => resolve()));
 }
 
-/** A call held on its thread in a synchronous wait (as in a native call), until its control opens. */
 /**
  * Closes `lr` while its one thread is held in read() on `pipe`: waits for the pool to remove the
  * thread, runs `whileHeld` (the thread terminated, not exited), then lets it out and resolves
@@ -130,6 +129,22 @@ async function closeWhileHeld(
   return { result, closedBeforeExit };
 }
 
+/**
+ * Runs `body` with a pipe its test's thread blocks in read() on. Afterwards, failed or not, the
+ * thread is let out of read() and the runtimes stopped before the pipe is closed.
+ */
+async function withHeldPipe(body: (pipe: HeldPipe) => Promise<void>): Promise<void> {
+  const pipe = new HeldPipe();
+  try {
+    await body(pipe);
+  } finally {
+    pipe.release();
+    await closeRuntimes();
+    pipe.close();
+  }
+}
+
+/** A call held on its thread in a synchronous wait (as in a native call), until its control opens. */
 async function held(lr: LinearRuntime, mode: GatedMode = 'gate') {
   const c = newControl();
   controls.push(c);
@@ -270,9 +285,8 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
   it.skipIf(!canBlockInRead)(
     'a replacement held in a native call in its init, its context recorded, when close() comes: given back once it has exited',
     async () => {
-      const pipe = new HeldPipe();
-      const readEnd = pipe.readEnd;
-      try {
+      await withHeldPipe(async (pipe) => {
+        const readEnd = pipe.readEnd;
         const before = faults.liveBytes();
         const inits = new Int32Array(new SharedArrayBuffer(4));
         const { lr, reclaim, pool, perThread } = await startGated(1, before, NATIVE_INIT_STUCK_WORKER, {
@@ -295,12 +309,7 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         expect(closedBeforeExit, 'close() resolved only once the replacement had exited').toBe(false);
         expect(faults.liveBytes()).toBe(before);
         expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 2, refused: 0 });
-      } finally {
-        // A failed test lets the thread out of read() and stops it before the pipe is closed.
-        pipe.release();
-        await closeRuntimes();
-        pipe.close();
-      }
+      });
     },
   );
   it.skipIf(!canBlockInRead)(
@@ -389,8 +398,7 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
   it.skipIf(!canBlockInRead)(
     "a dead thread held in its exit while its replacement starts: both recorded, the dead one's given back at its exit",
     async () => {
-      const pipe = new HeldPipe();
-      try {
+      await withHeldPipe(async (pipe) => {
         const before = faults.liveBytes();
         const { lr, reclaim, perThread } = await startGated(1, before, NATIVE_LATE_EXIT_WORKER);
         expect(await codeOf(lr.runtime.run({ die: pipe.readEnd }))).toBe('OMNI_ERR_WORKER_EXITED');
@@ -406,19 +414,13 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         expect(await lr.close()).toEqual({ clean: true, abandoned: 0 });
         expect(faults.liveBytes()).toBe(before);
         expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
-      } finally {
-        // A failed test lets the thread out of read() and stops it before the pipe is closed.
-        pipe.release();
-        await closeRuntimes();
-        pipe.close();
-      }
+      });
     },
   );
   it.skipIf(!canBlockInRead)(
     'a close hook held in a native call past startTimeoutMs: the thread, terminated, exits late and its context comes back',
     async () => {
-      const pipe = new HeldPipe();
-      try {
+      await withHeldPipe(async (pipe) => {
         const before = faults.liveBytes();
         const spied = spyStart(NATIVE_CLOSE_STUCK_WORKER, { fd: pipe.readEnd });
         const lr = await start({
@@ -455,12 +457,7 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         expect(closedBeforeExit).toBe(false);
         expect(faults.liveBytes()).toBe(before);
         expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
-      } finally {
-        // A failed test lets the thread out of read() and stops it before the pipe is closed.
-        pipe.release();
-        await closeRuntimes();
-        pipe.close();
-      }
+      });
     },
   );
   it("a server's drain that times out (serve): the held thread's context comes back with the runtime's close", async () => {

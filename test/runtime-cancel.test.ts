@@ -4,6 +4,7 @@
  * started, as soon as the worker skips it, without running its handler).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { RunOptions, Runtime } from '../src/index.js';
 import {
   CANCELLED,
   CANCELLED_TRUE,
@@ -32,6 +33,53 @@ const MODES = [
 
 afterEach(cleanupOnRealClock);
 
+/**
+ * Lets the work held at `c` end: its handler reports ctx.signal aborted (CANCELLED_TRUE), and
+ * the capacity it held comes back.
+ */
+async function letEndSeeingItsSignal(rt: Runtime, c: Int32Array): Promise<void> {
+  open(c);
+  await waitFor(c, CANCELLED);
+  expect(Atomics.load(c, CANCELLED)).toBe(CANCELLED_TRUE);
+  await until(() => rt.report().depth === 0, 'depth 0');
+}
+
+/**
+ * One thread: a first task holds it, the task under test queues behind it with `options`, and
+ * a last task behind that. `leave` makes the caller of the middle task leave (it rejects with
+ * `code`) before it starts: its capacity stays held until the thread skips it, which gives it
+ * back before the last task ends, and its handler never runs. Returns the runtime, all three
+ * settled.
+ */
+async function skippedBehindFirst(options: RunOptions, leave: () => void, code: string): Promise<Runtime> {
+  const rt = await start({ threads: 1, admission: { requests: 3 } });
+  const first = control();
+  const skipped = control();
+  const last = control();
+  const running = rt.run(gate(first, { value: 'first' }));
+  await waitFor(first, STARTED);
+  const call = rt.run({ mode: 'echo', control: skipped.buffer as SharedArrayBuffer }, options);
+  const after = rt.run(gate(last, { value: 'last' }));
+  expect(rt.report()).toMatchObject({ depth: 3, queued: 2 });
+
+  leave();
+  expect(await codeOf(call)).toBe(code);
+  // Still queued behind the first task: its capacity stays held until it is skipped.
+  expect(rt.report().depth).toBe(3);
+
+  open(first);
+  await expect(running).resolves.toBe('first');
+  await waitFor(last, STARTED);
+  // The skipped task gave its capacity back before the last task ended (the last holds 1).
+  expect(rt.report().depth).toBe(1);
+  expect(Atomics.load(skipped, INVOKED)).toBe(0);
+  open(last);
+  await expect(after).resolves.toBe('last');
+  await until(() => rt.report().depth === 0, 'depth 0');
+  expect(Atomics.load(skipped, INVOKED)).toBe(0);
+  return rt;
+}
+
 describe('a dispatched task whose caller left', () => {
   it('abort: the caller rejects at once, capacity is held until the work ends, ctx sees it', async () => {
     const rt = await start({ threads: 1, admission: { requests: 2 } });
@@ -52,10 +100,7 @@ describe('a dispatched task whose caller left', () => {
     await turns();
     expect(rt.report().depth).toBe(1);
 
-    open(c);
-    await waitFor(c, CANCELLED);
-    expect(Atomics.load(c, CANCELLED)).toBe(CANCELLED_TRUE);
-    await until(() => rt.report().depth === 0, 'depth 0');
+    await letEndSeeingItsSignal(rt, c);
     expect(rt.report()).toMatchObject({ depth: 0, aborted: 1, completed: 0, failed: 0 });
     // The capacity really came back: two more calls fit in the bound of 2.
     await expect(
@@ -76,10 +121,7 @@ describe('a dispatched task whose caller left', () => {
     const refused = await rejection(rt.run({ mode: 'echo' }));
     expect(refused).toMatchObject({ code: 'OMNI_ERR_REJECTED', reason: 'requests', depth: 1, capacity: 1 });
 
-    open(c);
-    await waitFor(c, CANCELLED);
-    expect(Atomics.load(c, CANCELLED)).toBe(CANCELLED_TRUE);
-    await until(() => rt.report().depth === 0, 'depth 0');
+    await letEndSeeingItsSignal(rt, c);
     await expect(rt.run({ mode: 'echo', value: 'next' })).resolves.toBe('next');
   });
 
@@ -100,10 +142,7 @@ describe('a dispatched task whose caller left', () => {
     await turns();
     expect(rt.report().depth).toBe(1);
 
-    open(c);
-    await waitFor(c, CANCELLED);
-    expect(Atomics.load(c, CANCELLED)).toBe(CANCELLED_TRUE);
-    await until(() => rt.report().depth === 0, 'depth 0');
+    await letEndSeeingItsSignal(rt, c);
     expect(rt.report()).toMatchObject({ depth: 0, deadline: 1, completed: 0, failed: 0 });
   });
 
@@ -124,59 +163,14 @@ describe('a dispatched task whose caller left', () => {
 
 describe('a task whose caller left before it started', () => {
   it('abort: its handler never runs and its capacity returns as soon as it is skipped', async () => {
-    const rt = await start({ threads: 1, admission: { requests: 3 } });
-    const first = control();
-    const skipped = control();
-    const last = control();
     const ac = new AbortController();
-    const running = rt.run(gate(first, { value: 'first' }));
-    await waitFor(first, STARTED);
-    const call = rt.run(
-      { mode: 'echo', control: skipped.buffer as SharedArrayBuffer },
-      { signal: ac.signal },
-    );
-    const after = rt.run(gate(last, { value: 'last' }));
-    expect(rt.report()).toMatchObject({ depth: 3, queued: 2 });
-
-    ac.abort();
-    expect(await codeOf(call)).toBe('OMNI_ERR_ABORTED');
-    // Still queued behind the first task: its capacity stays held until it is skipped.
-    expect(rt.report().depth).toBe(3);
-
-    open(first);
-    await expect(running).resolves.toBe('first');
-    await waitFor(last, STARTED);
-    // The skipped task gave its capacity back before the last task ended (the last holds 1).
-    expect(rt.report().depth).toBe(1);
-    expect(Atomics.load(skipped, INVOKED)).toBe(0);
-    open(last);
-    await expect(after).resolves.toBe('last');
-    await until(() => rt.report().depth === 0, 'depth 0');
-    expect(Atomics.load(skipped, INVOKED)).toBe(0);
+    const rt = await skippedBehindFirst({ signal: ac.signal }, () => ac.abort(), 'OMNI_ERR_ABORTED');
     expect(rt.report()).toMatchObject({ completed: 2, aborted: 1, failed: 0, deadline: 0 });
   });
 
   it('deadline: its handler never runs and its capacity returns as soon as it is skipped', async () => {
-    const rt = await start({ threads: 1, admission: { requests: 3 } });
-    const first = control();
-    const skipped = control();
-    const last = control();
-    const running = rt.run(gate(first, { value: 'first' }));
-    await waitFor(first, STARTED);
     // The gate holds the only thread until this deadline has passed and its caller rejected.
-    const call = rt.run({ mode: 'echo', control: skipped.buffer as SharedArrayBuffer }, { deadlineMs: 5 });
-    const after = rt.run(gate(last, { value: 'last' }));
-    expect(await codeOf(call)).toBe('OMNI_ERR_DEADLINE');
-    expect(rt.report().depth).toBe(3);
-
-    open(first);
-    await expect(running).resolves.toBe('first');
-    await waitFor(last, STARTED);
-    expect(rt.report().depth).toBe(1);
-    open(last);
-    await expect(after).resolves.toBe('last');
-    await until(() => rt.report().depth === 0, 'depth 0');
-    expect(Atomics.load(skipped, INVOKED)).toBe(0);
+    const rt = await skippedBehindFirst({ deadlineMs: 5 }, () => {}, 'OMNI_ERR_DEADLINE');
     expect(rt.report()).toMatchObject({ completed: 2, deadline: 1, aborted: 0, failed: 0 });
   });
 

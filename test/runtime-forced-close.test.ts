@@ -42,6 +42,39 @@ function nativeThreads(worker: string, threads: number, data: NativeWorkerData &
   return { reclaim, options };
 }
 
+/**
+ * `threads` threads of `worker` wired as nativeThreads() wires them, started, one held in a call
+ * that a forced close will abandon. Their contexts are equal (same weights, no call has used a
+ * workspace); the fixture's byte count is process-wide (the threads share the library with this
+ * one), so `before` is taken first.
+ */
+async function nativeOneHeld(worker: string, threads: number, data: NativeWorkerData & object) {
+  const faults = new FixtureFaults(loadNativeLibrary('fixture'));
+  const before = faults.liveBytes();
+  const { reclaim, options } = nativeThreads(worker, threads, data);
+  const rt = await start(options);
+  const perThread = (faults.liveBytes() - before) / threads;
+  expect(perThread).toBeGreaterThan(0);
+  const stuck = control();
+  const call = codeOf(rt.run(gate(stuck, { sync: true })));
+  await waitFor(stuck, STARTED);
+  return { faults, before, reclaim, rt, call };
+}
+
+/**
+ * Force-closes `held.rt`, abandoning its held call, and checks every context came back:
+ * `closed` of them closed by the main thread (ContextReclaim), none of them twice.
+ */
+async function expectForcedCloseFreesAll(
+  held: Awaited<ReturnType<typeof nativeOneHeld>>,
+  closed: number,
+): Promise<void> {
+  expect(await held.rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
+  expect(await held.call).toBe('OMNI_ERR_WORKER_EXITED');
+  expect(held.faults.liveBytes()).toBe(held.before);
+  expect({ closed: held.reclaim.closed, refused: held.reclaim.refused }).toEqual({ closed, refused: 0 });
+}
+
 /** Two threads, one held in a call that will be abandoned, the other idle. */
 async function oneBusyOneIdle(
   hooks: { closeGate?: boolean; closeHangs?: boolean } = {},
@@ -196,29 +229,14 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
   });
 
   it("frees the idle thread's native context in its hook, and the busy thread's once it has exited", async () => {
-    // The fixture's byte count is process-wide: the threads share the library with this one.
-    const faults = new FixtureFaults(loadNativeLibrary('fixture'));
-    const before = faults.liveBytes();
     const data: NativeWorkerData = { backend: 'fixture', device: undefined, weights: seededWeights(64, 32) };
-    const { reclaim, options } = nativeThreads(NATIVE_GATED_WORKER, 2, data);
-    const rt = await start(options);
-    // Two equal contexts (same weights, no call has used a workspace): one per thread.
-    const perThread = (faults.liveBytes() - before) / 2;
-    expect(perThread).toBeGreaterThan(0);
-    const stuck = control();
-    const call = codeOf(rt.run(gate(stuck, { sync: true })));
-    await waitFor(stuck, STARTED);
-    expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
-    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    const held = await nativeOneHeld(NATIVE_GATED_WORKER, 2, data);
     // Nothing is left behind: the busy thread, terminated without its hook, had its context
     // closed by the main thread, once (and the idle thread's hook closed its own, once).
-    expect(faults.liveBytes()).toBe(before);
-    expect({ closed: reclaim.closed, refused: reclaim.refused }).toEqual({ closed: 1, refused: 0 });
+    await expectForcedCloseFreesAll(held, 1);
   });
 
   it("frees the context of a lost thread's replacement that comes up while the idle hooks run", async () => {
-    const faults = new FixtureFaults(loadNativeLibrary('fixture'));
-    const before = faults.liveBytes();
     const words = new SharedArrayBuffer(8);
     const data = {
       backend: 'fixture',
@@ -227,24 +245,15 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
       words,
       threads: 3,
     } satisfies NativeWorkerData & { words: SharedArrayBuffer; threads: number };
-    const { reclaim, options } = nativeThreads(NATIVE_LATE_REPLACEMENT_WORKER, 3, data);
-    const rt = await start(options);
-    const perThread = (faults.liveBytes() - before) / 3;
-    expect(perThread).toBeGreaterThan(0);
-    const stuck = control();
-    const call = codeOf(rt.run(gate(stuck, { sync: true })));
-    await waitFor(stuck, STARTED);
+    const held = await nativeOneHeld(NATIVE_LATE_REPLACEMENT_WORKER, 3, data);
     // An idle thread takes it and ends without its hook (its context is lost with it); the
     // replacement waits in its init until the remaining idle thread's close hook lets it go on.
-    expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await codeOf(held.rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
     await waitFor(new Int32Array(words), 0, 4);
-    expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
-    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     // Nothing left behind. The idle thread freed its own, and the replacement, up once that hook
     // had let it finish its init, freed its own too; the main thread closed the exited thread's
     // and the busy thread's, each once.
-    expect(faults.liveBytes()).toBe(before);
-    expect({ closed: reclaim.closed, refused: reclaim.refused }).toEqual({ closed: 2, refused: 0 });
+    await expectForcedCloseFreesAll(held, 2);
   });
 });
 

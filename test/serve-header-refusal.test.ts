@@ -36,12 +36,8 @@ function jsonRows(rows: number): string {
   return JSON.stringify({ rows: Array.from({ length: rows }, () => [1, 2, 3, 4]) });
 }
 
-interface Case {
-  readonly name: string;
-  readonly target: string;
-  readonly headers: string;
-  readonly type: string;
-  readonly body: Buffer | string;
+/** What a refused request hears and what its refusal counts. */
+interface Outcome {
   readonly status: number;
   readonly code: string;
   /** The runtime's outcomes.refused and admission rejected: what the handler's refusal counts. */
@@ -51,6 +47,26 @@ interface Case {
   readonly tooLarge: number;
 }
 
+interface Case extends Outcome {
+  readonly name: string;
+  readonly target: string;
+  readonly headers: string;
+  readonly type: string;
+  readonly body: Buffer | string;
+}
+
+/** The unit ceiling's refusal: the handler's admission refuses it, and counts it everywhere. */
+const OVER_UNITS: Outcome = { status: 413, code: 'OMNI_ERR_TOO_LARGE', refused: 1, rejected: 1, tooLarge: 1 };
+/** A 400 of the handler's own checks, before any admission: nothing counted as a refusal. */
+const BAD_REQUEST: Outcome = {
+  status: 400,
+  code: 'OMNI_ERR_BAD_REQUEST',
+  refused: 0,
+  rejected: 0,
+  tooLarge: 0,
+};
+const BAD_BODY: Outcome = { status: 400, code: 'OMNI_ERR_BAD_BODY', refused: 0, rejected: 0, tooLarge: 0 };
+
 const OCTET = 'application/octet-stream';
 const CASES: readonly Case[] = [
   {
@@ -59,11 +75,7 @@ const CASES: readonly Case[] = [
     headers: '',
     type: OCTET,
     body: octets(UNITS + 1),
-    status: 413,
-    code: 'OMNI_ERR_TOO_LARGE',
-    refused: 1,
-    rejected: 1,
-    tooLarge: 1,
+    ...OVER_UNITS,
   },
   {
     name: 'more rows than --units (JSON, header)',
@@ -71,11 +83,7 @@ const CASES: readonly Case[] = [
     headers: `x-omni-rows: ${UNITS + 1}\r\n`,
     type: 'application/json',
     body: jsonRows(UNITS + 1),
-    status: 413,
-    code: 'OMNI_ERR_TOO_LARGE',
-    refused: 1,
-    rejected: 1,
-    tooLarge: 1,
+    ...OVER_UNITS,
   },
   {
     name: 'more rows than one native call takes',
@@ -95,11 +103,7 @@ const CASES: readonly Case[] = [
     headers: '',
     type: OCTET,
     body: octets(1),
-    status: 400,
-    code: 'OMNI_ERR_BAD_REQUEST',
-    refused: 0,
-    rejected: 0,
-    tooLarge: 0,
+    ...BAD_REQUEST,
   },
   {
     name: 'a query and a header that disagree',
@@ -107,11 +111,7 @@ const CASES: readonly Case[] = [
     headers: 'x-omni-rows: 2\r\n',
     type: OCTET,
     body: octets(1),
-    status: 400,
-    code: 'OMNI_ERR_BAD_REQUEST',
-    refused: 0,
-    rejected: 0,
-    tooLarge: 0,
+    ...BAD_REQUEST,
   },
   {
     name: 'a Content-Length that does not hold the hinted rows',
@@ -119,11 +119,7 @@ const CASES: readonly Case[] = [
     headers: '',
     type: OCTET,
     body: octets(3),
-    status: 400,
-    code: 'OMNI_ERR_BAD_BODY',
-    refused: 0,
-    rejected: 0,
-    tooLarge: 0,
+    ...BAD_BODY,
   },
   {
     name: 'a malformed deadline, no hint',
@@ -131,11 +127,7 @@ const CASES: readonly Case[] = [
     headers: 'x-omni-deadline-ms: soon\r\n',
     type: OCTET,
     body: octets(1),
-    status: 400,
-    code: 'OMNI_ERR_BAD_REQUEST',
-    refused: 0,
-    rejected: 0,
-    tooLarge: 0,
+    ...BAD_REQUEST,
   },
   {
     name: 'no hint, a Content-Length that is not whole rows',
@@ -143,11 +135,7 @@ const CASES: readonly Case[] = [
     headers: '',
     type: OCTET,
     body: Buffer.alloc((IN + 1) * 4),
-    status: 400,
-    code: 'OMNI_ERR_BAD_BODY',
-    refused: 0,
-    rejected: 0,
-    tooLarge: 0,
+    ...BAD_BODY,
   },
   {
     name: 'no hint, a Content-Length that is not whole floats',
@@ -155,11 +143,7 @@ const CASES: readonly Case[] = [
     headers: '',
     type: OCTET,
     body: Buffer.alloc(IN * 4 + 2),
-    status: 400,
-    code: 'OMNI_ERR_BAD_BODY',
-    refused: 0,
-    rejected: 0,
-    tooLarge: 0,
+    ...BAD_BODY,
   },
   {
     name: 'too many rows and a malformed deadline: the deadline, as the handler checks it first',
@@ -167,11 +151,7 @@ const CASES: readonly Case[] = [
     headers: 'x-omni-deadline-ms: soon\r\n',
     type: OCTET,
     body: octets(UNITS + 1),
-    status: 400,
-    code: 'OMNI_ERR_BAD_REQUEST',
-    refused: 0,
-    rejected: 0,
-    tooLarge: 0,
+    ...BAD_REQUEST,
   },
 ];
 

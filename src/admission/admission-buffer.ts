@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { InvalidBoundError } from '../errors.js';
+import { InvalidArgumentError, InvalidBoundError } from '../errors.js';
 import { type CheckedBounds, checkBounds } from './bounds.js';
 import {
   bufferBytes,
@@ -60,4 +60,13 @@ export function headerBounds(buffer: SharedArrayBuffer): CheckedBounds | undefin
     throw err;
   }
   return bounds.unitShift === Atomics.load(i32, SHIFT_I32) ? bounds : undefined;
+}
+
+/** The bounds to attach with: throws OMNI_ERR_INVALID_ARGUMENT for a buffer no admission made. */
+export function attachedBounds(buffer: SharedArrayBuffer): CheckedBounds {
+  const bounds = isAdmissionBuffer(buffer) ? headerBounds(buffer) : undefined;
+  if (bounds === undefined) {
+    throw new InvalidArgumentError('attach() needs the whole SharedArrayBuffer of a BoundedAdmission');
+  }
+  return bounds;
 }

@@ -5,7 +5,8 @@ import {
   PermitReleasedError,
   TooLargeError,
 } from '../errors.js';
-import { createAdmissionBuffer, headerBounds, isAdmissionBuffer } from './admission-buffer.js';
+import { attachedBounds, createAdmissionBuffer } from './admission-buffer.js';
+import type { AdmissionReport } from './admission-report.js';
 import { type AdmitOptions, invalidAdmitOptions } from './admit-options.js';
 import { type AdmissionBounds, checkBounds, invalidCost, isValidCost } from './bounds.js';
 import { ClaimTable, NOT_A_CLAIM, SPENT } from './claims.js';
@@ -38,23 +39,6 @@ import {
 } from './refusal.js';
 import { StateFlags } from './state-flags.js';
 import { abortError, WaitingRoom } from './waiting-room.js';
-
-export interface AdmissionReport {
-  /** Outstanding requests. */
-  depth: number;
-  /** The request bound. */
-  capacity: number;
-  /** Refusals only, never accepted work (counted in 64 bits; exact here up to 2^53). */
-  rejected: number;
-  /** Outstanding units (0 in request-only mode). */
-  units: number;
-  /** The unit ceiling, or null in request-only mode. */
-  unitCapacity: number | null;
-  /** Waiters queued in `admit` across every attached instance. */
-  waiting: number;
-  /** Permits reclaimed by the leak safety net (dropped without release). */
-  leaked: number;
-}
 
 /**
  * The wide word works on BigInts; converting per admit (BigInt(cost), Number(word & mask)) costs
@@ -207,10 +191,7 @@ export class BoundedAdmission implements PermitOwner {
    * share every counter; waiters are queued per instance.
    */
   static attach(buffer: SharedArrayBuffer): BoundedAdmission {
-    const bounds = isAdmissionBuffer(buffer) ? headerBounds(buffer) : undefined;
-    if (bounds === undefined) {
-      throw new InvalidArgumentError('attach() needs the whole SharedArrayBuffer of a BoundedAdmission');
-    }
+    const bounds = attachedBounds(buffer);
     attaching = buffer;
     try {
       // The bounds alone: the checked ones carry their packing too, which no caller may pass.

@@ -1,5 +1,6 @@
+export type { AdmissionReport } from './admission-report.js';
 export type { AdmitOptions } from './admit-options.js';
-export { type AdmissionReport, BoundedAdmission } from './bounded-admission.js';
+export { BoundedAdmission } from './bounded-admission.js';
 export type { AdmissionBounds } from './bounds.js';
 export type { Claim } from './internal.js';
 // A type only: a Permit made outside its admission would give back capacity nobody reserved,
