@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import { BadBodyError, BadRequestError, NotImplementedError, OmniError } from '../errors.js';
 import { closeLingering } from './linger.js';
 import type { ServeMetrics } from './metrics.js';
+import { boundRawSend } from './send-timeout.js';
 import { answerFor } from './status.js';
 
 /** llhttp codes that mean the body could not be read (as opposed to the request line or headers). */
@@ -168,11 +169,13 @@ function rawAnswer(error: Error): { status: number; text: string } {
  * parser code) once its answer is out (handed to the kernel), as a CONNECT's and an Expect's
  * are: an error that is never answered (the client left first, an answer before it closed the
  * connection, its own answer had already begun, the drain or the send timeout cut it off while
- * it was still in this process) is not in the count of requests answered that way.
+ * it was still in this process) is not in the count of requests answered that way. Its answer
+ * must be out within `sendTimeoutMs`, as any other (send-timeout.ts).
  */
 export function clientErrorHandler(
   metrics: ServeMetrics,
   answers: RawAnswers,
+  sendTimeoutMs = Number.POSITIVE_INFINITY,
 ): (err: Error & { code?: string }, socket: Socket) => void {
   return (err, socket) => {
     const s = socket as ClientSocket;
@@ -202,6 +205,7 @@ export function clientErrorHandler(
           if (routed === null) answers.discharge(s);
           else answers.settle(routed);
         });
+        boundRawSend(s, sendTimeoutMs);
         // Not destroyed at once: bytes the client sent after the bad ones would still be unread,
         // and closing over unread bytes resets the connection, which can make the client fail
         // on its upload before it reads this answer. The linger is bounded (linger.ts).
@@ -244,6 +248,7 @@ export function clientErrorHandler(
             metrics.clientError(code);
             answers.discharge(s);
           });
+          boundRawSend(s, sendTimeoutMs);
           closeLingering(s);
           return;
         }
@@ -310,12 +315,14 @@ export function expectationHandler(
  * hands such a connection over to 'connect' listeners, and with none destroys it unanswered.
  * Answered 501 in JSON here, after the answers of requests pipelined before it, then closed in
  * stages (linger.ts): what the client sends after it is not HTTP to parse. `adopt` hands the
- * connection to what closes connections at a drain (Drain.adopt), as node no longer does.
+ * connection to what closes connections at a drain (Drain.adopt), as node no longer does. The
+ * 501 must be out within `sendTimeoutMs`, as any other answer (send-timeout.ts).
  */
 export function connectHandler(
   metrics: ServeMetrics,
   adopt: (socket: Socket) => void,
   answers: RawAnswers,
+  sendTimeoutMs = Number.POSITIVE_INFINITY,
 ): (req: IncomingMessage, socket: Socket) => void {
   return (_req, socket) => {
     const s = socket as ClientSocket;
@@ -339,6 +346,7 @@ export function connectHandler(
           answers.discharge(s);
         },
       );
+      boundRawSend(s, sendTimeoutMs);
       closeLingering(s);
     };
     const latest = s[LATEST_RESPONSE];

@@ -319,7 +319,7 @@ async function listenOnce(
     return r;
   };
   const metrics = new ServeMetrics({ report, inflight: () => drain.inflight });
-  const clientErrors = clientErrorHandler(metrics, drain);
+  const clientErrors = clientErrorHandler(metrics, drain, sendTimeoutMs);
   /**
    * Counts a request in flight until its response closes, and records one that closes before
    * its answer finished (fastify's onResponse runs on 'finish', which an answer to a client
@@ -423,7 +423,7 @@ async function listenOnce(
   });
 
   const onExpectation = expectationHandler(metrics, followExpectation);
-  const onConnect = connectHandler(metrics, (socket) => drain.adopt(socket), drain);
+  const onConnect = connectHandler(metrics, (socket) => drain.adopt(socket), drain, sendTimeoutMs);
   app.server.on('checkExpectation', onExpectation);
   app.server.on('connect', onConnect);
   app.server.on('checkContinue', deferContinue);
