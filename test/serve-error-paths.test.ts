@@ -9,7 +9,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { OmniError } from '../src/index.js';
-import { clientErrorHandler, connectHandler, rememberResponse } from '../src/serve/client-error.js';
+import {
+  clientErrorHandler,
+  connectHandler,
+  type RawAnswers,
+  rememberResponse,
+} from '../src/serve/client-error.js';
 import { answerFor, ServeMetrics, statusFor } from '../src/serve/index.js';
 import { closeLingering } from '../src/serve/linger.js';
 import { fromHttpStack } from '../src/serve/status.js';
@@ -68,8 +73,10 @@ function fakeSocket(httpMessage?: { headersSent: boolean }) {
     written: '',
     destroyedWith: undefined as unknown,
     _httpMessage: httpMessage,
-    write(text: string) {
+    /** Handed to the kernel at once: its callback comes after write() returned, as node's does. */
+    write(text: string, callback?: (err?: Error | null) => void) {
       socket.written += text;
+      if (callback) queueMicrotask(() => callback(null));
       return true;
     },
     end() {
@@ -87,6 +94,25 @@ function fakeSocket(httpMessage?: { headersSent: boolean }) {
   return socket;
 }
 
+/**
+ * A stand-in for the drain's RawAnswers, keeping what it was told in order ('owe', 'discharge',
+ * 'settle'), and the stand-in for the response settled.
+ */
+function ledger(): RawAnswers & { told: string[]; settled: unknown[] } {
+  const told: string[] = [];
+  const settled: unknown[] = [];
+  return {
+    told,
+    settled,
+    owe: () => void told.push('owe'),
+    discharge: () => void told.push('discharge'),
+    settle: (res) => {
+      told.push('settle');
+      settled.push(res);
+    },
+  };
+}
+
 function metrics(): ServeMetrics {
   return new ServeMetrics({
     report: () => {
@@ -96,7 +122,9 @@ function metrics(): ServeMetrics {
   });
 }
 
+/** The counter once the write callbacks pending now have run (it counts answers once out). */
 async function clientErrors(m: ServeMetrics): Promise<string> {
+  await new Promise((resolve) => setImmediate(resolve));
   const metric = await m.registry.getSingleMetricAsString('omni_http_client_errors_total');
   return metric
     .split('\n')
@@ -130,7 +158,8 @@ describe('clientErrorHandler', () => {
       const m = metrics();
       const socket = fakeSocket();
       const err = error(code);
-      clientErrorHandler(m)(err, socket as unknown as Socket);
+      const answers = ledger();
+      clientErrorHandler(m, answers)(err, socket as unknown as Socket);
       const answer = parse(socket.written);
       expect(answer.status).toBe(status);
       expect(answer.head).toMatch(/\r\nconnection: close(\r\n|$)/i);
@@ -141,13 +170,31 @@ describe('clientErrorHandler', () => {
       // until it closes too (destroyed over them, the socket would reset under the answer).
       expect({ ended: socket.ended, destroyed: socket.destroyed }).toEqual({ ended: true, destroyed: false });
       expect(await clientErrors(m)).toContain(`omni_http_client_errors_total{detail="${code}"} 1`);
+      // In flight (for the drain) from the error until the answer was out.
+      expect(answers.told).toEqual(['owe', 'discharge']);
     },
   );
+
+  it('a routed request whose body failed: its response settled once the 400 is out, not owed', async () => {
+    const m = metrics();
+    const routed = { headersSent: false };
+    const socket = fakeSocket(routed);
+    const answers = ledger();
+    clientErrorHandler(m, answers)(error('HPE_INVALID_CHUNK_SIZE'), socket as unknown as Socket);
+    expect(parse(socket.written).status).toBe(400);
+    // Its response is in flight already; it is out of flight once the answer is out.
+    expect(answers.told).toEqual([]);
+    expect(await clientErrors(m)).toContain(
+      'omni_http_client_errors_total{detail="HPE_INVALID_CHUNK_SIZE"} 1',
+    );
+    expect(answers.told).toEqual(['settle']);
+    expect(answers.settled).toEqual([routed]);
+  });
 
   it('a reset connection: nothing written, nothing counted', async () => {
     const m = metrics();
     const socket = fakeSocket();
-    clientErrorHandler(m)(error('ECONNRESET'), socket as unknown as Socket);
+    clientErrorHandler(m, ledger())(error('ECONNRESET'), socket as unknown as Socket);
     expect(socket.written).toBe('');
     expect(await clientErrors(m)).not.toContain('detail=');
   });
@@ -163,7 +210,7 @@ describe('clientErrorHandler', () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: false });
     const res = pendingResponse(socket);
-    const handler = clientErrorHandler(m);
+    const handler = clientErrorHandler(m, ledger());
     handler(error('HPE_HEADER_OVERFLOW'), socket as unknown as Socket);
     // The parser stays failed and says so again on the next read: one answer, one count.
     handler(error('HPE_HEADER_OVERFLOW'), socket as unknown as Socket);
@@ -184,7 +231,7 @@ describe('clientErrorHandler', () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: false });
     const res = pendingResponse(socket);
-    clientErrorHandler(m)(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
+    clientErrorHandler(m, ledger())(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
     res.emit('close');
     expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
       written: '',
@@ -199,7 +246,7 @@ describe('clientErrorHandler', () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: false });
     const res = pendingResponse(socket);
-    clientErrorHandler(m)(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
+    clientErrorHandler(m, ledger())(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
     // node ends the connection after an answer that says Connection: close.
     res.writableFinished = true;
     socket.end();
@@ -214,7 +261,7 @@ describe('clientErrorHandler', () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: false });
     pendingResponse(socket);
-    clientErrorHandler(m)(error('HPE_INVALID_EOF_STATE'), socket as unknown as Socket);
+    clientErrorHandler(m, ledger())(error('HPE_INVALID_EOF_STATE'), socket as unknown as Socket);
     expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
       written: '',
       destroyed: true,
@@ -226,7 +273,7 @@ describe('clientErrorHandler', () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: false });
     const res = pendingResponse(socket);
-    clientErrorHandler(m)(error('HPE_CLOSED_CONNECTION'), socket as unknown as Socket);
+    clientErrorHandler(m, ledger())(error('HPE_CLOSED_CONNECTION'), socket as unknown as Socket);
     expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
       written: '',
       destroyed: false,
@@ -252,7 +299,7 @@ describe('clientErrorHandler', () => {
     res.writableFinished = true;
     socket.end();
     res.emit('close');
-    clientErrorHandler(m)(error('HPE_CLOSED_CONNECTION'), socket as unknown as Socket);
+    clientErrorHandler(m, ledger())(error('HPE_CLOSED_CONNECTION'), socket as unknown as Socket);
     expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
       written: '',
       destroyed: false,
@@ -263,7 +310,7 @@ describe('clientErrorHandler', () => {
   it('a request whose response already started: no second answer on the wire, still closed, not counted', async () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: true });
-    clientErrorHandler(m)(error('HPE_INVALID_CHUNK_SIZE'), socket as unknown as Socket);
+    clientErrorHandler(m, ledger())(error('HPE_INVALID_CHUNK_SIZE'), socket as unknown as Socket);
     expect(socket.written).toBe('');
     expect(socket.destroyed).toBe(true);
     expect(await clientErrors(m)).not.toContain('detail=');
@@ -289,7 +336,8 @@ describe('connectHandler', () => {
     const m = metrics();
     const socket = fakeSocket();
     const adopted: Socket[] = [];
-    connectHandler(m, (s) => adopted.push(s))(req, socket as unknown as Socket);
+    const answers = ledger();
+    connectHandler(m, (s) => adopted.push(s), answers)(req, socket as unknown as Socket);
     // Handed to the drain, which closes it with the other connections (node no longer does).
     expect(adopted).toEqual([socket]);
     const answer = parse(socket.written);
@@ -299,6 +347,7 @@ describe('connectHandler', () => {
     // Ended, not destroyed: what the client sends after it is read and dropped (linger.ts).
     expect({ ended: socket.ended, destroyed: socket.destroyed }).toEqual({ ended: true, destroyed: false });
     expect(await clientErrors(m)).toContain('omni_http_client_errors_total{detail="CONNECT"} 1');
+    expect(answers.told).toEqual(['owe', 'discharge']);
   });
 
   // node no longer looks after a connection it handed to 'connect' listeners: one left open
@@ -307,7 +356,7 @@ describe('connectHandler', () => {
     const m = metrics();
     const socket = fakeSocket();
     socket.writable = false;
-    connectHandler(m, noAdopt)(req, socket as unknown as Socket);
+    connectHandler(m, noAdopt, ledger())(req, socket as unknown as Socket);
     expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
       written: '',
       destroyed: true,
@@ -319,7 +368,7 @@ describe('connectHandler', () => {
     const m = metrics();
     const socket = fakeSocket();
     const res = pendingResponse(socket);
-    connectHandler(m, noAdopt)(req, socket as unknown as Socket);
+    connectHandler(m, noAdopt, ledger())(req, socket as unknown as Socket);
     res.emit('close');
     expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
       written: '',
@@ -332,11 +381,15 @@ describe('connectHandler', () => {
     const m = metrics();
     const socket = fakeSocket();
     const res = pendingResponse(socket, true);
-    connectHandler(m, noAdopt)(req, socket as unknown as Socket);
+    const answers = ledger();
+    connectHandler(m, noAdopt, answers)(req, socket as unknown as Socket);
+    expect(answers.told).toEqual(['owe']);
     res.writableFinished = true;
     res.emit('close');
     expect(socket.written).toBe('');
     expect(await clientErrors(m)).not.toContain('detail=');
+    // Never to be answered: no longer owed, though its connection is still open.
+    expect(answers.told).toEqual(['owe', 'discharge']);
   });
 });
 

@@ -11,8 +11,16 @@ import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_SEND_TIMEOUT_MS, type ServeHandle, type ServeOptions } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
+import { until } from './fixtures/runtime-harness.js';
 import { get } from './fixtures/serve-client.js';
-import { clients, closeServed, type Gated, startServed } from './fixtures/serve-harness.js';
+import {
+  clients,
+  closeServed,
+  type Gated,
+  holdNextConnection,
+  listeningClient,
+  startServed,
+} from './fixtures/serve-harness.js';
 
 const IN = 4;
 const OUT = 16_384;
@@ -98,4 +106,36 @@ describe('an answer the client does not read', () => {
     const drained = await s.drain();
     expect(drained).toEqual({ clean: true, abandonedRequests: 0 });
   });
+});
+
+describe('an answer written raw (client-error.ts) that the client does not take', () => {
+  const CHUNKED =
+    'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+    `Transfer-Encoding: chunked\r\n\r\n10\r\n${'\0'.repeat(16)}\r\nQQ\r\n`;
+  // Before: no send timeout for these: the connection stayed open for good.
+  it.each([
+    ['a request node cannot parse (400)', 'GARBAGE / HTTP/1.1\r\n\r\n', 'HPE_INVALID_METHOD', undefined],
+    ['a CONNECT (501)', 'CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n', 'CONNECT', undefined],
+    ['a routed body that failed (400)', CHUNKED, 'HPE_INVALID_CHUNK_SIZE', 1],
+  ])(
+    '%s: its connection closed once sendTimeoutMs passes, not counted as answered',
+    async (_n, request, detail, cut) => {
+      const { s } = await start({ sendTimeoutMs: 50 });
+      const held = holdNextConnection(s);
+      const { socket: c, heard } = listeningClient(s.port);
+      c.write(request);
+      const { connection } = await held;
+      await until(() => connection.destroyed, 'the send timeout to close the connection');
+      await until(
+        async () => sample((await s.metrics.scrape()).text, 'omni_http_inflight') === 0,
+        'its close',
+      );
+      expect(heard()).toBe('');
+      const text = (await s.metrics.scrape()).text;
+      expect(sample(text, `omni_http_client_errors_total{detail="${detail}"}`)).toBeUndefined();
+      // A routed one is recorded as the send timeout's cut (444), as any other answer it cuts off.
+      expect(sample(text, CUT)).toBe(cut);
+      expect(await s.drain()).toEqual({ clean: true, abandonedRequests: 0 });
+    },
+  );
 });

@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import { BadBodyError, BadRequestError, NotImplementedError, OmniError } from '../errors.js';
 import { closeLingering } from './linger.js';
 import type { ServeMetrics } from './metrics.js';
+import { boundRawSend } from './send-timeout.js';
 import { answerFor } from './status.js';
 
 /** llhttp codes that mean the body could not be read (as opposed to the request line or headers). */
@@ -41,8 +42,25 @@ function errorFor(code: string, message: string): Error & { detail?: string } {
  * finishing, and must be recorded with that status, not as a client that left (499).
  */
 export const ANSWERED_STATUS = Symbol('omni.serve.answeredStatus');
+/**
+ * Set with ANSWERED_STATUS, to performance.now() then: that request's time ends there, not when
+ * its response closes with its connection, which lingers (up to LINGER_MS) after the answer.
+ */
+export const ANSWERED_AT = Symbol('omni.serve.answeredAt');
 
-export type AnsweredSocket = Socket & { [ANSWERED_STATUS]?: number };
+export type AnsweredSocket = Socket & { [ANSWERED_STATUS]?: number; [ANSWERED_AT]?: number };
+
+/**
+ * What the drain counts of the answers written raw here (Drain's methods of those names): an
+ * answer to a request that reached no route is owed, so in flight, from when this handler takes
+ * it on until it is out (discharged) or its connection closes; a routed request answered here is
+ * settled once its answer is out, though its response closes only with its connection.
+ */
+export interface RawAnswers {
+  owe(connection: Socket): void;
+  discharge(connection: Socket): void;
+  settle(res: ServerResponse): void;
+}
 
 /**
  * llhttp's error for bytes after a request that closes its connection (`Connection: close`, or
@@ -68,7 +86,7 @@ const PARSE_FAILED = Symbol('omni.serve.parseFailed');
 type ClientSocket = AnsweredSocket & {
   [LATEST_RESPONSE]?: ServerResponse;
   [PARSE_FAILED]?: true;
-  _httpMessage?: { headersSent?: boolean } | null;
+  _httpMessage?: ServerResponse | null;
   parser?: { incoming?: IncomingMessage | null } | null;
 };
 
@@ -148,12 +166,16 @@ function rawAnswer(error: Error): { status: number; text: string } {
  * A server 'clientError' listener: one JSON answer, then close. The answer keeps the requests'
  * order: an error in a request pipelined behind requests still being answered waits for their
  * answers; otherwise it is answered at once if nothing was sent yet. Counted (client errors, by
- * parser code) when its answer is written, as a CONNECT's and an Expect's are: an error that is
- * never answered (the client left first, an answer before it closed the connection, its own
- * answer had already begun) is not in the count of requests answered that way.
+ * parser code) once its answer is out (handed to the kernel), as a CONNECT's and an Expect's
+ * are: an error that is never answered (the client left first, an answer before it closed the
+ * connection, its own answer had already begun, the drain or the send timeout cut it off while
+ * it was still in this process) is not in the count of requests answered that way. Its answer
+ * must be out within `sendTimeoutMs`, as any other (send-timeout.ts).
  */
 export function clientErrorHandler(
   metrics: ServeMetrics,
+  answers: RawAnswers,
+  sendTimeoutMs = Number.POSITIVE_INFINITY,
 ): (err: Error & { code?: string }, socket: Socket) => void {
   return (err, socket) => {
     const s = socket as ClientSocket;
@@ -166,14 +188,24 @@ export function clientErrorHandler(
       const answer = errorAnswer(code, err.message);
       // The request may already be routed (a chunked body fails mid-way): answer only if its
       // response has not started, as node:http's own default handler does.
-      if (s.writable && s._httpMessage?.headersSent !== true) {
-        metrics.clientError(code);
+      const routed = s._httpMessage ?? null;
+      if (s.writable && routed?.headersSent !== true) {
+        // A routed request is in flight already (its response tracked); one that reached no
+        // route is from here.
+        if (routed === null) answers.owe(s);
         // Its status once all of it is out (handed to the kernel): held in this process by a
         // client that does not read, it never reached that client if the drain or the send
-        // timeout then closes the connection, which is recorded as such (444).
+        // timeout then closes the connection, which is recorded as such (444), and the write
+        // fails.
         s.write(answer.text, (err) => {
-          if (err == null) s[ANSWERED_STATUS] = answer.status;
+          if (err != null) return;
+          metrics.clientError(code);
+          s[ANSWERED_STATUS] = answer.status;
+          s[ANSWERED_AT] = performance.now();
+          if (routed === null) answers.discharge(s);
+          else answers.settle(routed);
         });
+        boundRawSend(s, sendTimeoutMs);
         // Not destroyed at once: bytes the client sent after the bad ones would still be unread,
         // and closing over unread bytes resets the connection, which can make the client fail
         // on its upload before it reads this answer. The linger is bounded (linger.ts).
@@ -203,16 +235,24 @@ export function clientErrorHandler(
       // latest one's answer must come first. Bytes after a closing request are not counted:
       // the connection is not closed for them, nor answered 400.
       if (code === DATA_AFTER_CLOSE) return;
+      // Owed (in flight) while it waits: a drain that cuts the answers before it off cuts it
+      // off too.
+      answers.owe(s);
       latest.once('close', () => {
         // Finished: the connection is in step, answer, unless that answer closed it (node ended
         // it: a connection's last answer does while the server drains). Not finished: the
-        // client left.
+        // client left, or the connection was cut off.
         if (latest.writableFinished && s.writable) {
-          metrics.clientError(code);
-          s.write(errorAnswer(code, err.message).text);
+          s.write(errorAnswer(code, err.message).text, (err) => {
+            if (err != null) return;
+            metrics.clientError(code);
+            answers.discharge(s);
+          });
+          boundRawSend(s, sendTimeoutMs);
           closeLingering(s);
           return;
         }
+        if (latest.writableFinished) answers.discharge(s);
         s.destroy(err);
       });
       return;
@@ -275,11 +315,14 @@ export function expectationHandler(
  * hands such a connection over to 'connect' listeners, and with none destroys it unanswered.
  * Answered 501 in JSON here, after the answers of requests pipelined before it, then closed in
  * stages (linger.ts): what the client sends after it is not HTTP to parse. `adopt` hands the
- * connection to what closes connections at a drain (Drain.adopt), as node no longer does.
+ * connection to what closes connections at a drain (Drain.adopt), as node no longer does. The
+ * 501 must be out within `sendTimeoutMs`, as any other answer (send-timeout.ts).
  */
 export function connectHandler(
   metrics: ServeMetrics,
   adopt: (socket: Socket) => void,
+  answers: RawAnswers,
+  sendTimeoutMs = Number.POSITIVE_INFINITY,
 ): (req: IncomingMessage, socket: Socket) => void {
   return (_req, socket) => {
     const s = socket as ClientSocket;
@@ -294,10 +337,16 @@ export function connectHandler(
         s.destroy();
         return;
       }
-      metrics.clientError('CONNECT');
+      // Counted once out (handed to the kernel), as a raw 400 is.
       s.write(
         rawAnswer(new NotImplementedError('CONNECT is not supported: this server is not a proxy')).text,
+        (err) => {
+          if (err != null) return;
+          metrics.clientError('CONNECT');
+          answers.discharge(s);
+        },
       );
+      boundRawSend(s, sendTimeoutMs);
       closeLingering(s);
     };
     const latest = s[LATEST_RESPONSE];
@@ -305,6 +354,9 @@ export function connectHandler(
     // After an answer that closes the connection nothing is answered, nor counted (RFC 9112
     // 9.6): node closes the connection after it, lingering.
     if (latest?.writableFinished && closesConnection(latest)) return;
+    // In flight until its answer is out (or the connection closes): a drain waits for it, and
+    // one that cuts it off has abandoned it.
+    answers.owe(s);
     if (!pending) {
       answer();
       return;
@@ -320,7 +372,10 @@ export function connectHandler(
     // connection, as a connection's last answer does while the server drains). Not finished:
     // the client left, unanswered and so uncounted.
     latest.once('close', () => {
-      if (latest.writableFinished && closesConnection(latest)) return;
+      if (latest.writableFinished && closesConnection(latest)) {
+        answers.discharge(s);
+        return;
+      }
       if (latest.writableFinished) answer();
       else s.destroy();
     });

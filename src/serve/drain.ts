@@ -19,9 +19,11 @@
  * A second signal (expire()) also cuts the runtime's close hooks short.
  *
  * Invariants: drain runs once (later calls get the same promise); `inflight` counts every
- * request from its arrival until its response closes (finished, or the socket went away); the
- * drain resolves only once every response has closed, so every request the server received is
- * in the metrics (those cut off as 444) and `inflight` is 0 when it does.
+ * request from its arrival until its response closes (finished, or the socket went away), or
+ * until its answer written raw on the connection is out (settle()), and every answer owed to a
+ * request that reached no route (owe()) until it is out or its connection closed; the drain
+ * resolves only once all of them ended, so every routed request the server received is in the
+ * metrics (those cut off as 444) and `inflight` is 0 when it does.
  * Throws: nothing; the returned result says whether everything ended within the timeout.
  */
 import type { ServerResponse } from 'node:http';
@@ -38,7 +40,8 @@ export interface DrainResult {
   readonly clean: boolean;
   /**
    * Requests still unanswered when the timeout cut the wait short, and those that came (on a
-   * connection open before the drain) while the runtime closed and were cut off unanswered.
+   * connection open before the drain) while the runtime closed and were cut off unanswered;
+   * those answered without reaching a route (a request node could not parse, a CONNECT) too.
    */
   readonly abandonedRequests: number;
 }
@@ -74,6 +77,20 @@ export class Drain {
   /** Responses from their request's arrival until they close. */
   readonly #open = new Set<ServerResponse>();
   /**
+   * Connections owing an answer written raw to a request that reached no route (one node could
+   * not parse, a CONNECT: client-error.ts), from when it is owed (queued behind the answers
+   * before it, or written) until it is out or the connection closed.
+   */
+  readonly #owed = new Set<Socket>();
+  /**
+   * Tracked responses settled before they close (their answer out, their connection lingering):
+   * no longer in flight, but recorded in the metrics only when they close (server.ts), which the
+   * drain waits for once it closed every connection.
+   */
+  readonly #settled = new Set<ServerResponse>();
+  /** Whether #wake waits for the settled responses to close too (the drain's last wait). */
+  #wakeWhenClosed = false;
+  /**
    * Those whose answer was not all written when step 5 closed their connection: the server, not
    * the client, cut them off.
    */
@@ -105,7 +122,7 @@ export class Drain {
   }
 
   get inflight(): number {
-    return this.#open.size;
+    return this.#open.size + this.#owed.size;
   }
 
   /** Counts a request until its response closes. */
@@ -113,8 +130,41 @@ export class Drain {
     this.#open.add(res);
     res.once('close', () => {
       this.#open.delete(res);
-      if (this.#open.size === 0) this.#wake?.();
+      this.#changed();
     });
+  }
+
+  /**
+   * A tracked request whose answer is out before its response closes: its answer was written
+   * raw on its connection (its body could not be parsed), which may then linger for seconds.
+   */
+  settle(res: ServerResponse): void {
+    if (!this.#open.delete(res)) return;
+    this.#settled.add(res);
+    res.once('close', () => {
+      this.#settled.delete(res);
+      this.#changed();
+    });
+    this.#changed();
+  }
+
+  /**
+   * Counts an answer owed on `connection` to a request that reached no route, until discharge()
+   * (it is out, or will never be written) or the connection closes.
+   */
+  owe(connection: Socket): void {
+    if (this.#owed.has(connection)) return;
+    this.#owed.add(connection);
+    connection.once('close', () => this.discharge(connection));
+  }
+
+  /** The answer owe() counted is out, or will never be written. */
+  discharge(connection: Socket): void {
+    if (this.#owed.delete(connection)) this.#changed();
+  }
+
+  #changed(): void {
+    if (this.inflight === 0 && (!this.#wakeWhenClosed || this.#settled.size === 0)) this.#wake?.();
   }
 
   /**
@@ -157,9 +207,14 @@ export class Drain {
     if (this.#closingRuntime && this.#runtime) closeOf(this.#runtime, 0).catch(() => {});
   }
 
-  /** Resolves once every tracked response has closed (their 'close' listeners all ran). */
-  #closed(): Promise<void> {
-    if (this.#open.size === 0) return Promise.resolve();
+  /**
+   * Resolves once nothing is in flight: every tracked response closed (their 'close' listeners
+   * all ran) or settled, every owed answer discharged; with `settledToo`, once the settled
+   * responses closed as well.
+   */
+  #closed(settledToo = false): Promise<void> {
+    this.#wakeWhenClosed = settledToo;
+    if (this.inflight === 0 && (!settledToo || this.#settled.size === 0)) return Promise.resolve();
     return new Promise((resolve) => {
       this.#wake = resolve;
     });
@@ -184,10 +239,10 @@ export class Drain {
       timer = setLongTimeout(expire, timeoutMs, undefined);
     });
     const requestsDone =
-      this.#open.size === 0 ? true : await Promise.race([this.#closed().then(() => true as const), expired]);
-    const abandonedRequests = requestsDone ? 0 : this.#open.size;
+      this.inflight === 0 ? true : await Promise.race([this.#closed().then(() => true as const), expired]);
+    const abandonedRequests = requestsDone ? 0 : this.inflight;
     // Those the wait counted: any other still unanswered at step 5 came after it ended.
-    const counted = requestsDone ? undefined : new Set(this.#open);
+    const counted = requestsDone ? undefined : new Set<object>([...this.#open, ...this.#owed]);
     clearLongTimeout(timer);
     let runtimeDone = true;
     if (this.#runtime) {
@@ -214,13 +269,21 @@ export class Drain {
       this.#cut.add(res);
       if (counted?.has(res) !== true) late++;
     }
+    for (const connection of this.#owed) {
+      // Written whole (ended, nothing left in node's buffer): the kernel sends it before the close.
+      if (connection.writableEnded && connection.writableLength === 0) continue;
+      if (counted?.has(connection) !== true) late++;
+    }
     for (const server of servers) server.closeAllConnections();
     for (const socket of this.#handedOver) socket.destroy();
+    // Those node no longer answers on (a parse error) are its to close too; the wait ends with them.
+    for (const connection of this.#owed) connection.destroy();
     await app.close();
     // Every connection is destroyed by now, but node says 'close' to a socket's responses (and
-    // so the histogram records the 444s of those cut off) a turn of the event loop later, after
-    // app.close() resolved: a caller reading the metrics right after the drain missed them.
-    await this.#closed();
+    // so the histogram records the 444s of those cut off, and the settled ones) a turn of the
+    // event loop later, after app.close() resolved: a caller reading the metrics right after the
+    // drain missed them.
+    await this.#closed(true);
     this.#state = 'closed';
     return { clean: requestsDone && runtimeDone && late === 0, abandonedRequests: abandonedRequests + late };
   }

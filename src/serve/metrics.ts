@@ -96,7 +96,12 @@ export class ServeMetrics {
       () => take().queued,
     );
     readGauge(registry, 'omni_runtime_running', 'Running in a worker now.', () => take().running);
-    readGauge(registry, 'omni_http_inflight', 'HTTP requests being answered now.', () => source.inflight());
+    readGauge(
+      registry,
+      'omni_http_inflight',
+      'HTTP requests being answered now (until their answer is out, or their connection closed).',
+      () => source.inflight(),
+    );
     new Gauge({
       name: 'omni_runtime_state',
       help: 'The state the server reports: 1 for the current one, 0 for the others.',
@@ -159,7 +164,7 @@ export class ServeMetrics {
     });
     this.#clientErrors = new Counter({
       name: 'omni_http_client_errors_total',
-      help: 'Requests answered without reaching a route, then closed: malformed HTTP (400, 408 or 431, by parser code), an unsupported Expect (EXPECTATION_FAILED, 417), a CONNECT (CONNECT, 501). Counted when the answer is written: not when the client left, or an answer before it closed the connection, first.',
+      help: 'Requests answered without reaching a route, then closed: malformed HTTP (400, 408 or 431, by parser code), an unsupported Expect (EXPECTATION_FAILED, 417), a CONNECT (CONNECT, 501). Counted once the answer is out (handed to the kernel): not when the client left, an answer before it closed the connection, or the drain or send timeout cut it off, first.',
       labelNames: ['detail'],
       registers: [registry],
     });

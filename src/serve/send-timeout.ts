@@ -64,3 +64,25 @@ export function boundSend(res: ServerResponse, timeoutMs: number): void {
     else res.once('socket', arm);
   });
 }
+
+/**
+ * The same bound for an answer written raw on `connection`, then ended (client-error.ts: a
+ * request node could not parse, a CONNECT): out once the connection says 'finish'. Unbounded,
+ * a client that read none of it held the connection, and a drain without a timeout, for good.
+ * Cut, the connection counts as one the send timeout closed (sendTimedOut), for a routed
+ * request whose answer it was.
+ */
+export function boundRawSend(connection: Socket, timeoutMs: number): void {
+  if (timeoutMs === Number.POSITIVE_INFINITY || connection.writableFinished) return;
+  const timer = setLongTimeout(
+    () => {
+      cutConnections.add(connection);
+      connection.destroy();
+    },
+    timeoutMs,
+    undefined,
+  );
+  const stop = (): void => clearLongTimeout(timer);
+  connection.once('finish', stop);
+  connection.once('close', stop);
+}

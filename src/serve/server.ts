@@ -28,6 +28,7 @@ import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import type { RuntimeReport } from '../runtime.js';
 import { notUtf8Json, OCTET_STREAM } from './body.js';
 import {
+  ANSWERED_AT,
   ANSWERED_STATUS,
   type AnsweredSocket,
   afterClosingAnswer,
@@ -318,7 +319,7 @@ async function listenOnce(
     return r;
   };
   const metrics = new ServeMetrics({ report, inflight: () => drain.inflight });
-  const clientErrors = clientErrorHandler(metrics);
+  const clientErrors = clientErrorHandler(metrics, drain, sendTimeoutMs);
   /**
    * Counts a request in flight until its response closes, and records one that closes before
    * its answer finished (fastify's onResponse runs on 'finish', which an answer to a client
@@ -335,15 +336,18 @@ async function listenOnce(
     let attached = reply.raw.socket !== null;
     if (!attached) reply.raw.once('socket', () => (attached = true));
     reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) {
-        metrics.observe(
-          request.routeOptions.url ?? 'unmatched',
-          request.method,
-          socket?.[ANSWERED_STATUS] ??
-            closedStatus(reply.raw, request.raw.socket, attached, drain.cutOff(reply.raw)),
-          reply.elapsedTime / 1000,
-        );
-      }
+      if (reply.raw.writableFinished) return;
+      // Answered raw: its time ended when that answer was out, not at this close, which waited
+      // for its connection's linger (up to LINGER_MS).
+      const answeredAt = socket?.[ANSWERED_AT];
+      const lingered = answeredAt === undefined ? 0 : performance.now() - answeredAt;
+      metrics.observe(
+        request.routeOptions.url ?? 'unmatched',
+        request.method,
+        socket?.[ANSWERED_STATUS] ??
+          closedStatus(reply.raw, request.raw.socket, attached, drain.cutOff(reply.raw)),
+        (reply.elapsedTime - lingered) / 1000,
+      );
     });
     closeWithConnection(reply.raw, request.raw.socket);
     boundSend(reply.raw, sendTimeoutMs);
@@ -419,7 +423,7 @@ async function listenOnce(
   });
 
   const onExpectation = expectationHandler(metrics, followExpectation);
-  const onConnect = connectHandler(metrics, (socket) => drain.adopt(socket));
+  const onConnect = connectHandler(metrics, (socket) => drain.adopt(socket), drain, sendTimeoutMs);
   app.server.on('checkExpectation', onExpectation);
   app.server.on('connect', onConnect);
   app.server.on('checkContinue', deferContinue);
