@@ -145,6 +145,16 @@ export function answeredLater(req: IncomingMessage, res: ServerResponse): boolea
   return latest !== undefined && latest !== res;
 }
 
+/**
+ * Whether a raw answer's write callback says it is out (handed to the kernel). Not when its
+ * connection is destroyed by then: node calls back a write the kernel had not taken yet with no
+ * error once its connection is destroyed (stream_base_commons' onWriteComplete), and the drain
+ * or the send timeout cutting off an answer a client does not read is just that.
+ */
+function answerOut(connection: Socket, err: Error | null | undefined): boolean {
+  return err == null && !connection.destroyed;
+}
+
 function errorAnswer(code: string, message: string): { status: number; text: string } {
   return rawAnswer(errorFor(code, message));
 }
@@ -198,7 +208,7 @@ export function clientErrorHandler(
         // timeout then closes the connection, which is recorded as such (444), and the write
         // fails.
         s.write(answer.text, (err) => {
-          if (err != null) return;
+          if (!answerOut(s, err)) return;
           metrics.clientError(code);
           s[ANSWERED_STATUS] = answer.status;
           s[ANSWERED_AT] = performance.now();
@@ -244,7 +254,7 @@ export function clientErrorHandler(
         // client left, or the connection was cut off.
         if (latest.writableFinished && s.writable) {
           s.write(errorAnswer(code, err.message).text, (err) => {
-            if (err != null) return;
+            if (!answerOut(s, err)) return;
             metrics.clientError(code);
             answers.discharge(s);
           });
@@ -341,7 +351,7 @@ export function connectHandler(
       s.write(
         rawAnswer(new NotImplementedError('CONNECT is not supported: this server is not a proxy')).text,
         (err) => {
-          if (err != null) return;
+          if (!answerOut(s, err)) return;
           metrics.clientError('CONNECT');
           answers.discharge(s);
         },
