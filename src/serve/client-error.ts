@@ -146,12 +146,12 @@ export function answeredLater(req: IncomingMessage, res: ServerResponse): boolea
 }
 
 /**
- * Whether a raw answer's write callback says it is out (handed to the kernel). Not when its
+ * Whether a write callback (an answer's last) says it is out (handed to the kernel). Not when its
  * connection is destroyed by then: node calls back a write the kernel had not taken yet with no
  * error once its connection is destroyed (stream_base_commons' onWriteComplete), and the drain
  * or the send timeout cutting off an answer a client does not read is just that.
  */
-function answerOut(connection: Socket, err: Error | null | undefined): boolean {
+function answerOut(connection: Socket, err?: Error | null): boolean {
   return err == null && !connection.destroyed;
 }
 
@@ -304,9 +304,13 @@ export function expectationHandler(
     // After an answer that closed the connection it is never sent: neither in flight nor
     // recorded, as a request routed there is not (RFC 9112 9.6).
     if (!afterClosingAnswer(req)) follow(req, res);
-    // Counted once written: a 417 queued behind a call still running goes unanswered when the
-    // client leaves first.
-    res.once('finish', () => metrics.clientError('EXPECTATION_FAILED'));
+    // Counted once out: a 417 queued behind a call still running goes unanswered when the
+    // client leaves first; node says 'finish' for one the drain or the send timeout cut off
+    // (see answerOut).
+    const connection = req.socket;
+    res.once('finish', () => {
+      if (answerOut(connection)) metrics.clientError('EXPECTATION_FAILED');
+    });
     const answer = answerFor(
       new OmniError('OMNI_ERR_EXPECTATION_FAILED', 'only "Expect: 100-continue" is supported'),
     );
