@@ -85,6 +85,52 @@ describe('an answer written raw, held in this process, then cut off by the drain
   });
 });
 
+it('a routed request whose body failed, its 400 written raw and held, cut off by the drain: 444, not counted', async () => {
+  const s = await start();
+  const held = holdNextConnection(s);
+  const { socket: c, heard } = listeningClient(s.port);
+  c.write(
+    'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+      `Transfer-Encoding: chunked\r\n\r\n10\r\n${'\0'.repeat(16)}\r\nQQ\r\n`,
+  );
+  const { connection } = await held;
+  await until(() => connection.writableLength > 0, 'the answer to be written');
+  const drained = s.drain({ timeoutMs: 600_000 });
+  s.expireDrain();
+  expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
+  expect(heard()).toBe('');
+  // Before: node called the held write back without error as the drain destroyed the connection,
+  // taken for the answer out: counted, and recorded 400.
+  const text = await scrape(s);
+  const recorded = (status: number): number | undefined =>
+    sample(
+      text,
+      `omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="${status}"}`,
+    );
+  expect([recorded(444), recorded(400)]).toEqual([1, undefined]);
+  expect(sample(text, CLIENT_ERRORS('HPE_INVALID_CHUNK_SIZE'))).toBeUndefined();
+});
+
+it('an unsupported Expect, its 417 held, cut off by the drain: 444, not counted as answered', async () => {
+  const s = await start();
+  const held = holdNextConnection(s);
+  const { socket: c, heard } = listeningClient(s.port);
+  c.write('GET /health HTTP/1.1\r\nHost: x\r\nExpect: x-unsupported\r\n\r\n');
+  const { connection } = await held;
+  await until(() => connection.writableLength > 0, 'the answer to be written');
+  const drained = s.drain({ timeoutMs: 600_000 });
+  s.expireDrain();
+  expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
+  expect(heard()).toBe('');
+  // Before: counted, node saying 'finish' for the held write it called back as the drain
+  // destroyed the connection.
+  const text = await scrape(s);
+  expect(
+    sample(text, 'omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="444"}'),
+  ).toBe(1);
+  expect(sample(text, CLIENT_ERRORS('EXPECTATION_FAILED'))).toBeUndefined();
+});
+
 /** A request for 16 MiB on a connection whose client reads none of it. */
 function unread(c: Socket): void {
   c.pause();

@@ -145,6 +145,16 @@ export function answeredLater(req: IncomingMessage, res: ServerResponse): boolea
   return latest !== undefined && latest !== res;
 }
 
+/**
+ * Whether a write callback (an answer's last) says it is out (handed to the kernel). Not when its
+ * connection is destroyed by then: node calls back a write the kernel had not taken yet with no
+ * error once its connection is destroyed (stream_base_commons' onWriteComplete), and the drain
+ * or the send timeout cutting off an answer a client does not read is just that.
+ */
+function answerOut(connection: Socket, err?: Error | null): boolean {
+  return err == null && !connection.destroyed;
+}
+
 function errorAnswer(code: string, message: string): { status: number; text: string } {
   return rawAnswer(errorFor(code, message));
 }
@@ -198,7 +208,7 @@ export function clientErrorHandler(
         // timeout then closes the connection, which is recorded as such (444), and the write
         // fails.
         s.write(answer.text, (err) => {
-          if (err != null) return;
+          if (!answerOut(s, err)) return;
           metrics.clientError(code);
           s[ANSWERED_STATUS] = answer.status;
           s[ANSWERED_AT] = performance.now();
@@ -244,7 +254,7 @@ export function clientErrorHandler(
         // client left, or the connection was cut off.
         if (latest.writableFinished && s.writable) {
           s.write(errorAnswer(code, err.message).text, (err) => {
-            if (err != null) return;
+            if (!answerOut(s, err)) return;
             metrics.clientError(code);
             answers.discharge(s);
           });
@@ -294,9 +304,13 @@ export function expectationHandler(
     // After an answer that closed the connection it is never sent: neither in flight nor
     // recorded, as a request routed there is not (RFC 9112 9.6).
     if (!afterClosingAnswer(req)) follow(req, res);
-    // Counted once written: a 417 queued behind a call still running goes unanswered when the
-    // client leaves first.
-    res.once('finish', () => metrics.clientError('EXPECTATION_FAILED'));
+    // Counted once out: a 417 queued behind a call still running goes unanswered when the
+    // client leaves first; node says 'finish' for one the drain or the send timeout cut off
+    // (see answerOut).
+    const connection = req.socket;
+    res.once('finish', () => {
+      if (answerOut(connection)) metrics.clientError('EXPECTATION_FAILED');
+    });
     const answer = answerFor(
       new OmniError('OMNI_ERR_EXPECTATION_FAILED', 'only "Expect: 100-continue" is supported'),
     );
@@ -341,7 +355,7 @@ export function connectHandler(
       s.write(
         rawAnswer(new NotImplementedError('CONNECT is not supported: this server is not a proxy')).text,
         (err) => {
-          if (err != null) return;
+          if (!answerOut(s, err)) return;
           metrics.clientError('CONNECT');
           answers.discharge(s);
         },
