@@ -25,7 +25,12 @@ import {
   restoreChannel,
   untilInitBlocksInRead,
 } from './fixtures/failing-thread-channel.js';
-import { HELD_START_TIMEOUT_MS, heldStart } from './fixtures/held-init-start.js';
+import {
+  endHeldStart,
+  expectGaveUpWhileHeld,
+  HELD_START_TIMEOUT_MS,
+  heldStart,
+} from './fixtures/held-init-start.js';
 import { closeRuntimes, start } from './fixtures/native-runtime-harness.js';
 import { START_TIMEOUT_MS } from './fixtures/replacement-harness.js';
 import { type GatedMode, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
@@ -142,6 +147,23 @@ async function withHeldPipe(body: (pipe: HeldPipe) => Promise<void>): Promise<vo
     await closeRuntimes();
     pipe.close();
   }
+}
+
+/**
+ * After a start() that gave up on a thread held in read() on `pipe` with its context recorded:
+ * that context is still the thread's own (not given back while it could still use it); once the
+ * thread is let out of read(), it is given back, once.
+ */
+async function expectContextBackAtExit(
+  pipe: HeldPipe,
+  before: number,
+  reclaim: ContextReclaim | undefined,
+): Promise<void> {
+  expect(faults.liveBytes()).toBeGreaterThan(before);
+  expect(reclaim?.closed).toBe(0);
+  pipe.release();
+  await until(() => faults.liveBytes() === before, "the held thread's context to be given back");
+  expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
 }
 
 /** A call held on its thread in a synchronous wait (as in a native call), until its control opens. */
@@ -315,6 +337,7 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
   it.skipIf(!canBlockInRead)(
     'a start whose pool cannot make its second thread, the first held in its init with its context recorded: given back once it has exited',
     async () => {
+      const startTimeoutMs = 300;
       const pipe = new HeldPipe();
       // start() gives up waiting for the held thread's exit: expected here.
       const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
@@ -328,31 +351,17 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         const spied = spyStart(NATIVE_INIT_STUCK_WORKER, { fd: pipe.readEnd, inits: inits.buffer });
         // The second thread fails only once the first is inside read(), in its init.
         failingChannelAt(2, () => untilInitBlocksInRead(inits, 1, pipe.readEnd));
-        starting = rejection(start({ threads: 2, inFeatures: 64, outFeatures: 32, startTimeoutMs: 300 }));
+        starting = rejection(start({ threads: 2, inFeatures: 64, outFeatures: 32, startTimeoutMs }));
         void starting.finally(() => {
           settled = true;
         });
         // Before: start() waited for the thread's terminate(), which the read held for good.
         await until(() => settled, 'start() to settle while the thread is held in read()');
-        const err = await starting;
-        const reclaim = spied.made[0];
-        expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
-        expect(warning).toHaveBeenCalledWith(expect.stringContaining('did not exit'), 'OmniRuntimeWarning');
-        // start() settled with the thread still in read(): its context is still its own.
-        expect(blockedInRead(pipe.readEnd)).toBe(true);
-        expect(faults.liveBytes()).toBeGreaterThan(before);
-        expect(reclaim?.closed).toBe(0);
-        pipe.release();
-        await until(() => faults.liveBytes() === before, "the held thread's context to be given back");
-        expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
+        expectGaveUpWhileHeld(await starting, pipe, warning, startTimeoutMs);
+        await expectContextBackAtExit(pipe, before, spied.made[0]);
       } finally {
         restoreChannel();
-        // A failed test lets the thread out of read(), and start() settle, before the pipe is
-        // closed.
-        pipe.release();
-        await starting;
-        await until(() => !blockedInRead(pipe.readEnd), 'the held thread to leave read()');
-        pipe.close();
+        await endHeldStart(pipe, starting);
       }
     },
   );
@@ -371,24 +380,15 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
         start({ threads: 1, inFeatures: 64, outFeatures: 32, startTimeoutMs: HELD_START_TIMEOUT_MS }),
       );
       try {
-        const err = await held.givenUp(inits, 2, pipe.readEnd);
-        const reclaim = spied.made[0];
-        expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
-        expect(warning).toHaveBeenCalledWith(expect.stringContaining('did not exit'), 'OmniRuntimeWarning');
-        // start() settled with the thread still in read(): its context is still its own.
-        expect(blockedInRead(pipe.readEnd)).toBe(true);
-        expect(faults.liveBytes()).toBeGreaterThan(before);
-        expect(reclaim?.closed).toBe(0);
-        pipe.release();
-        await until(() => faults.liveBytes() === before, "the held thread's context to be given back");
-        expect({ closed: reclaim?.closed, refused: reclaim?.refused }).toEqual({ closed: 1, refused: 0 });
+        expectGaveUpWhileHeld(
+          await held.givenUp(inits, 2, pipe.readEnd),
+          pipe,
+          warning,
+          HELD_START_TIMEOUT_MS,
+        );
+        await expectContextBackAtExit(pipe, before, spied.made[0]);
       } finally {
-        // A failed test lets the thread out of read(), and start() settle, before the pipe is
-        // closed.
-        pipe.release();
-        await held.starting;
-        await until(() => !blockedInRead(pipe.readEnd), 'the held thread to leave read()');
-        pipe.close();
+        await endHeldStart(pipe, held.starting);
       }
     },
     60_000,

@@ -7,7 +7,8 @@
  * canaries) prove each sanitizer is on and reports in this environment.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -44,16 +45,31 @@ const env = {
   TSAN_OPTIONS: 'halt_on_error=1',
 };
 
-/** Why `flags` cannot build and run a trivial program here, or null when they can. */
+/** Bounds each probe step: a compiler or sanitizer runtime that hangs skips, it does not hang. */
+const PROBE_TIMEOUT_MS = 30_000;
+
+/**
+ * Why `flags` cannot build and run a trivial program here (its run is what fails where the
+ * sanitizer's runtime cannot work: ASan's shadow refused under `ulimit -v`, LSan under ptrace),
+ * or null when they can. Its folder goes at once: when both probes fail every test is skipped,
+ * and a file whose tests are all skipped runs no afterAll (tempDirs would leave it).
+ */
 function unsupported(flags: string[]): string | null {
-  const dir = tempDir();
-  const source = join(dir, 'probe.c');
-  writeFileSync(source, 'int main(void) { return 0; }\n');
-  const built = spawnSync(cc, [...flags, source, '-o', join(dir, 'probe')], { encoding: 'utf8' });
-  if (built.error || built.status !== 0) return `${cc} cannot link ${flags[0]}`;
-  const ran = spawnSync(join(dir, 'probe'), { encoding: 'utf8', env });
-  const why = String(ran.stderr || ran.error || `status ${ran.status}`).trim();
-  return ran.status === 0 ? null : `a ${flags[0]} program does not run here: ${why.slice(0, 80)}`;
+  const dir = mkdtempSync(join(tmpdir(), 'omni-sanitizer-probe-'));
+  try {
+    const source = join(dir, 'probe.c');
+    writeFileSync(source, 'int main(void) { return 0; }\n');
+    const built = spawnSync(cc, [...flags, source, '-o', join(dir, 'probe')], {
+      encoding: 'utf8',
+      timeout: PROBE_TIMEOUT_MS,
+    });
+    if (built.error || built.status !== 0) return `${cc} cannot link ${flags[0]}`;
+    const ran = spawnSync(join(dir, 'probe'), { encoding: 'utf8', env, timeout: PROBE_TIMEOUT_MS });
+    const why = String(ran.stderr || ran.error || `status ${ran.status}`).trim();
+    return ran.status === 0 ? null : `a ${flags[0]} program does not run here: ${why.slice(0, 80)}`;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -77,7 +93,7 @@ function buildDriver(flags: string[]): Promise<{ program: string } | { error: un
     '-lm',
     '-pthread',
   ];
-  return promisify(execFile)(cc, args).then(
+  return promisify(execFile)(cc, args, { timeout: 300_000 }).then(
     () => ({ program: out }),
     (error: unknown) => ({ error }),
   );

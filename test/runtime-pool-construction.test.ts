@@ -8,13 +8,14 @@
 import { afterEach, expect, it, vi } from 'vitest';
 import { Runtime } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
-import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
+import { canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
 import { watchCreated } from './fixtures/created-workers.js';
 import {
   failingChannelAt,
   restoreChannel,
   untilInitBlocksInRead,
 } from './fixtures/failing-thread-channel.js';
+import { endHeldStart, expectEndsAtExit, expectGaveUpWhileHeld } from './fixtures/held-init-start.js';
 import { GATED_WORKER, rejection, until } from './fixtures/runtime-harness.js';
 import { recorder, STOPPED } from './fixtures/thread-ends-recorder.js';
 
@@ -78,28 +79,13 @@ it.skipIf(!canBlockInRead)(
       // Before: start() waited for the thread's terminate(), which the read held for good.
       await until(() => settled, 'start() to settle while the thread is held in read()');
       const err = await starting;
-      expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
+      expectGaveUpWhileHeld(err, pipe, warning, START_TIMEOUT_MS);
       expect(err.cause).toBe(failure);
       expect(created.workers).toHaveLength(1);
-      // Settled while the thread was still in read(), and not exited: threadEnds heard nothing.
-      expect(blockedInRead(pipe.readEnd)).toBe(true);
-      expect(log).toEqual([]);
-      expect(warning).toHaveBeenCalledWith(
-        `a terminated worker thread did not exit within ${START_TIMEOUT_MS} ms`,
-        'OmniRuntimeWarning',
-      );
-      pipe.release();
-      await until(() => log.includes(STOPPED), 'threadEnds to hear that every thread stopped');
-      // Its exit, then stopped: nothing before it could no longer use what it holds.
-      expect(log).toEqual([created.ids[0], STOPPED]);
-      expect(created.workers[0]?.threadId).toBe(-1);
+      await expectEndsAtExit(log, pipe, created);
     } finally {
-      // A failed test lets the thread out of read() and waits for its end before closing the pipe.
-      pipe.release();
-      await starting;
-      await until(() => created.workers.every((w) => w.threadId === -1), 'the thread made to exit');
+      await endHeldStart(pipe, starting, () => created.workers.every((w) => w.threadId === -1));
       created.stop();
-      pipe.close();
     }
   },
 );

@@ -5,15 +5,20 @@
  * vitest.config.ts starts the test processes with --expose-gc.
  */
 import { getEventListeners } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { Piscina } from 'piscina';
+import { describe, expect, it, vi } from 'vitest';
 import { LinearRuntime, Runtime, type RuntimeAdmissionOptions, type RuntimeOptions } from '../src/index.js';
 import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
+import { builtModuleUrl } from '../src/paths.js';
 import { serve } from '../src/serve/index.js';
+import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
+import { expectGaveUpWhileHeld, HELD_START_TIMEOUT_MS, heldStart } from './fixtures/held-init-start.js';
 import { activeResources, Collectable, fdCount, threadCount } from './fixtures/process-figures.js';
 import { bump, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { GATED_WORKER, gate, until } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { startGated } from './fixtures/serve-harness.js';
+import { recorder, STOPPED } from './fixtures/thread-ends-recorder.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -340,3 +345,57 @@ describe('a failure kept after its runtime is dropped', () => {
     expect(await kept.uncollected()).toBe(0);
   });
 });
+
+describe.skipIf(!canBlockInRead)('a failed start() given up on a thread held in its init', () => {
+  // start() rejects before the thread exits; its late exit tells threadEnds. Nothing of the
+  // runtime it was starting (its pool, the shared buffers its threads were given) may stay
+  // reachable after that exit: a supervisor retrying start() would pile them up.
+  it("keeps nothing of the runtime once the thread's late exit is told", async () => {
+    const pipe = new HeldPipe();
+    const kept = new Collectable();
+    try {
+      await startGivenUpThenExited(pipe, kept);
+    } finally {
+      vi.restoreAllMocks();
+      pipe.release();
+    }
+    await until(() => !blockedInRead(pipe.readEnd), 'the held thread to exit');
+    pipe.close();
+    expect(kept.registered).toBe(2);
+    expect(await kept.uncollected()).toBe(0);
+  });
+});
+
+/**
+ * A start() given up on its one thread, held in read() on `pipe`; the pool it made, and the data
+ * its threads were given, registered with `kept`; resolves once the thread's late exit has told
+ * threadEnds `stopped`. Its own function, so that no frame of the test holds the pool.
+ */
+async function startGivenUpThenExited(pipe: HeldPipe, kept: Collectable): Promise<void> {
+  const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+  const runs = vi.spyOn(Piscina.prototype, 'run');
+  const inits = new Int32Array(new SharedArrayBuffer(4));
+  inits[0] = 1; // its first init blocks in read() (the fixture's first init does not)
+  const { log, ends } = recorder();
+  const held = heldStart(() =>
+    Runtime.start({
+      worker: builtModuleUrl('test/fixtures/native-init-block-worker.js'),
+      threads: 1,
+      threadEnds: ends,
+      startTimeoutMs: HELD_START_TIMEOUT_MS,
+      workerData: { fd: pipe.readEnd, inits: inits.buffer },
+    }),
+  );
+  try {
+    expectGaveUpWhileHeld(await held.givenUp(inits, 2, pipe.readEnd), pipe, warning, HELD_START_TIMEOUT_MS);
+    // The start's ping round ran on the pool: its first call's receiver.
+    const pool = runs.mock.contexts[0] as Piscina;
+    kept.register(pool);
+    kept.register((pool.options as { workerData: object }).workerData);
+  } finally {
+    runs.mockRestore();
+    pipe.release();
+    await held.starting;
+  }
+  await until(() => log.includes(STOPPED), 'threadEnds to hear that every thread stopped');
+}

@@ -6,12 +6,17 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Runtime } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
-import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
+import { canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
 import { watchCreated } from './fixtures/created-workers.js';
-import { HELD_START_TIMEOUT_MS, heldStart } from './fixtures/held-init-start.js';
+import {
+  endHeldStart,
+  expectEndsAtExit,
+  expectGaveUpWhileHeld,
+  HELD_START_TIMEOUT_MS,
+  heldStart,
+} from './fixtures/held-init-start.js';
 import { INVOKED, newControl, waitFor } from './fixtures/runtime-control.js';
-import { until } from './fixtures/runtime-harness.js';
-import { recorder, STOPPED } from './fixtures/thread-ends-recorder.js';
+import { recorder } from './fixtures/thread-ends-recorder.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -78,32 +83,17 @@ describe('startTimeoutMs', () => {
       );
       try {
         const err = await held.givenUp(inits, 2, pipe.readEnd);
-        expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
+        expectGaveUpWhileHeld(err, pipe, warning, HELD_START_TIMEOUT_MS);
         expect(created.workers).toHaveLength(1);
-        // Settled while the thread was still in read(), and not exited: threadEnds heard nothing.
-        expect(blockedInRead(pipe.readEnd)).toBe(true);
-        expect(log).toEqual([]);
-        expect(warning).toHaveBeenCalledWith(
-          `a terminated worker thread did not exit within ${HELD_START_TIMEOUT_MS} ms`,
-          'OmniRuntimeWarning',
-        );
         // The pool starts no thread any more: nothing of the runtime listens on process.
         expect(process.listenerCount('worker')).toBe(listening);
-        pipe.release();
-        await until(() => log.includes(STOPPED), 'threadEnds to hear that every thread stopped');
-        // Its exit, then stopped: nothing before it could no longer use what it holds.
-        expect(log).toEqual([created.ids[0], STOPPED]);
-        expect(created.workers[0]?.threadId).toBe(-1);
+        await expectEndsAtExit(log, pipe, created);
         expect(process.listenerCount('worker')).toBe(listening);
         // Its late exit started no thread in its place.
         expect(created.workers).toHaveLength(1);
       } finally {
-        // A failed test lets the thread out of read() and waits for its end before closing the pipe.
-        pipe.release();
-        await held.starting;
-        await until(() => created.workers.every((w) => w.threadId === -1), 'the thread to exit');
+        await endHeldStart(pipe, held.starting, () => created.workers.every((w) => w.threadId === -1));
         created.stop();
-        pipe.close();
       }
     },
     60_000,

@@ -10,8 +10,8 @@ import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
 import { START_TIMEOUT_MS } from './fixtures/replacement-harness.js';
-import { INVOKED, newControl, waitFor } from './fixtures/runtime-control.js';
-import { cleanupOnRealClock, codeOf, start } from './fixtures/runtime-harness.js';
+import { INVOKED, newControl, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanupOnRealClock, codeOf, control, gate, start } from './fixtures/runtime-harness.js';
 import { newIds } from './fixtures/thread-exit-worker.js';
 
 const HANG_INIT_WORKER = builtModuleUrl('test/fixtures/runtime-hang-init-worker.js');
@@ -74,6 +74,30 @@ describe('a runtime done with its threads leaves no listener on process', () => 
       workerData: { ids: newIds().buffer, failAt: 1 },
     });
     expect(await codeOf(failed)).toBe('X_INIT');
+    expect(process.listenerCount('worker')).toBe(before);
+  });
+
+  // The other two ways destroyPool is reached: a failed runtime's abandoned pool (before close()),
+  // and close()'s timeout with a call still running.
+  it('failed with no thread left, or closed by its timeout, with threadEnds', async () => {
+    const before = process.listenerCount('worker');
+    const lost = await start({
+      worker,
+      threads: 1,
+      threadEnds: ends,
+      workerData: { ids: newIds().buffer, exitAt: 2 },
+    });
+    expect(await codeOf(lost.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await lost.whenFailed()).toHaveProperty('code', 'OMNI_ERR_WORKER_EXITED');
+    expect(process.listenerCount('worker')).toBe(before);
+    await lost.close();
+    expect(process.listenerCount('worker')).toBe(before);
+    const rt = await start({ worker, threads: 2, threadEnds: ends, workerData: { ids: newIds().buffer } });
+    const stuck = control();
+    const call = codeOf(rt.run(gate(stuck, { sync: true })));
+    await waitFor(stuck, STARTED);
+    expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     expect(process.listenerCount('worker')).toBe(before);
   });
 });

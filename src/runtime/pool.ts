@@ -267,7 +267,7 @@ function trackThreads(pool: Piscina): void {
  * only (close(): a thread still in the pool may be in a call's native call, which close() waits
  * for, see README's Limits), or 'all' (a failed start(): one held in its init's native call
  * must not hold start() past its bound). Resolves true when every thread has exited, false past
- * that bound.
+ * that bound or when destroy() itself failed (a warning); it does not reject.
  */
 export async function destroyPool(
   pool: Piscina,
@@ -280,12 +280,21 @@ export async function destroyPool(
   // and piscina sets its destroying flag before its first await: the pool starts no thread from
   // here, so its exit watch stops listening and a closed runtime leaves nothing on `process`
   // (see thread-starts.ts), even while a thread's exit is awaited past the bound.
-  const destroyed = pool.destroy();
+  const destroyed = pool.destroy().then(
+    () => true,
+    // It runs the pool's 'workerDestroy' listeners and settles the calls it cuts off: a throw
+    // there must not become what close() or a failed start() settles with. The threads it
+    // noted are still waited for, and `stopped` told only at their exits (see tellStopped).
+    (err: unknown) => {
+      process.emitWarning(`destroying the worker pool failed: ${messageOf(err)}`, 'OmniRuntimeWarning');
+      return false;
+    },
+  );
   exitWatches.get(pool)?.();
   const ending = endingThreads.get(pool) ?? new Set<Promise<void>>();
-  if (bounded === 'all') return exitedWithin([destroyed, ...ending], timeoutMs);
-  await destroyed;
-  return ending.size === 0 || exitedWithin(ending, timeoutMs);
+  if (bounded === 'all') return (await exitedWithin([destroyed, ...ending], timeoutMs)) && destroyed;
+  const whole = await destroyed;
+  return (ending.size === 0 || (await exitedWithin(ending, timeoutMs))) && whole;
 }
 
 /**

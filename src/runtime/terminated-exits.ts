@@ -8,7 +8,7 @@ import { within } from './within.js';
  * the bound close() or start() settles all the same, with an OmniRuntimeWarning. Resolves true
  * when every thread has exited, false past that bound.
  */
-export async function exitedWithin(exits: Iterable<Promise<void>>, timeoutMs: number): Promise<boolean> {
+export async function exitedWithin(exits: Iterable<Promise<unknown>>, timeoutMs: number): Promise<boolean> {
   if ((await within(Promise.all(exits), timeoutMs)) !== undefined) return true;
   process.emitWarning(`a terminated worker thread did not exit within ${timeoutMs} ms`, 'OmniRuntimeWarning');
   return false;
