@@ -9,10 +9,13 @@ import { Piscina } from 'piscina';
 import { describe, expect, it, vi } from 'vitest';
 import { LinearRuntime, Runtime, type RuntimeAdmissionOptions, type RuntimeOptions } from '../src/index.js';
 import { FixtureFaults, loadNativeLibrary } from '../src/native/index.js';
-import { builtModuleUrl } from '../src/paths.js';
 import { serve } from '../src/serve/index.js';
 import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
-import { expectGaveUpWhileHeld, HELD_START_TIMEOUT_MS, heldStart } from './fixtures/held-init-start.js';
+import {
+  expectGaveUpWhileHeld,
+  HELD_START_TIMEOUT_MS,
+  heldBlockingStart,
+} from './fixtures/held-init-start.js';
 import { activeResources, Collectable, fdCount, threadCount } from './fixtures/process-figures.js';
 import { bump, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { GATED_WORKER, gate, until } from './fixtures/runtime-harness.js';
@@ -374,20 +377,10 @@ describe.skipIf(!canBlockInRead)('a failed start() given up on a thread held in 
 async function startGivenUpThenExited(pipe: HeldPipe, kept: Collectable): Promise<void> {
   const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
   const runs = vi.spyOn(Piscina.prototype, 'run');
-  const inits = new Int32Array(new SharedArrayBuffer(4));
-  inits[0] = 1; // its first init blocks in read() (the fixture's first init does not)
   const { log, ends } = recorder();
-  const held = heldStart(() =>
-    Runtime.start({
-      worker: builtModuleUrl('test/fixtures/native-init-block-worker.js'),
-      threads: 1,
-      threadEnds: ends,
-      startTimeoutMs: HELD_START_TIMEOUT_MS,
-      workerData: { fd: pipe.readEnd, inits: inits.buffer },
-    }),
-  );
+  const held = heldBlockingStart(pipe, ends);
   try {
-    expectGaveUpWhileHeld(await held.givenUp(inits, 2, pipe.readEnd), pipe, warning, HELD_START_TIMEOUT_MS);
+    expectGaveUpWhileHeld(await held.givenUp(), pipe, warning, HELD_START_TIMEOUT_MS);
     // The start's ping round ran on the pool: its first call's receiver.
     const pool = runs.mock.contexts[0] as Piscina;
     kept.register(pool);

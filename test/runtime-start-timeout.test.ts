@@ -13,7 +13,7 @@ import {
   expectEndsAtExit,
   expectGaveUpWhileHeld,
   HELD_START_TIMEOUT_MS,
-  heldStart,
+  heldBlockingStart,
 } from './fixtures/held-init-start.js';
 import { INVOKED, newControl, waitFor } from './fixtures/runtime-control.js';
 import { recorder } from './fixtures/thread-ends-recorder.js';
@@ -68,22 +68,10 @@ describe('startTimeoutMs', () => {
       const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
       const created = watchCreated();
       const listening = process.listenerCount('worker');
-      // Its first init counts from 1, so it blocks in read() (the fixture's first init does not).
-      const inits = new Int32Array(new SharedArrayBuffer(4));
-      inits[0] = 1;
       const { log, ends } = recorder();
-      const held = heldStart(() =>
-        Runtime.start({
-          worker: builtModuleUrl('test/fixtures/native-init-block-worker.js'),
-          threads: 1,
-          threadEnds: ends,
-          startTimeoutMs: HELD_START_TIMEOUT_MS,
-          workerData: { fd: pipe.readEnd, inits: inits.buffer },
-        }),
-      );
+      const held = heldBlockingStart(pipe, ends);
       try {
-        const err = await held.givenUp(inits, 2, pipe.readEnd);
-        expectGaveUpWhileHeld(err, pipe, warning, HELD_START_TIMEOUT_MS);
+        expectGaveUpWhileHeld(await held.givenUp(), pipe, warning, HELD_START_TIMEOUT_MS);
         expect(created.workers).toHaveLength(1);
         // The pool starts no thread any more: nothing of the runtime listens on process.
         expect(process.listenerCount('worker')).toBe(listening);

@@ -35,25 +35,42 @@ async function scrape(s: ServeHandle): Promise<string> {
 
 const CLIENT_ERRORS = (detail: string): string => `omni_http_client_errors_total{detail="${detail}"}`;
 
+/**
+ * Sends `request` on a new connection whose server-side writes are held (a client that takes
+ * nothing); resolves once its answer is written, and held, in this process.
+ */
+async function answerHeld(s: ServeHandle, request: string) {
+  const held = holdNextConnection(s);
+  const client = listeningClient(s.port);
+  client.socket.write(request);
+  const answer = await held;
+  await until(() => answer.connection.writableLength > 0, 'the answer to be written');
+  return { ...client, ...answer };
+}
+
+/**
+ * Drains `s`, cut short at once (a second signal) over the one held answer: abandoned, not
+ * clean, the client heard nothing. Resolves to the metrics after.
+ */
+async function cutOffByDrain(s: ServeHandle, heard: () => string): Promise<string> {
+  const drained = s.drain({ timeoutMs: 600_000 });
+  s.expireDrain();
+  expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
+  expect(heard()).toBe('');
+  return scrape(s);
+}
+
 describe('an answer written raw, held in this process, then cut off by the drain', () => {
   it.each([
     ['a request node cannot parse (400)', 'GARBAGE / HTTP/1.1\r\n\r\n', 'HPE_INVALID_METHOD'],
     ['a CONNECT (501)', 'CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n', 'CONNECT'],
   ])('%s: in flight, abandoned, not clean, not counted as answered', async (_name, request, detail) => {
     const s = await start();
-    const held = holdNextConnection(s);
-    const { socket: c, heard } = listeningClient(s.port);
-    c.write(request);
-    const { connection } = await held;
-    await until(() => connection.writableLength > 0, 'the answer to be written');
+    const { heard } = await answerHeld(s, request);
     // Before: 0 in flight, the drain clean at once ({ clean: true, abandonedRequests: 0 }), and
     // the answer counted in omni_http_client_errors_total though the client never got it.
     expect(sample(await scrape(s), 'omni_http_inflight')).toBe(1);
-    const drained = s.drain({ timeoutMs: 600_000 });
-    s.expireDrain();
-    expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
-    expect(heard()).toBe('');
-    const text = await scrape(s);
+    const text = await cutOffByDrain(s, heard);
     expect(sample(text, CLIENT_ERRORS(detail))).toBeUndefined();
     expect(sample(text, 'omni_http_inflight')).toBe(0);
   });
@@ -66,12 +83,9 @@ describe('an answer written raw, held in this process, then cut off by the drain
       { inFeatures: IN, outFeatures: OUT, open: true },
       { sendTimeoutMs: Number.POSITIVE_INFINITY },
     );
-    const held = holdNextConnection(s);
-    const { socket: c, heard } = listeningClient(s.port);
+    const { socket: c, heard, release } = await answerHeld(s, request);
+    // Not before release(): the connection is closed only once the held answer is out.
     const closed = new Promise<void>((resolve) => c.once('close', () => resolve()));
-    c.write(request);
-    const { connection, release } = await held;
-    await until(() => connection.writableLength > 0, 'the answer to be written');
     const drained = s.drain({ timeoutMs: Number.POSITIVE_INFINITY });
     await turns();
     // Still waiting for the answer, before its runtime's close. Before: it did not wait (the
@@ -87,21 +101,14 @@ describe('an answer written raw, held in this process, then cut off by the drain
 
 it('a routed request whose body failed, its 400 written raw and held, cut off by the drain: 444, not counted', async () => {
   const s = await start();
-  const held = holdNextConnection(s);
-  const { socket: c, heard } = listeningClient(s.port);
-  c.write(
+  const { heard } = await answerHeld(
+    s,
     'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
       `Transfer-Encoding: chunked\r\n\r\n10\r\n${'\0'.repeat(16)}\r\nQQ\r\n`,
   );
-  const { connection } = await held;
-  await until(() => connection.writableLength > 0, 'the answer to be written');
-  const drained = s.drain({ timeoutMs: 600_000 });
-  s.expireDrain();
-  expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
-  expect(heard()).toBe('');
   // Before: node called the held write back without error as the drain destroyed the connection,
   // taken for the answer out: counted, and recorded 400.
-  const text = await scrape(s);
+  const text = await cutOffByDrain(s, heard);
   const recorded = (status: number): number | undefined =>
     sample(
       text,
@@ -113,18 +120,10 @@ it('a routed request whose body failed, its 400 written raw and held, cut off by
 
 it('an unsupported Expect, its 417 held, cut off by the drain: 444, not counted as answered', async () => {
   const s = await start();
-  const held = holdNextConnection(s);
-  const { socket: c, heard } = listeningClient(s.port);
-  c.write('GET /health HTTP/1.1\r\nHost: x\r\nExpect: x-unsupported\r\n\r\n');
-  const { connection } = await held;
-  await until(() => connection.writableLength > 0, 'the answer to be written');
-  const drained = s.drain({ timeoutMs: 600_000 });
-  s.expireDrain();
-  expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
-  expect(heard()).toBe('');
+  const { heard } = await answerHeld(s, 'GET /health HTTP/1.1\r\nHost: x\r\nExpect: x-unsupported\r\n\r\n');
   // Before: counted, node saying 'finish' for the held write it called back as the drain
   // destroyed the connection.
-  const text = await scrape(s);
+  const text = await cutOffByDrain(s, heard);
   expect(
     sample(text, 'omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="444"}'),
   ).toBe(1);
