@@ -126,7 +126,8 @@ OMNI_API int omni_upload_weights(omni_ctx *ctx, const float *w, size_t w_len, co
                                  uint32_t out_features, uint32_t in_features);
 
 /* y = GELU(x W^T + b): x_len == rows * in_features, y_len == rows * out_features,
- * 1 <= rows <= OMNI_MAX_ROWS. Synchronous: y is complete when it returns OMNI_OK. */
+ * 1 <= rows <= OMNI_MAX_ROWS. Synchronous: y is complete when it returns OMNI_OK. x is read whole
+ * (staged) before y is written, so x and y may be the same or overlapping memory. */
 OMNI_API int omni_linear_gelu(omni_ctx *ctx, const float *x, size_t x_len, uint32_t rows, float *y,
                               size_t y_len);
 
