@@ -42,18 +42,11 @@ export function boundSend(res: ServerResponse, timeoutMs: number): void {
   const arm = (): void => {
     if (armed || res.writableFinished || res.destroyed) return;
     armed = true;
-    const timer = setLongTimeout(
-      () => {
-        cut.add(res);
-        if (res.socket !== null) cutConnections.add(res.socket);
-        res.destroy();
-      },
-      timeoutMs,
-      undefined,
-    );
-    const stop = (): void => clearLongTimeout(timer);
-    res.once('finish', stop);
-    res.once('close', stop);
+    cutUnlessOut(res, timeoutMs, () => {
+      cut.add(res);
+      if (res.socket !== null) cutConnections.add(res.socket);
+      res.destroy();
+    });
   };
   res.once('prefinish', arm);
   // A streamed answer piped while queued behind earlier answers on its connection (pipelined)
@@ -74,15 +67,16 @@ export function boundSend(res: ServerResponse, timeoutMs: number): void {
  */
 export function boundRawSend(connection: Socket, timeoutMs: number): void {
   if (timeoutMs === Number.POSITIVE_INFINITY || connection.writableFinished) return;
-  const timer = setLongTimeout(
-    () => {
-      cutConnections.add(connection);
-      connection.destroy();
-    },
-    timeoutMs,
-    undefined,
-  );
+  cutUnlessOut(connection, timeoutMs, () => {
+    cutConnections.add(connection);
+    connection.destroy();
+  });
+}
+
+/** Runs `cutOff` unless `stream` says 'finish' (all of it out) or 'close' within `timeoutMs`. */
+function cutUnlessOut(stream: ServerResponse | Socket, timeoutMs: number, cutOff: () => void): void {
+  const timer = setLongTimeout(cutOff, timeoutMs, undefined);
   const stop = (): void => clearLongTimeout(timer);
-  connection.once('finish', stop);
-  connection.once('close', stop);
+  stream.once('finish', stop);
+  stream.once('close', stop);
 }

@@ -69,6 +69,17 @@ void driver_check_against_reference(const float *x, uint32_t rows, const float *
   free(want);
 }
 
+void driver_call_checked(omni_ctx *ctx, uint32_t rows, const float *w, const float *b, uint32_t out_f, uint32_t in_f,
+                         uint32_t x_seed) {
+  float *x = malloc((size_t)rows * in_f * sizeof *x), *y = malloc((size_t)rows * out_f * sizeof *y);
+  CHECK(x && y);
+  driver_fill(x, (size_t)rows * in_f, x_seed);
+  CHECK_STATUS(ctx, omni_linear_gelu(ctx, x, (size_t)rows * in_f, rows, y, (size_t)rows * out_f), OMNI_OK);
+  driver_check_against_reference(x, rows, w, b, out_f, in_f, y);
+  free(x);
+  free(y);
+}
+
 int driver_upload(omni_ctx *ctx, uint32_t out_f, uint32_t in_f, uint32_t seed) {
   float *w = malloc((size_t)out_f * in_f * sizeof *w), *b = malloc(out_f * sizeof *b);
   CHECK(w != NULL && b != NULL);

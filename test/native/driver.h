@@ -33,6 +33,11 @@ void driver_fill(float *v, size_t n, uint32_t seed);
 /* y from omni_linear_gelu agrees with the naive reference within float rounding of the sums. */
 void driver_check_against_reference(const float *x, uint32_t rows, const float *w, const float *b, uint32_t out_f,
                                     uint32_t in_f, const float *y);
+/* One omni_linear_gelu of `rows` rows seeded with `x_seed` (exact-size malloc buffers, so ASan's
+ * redzones sit right after x and y), expected OMNI_OK and checked against the reference with the
+ * weights ctx holds (w, b). */
+void driver_call_checked(omni_ctx *ctx, uint32_t rows, const float *w, const float *b, uint32_t out_f, uint32_t in_f,
+                         uint32_t x_seed);
 /* Uploads seeded weights of out_f x in_f (seed picks them); returns the status. */
 int driver_upload(omni_ctx *ctx, uint32_t out_f, uint32_t in_f, uint32_t seed);
 omni_stats_t driver_stats(omni_ctx *ctx);
