@@ -83,6 +83,8 @@ describe('runBench', () => {
     ]);
     expect(r).toMatchObject({
       backend: 'fixture',
+      // Chosen by neither --backend nor OMNI_BACKEND: the runtime's "requested" would mislead.
+      backendReason: 'bench default',
       libraryPath: library,
       threads: 1,
       seed: 9,

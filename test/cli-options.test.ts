@@ -23,6 +23,8 @@ describe('bench flags', () => {
     expect(c.phaseS).toBe(2.5);
     expect(c.rates).toEqual(['0.5', '1', '2', '4'].map((v) => ({ value: Number(v), relative: true })));
     expect(c.backend).toBe('fixture');
+    expect(c.backendIsDefault).toBe(true);
+    expect(config(['--backend', 'fixture']).backendIsDefault).toBe(false);
     expect(c.requests).toBe(8 * c.threads);
     expect(c.units).toBe(8 * c.requests);
     expect(c.deadlineMs).toBe(1000);
@@ -91,7 +93,10 @@ describe('bench flags', () => {
   });
 
   it('leaves the backend to OMNI_BACKEND when it is set and --backend is not; blank is unset', () => {
-    expect(config([], { OMNI_BACKEND: 'cuda' }).backend).toBeUndefined();
+    expect(config([], { OMNI_BACKEND: 'cuda' })).toMatchObject({
+      backend: undefined,
+      backendIsDefault: false,
+    });
     expect(config(['--backend', 'auto'], { OMNI_BACKEND: 'cuda' }).backend).toBe('auto');
     // Blank: selection reads it as unset (auto), so bench keeps its own default.
     expect(config([], { OMNI_BACKEND: '  ' }).backend).toBe('fixture');

@@ -30,6 +30,8 @@ export interface BenchConfig {
   readonly rates: readonly RateSpec[];
   /** undefined: OMNI_BACKEND decides (it is set), else the fixture. */
   readonly backend: BackendFlag | undefined;
+  /** Neither --backend nor OMNI_BACKEND chose it: the report says so, not "requested". */
+  readonly backendIsDefault: boolean;
   /** Native libraries to load instead of the package's build. */
   readonly libraries: NativeLibraryPaths;
   /** undefined: the runtime's own choice (OMNI_CUDA_DEVICE, else 0). */
@@ -249,6 +251,7 @@ export function parseBenchArgs(
     units,
     rates,
     backend,
+    backendIsDefault: backendFlag === undefined && backend !== undefined,
     libraries: libraryFlags(values, backendFlag, env, 'fixture'),
     // The bound resolveDevice takes, so a device the runtime would refuse is a usage mistake here.
     device:

@@ -164,7 +164,7 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
       cpu: cpus()[0]?.model ?? 'unknown',
       cpus: availableParallelism(),
       backend: runtimes.unbounded.backend,
-      backendReason: runtimes.unbounded.backendReason,
+      backendReason: config.backendIsDefault ? 'bench default' : runtimes.unbounded.backendReason,
       libraryPath: runtimes.unbounded.libraryPath,
       threads: config.threads,
       layer: { inFeatures: config.inFeatures, outFeatures: config.outFeatures, op: 'y = GELU(x W^T + b)' },
