@@ -93,4 +93,47 @@ describe('LinearRuntime.run sends a view into a larger buffer as its rows alone'
     const got = await arrived(lr, view);
     expect(got).toEqual({ bufferBytes: 32 * IN * 4, byteOffset: IN * 4, shared: true, values: [...view] });
   });
+
+  // Its own properties are the caller's: run() reads x by its internal slots, as it reads its
+  // length. Before, reading them threw out of run() (not a rejection, and no outcome counted),
+  // and a lie decided what was sent.
+  it('a view whose own buffer, byteLength, slice or constructor throw or lie: its rows alone arrive', async () => {
+    const lr = await probe();
+    const boom = (): never => {
+      throw new Error('read');
+    };
+    const tampered: [string, PropertyDescriptor][] = [
+      ['buffer', { get: boom }],
+      ['byteLength', { get: boom }],
+      ['slice', { value: boom }],
+      ['constructor', { get: boom }], // slice's species
+      ['buffer', { value: null }],
+      ['byteLength', { value: 16 * IN * 4 }], // the whole buffer's: it would go whole
+      ['slice', { value: () => new Float32Array(IN) }], // one zero row instead of x's two
+    ];
+    for (const [key, descriptor] of tampered) {
+      const view = batch(16).subarray(IN, 3 * IN);
+      const values = [...view];
+      Object.defineProperty(view, key, descriptor);
+      const got = await arrived(lr, view);
+      expect([key, got]).toEqual([key, { bufferBytes: 2 * IN * 4, byteOffset: 0, shared: false, values }]);
+    }
+  });
+
+  it('a transfer list that throws as it is read: run() rejects with what threw, counted invalid', async () => {
+    const lr = await probe();
+    const thrown = new Error('trap');
+    const transfer = new Proxy([] as ArrayBuffer[], {
+      get: () => {
+        throw thrown;
+      },
+    });
+    const before = lr.report().invalid;
+    let made: Promise<Float32Array> | undefined;
+    expect(() => {
+      made = lr.run(batch(16).subarray(IN, 2 * IN), { transfer });
+    }).not.toThrow();
+    await expect(made).rejects.toBe(thrown);
+    expect(lr.report().invalid).toBe(before + 1);
+  });
 });

@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ import {
   MAX_WORKSPACE_COUNT,
   NativeStatus,
 } from '../src/native/index.js';
-import { packageRoot } from '../src/paths.js';
+import { builtModuleUrl, packageRoot } from '../src/paths.js';
 import { thrown } from './fixtures/thrown.js';
 
 // The handshake checks only the version; the limits and status codes are mirrored by hand in
@@ -98,6 +99,41 @@ describe('native library loading and the ABI handshake', () => {
       path,
     });
   });
+
+  it('a directory is OMNI_ERR_LIBRARY_NOT_FOUND naming the path', () => {
+    const path = join(dir, 'libdir.so');
+    mkdirSync(path);
+    expect(thrown(() => loadNativeLibrary('fixture', { path }))).toMatchObject({
+      code: 'OMNI_ERR_LIBRARY_NOT_FOUND',
+      path,
+    });
+  });
+
+  // Loaded in a child process: the load is synchronous, and a loader that hands the pipe to
+  // dlopen blocks in its open() for a writer that never comes, which nothing in this process
+  // could interrupt. The child's time limit only bounds that hang; the assertions are on what
+  // the child reports.
+  it.skipIf(process.platform === 'win32')(
+    'a named pipe is OMNI_ERR_LIBRARY_NOT_FOUND, not a load blocked for a writer forever',
+    () => {
+      const path = join(dir, 'libpipe.so');
+      execFileSync('mkfifo', [path]);
+      const script = `
+        const { loadNativeLibrary } = await import(${JSON.stringify(builtModuleUrl('src/native/library.js'))});
+        try { loadNativeLibrary('fixture', { path: ${JSON.stringify(path)} }); console.log('{}'); }
+        catch (err) { console.log(JSON.stringify({ code: err.code, path: err.path })); }`;
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect({ signal: child.signal, status: child.status, stderr: child.stderr }).toEqual({
+        signal: null,
+        status: 0,
+        stderr: '',
+      });
+      expect(JSON.parse(child.stdout)).toEqual({ code: 'OMNI_ERR_LIBRARY_NOT_FOUND', path });
+    },
+  );
 
   it('an unknown backend name is OMNI_ERR_INVALID_ARGUMENT', () => {
     expect(thrown(() => loadNativeLibrary('tpu' as 'cuda')).code).toBe('OMNI_ERR_INVALID_ARGUMENT');

@@ -3,6 +3,7 @@
  * intact in the worker; buffers a handler names with ctx.transfer are detached in the worker
  * and arrive intact with the result. Without `transfer` the input is copied.
  */
+import { runInNewContext } from 'node:vm';
 import { Piscina } from 'piscina';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkerTaskContext } from '../workers/task-context.js';
@@ -91,6 +92,26 @@ describe('transfer', () => {
     expect(view.byteLength).toBe(8);
     // Refused by the option check, before admission: not a call admitted and then failed.
     expect(rt.report()).toMatchObject({ depth: 0, invalid: 1, failed: 0 });
+  });
+
+  // What an ArrayBuffer is, not its prototype chain: one made in another realm (a vm context, a
+  // test sandbox) is an ArrayBuffer postMessage moves, and an object that only inherits from
+  // ArrayBuffer.prototype is not one (its post would fail after admission).
+  it('an ArrayBuffer from another realm moves; an object faking one is refused before admission', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const foreign = runInNewContext('new Uint8Array([1, 2, 3, 4]).buffer') as ArrayBuffer;
+    const reply = await rt.run<TransferReply>(
+      { mode: 'transfer', buffer: foreign, replyBytes: 0 },
+      { transfer: [foreign] },
+    );
+    expect(reply).toMatchObject({ receivedBytes: 4, receivedSum: 10 });
+    expect(foreign.byteLength).toBe(0); // moved, not copied
+
+    const fake = Object.create(ArrayBuffer.prototype) as ArrayBuffer;
+    expect(await codeOf(rt.run({ mode: 'echo', value: 1 }, { transfer: [fake] }))).toBe(
+      'OMNI_ERR_INVALID_ARGUMENT',
+    );
+    expect(rt.report()).toMatchObject({ completed: 1, invalid: 1, failed: 0, depth: 0 });
   });
 
   it('a buffer the handler returns, named with ctx.transfer, is moved: detached in the worker', async () => {

@@ -6,7 +6,7 @@ import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
 import { ContextReclaim } from './context-reclaim.js';
 import type { NativeWorkerData, NativeWorkerInput } from './protocol.js';
-import { sendsRowsCopy } from './sent-rows.js';
+import { rowsCopy, sendsRowsCopy } from './sent-rows.js';
 import { checkLinearOptions, type LinearRuntimeOptions } from './start-options.js';
 import { seededWeights, sharedCopy } from './weights.js';
 
@@ -155,9 +155,14 @@ export class LinearRuntime {
     }
     if (rows > this.maxRows) return this.#tooManyRows(rows);
     let sent = x;
-    if (sendsRowsCopy(x, transfer)) {
-      sent = x.slice();
-      transfer ??= [sent.buffer as ArrayBuffer]; // the copy is this call's alone: moved, not cloned
+    try {
+      if (sendsRowsCopy(x, transfer)) {
+        sent = rowsCopy(x);
+        transfer ??= [sent.buffer as ArrayBuffer]; // the copy is this call's alone: moved, not cloned
+      }
+    } catch (err) {
+      // The caller's transfer list threw as it was read: as an option's getter does, above.
+      return this.runtime[kEndedEarly]('invalid', err);
     }
     const input: NativeWorkerInput = { x: sent, rows };
     return this.runtime.run<Float32Array>(input, {

@@ -1,12 +1,13 @@
 /**
  * Loading a native backend and the ABI handshake.
  *
- * Throws: LibraryNotFoundError (no file at the path, koffi has no native module of its own, the
- * file would not load, it lacks a symbol of the ABI, or it is the other backend's library),
+ * Throws: LibraryNotFoundError (no file at the path, or not a regular file there, koffi has no
+ * native module of its own, the file would not load, it lacks a symbol of the ABI, or it is the
+ * other backend's library),
  * AbiMismatchError (the library's omni_abi_version() differs from ABI_VERSION; both versions
  * are named).
  */
-import { existsSync } from 'node:fs';
+import { type Stats, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { LibraryHandle } from 'koffi';
 import { AbiMismatchError, describeValue, InvalidArgumentError, LibraryNotFoundError } from '../errors.js';
@@ -70,7 +71,8 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
     if (cached.backend !== backend) throw wrongBackend(path, cached.backendName, backend);
     return cached;
   }
-  if (!existsSync(path)) {
+  const stat = statOf(path);
+  if (stat === undefined) {
     // The default library is built by the package's install step, which npm may not have run
     // (npm 11 asks before running a dependency's scripts): say how to build it.
     const hint =
@@ -78,6 +80,12 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
         ? `; build it with: node ${shellWord(join(packageRoot, 'scripts', 'build-native.mjs'))} (needs cc; nvcc for cuda)`
         : '';
     throw new LibraryNotFoundError(path, `native library not found at ${path}${hint}`);
+  }
+  // dlopen opens what it is given before it reads a byte: a named pipe blocks that open until a
+  // writer comes (forever, and this thread with it: a load is synchronous), a terminal until
+  // input does. Only a regular file (or a link to one) can be a library.
+  if (!stat.isFile()) {
+    throw new LibraryNotFoundError(path, `${path} is not a regular file, so not a native library`);
   }
 
   // Outside the try below: koffi's own missing native module is not this library's fault.
@@ -119,6 +127,15 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   });
   loaded.set(path, library);
   return library;
+}
+
+/** What is at `path`, or undefined for nothing this process can reach (as existsSync tells it). */
+function statOf(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -1,5 +1,6 @@
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { isArrayBuffer } from 'node:util/types';
 import type { ResourceLimits } from 'node:worker_threads';
 import { isAbortSignal } from '../abort-signal.js';
 import { BOUNDS_KEYS, checkBounds } from '../admission/bounds.js';
@@ -299,6 +300,9 @@ export function checkTransfer(transfer: unknown): readonly ArrayBuffer[] {
   // free) later, and the caller's array may change by then; the list checked, the list the
   // envelope checks at the post and the list piscina moves must be the one given to run().
   const list: unknown[] = [...transfer];
-  if (!list.every((b) => b instanceof ArrayBuffer)) bad('transfer must be an array of ArrayBuffers');
+  // What the value is, not its prototype chain: an ArrayBuffer from another realm (a vm context,
+  // a test sandbox) moves as any other, and an object that only inherits ArrayBuffer.prototype
+  // would be admitted and then fail its post.
+  if (!list.every(isArrayBuffer)) bad('transfer must be an array of ArrayBuffers');
   return list as ArrayBuffer[];
 }
