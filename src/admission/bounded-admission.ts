@@ -27,7 +27,7 @@ import {
   WAITING_BIT_32,
   WAITING_BIT_64,
 } from './layout.js';
-import { LeakGuard } from './leak-guard.js';
+import { LeakGuard, type LeakSink } from './leak-guard.js';
 import { Permit } from './permit.js';
 import {
   REFUSED_CLOSED,
@@ -176,7 +176,14 @@ export class BoundedAdmission implements PermitOwner {
     }
     this.#flags = new StateFlags(this.#i32, this.#u64, checked.wide);
     this.#claims = new ClaimTable(this.#buffer, Atomics.load(this.#i32, SLOTS_I32));
-    this.#guard = new LeakGuard((count, units) => this.#reclaimLeaked(count, units));
+    this.#guard = new LeakGuard(
+      BoundedAdmission.#leakSink(new WeakRef(this), this.#i32, this.#u64, {
+        wide: this.#wide,
+        shift: this.#shift,
+        one32: this.#one32,
+        unitMode: this.#unitMode,
+      }),
+    );
     this.#room = new WaitingRoom(this.#i32, {
       reserveAsHead: (cost) => this.#reserve(cost, true),
       countRefusal: () => this.#countRefusal(),
@@ -431,10 +438,33 @@ export class BoundedAdmission implements PermitOwner {
     if (Atomics.sub(this.#u64, STATE_U64, delta) >= WAITING_BIT_64) this.#wake();
   }
 
-  #reclaimLeaked(count: number, units: number): void {
-    Atomics.add(this.#i32, LEAKED_I32, count);
-    if (this.#wide) this.#giveWide((BigInt(count) << this.#shift) + BigInt(units));
-    else this.#giveNarrow(count * this.#one32 + (this.#unitMode ? units : 0));
+  /**
+   * The leak safety net's way back into the counts. It may run after this instance is gone (its
+   * dropped permits are collected with it), so it holds the shared words, and this instance only
+   * weakly: the registry holds it strongly (see LeakGuard). With the instance gone, so are its
+   * waiters and drains (each holds it); other instances' are woken through SEQ. A function of its
+   * own: a closure made in the constructor would share the context of the room's, which hold
+   * `this`.
+   */
+  static #leakSink(
+    self: WeakRef<BoundedAdmission>,
+    i32: Int32Array,
+    u64: BigUint64Array,
+    { wide, shift, one32, unitMode }: { wide: boolean; shift: bigint; one32: number; unitMode: boolean },
+  ): LeakSink {
+    return (count, units) => {
+      Atomics.add(i32, LEAKED_I32, count);
+      const flagged = wide
+        ? Atomics.sub(u64, STATE_U64, (BigInt(count) << shift) + BigInt(units)) >= WAITING_BIT_64
+        : Atomics.sub(i32, STATE_I32, count * one32 + (unitMode ? units : 0)) >= WAITING_BIT_32;
+      if (!flagged) return;
+      const admission = self.deref();
+      if (admission !== undefined) admission.#wake();
+      else {
+        Atomics.add(i32, SEQ_I32, 1); // as #wake does, less a room that went with its instance
+        Atomics.notify(i32, SEQ_I32);
+      }
+    };
   }
 
   #wake(): void {

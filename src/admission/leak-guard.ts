@@ -17,25 +17,51 @@
 export const COHORT_SIZE = 1024;
 export const ROTATE_MS = 1000;
 
-/** What a cohort's permits still hold. Must not reference the cohort (it is the held value). */
+/** Gives a leaked cohort's count and units back to the shared counts. */
+export type LeakSink = (count: number, units: number) => void;
+
+/**
+ * What a cohort's permits still hold, and where it goes back. Must not reference the cohort (it
+ * is the held value).
+ */
 export interface CohortRecord {
   count: number;
   units: number;
+  readonly giveBack: LeakSink;
 }
 
 export class Cohort {
-  readonly record: CohortRecord = { count: 0, units: 0 };
+  readonly record: CohortRecord;
   issued = 0;
+  constructor(giveBack: LeakSink) {
+    this.record = { count: 0, units: 0, giveBack };
+  }
+}
+
+/**
+ * One registry for every admission instance of this thread, never collected: a registry that is
+ * collected runs none of its callbacks. One per instance went with its instance, so a permit
+ * dropped together with the instance that admitted it (an instance attached for one task, say)
+ * was never given back, and every other instance sharing the bound lost that capacity for good.
+ */
+const registry = new FinalizationRegistry(cohortCollected);
+
+/** The registry's callback: whatever a collected cohort's permits still counted was leaked. */
+export function cohortCollected(record: CohortRecord): void {
+  if (record.count > 0) record.giveBack(record.count, record.units);
 }
 
 export class LeakGuard {
-  readonly #registry: FinalizationRegistry<CohortRecord>;
+  readonly #giveBack: LeakSink;
   #cohort: Cohort;
 
-  constructor(onLeak: (count: number, units: number) => void) {
-    this.#registry = new FinalizationRegistry((record) => {
-      if (record.count > 0) onLeak(record.count, record.units);
-    });
+  /**
+   * `giveBack` outlives the guard (the registry calls it once a dropped admission's permits are
+   * collected too) and must not hold the admission: the registry holds it strongly while the
+   * current cohort lives, and the admission holds that cohort, so neither would ever go.
+   */
+  constructor(giveBack: LeakSink) {
+    this.#giveBack = giveBack;
     this.#cohort = this.#open();
     LeakGuard.#rotate(new WeakRef(this));
   }
@@ -43,7 +69,7 @@ export class LeakGuard {
   /**
    * Weak: the timer must not keep a dropped admission (and its guard) alive. A function of its
    * own, not a closure in the constructor: closures made in one scope share one context, so the
-   * timer's callback would hold the registry callback's `onLeak`, and through it the admission.
+   * timer's callback would hold whatever another closure made there holds.
    */
   static #rotate(self: WeakRef<LeakGuard>): void {
     const timer: ReturnType<typeof setInterval> = setInterval(() => {
@@ -64,8 +90,8 @@ export class LeakGuard {
   }
 
   #open(): Cohort {
-    const cohort = new Cohort();
-    this.#registry.register(cohort, cohort.record);
+    const cohort = new Cohort(this.#giveBack);
+    registry.register(cohort, cohort.record);
     return cohort;
   }
 }
