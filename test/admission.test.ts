@@ -100,6 +100,8 @@ describe('BoundedAdmission construction', () => {
 describe('attach', () => {
   it.each([
     ['not a SharedArrayBuffer', () => new ArrayBuffer(4096)],
+    // Its prototype chain says SharedArrayBuffer; reading its length threw an uncoded TypeError.
+    ['only inheriting SharedArrayBuffer.prototype', () => Object.create(SharedArrayBuffer.prototype)],
     ['too small for the header', () => new SharedArrayBuffer(16)],
     ['zeroed (no admission made it)', () => new SharedArrayBuffer(4096)],
     [

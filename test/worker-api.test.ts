@@ -136,6 +136,20 @@ describe('ctx.transfer', () => {
       code: 'OMNI_ERR_INVALID_ARGUMENT',
     });
   });
+
+  // What the value is, not its prototype chain: a handler running code in a vm context moves
+  // that context's buffers, and an object that only inherits ArrayBuffer.prototype is refused
+  // where it is listed, not when the reply fails to post.
+  it('moves an ArrayBuffer from another realm and refuses one that only looks like it', async () => {
+    const rt = await start({ worker: API_WORKER, threads: 1 });
+    const moved = await rt.run<ArrayBuffer>({ mode: 'transfer-vm' });
+    expect([...new Uint8Array(moved)]).toEqual([1, 2, 3, 4]);
+    await expect(rt.run({ mode: 'transfer-fake' })).resolves.toEqual({
+      threw: true,
+      code: 'OMNI_ERR_INVALID_ARGUMENT',
+    });
+    expect(rt.report()).toMatchObject({ completed: 2, failed: 0 });
+  });
 });
 
 describe('errors a handler throws', () => {

@@ -1,3 +1,4 @@
+import { isArrayBuffer } from 'node:util/types';
 import type { Claim } from '../src/admission/index.js';
 import type { TaskContext } from '../src/define-worker.js';
 import { InvalidArgumentError } from '../src/errors.js';
@@ -127,7 +128,9 @@ export class WorkerTaskContext implements TaskContext {
   /** Listing a buffer twice is harmless (a transfer list with duplicates cannot be posted). */
   transfer(...buffers: ArrayBuffer[]): void {
     for (const buffer of buffers) {
-      if (!(buffer instanceof ArrayBuffer)) {
+      // What it is, not its prototype chain: a vm context's buffer moves like any other, and an
+      // object that only inherits ArrayBuffer.prototype would fail the reply's post instead.
+      if (!isArrayBuffer(buffer)) {
         throw new InvalidArgumentError('ctx.transfer takes ArrayBuffers (not views, not SharedArrayBuffers)');
       }
       const list = this.transferList;

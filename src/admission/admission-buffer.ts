@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import { isSharedArrayBuffer } from 'node:util/types';
 import { InvalidArgumentError, InvalidBoundError } from '../errors.js';
 import { type CheckedBounds, checkBounds } from './bounds.js';
 import {
@@ -30,7 +31,9 @@ export function createAdmissionBuffer(bounds: CheckedBounds, slots: number): Sha
 
 /** Every admission's id is non-zero, and its buffer holds all the claim slots it says it has. */
 export function isAdmissionBuffer(buffer: unknown): buffer is SharedArrayBuffer {
-  if (!(buffer instanceof SharedArrayBuffer) || buffer.byteLength < bufferBytes(1)) return false;
+  // Not instanceof: an object that only inherits SharedArrayBuffer.prototype throws an uncoded
+  // TypeError when its byteLength is read.
+  if (!isSharedArrayBuffer(buffer) || buffer.byteLength < bufferBytes(1)) return false;
   const i32 = new Int32Array(buffer, 0, 16);
   const slots = Atomics.load(i32, SLOTS_I32);
   return (
