@@ -46,6 +46,18 @@ class Waiter implements QueueNode, AbortFollower {
 
 const holdRoom = (_room: WaitingRoom): void => {};
 
+/**
+ * A room's one Atomics.waitAsync outlives the room when the room is dropped (no close()) after
+ * its waiters gave up: V8 keeps a pending wait, with its promise and continuation (~240 B), in
+ * its wait list until a notify on the word, so each such admission added one for good. Once
+ * the room is collected its word is woken as a release wakes it (other instances on the buffer
+ * take that as any spurious wake). Held: the word alone, never the room.
+ */
+const orphanedWaits = new FinalizationRegistry<Int32Array>((i32) => {
+  Atomics.add(i32, SEQ_I32, 1);
+  Atomics.notify(i32, SEQ_I32);
+});
+
 export function abortError(signal: AbortSignal): AbortError {
   return new AbortError('admission wait was aborted', { cause: signal.reason });
 }
@@ -56,6 +68,8 @@ export class WaitingRoom {
   readonly #queue = new WaitQueue<Waiter>();
   readonly #drains: Array<() => void> = [];
   #watching = false;
+  /** Registered with orphanedWaits, at the first wait on the word (most rooms never wait). */
+  #registered = false;
   #keepAlive: ReturnType<typeof setInterval> | undefined;
   /** The continuation of every wait on SEQ, made once (see #wakeUp). */
   readonly #woken: () => void;
@@ -152,6 +166,10 @@ export class WaitingRoom {
     }
     this.#watching = true;
     void result.value.then(this.#woken);
+    if (!this.#registered) {
+      this.#registered = true;
+      orphanedWaits.register(this, this.#i32);
+    }
   }
 
   /**
