@@ -93,9 +93,17 @@ function checkedAtPost<I>(
   });
 }
 
+/**
+ * By internal slot: a buffer's own `byteLength` is the caller's, and one that said a detached
+ * buffer has bytes let Node post it, which killed the thread that read the message.
+ */
+const bufferBytes = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength')!.get as (
+  this: ArrayBuffer,
+) => number;
+
 /** Node 20 has no ArrayBuffer.prototype.detached; only a detached buffer refuses a view. */
 function isDetached(buffer: ArrayBuffer): boolean {
-  if (buffer.byteLength !== 0) return false;
+  if (bufferBytes.call(buffer) !== 0) return false;
   try {
     new Uint8Array(buffer);
     return false;

@@ -113,10 +113,47 @@ describe('attach', () => {
         return cut;
       },
     ],
+    [
+      // Read through its own byteLength, it passed, and the claim table's views threw a RangeError.
+      'cut short, whose own byteLength says it is whole',
+      () => {
+        const whole = new BoundedAdmission({ requests: 8, units: 100 }).buffer;
+        const cut = new SharedArrayBuffer(whole.byteLength - 8);
+        new Uint8Array(cut).set(new Uint8Array(whole, 0, cut.byteLength));
+        return Object.defineProperty(cut, 'byteLength', { value: whole.byteLength });
+      },
+    ],
   ])('refuses a buffer %s with OMNI_ERR_INVALID_ARGUMENT', (_what, make) => {
     expect(thrown(() => BoundedAdmission.attach(make() as SharedArrayBuffer)).code).toBe(
       'OMNI_ERR_INVALID_ARGUMENT',
     );
+  });
+
+  // What the buffer is, by its internal slots: its own byteLength and its prototype are the
+  // caller's. Before, the first threw an uncoded TypeError (ArrayBuffer's getter refuses a
+  // SharedArrayBuffer), the second the getter's own error, the third refused the buffer.
+  it.each([
+    [
+      'inherits ArrayBuffer.prototype',
+      (b: SharedArrayBuffer) => Object.setPrototypeOf(b, ArrayBuffer.prototype),
+    ],
+    [
+      'has an own byteLength that throws',
+      (b: SharedArrayBuffer) =>
+        Object.defineProperty(b, 'byteLength', {
+          get: () => {
+            throw new Error('byteLength');
+          },
+        }),
+    ],
+    ['has no prototype', (b: SharedArrayBuffer) => Object.setPrototypeOf(b, null)],
+  ])("attaches to an admission's buffer that %s", (_what, tamper) => {
+    const owner = new BoundedAdmission({ requests: 2, units: 10 });
+    const attached = BoundedAdmission.attach(tamper(owner.buffer) as SharedArrayBuffer);
+    const permit = attached.tryAdmit(3);
+    expect(owner.report()).toMatchObject({ depth: 1, units: 3 });
+    if (permit.ok) permit.release();
+    expect(owner.report()).toMatchObject({ depth: 0, units: 0 });
   });
 
   it('the package exports Permit as a type only: no caller can make one that gives back capacity', async () => {

@@ -208,6 +208,21 @@ describe('transfer', () => {
     await expect(rt.run({ mode: 'last-sent-length' })).resolves.toBe(0);
     expect(rt.report()).toMatchObject({ depth: 0, units: 0, running: 0, completed: 2, failed: 1 });
   });
+
+  it('a listed buffer already detached whose own byteLength says 64: OMNI_ERR_INVALID_ARGUMENT, the thread lives', async () => {
+    // The check at the post read the buffer's own byteLength: a lie passed it, Node posted the
+    // detached buffer, and the thread died (OMNI_ERR_WORKER_EXITED).
+    const rt = await start({ threads: 1, admission: { requests: 4, units: 16 } });
+    await rt.run({ mode: 'transfer-twice' }); // marks this thread: last-sent-length 0 here, -1 in a new one
+    const sent = new Uint8Array(64);
+    structuredClone(sent.buffer, { transfer: [sent.buffer] });
+    const listed = Object.defineProperty(sent.buffer, 'byteLength', { value: 64 });
+    expect(await codeOf(rt.run({ mode: 'echo', value: sent }, { transfer: [listed], cost: 5 }))).toBe(
+      'OMNI_ERR_INVALID_ARGUMENT',
+    );
+    await expect(rt.run({ mode: 'last-sent-length' })).resolves.toBe(0);
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, running: 0, completed: 2, failed: 1 });
+  });
 });
 
 describe('ctx.transfer', () => {

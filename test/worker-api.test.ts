@@ -199,6 +199,24 @@ describe('results that look postable but are not', () => {
     expect(closes).toBe(inits);
   });
 
+  // Its own byteLength is the handler's: the check that lets a result skip the clone reads a
+  // buffer's and a view's length by their internal slots, or a detached one that says it has
+  // bytes would reach piscina's post, which threw there and ended the thread.
+  it.each([
+    ['an ArrayBuffer', 'detached-claims-bytes'],
+    ['a view', 'detached-view-claims-bytes'],
+  ])(
+    'a detached %s result whose own byteLength says 8 rejects its call; the thread serves on',
+    async (_what, mode) => {
+      const rt = await start({ worker: POST_CHECKS, threads: 1 });
+      const before = await rt.run<number>({ mode: 'thread' });
+      // deadlineMs only bounds a hang (30 s: a call not started within a shorter one was skipped).
+      expect(await codeOf(rt.run({ mode }, { deadlineMs: 30_000 }))).toBe('OMNI_ERR_TASK_FAILED');
+      expect(await rt.run<number>({ mode: 'thread' })).toBe(before); // the same thread answers
+      expect(rt.report()).toMatchObject({ failed: 1, running: 0 });
+    },
+  );
+
   it("piscina's move() of a view over shared memory rejects its call, even where the worker owns uncaught errors", async () => {
     const rt = await start({ worker: POST_CHECKS, workerData: { ownUncaught: true }, threads: 1 });
     // deadlineMs only bounds a hang: the call settles at once when the result is checked. Not

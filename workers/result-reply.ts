@@ -8,10 +8,23 @@
  * non-empty buffers, which always post, skip that.
  */
 
+import { types } from 'node:util';
 import { moveEnvelope, ResultEnvelope } from '../src/envelope.js';
 import { isMovable, movedValue, withMovedBuffers } from '../src/movable.js';
 import type { TaskReply } from '../src/runtime/protocol.js';
 import { toWire } from '../src/wire-error.js';
+
+/**
+ * Lengths read by internal slot: a value's own `byteLength` is the handler's to shadow, and one
+ * that said a detached buffer has bytes sent it to piscina's post, which threw there.
+ */
+const bufferBytes = slotGetter<ArrayBuffer>(ArrayBuffer.prototype);
+const typedArrayBytes = slotGetter<ArrayBufferView>(Object.getPrototypeOf(Int8Array.prototype) as object);
+const dataViewBytes = slotGetter<DataView>(DataView.prototype);
+
+function slotGetter<T>(prototype: object): (this: T) => number {
+  return Object.getOwnPropertyDescriptor(prototype, 'byteLength')!.get as (this: T) => number;
+}
 
 /**
  * Results that always post, so the common ones skip the check: a primitive, or a buffer or view
@@ -19,11 +32,13 @@ import { toWire } from '../src/wire-error.js';
  * ArrayBuffers only (a move() of a view over shared memory would list a SharedArrayBuffer).
  */
 function alwaysPostable(value: unknown, list: readonly ArrayBuffer[]): boolean {
-  for (const buffer of list) if (!(buffer instanceof ArrayBuffer) || buffer.byteLength === 0) return false;
+  for (const buffer of list)
+    if (!(buffer instanceof ArrayBuffer) || bufferBytes.call(buffer) === 0) return false;
   const type = typeof value;
   if (value === null || (type !== 'object' && type !== 'function' && type !== 'symbol')) return true;
-  if (value instanceof ArrayBuffer) return value.byteLength > 0;
-  return ArrayBuffer.isView(value) && value.byteLength > 0;
+  if (value instanceof ArrayBuffer) return bufferBytes.call(value) > 0;
+  if (!ArrayBuffer.isView(value)) return false;
+  return (types.isTypedArray(value) ? typedArrayBytes : dataViewBytes).call(value as DataView) > 0;
 }
 
 export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): TaskReply {

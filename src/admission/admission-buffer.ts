@@ -29,18 +29,25 @@ export function createAdmissionBuffer(bounds: CheckedBounds, slots: number): Sha
   return buffer;
 }
 
+/**
+ * A SharedArrayBuffer's length by its internal slot: its own `byteLength` or its prototype (the
+ * caller's to change) could throw, or pass a buffer too short for the claim table's views.
+ */
+const sharedBytes = Object.getOwnPropertyDescriptor(SharedArrayBuffer.prototype, 'byteLength')!.get as (
+  this: SharedArrayBuffer,
+) => number;
+
 /** Every admission's id is non-zero, and its buffer holds all the claim slots it says it has. */
 export function isAdmissionBuffer(buffer: unknown): buffer is SharedArrayBuffer {
   // Not instanceof: an object that only inherits SharedArrayBuffer.prototype throws an uncoded
   // TypeError when its byteLength is read.
-  if (!isSharedArrayBuffer(buffer) || buffer.byteLength < bufferBytes(1)) return false;
+  if (!isSharedArrayBuffer(buffer)) return false;
+  const bytes = sharedBytes.call(buffer);
+  if (bytes < bufferBytes(1)) return false;
   const i32 = new Int32Array(buffer, 0, 16);
   const slots = Atomics.load(i32, SLOTS_I32);
   return (
-    Atomics.load(i32, ID_I32) !== 0 &&
-    slots >= 1 &&
-    slots <= MAX_CLAIM_SLOTS &&
-    buffer.byteLength >= bufferBytes(slots)
+    Atomics.load(i32, ID_I32) !== 0 && slots >= 1 && slots <= MAX_CLAIM_SLOTS && bytes >= bufferBytes(slots)
   );
 }
 
