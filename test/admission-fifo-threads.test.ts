@@ -5,15 +5,10 @@
  * which forces the order; nothing is ordered by time.
  */
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { BoundedAdmission } from '../src/index.js';
-import { builtModuleUrl } from '../src/paths.js';
 import { admitted, settles, WORD_MODES } from './fixtures/admission-interleave.js';
-
-const indexUrl = builtModuleUrl('src/index.js');
+import { attachedWorker, builtIndexExists, controlAfter } from './fixtures/attached-worker.js';
 
 // Control words: QUEUED once the worker's admit() is asleep, GATE opened by the test, OUTCOME 1
 // when the worker was admitted (2 for anything else).
@@ -39,28 +34,19 @@ const { workerData } = require('node:worker_threads');
 })();
 `;
 
-async function untilSet(control: Int32Array, index: number): Promise<void> {
-  const wait = Atomics.waitAsync(control, index, 0, 30_000);
-  if (wait.async) await wait.value;
-  if (Atomics.load(control, index) === 0) throw new Error(`control[${index}] was never set`);
-}
-
 describe.each(WORD_MODES)('waiters on two threads (%s)', (_mode, units) => {
   it('has dist built (npm run build:ts)', () => {
-    expect(existsSync(fileURLToPath(indexUrl))).toBe(true);
+    expect(builtIndexExists()).toBe(true);
   });
 
   it('a later admit() on one thread can take room before an earlier waiter on another', async () => {
     const owner = new BoundedAdmission({ requests: 1, units });
     const held = admitted(owner, 1);
     const control = new Int32Array(new SharedArrayBuffer(12));
-    const worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      workerData: { url: indexUrl, buffer: owner.buffer, control: control.buffer },
-    });
+    const worker = attachedWorker(WORKER_SOURCE, owner.buffer, control);
     const exited = once(worker, 'exit');
     try {
-      await untilSet(control, QUEUED);
+      expect(await controlAfter(control, QUEUED)).toBe(1);
       expect(owner.report()).toMatchObject({ depth: 1, waiting: 1 });
       held.release(); // notifies the worker, whose loop cannot act on it yet
       const later = await settles(owner.admit(1));

@@ -5,25 +5,13 @@
  * --expose-gc (worker threads inherit it); every wait is a bounded number of collections.
  */
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { BoundedAdmission, type Claim } from '../src/index.js';
-import { builtModuleUrl } from '../src/paths.js';
 import { settles, turn, WORD_MODES } from './fixtures/admission-interleave.js';
+import { attachedWorker, builtIndexExists } from './fixtures/attached-worker.js';
+import { collectUntil } from './fixtures/collect-until.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;
-
-async function collectUntil(done: () => boolean, tries = 200): Promise<void> {
-  if (!gc) throw new Error('global.gc is missing: run with --expose-gc (see vitest.config.ts)');
-  for (let i = 0; i < tries; i++) {
-    if (done()) return;
-    gc();
-    await turn();
-  }
-  throw new Error(`not done after ${tries} collections`);
-}
 
 /** An instance attached for one task that admits `cost` and drops the permit and itself. */
 function dropWithInstance(buffer: SharedArrayBuffer, cost: number): void {
@@ -62,7 +50,6 @@ describe.each(WORD_MODES)('a permit dropped with its instance (%s)', (_mode, uni
 
 // The task's instance and its forgotten permit are dropped in the worker, which then collects
 // until the main thread's instance reports the leak (bounded) and says how it ended.
-const indexUrl = builtModuleUrl('src/index.js');
 const PER_TASK_SOURCE = `
 const { workerData } = require('node:worker_threads');
 (async () => {
@@ -95,16 +82,13 @@ const { workerData, parentPort } = require('node:worker_threads');
 
 describe('across worker threads', () => {
   it('has dist built (npm run build:ts)', () => {
-    expect(existsSync(fileURLToPath(indexUrl))).toBe(true);
+    expect(builtIndexExists()).toBe(true);
   });
 
   it('gives back a permit a worker dropped with the instance it attached for one task', async () => {
     const owner = new BoundedAdmission({ requests: 1 });
     const control = new Int32Array(new SharedArrayBuffer(4));
-    const worker = new Worker(PER_TASK_SOURCE, {
-      eval: true,
-      workerData: { url: indexUrl, buffer: owner.buffer, control: control.buffer },
-    });
+    const worker = attachedWorker(PER_TASK_SOURCE, owner.buffer, control);
     const [code] = await once(worker, 'exit');
     expect(code).toBe(0);
     expect(Atomics.load(control, 0)).toBe(1); // 2: still not given back after 200 collections
@@ -115,10 +99,7 @@ describe('across worker threads', () => {
   // has no shared record to recover it from; a claim has one, for the owner's reclaim().
   it('loses a permit still held when its thread ends; a claim can be reclaimed', async () => {
     const owner = new BoundedAdmission({ requests: 3, units: 10 });
-    const worker = new Worker(ENDS_HOLDING_SOURCE, {
-      eval: true,
-      workerData: { url: indexUrl, buffer: owner.buffer },
-    });
+    const worker = attachedWorker(ENDS_HOLDING_SOURCE, owner.buffer);
     const exited = once(worker, 'exit');
     const [claim] = (await once(worker, 'message')) as [Claim];
     const [code] = await exited;

@@ -3,6 +3,7 @@ import { SEQ_I32 } from '../src/admission/layout.js';
 import { COHORT_SIZE, ROTATE_MS } from '../src/admission/leak-guard.js';
 import { BoundedAdmission, type Claim } from '../src/index.js';
 import { admitted, turn } from './fixtures/admission-interleave.js';
+import { collectUntil } from './fixtures/collect-until.js';
 
 /**
  * The leak safety net: a permit dropped without release is given back once its whole cohort
@@ -21,17 +22,6 @@ function issueCohortWithOneLeak(admission: BoundedAdmission, leakedCost: number)
   const claim = admitted(admission, 2).toClaim();
   for (let i = 2; i < COHORT_SIZE; i++) admitted(admission, 1).release();
   return claim;
-}
-
-/** Collects and yields a macrotask (finalizers run as tasks) until `done`, at most `tries` times. */
-async function collectUntil(done: () => boolean, tries = 200): Promise<void> {
-  if (!gc) throw new Error('global.gc is missing: run with --expose-gc (see vitest.config.ts)');
-  for (let i = 0; i < tries; i++) {
-    if (done()) return;
-    gc();
-    await turn();
-  }
-  throw new Error(`not done after ${tries} collections`);
 }
 
 describe('leak safety net', () => {

@@ -4,15 +4,10 @@
  * thread alive, while the admission's own hold, gone with the last waiter, must not either.
  */
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { BoundedAdmission } from '../src/index.js';
-import { builtModuleUrl } from '../src/paths.js';
 import { admitted, WORD_MODES } from './fixtures/admission-interleave.js';
-
-const indexUrl = builtModuleUrl('src/index.js');
+import { attachedWorker, builtIndexExists } from './fixtures/attached-worker.js';
 
 // Control words 0 and 1: 1 when the aborted waiter, then the timed-out one, rejected with the
 // expected code (2 otherwise). No other handle is left: only a wrong hold keeps the thread.
@@ -33,17 +28,14 @@ const { workerData } = require('node:worker_threads');
 
 describe.each(WORD_MODES)('a worker whose waiters gave up (%s)', (_mode, units) => {
   it('has dist built (npm run build:ts)', () => {
-    expect(existsSync(fileURLToPath(indexUrl))).toBe(true);
+    expect(builtIndexExists()).toBe(true);
   });
 
   it('exits by itself, leaving nothing queued', async () => {
     const owner = new BoundedAdmission({ requests: 1, units });
     const held = admitted(owner, 1);
     const control = new Int32Array(new SharedArrayBuffer(8));
-    const worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      workerData: { url: indexUrl, buffer: owner.buffer, control: control.buffer },
-    });
+    const worker = attachedWorker(WORKER_SOURCE, owner.buffer, control);
     const [code] = await once(worker, 'exit');
     expect(code).toBe(0);
     expect([Atomics.load(control, 0), Atomics.load(control, 1)]).toEqual([1, 1]);

@@ -24,6 +24,7 @@ import {
   STEP,
   UNITS,
 } from './fixtures/admission-wait-layout.js';
+import { attachedWorker, builtIndexExists, controlAfter } from './fixtures/attached-worker.js';
 
 const workerUrl = builtModuleUrl('test/fixtures/admission-wait-worker.js');
 
@@ -182,7 +183,6 @@ describe.each([
 // by that wake retries before the flag is up, goes back to sleep, and nothing wakes it again.
 // A real worker thread; the main thread's close() is held (SharedArrayBuffer handshake, bounded)
 // between its two steps only when it has already notified, which the real order never does.
-const indexUrl = builtModuleUrl('src/index.js');
 const WORKER_SOURCE = `
 const { workerData } = require('node:worker_threads');
 (async () => {
@@ -210,30 +210,21 @@ const { workerData } = require('node:worker_threads');
 })();
 `;
 
-async function untilChanged(control: Int32Array, index: number, from: number, ms: number): Promise<number> {
-  const wait = Atomics.waitAsync(control, index, from, ms);
-  if (wait.async) await wait.value;
-  return Atomics.load(control, index);
-}
-
 describe.each(WORD_MODES)('close() across threads (%s)', (_mode, units) => {
   it('has dist built (npm run build:ts)', () => {
-    expect(existsSync(fileURLToPath(indexUrl))).toBe(true);
+    expect(builtIndexExists()).toBe(true);
   });
 
   it('sets CLOSED before waking, so a waiter in another thread that wakes at once is rejected', async () => {
     const admission = new BoundedAdmission({ requests: 1, units });
     const holder = admitted(admission, 1);
     const control = new Int32Array(new SharedArrayBuffer(8));
-    const worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      workerData: { url: indexUrl, buffer: admission.buffer, control: control.buffer },
-    });
+    const worker = attachedWorker(WORKER_SOURCE, admission.buffer, control);
     const realOr = Atomics.or;
     const realNotify = Atomics.notify;
     try {
       // Bounded handshake: the worker's waiter is queued and asleep.
-      expect(await untilChanged(control, 0, 0, 30_000)).toBe(1);
+      expect(await controlAfter(control, 0)).toBe(1);
       expect(admission.report()).toMatchObject({ waiting: 1 });
       let notified = false;
       let held = false;
@@ -256,7 +247,7 @@ describe.each(WORD_MODES)('close() across threads (%s)', (_mode, units) => {
         Atomics.notify = realNotify;
       }
       // Bounded: the real order rejects the worker's waiter at once; a lost wake-up never does.
-      expect(await untilChanged(control, 1, 0, 30_000)).toBe(1); // 1: OMNI_ERR_CLOSED
+      expect(await controlAfter(control, 1)).toBe(1); // 1: OMNI_ERR_CLOSED
       expect(held).toBe(false);
       holder.release();
       await drained;
