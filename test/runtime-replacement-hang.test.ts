@@ -8,14 +8,25 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { builtModuleUrl, packageRoot } from '../src/paths.js';
+import { blockedInRead, canBlockInRead, HeldPipe } from './fixtures/blocked-in-read.js';
 import { runNode } from './fixtures/cli-process.js';
 import { START_TIMEOUT_MS } from './fixtures/replacement-harness.js';
-import { INVOKED, newControl, waitFor } from './fixtures/runtime-control.js';
-import { cleanupOnRealClock, codeOf, rejection, start, until } from './fixtures/runtime-harness.js';
+import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import {
+  cleanupOnRealClock,
+  codeOf,
+  control,
+  rejection,
+  start,
+  turns,
+  until,
+} from './fixtures/runtime-harness.js';
+import { COUNT, newIds } from './fixtures/thread-exit-worker.js';
 
 afterEach(cleanupOnRealClock);
 
 const HANG_INIT_WORKER = builtModuleUrl('test/fixtures/runtime-hang-init-worker.js');
+const THREAD_EXIT_WORKER = builtModuleUrl('test/fixtures/thread-exit-worker.js');
 
 /**
  * A runtime whose `hangAt`-th thread to run init hangs there; one thread then exits. Returns
@@ -76,4 +87,55 @@ describe('a replacement thread whose init never finishes', () => {
     const { code, stdout } = await runNode(script, [], 40_000);
     expect({ code, stdout }).toEqual({ code: 0, stdout: 'OMNI_ERR_WORKER_EXITED\n' });
   }, 50_000);
+});
+
+describe.skipIf(!canBlockInRead)('a replacement thread whose init is held in a native call', () => {
+  // README (Close hooks and startTimeoutMs): terminating cannot end that call, so the failed
+  // runtime's close() returns only once it has returned; only a failed start() gives up on it.
+  it('one thread: the runtime fails, and close() waits for that call, past startTimeoutMs too', async () => {
+    const pipe = new HeldPipe();
+    try {
+      const ids = newIds();
+      const rt = await start({
+        worker: THREAD_EXIT_WORKER,
+        threads: 1,
+        admission: { requests: 4 },
+        startTimeoutMs: START_TIMEOUT_MS,
+        // The second init, the replacement's, blocks in read() on the pipe.
+        workerData: { ids: ids.buffer, readAt: 2, fd: pipe.readEnd },
+      });
+      const dying = control();
+      const died = codeOf(rt.run({ mode: 'block-exit', control: dying.buffer as SharedArrayBuffer }));
+      await waitFor(dying, STARTED);
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      open(dying);
+      expect(await died).toBe('OMNI_ERR_WORKER_EXITED');
+      await waitFor(ids, COUNT, 2);
+      // Polled by turns of the loop: until() waits on setTimeout, which is faked here.
+      while (!blockedInRead(pipe.readEnd)) await turns(1);
+      try {
+        // The replacement's bound passes (the runtime fails, its pool abandoned), then as long
+        // again. Before: the abandoned pool's exits were waited for at most that long, and
+        // close() returned with the thread still in its native call.
+        vi.advanceTimersByTime(START_TIMEOUT_MS);
+        await turns();
+        expect(rt.state).toBe('failed');
+        vi.advanceTimersByTime(START_TIMEOUT_MS);
+      } finally {
+        vi.useRealTimers();
+      }
+      let closed = false;
+      const closing = rt.close().finally(() => {
+        closed = true;
+      });
+      await turns();
+      expect({ held: blockedInRead(pipe.readEnd), closed }).toEqual({ held: true, closed: false });
+      pipe.release();
+      await expect(closing).resolves.toMatchObject({ clean: true });
+    } finally {
+      pipe.release();
+      await cleanupOnRealClock();
+      pipe.close();
+    }
+  });
 });

@@ -13,7 +13,13 @@ import { sample } from './fixtures/metrics-text.js';
 import { codeOf, until } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { clients, closeServed, type Gated, gatedForTest } from './fixtures/serve-harness.js';
+import {
+  clients,
+  closeServed,
+  type Gated,
+  gatedForTest,
+  holdNextConnection,
+} from './fixtures/serve-harness.js';
 
 afterEach(closeServed);
 
@@ -170,6 +176,41 @@ describe('drain', () => {
           `omni_http_request_duration_seconds_count{route="unmatched",method="POST",status="${CUT_OFF_STATUS}"}`,
         ),
       ).toBe(1);
+    } finally {
+      await g.lr.close();
+    }
+  });
+
+  it('a request node cannot parse that arrives while the runtime closes, its 400 held in this process: abandoned, not counted', async () => {
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, open: true });
+    let finish: (result: { clean: boolean; abandoned: number }) => void = () => {};
+    let closing: () => void = () => {};
+    const closeCalled = new Promise<void>((resolve) => {
+      closing = resolve;
+    });
+    const served = withClose(g, () => {
+      closing();
+      return new Promise((resolve) => {
+        finish = resolve;
+      });
+    });
+    try {
+      const s = await serve(served, { port: 0, sendTimeoutMs: Number.POSITIVE_INFINITY });
+      // A connection open before the drain whose client takes nothing the server writes.
+      const held = holdNextConnection(s);
+      const socket = connect({ host: '127.0.0.1', port: s.port });
+      clients.push(socket);
+      socket.on('error', () => {}); // the drain cuts it off on purpose
+      const { connection } = await held;
+      const drained = s.drain({ timeoutMs: 600_000 });
+      await closeCalled; // nothing was in flight: the drain went on to close the runtime
+      socket.write('GARBAGE / HTTP/1.1\r\n\r\n');
+      await until(() => connection.writableLength > 0, 'the 400 to be written, and held');
+      finish({ clean: true, abandoned: 0 });
+      // Owed after the wait ended, and cut off unanswered: the drain is neither clean nor silent.
+      expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
+      const text = (await s.metrics.scrape()).text;
+      expect(sample(text, 'omni_http_client_errors_total{detail="HPE_INVALID_METHOD"}')).toBeUndefined();
     } finally {
       await g.lr.close();
     }

@@ -7,7 +7,7 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { OmniError } from '../src/index.js';
 import {
   clientErrorHandler,
@@ -92,6 +92,39 @@ function fakeSocket(httpMessage?: { headersSent: boolean }) {
     },
   });
   return socket;
+}
+
+/**
+ * `socket`'s writes fail (the client reset the connection under them): node calls a failed write
+ * back with its error before it destroys the socket (writable.js onwriteError), so the error
+ * alone says the answer is not out.
+ */
+function failWrites(socket: ReturnType<typeof fakeSocket>): void {
+  socket.write = (text, callback) => {
+    socket.written += text;
+    const err = Object.assign(new Error('write EPIPE'), { code: 'EPIPE' });
+    if (callback) queueMicrotask(() => callback(err));
+    return true;
+  };
+}
+
+/**
+ * `socket`'s writes stay in this process (a client that takes nothing) until it is destroyed,
+ * which calls them back with no error, as node calls back a write the kernel had not taken
+ * once its connection is destroyed (cancelled-write-callback.test.ts).
+ */
+function holdWrites(socket: ReturnType<typeof fakeSocket>): void {
+  const held: ((err?: Error | null) => void)[] = [];
+  const destroy = socket.destroy;
+  socket.write = (text, callback) => {
+    socket.written += text;
+    if (callback) held.push(callback);
+    return true;
+  };
+  socket.destroy = (err) => {
+    destroy(err);
+    for (const callback of held.splice(0)) callback(null);
+  };
 }
 
 /**
@@ -191,6 +224,52 @@ describe('clientErrorHandler', () => {
     expect(answers.settled).toEqual([routed]);
   });
 
+  it('an answer whose write fails: not counted, still owed (until its connection closes)', async () => {
+    const m = metrics();
+    const socket = fakeSocket();
+    failWrites(socket);
+    const answers = ledger();
+    clientErrorHandler(m, answers)(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
+    expect(parse(socket.written).status).toBe(400);
+    expect(await clientErrors(m)).not.toContain('detail=');
+    expect(answers.told).toEqual(['owe']);
+  });
+
+  /** Runs `body` with setTimeout faked: the send timeout's and the linger's timers. */
+  function onFakeClock(body: () => void): void {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      body();
+    } finally {
+      vi.useRealTimers();
+    }
+  }
+
+  it('an answer out (the connection said finish) is not cut by sendTimeoutMs while it lingers', () => {
+    onFakeClock(() => {
+      const socket = fakeSocket();
+      clientErrorHandler(metrics(), ledger(), 50)(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
+      socket.emit('finish');
+      vi.advanceTimersByTime(50);
+      // Before: cut all the same, over what the client may still send (a reset, not a close).
+      expect(socket.destroyed).toBe(false);
+    });
+  });
+
+  it('a connection that closed before its answer was out leaves no timer armed', () => {
+    onFakeClock(() => {
+      const socket = fakeSocket();
+      clientErrorHandler(
+        metrics(),
+        ledger(),
+        600_000,
+      )(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
+      socket.emit('close');
+      // Before: the send timeout's stayed armed, holding the connection and the process that long.
+      expect(vi.getTimerCount()).toBe(0);
+    });
+  });
+
   it('a reset connection: nothing written, nothing counted', async () => {
     const m = metrics();
     const socket = fakeSocket();
@@ -210,7 +289,8 @@ describe('clientErrorHandler', () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: false });
     const res = pendingResponse(socket);
-    const handler = clientErrorHandler(m, ledger());
+    const answers = ledger();
+    const handler = clientErrorHandler(m, answers);
     handler(error('HPE_HEADER_OVERFLOW'), socket as unknown as Socket);
     // The parser stays failed and says so again on the next read: one answer, one count.
     handler(error('HPE_HEADER_OVERFLOW'), socket as unknown as Socket);
@@ -225,6 +305,49 @@ describe('clientErrorHandler', () => {
     expect(parse(socket.written).status).toBe(431);
     expect({ ended: socket.ended, destroyed: socket.destroyed }).toEqual({ ended: true, destroyed: false });
     expect(await clientErrors(m)).toContain('omni_http_client_errors_total{detail="HPE_HEADER_OVERFLOW"} 1');
+    // Owed (in flight) while it waited, until its answer was out, not until the lingering
+    // connection closes.
+    expect(answers.told).toEqual(['owe', 'discharge']);
+  });
+
+  it('an error behind an answer still to come, its answer held then cut off: not counted, still owed', async () => {
+    const m = metrics();
+    const socket = fakeSocket({ headersSent: false });
+    holdWrites(socket);
+    const res = pendingResponse(socket);
+    const answers = ledger();
+    clientErrorHandler(m, answers)(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
+    res.writableFinished = true;
+    res.emit('close');
+    expect(parse(socket.written).status).toBe(400);
+    // The drain or the send timeout closing the connection over it.
+    socket.destroy();
+    expect(await clientErrors(m)).not.toContain('detail=');
+    // Discharged by its connection's close (the drain's own listener), not as an answer out.
+    expect(answers.told).toEqual(['owe']);
+  });
+
+  it('an error behind an answer still to come: its answer, once written, is bounded by sendTimeoutMs', () => {
+    const SEND_TIMEOUT_MS = 50;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const socket = fakeSocket({ headersSent: false });
+      const res = pendingResponse(socket);
+      clientErrorHandler(
+        metrics(),
+        ledger(),
+        SEND_TIMEOUT_MS,
+      )(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
+      res.writableFinished = true;
+      res.emit('close');
+      expect(parse(socket.written).status).toBe(400);
+      // Never out (the fake socket never says 'finish': a client that takes none of it). Before:
+      // only the answers written at once were bounded; this one held its connection for good.
+      vi.advanceTimersByTime(SEND_TIMEOUT_MS);
+      expect(socket.destroyed).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('an error behind an answer that never finished (the client left): closed, nothing written, not counted', async () => {
@@ -350,6 +473,17 @@ describe('connectHandler', () => {
     expect(answers.told).toEqual(['owe', 'discharge']);
   });
 
+  it('its answer whose write fails: not counted, still owed (until its connection closes)', async () => {
+    const m = metrics();
+    const socket = fakeSocket();
+    failWrites(socket);
+    const answers = ledger();
+    connectHandler(m, noAdopt, answers)(req, socket as unknown as Socket);
+    expect(parse(socket.written).status).toBe(501);
+    expect(await clientErrors(m)).not.toContain('detail=');
+    expect(answers.told).toEqual(['owe']);
+  });
+
   // node no longer looks after a connection it handed to 'connect' listeners: one left open
   // here would stay open.
   it('a connection no longer writable: nothing written, destroyed, not counted', async () => {
@@ -375,6 +509,19 @@ describe('connectHandler', () => {
       destroyed: true,
     });
     expect(await clientErrors(m)).not.toContain('detail=');
+  });
+
+  it('behind an answer out already that closed the connection: not answered, not counted, not owed', async () => {
+    const m = metrics();
+    const socket = fakeSocket();
+    const res = pendingResponse(socket, true);
+    res.writableFinished = true;
+    const answers = ledger();
+    connectHandler(m, noAdopt, answers)(req, socket as unknown as Socket);
+    expect(socket.written).toBe('');
+    expect(await clientErrors(m)).not.toContain('detail=');
+    // Never to be answered: not in flight while node closes the connection.
+    expect(answers.told).toEqual([]);
   });
 
   it('behind an answer still to come that turns out to close the connection: not answered, not counted', async () => {

@@ -8,8 +8,8 @@ import { connect, type Socket } from 'node:net';
 import { afterEach, expect, it, vi } from 'vitest';
 import type { ServeHandle } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
-import { until } from './fixtures/runtime-harness.js';
-import { clients, closeServed, startServed } from './fixtures/serve-harness.js';
+import { turns, until } from './fixtures/runtime-harness.js';
+import { clients, closeServed, holdNextConnection, startServed } from './fixtures/serve-harness.js';
 
 afterEach(async () => {
   vi.restoreAllMocks();
@@ -19,14 +19,24 @@ afterEach(async () => {
 const series = (what: 'count' | 'sum', status: number): string =>
   `omni_http_request_duration_seconds_${what}{route="/v1/linear",method="POST",status="${status}"}`;
 
+/** A client that does not answer the server's FIN with its own (half-open allowed). */
+function halfOpenClient(s: ServeHandle): Socket {
+  const c = connect({ host: '127.0.0.1', port: s.port, allowHalfOpen: true });
+  clients.push(c);
+  return c;
+}
+
+const FAILING_CHUNKED =
+  'POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n' +
+  `Transfer-Encoding: chunked\r\n\r\n10\r\n${'\0'.repeat(16)}\r\nQQ\r\n`;
+
 /**
  * A client whose chunked body fails (not a chunk size) and that has heard the whole 400 and the
  * server's FIN, its own side still open: half-open allowed, it does not answer that FIN with its
  * own (as a node client otherwise does at once), so the connection lingers.
  */
 async function answeredAndLingering(s: ServeHandle): Promise<Socket> {
-  const c = connect({ host: '127.0.0.1', port: s.port, allowHalfOpen: true });
-  clients.push(c);
+  const c = halfOpenClient(s);
   let heard = '';
   c.on('data', (chunk: Buffer) => {
     heard += chunk.toString('latin1');
@@ -71,4 +81,27 @@ it('its time ends when the 400 is out, not when the lingering connection closes'
   await until(recorded, 'the 400 to be recorded as its connection closes');
   // Before: 5 s, the time the connection lingered after the answer.
   expect(sample((await s.metrics.scrape()).text, series('sum', 400))).toBe(0);
+});
+
+it('a drain that waits for a routed 400 held in this process ends once it is out, not once its connection stops lingering', async () => {
+  const { g, s } = await startServed(
+    { inFeatures: 4, outFeatures: 2, open: true },
+    { sendTimeoutMs: Number.POSITIVE_INFINITY },
+  );
+  const held = holdNextConnection(s);
+  halfOpenClient(s).write(FAILING_CHUNKED);
+  const { connection, release } = await held;
+  await until(() => connection.writableLength > 0, 'the 400 to be written');
+  const drained = s.drain({ timeoutMs: Number.POSITIVE_INFINITY });
+  await turns();
+  expect(g.lr.runtime.state).toBe('ready');
+  // The linger's own bound (LINGER_MS) on a fake clock, never due: the client never closes its
+  // side, so only the 400 being out can end the drain's wait. Before: it waited for the close.
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  try {
+    release();
+    expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+  } finally {
+    vi.useRealTimers();
+  }
 });
