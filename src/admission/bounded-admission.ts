@@ -1,3 +1,4 @@
+import { signalAborted } from '../abort-signal.js';
 import {
   ClosedError,
   InvalidArgumentError,
@@ -245,7 +246,7 @@ export class BoundedAdmission implements PermitOwner {
       const invalid = invalidAdmitOptions(signal, timeoutMs);
       if (invalid !== undefined) return Promise.reject(invalid);
     }
-    if (signal?.aborted) return Promise.reject(abortError(signal));
+    if (signal !== undefined && signalAborted(signal)) return Promise.reject(abortError(signal));
     if (this.#unitMode && cost > this.#ceiling) {
       this.#countRefusal();
       return Promise.reject(new TooLargeError(cost, this.#ceiling));
