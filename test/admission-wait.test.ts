@@ -349,6 +349,22 @@ describe("admit reads the signal by its internal slots, not the caller's own pro
   });
 });
 
+describe('admit options', () => {
+  it('whose getter throws: admit() rejects with its error, not throws, and queues nothing', async () => {
+    const admission = new BoundedAdmission({ requests: 1 });
+    const holder = admitted(admission, 1);
+    const thrown = new Error('an option getter');
+    const options = {
+      get signal(): never {
+        throw thrown;
+      },
+    };
+    await expect(admission.admit(1, options)).rejects.toBe(thrown);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 0 });
+    holder.release();
+  });
+});
+
 describe('admit with a unit ceiling', () => {
   it('does not let small requests starve a large one at the head', async () => {
     const admission = new BoundedAdmission({ requests: 10, units: 10 });
