@@ -227,16 +227,27 @@ function snapshot(workerData: unknown): unknown {
   }
 }
 
+/**
+ * The admission option's fields, each read once into a plain object: the checks (the claim-slot
+ * limit, checkBounds) and the runtime's own admission then see the same values, where the
+ * caller's object read again could answer otherwise (a getter for `requests` passed the limit
+ * and then gave the runtime more requests than it has claim slots).
+ */
+function admissionOf(admission: unknown): RuntimeAdmissionOptions | undefined {
+  if (admission === undefined) return undefined;
+  if (typeof admission !== 'object' || admission === null) {
+    bad('admission must be an object { requests, units?, wait? }');
+  }
+  checkOptionKeys('admission', admission, RUNTIME_ADMISSION_KEYS);
+  const { requests, units, wait } = admission as RuntimeAdmissionOptions;
+  if (wait !== undefined && typeof wait !== 'boolean') bad('admission.wait must be a boolean');
+  return { requests, units, wait };
+}
+
 export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOptions {
   if (typeof options !== 'object' || options === null) bad('Runtime.start needs an options object');
   checkOptionKeys('Runtime.start options', options, RUNTIME_KEYS);
-  const admission = options.admission;
-  if (admission !== undefined && (typeof admission !== 'object' || admission === null)) {
-    bad('admission must be an object { requests, units?, wait? }');
-  }
-  if (admission !== undefined) checkOptionKeys('admission', admission, RUNTIME_ADMISSION_KEYS);
-  if (admission?.wait !== undefined && typeof admission.wait !== 'boolean')
-    bad('admission.wait must be a boolean');
+  const admission = admissionOf(options.admission);
   const checked: Omit<CheckedRuntimeOptions, 'workerData'> = {
     moduleUrl: moduleUrlOf(options.worker),
     threads: checkInteger('threads', options.threads ?? 1, 1, 256),
