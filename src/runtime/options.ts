@@ -194,19 +194,28 @@ const RESOURCE_LIMIT_KEYS: OptionKeys<ResourceLimits> = {
   stackSizeMb: true,
 };
 
-/** Node ignores a misspelt or non-numeric limit without a word: the thread would run unlimited. */
+/**
+ * Node ignores a misspelt or non-numeric limit without a word: the thread would run unlimited.
+ * Each limit is read once, inherited ones too (as Node reads them), into the plain object the
+ * threads are given: Node reads the caller's object again for every thread it starts, and a
+ * getter that answered a number to this check and anything else to Node lifted the limit.
+ */
 function checkResourceLimits(limits: unknown): ResourceLimits | undefined {
   if (limits === undefined) return undefined;
   if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
     bad(`resourceLimits must be an object, got ${describeValue(limits)}`);
   }
   checkOptionKeys('resourceLimits', limits, RESOURCE_LIMIT_KEYS);
-  for (const [key, value] of Object.entries(limits)) {
-    if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
+  const checked: Record<string, number> = {};
+  for (const key of Object.keys(RESOURCE_LIMIT_KEYS)) {
+    const value: unknown = (limits as Record<string, unknown>)[key];
+    if (value === undefined) continue;
+    if (!(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
       bad(`resourceLimits.${key} must be a number of MB > 0, got ${describeValue(value)}`);
     }
+    checked[key] = value;
   }
-  return limits as ResourceLimits;
+  return checked as ResourceLimits;
 }
 
 /**
