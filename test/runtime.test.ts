@@ -271,6 +271,14 @@ describe('Runtime.start', () => {
       { worker: 'https://127.0.0.1:1/worker.js' },
       { worker: 'HTTPS://127.0.0.1:1/worker.js' },
       { worker: 'node://worker.js' },
+      // Read by internal slot: an own protocol cannot pass an http: URL, and an object only
+      // inheriting URL.prototype (its getters throw) is no URL.
+      {
+        worker: Object.defineProperty(new URL('http://127.0.0.1:1/worker.js'), 'protocol', {
+          value: 'file:',
+        }),
+      },
+      { worker: Object.create(URL.prototype) },
       { worker, threads: 0 },
       { worker, threads: 1.5 },
       { worker, threads: 257 },

@@ -161,7 +161,7 @@ const URL_WITH_AUTHORITY = /^[a-z][a-z\d+.-]+:\/\//i;
  * and `https://…` taken as a path would resolve under the working directory: both are refused here.
  */
 function moduleUrlOf(worker: unknown): string {
-  if (worker instanceof URL) return loadableUrl(worker.href, worker.protocol);
+  if (worker instanceof URL) return loadableUrl(...hrefAndProtocol(worker));
   if (typeof worker !== 'string' || worker === '')
     bad('worker must be a module path, or a file: or data: URL');
   if (worker.startsWith('file:') || worker.startsWith('data:')) return worker;
@@ -172,6 +172,24 @@ function moduleUrlOf(worker: unknown): string {
   }
   return pathToFileURL(isAbsolute(worker) ? worker : resolve(worker)).href;
 }
+
+/**
+ * By internal slot, then parsed again: a URL's own `href` or `protocol` are the caller's (an own
+ * `protocol` of 'file:' passed an https: URL to the threads' loader), and one only inheriting
+ * URL.prototype threw an uncoded TypeError as it was read.
+ */
+function hrefAndProtocol(worker: URL): [href: string, protocol: string] {
+  let href: string;
+  try {
+    href = urlHref.call(worker);
+  } catch {
+    bad('worker must be a module path, or a file: or data: URL');
+  }
+  const url = new URL(href);
+  return [url.href, url.protocol];
+}
+
+const urlHref = Object.getOwnPropertyDescriptor(URL.prototype, 'href')!.get as (this: URL) => string;
 
 function loadableUrl(href: string, protocol: string): string {
   if (!WORKER_SCHEMES.has(protocol)) {
