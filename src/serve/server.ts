@@ -253,10 +253,10 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   // a default the runtime has, and a client's deadline still shortens it.
   const deadlineMs = duration('deadlineMs', options.deadlineMs) ?? runtime.deadlineMs;
   // Read as `!== false`, a 0 or a 'false' from a config file would close the caller's runtime.
-  if (options.closeRuntime !== undefined && typeof options.closeRuntime !== 'boolean') {
-    throw new InvalidArgumentError(
-      `closeRuntime must be a boolean, got ${describeValue(options.closeRuntime)}`,
-    );
+  // Read once: a getter could answer false to the check and 0 to the use.
+  const closeRuntime: unknown = options.closeRuntime;
+  if (closeRuntime !== undefined && typeof closeRuntime !== 'boolean') {
+    throw new InvalidArgumentError(`closeRuntime must be a boolean, got ${describeValue(closeRuntime)}`);
   }
   const settings: Settings = {
     host,
@@ -267,7 +267,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     requestTimeoutMs,
     sendTimeoutMs,
     deadlineMs,
-    closeRuntime: options.closeRuntime !== false,
+    closeRuntime: closeRuntime !== false,
     widths,
   };
   for (let attempt = 1; ; attempt++) {
