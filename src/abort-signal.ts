@@ -1,15 +1,45 @@
+import { isProxy } from 'node:util/types';
+
+/**
+ * A signal is read by its internal slots, through AbortSignal.prototype's getters and
+ * EventTarget.prototype's methods, never through its own properties: those are the caller's,
+ * and an own `reason` getter that threw as an abort was told threw out of the abort listener
+ * (an uncaught exception) and left the call or waiter pending for good; an own `aborted` that
+ * threw made run() and admit() throw instead of rejecting.
+ */
+const abortedSlot = slotGetter<boolean>('aborted');
+const reasonSlot = slotGetter<unknown>('reason');
+const addListener = EventTarget.prototype.addEventListener;
+const removeListener = EventTarget.prototype.removeEventListener;
+
+function slotGetter<T>(key: string): (this: AbortSignal) => T {
+  return Object.getOwnPropertyDescriptor(AbortSignal.prototype, key)!.get as (this: AbortSignal) => T;
+}
+
 /**
  * A real AbortSignal. `instanceof` alone admits `Object.create(AbortSignal.prototype)`, whose
  * getters throw (ERR_INVALID_THIS): a later read of `aborted` would then throw where the
- * caller was promised a coded rejection.
+ * caller was promised a coded rejection. A Proxy is none: its traps answer the slot getters'
+ * reads (they could throw at the abort), and its abort event reaches the signal it wraps, which
+ * no follower knows.
  */
 export function isAbortSignal(value: unknown): value is AbortSignal {
-  if (!(value instanceof AbortSignal)) return false;
+  if (!(value instanceof AbortSignal) || isProxy(value)) return false;
   try {
-    return typeof value.aborted === 'boolean';
+    return typeof abortedSlot.call(value) === 'boolean';
   } catch {
     return false;
   }
+}
+
+/** `signal.aborted`, read by internal slot. */
+export function signalAborted(signal: AbortSignal): boolean {
+  return abortedSlot.call(signal);
+}
+
+/** `signal.reason`, read by internal slot. */
+export function signalReason(signal: AbortSignal): unknown {
+  return reasonSlot.call(signal);
 }
 
 /** What follows a signal's abort (a call, a waiter): told once, when the signal aborts. */
@@ -52,7 +82,7 @@ export function followAbort(signal: AbortSignal, follower: AbortFollower): void 
   if (following === undefined) {
     following = new Set();
     followers.set(signal, following);
-    signal.addEventListener('abort', tellFollowers, { once: true });
+    addListener.call(signal, 'abort', tellFollowers, { once: true });
   }
   following.add(follower);
 }
@@ -62,5 +92,5 @@ export function unfollowAbort(signal: AbortSignal, follower: AbortFollower): voi
   const following = followers.get(signal);
   if (following === undefined || !following.delete(follower) || following.size !== 0) return;
   followers.delete(signal);
-  signal.removeEventListener('abort', tellFollowers);
+  removeListener.call(signal, 'abort', tellFollowers);
 }

@@ -344,7 +344,15 @@ export function describeThrown(err: unknown): string {
   return describeValue(err);
 }
 
-/** True when `err` carries the given stable code. */
+/**
+ * True when `err` carries the given stable code. Never throws: a value whose `code` throws as it
+ * is read (a getter, a Proxy's trap) carries none.
+ */
 export function hasCode(err: unknown, code: string): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
+  if (typeof err !== 'object' || err === null) return false;
+  try {
+    return (err as { code?: unknown }).code === code;
+  } catch {
+    return false;
+  }
 }

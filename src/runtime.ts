@@ -1,4 +1,5 @@
 import type { Piscina } from 'piscina';
+import { signalAborted } from './abort-signal.js';
 import { BoundedAdmission, type Claim, type Permit } from './admission/index.js';
 import { MAX_CLAIM_SLOTS } from './admission/layout.js';
 import { taskPost } from './envelope.js';
@@ -225,7 +226,8 @@ export class Runtime {
       return this[kEndedEarly]('invalid', err);
     }
     const { cost, signal, deadlineMs } = call;
-    if (signal?.aborted) return Promise.reject(abortedBeforeDispatch(signal, this.#outcomes));
+    if (signal !== undefined && signalAborted(signal))
+      return Promise.reject(abortedBeforeDispatch(signal, this.#outcomes));
     const deadlineAt = deadlineMs === undefined ? 0 : Date.now() + deadlineMs;
     if (this.#waits) return this.#admitThenDispatch(input, call, deadlineAt) as Promise<O>;
     let admitted: ReturnType<BoundedAdmission['tryAdmit']>;
@@ -256,7 +258,7 @@ export class Runtime {
     // The admission stops watching the signal once it grants the permit, and the task starts
     // watching it only at dispatch: an abort in between (even in the same tick as run()) is
     // caught here, before anything reaches a worker.
-    if (signal?.aborted) {
+    if (signal !== undefined && signalAborted(signal)) {
       permit.release();
       throw abortedBeforeDispatch(signal, this.#outcomes);
     }

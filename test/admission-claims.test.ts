@@ -173,6 +173,25 @@ describe('claims', () => {
       (id) => ({ admission: id, slot: 0, generation: 2 ** 53, units: 1 }),
       (id) => ({ admission: id, slot: 0, generation: Number.POSITIVE_INFINITY, units: 1 }),
       (id) => ({ admission: id, slot: 0, generation: '0', units: 1 }),
+      // Fields that throw as they are read: reclaim() threw the getter's error (it promises not
+      // to throw), releaseClaim() threw it uncoded.
+      (id) => ({
+        admission: id,
+        get slot(): never {
+          throw new Error('a getter that throws');
+        },
+        generation: 0,
+        units: 1,
+      }),
+      () =>
+        new Proxy(
+          {},
+          {
+            get() {
+              throw new Error('a trap that throws');
+            },
+          },
+        ),
     ];
 
     it.each(malformed.map((make, i) => [i, make] as const))(

@@ -7,6 +7,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { type AdmitOptions, BoundedAdmission, type Permit } from '../src/index.js';
 import { admitted, rejection, track, turn, WORD_MODES } from './fixtures/admission-interleave.js';
+import { abortedSayingNot, abortedWithThrowingReason, throwingReason } from './fixtures/shadowed-signal.js';
 
 describe.each(WORD_MODES)('admit (%s)', (_mode, units) => {
   it('resolves at once when there is room, without queueing', async () => {
@@ -217,6 +218,8 @@ describe.each(WORD_MODES)('admit (%s)', (_mode, units) => {
       { signal: Object.create(AbortSignal.prototype) },
     ],
     ['null options', null],
+    // Its traps would answer the slot reads, and its abort reaches the signal it wraps.
+    ['a Proxy of an AbortSignal', { signal: new Proxy(new AbortController().signal, {}) }],
   ])('rejects %s with OMNI_ERR_INVALID_ARGUMENT before queueing', async (_name, options) => {
     const admission = new BoundedAdmission({ requests: 1, units });
     const holder = admitted(admission, 1);
@@ -297,6 +300,68 @@ describe.each(WORD_MODES)('admit (%s)', (_mode, units) => {
     attached.releaseClaim(claim);
     await turn();
     expect(drained.settled).toBe(true);
+  });
+});
+
+describe("admit reads the signal by its internal slots, not the caller's own properties", () => {
+  it('an aborted signal whose own reason throws: admit() rejects AbortError, not throws', async () => {
+    const admission = new BoundedAdmission({ requests: 1 });
+    const err = await rejection(admission.admit(1, { signal: abortedWithThrowingReason() }));
+    expect(err.code).toBe('OMNI_ERR_ABORTED');
+    expect((err.cause as Error).message).toBe('the real reason');
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 0, rejected: 0 });
+  });
+
+  it('a waiter whose signal has an own reason that throws rejects at its abort', async () => {
+    // The abort listener threw the getter's error (uncaught) and the waiter stayed pending.
+    const admission = new BoundedAdmission({ requests: 1 });
+    const holder = admitted(admission, 1);
+    const { controller, signal } = throwingReason();
+    const waiter = admission.admit(1, { signal });
+    expect(admission.report().waiting).toBe(1);
+    controller.abort(new Error('caller gone'));
+    const err = await rejection(waiter);
+    expect(err.code).toBe('OMNI_ERR_ABORTED');
+    expect((err.cause as Error).message).toBe('caller gone');
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
+    holder.release();
+  });
+
+  it('a signal aborted already whose own aborted says false is not queued', async () => {
+    const admission = new BoundedAdmission({ requests: 1 });
+    const holder = admitted(admission, 1);
+    const err = await rejection(admission.admit(1, { signal: abortedSayingNot() }));
+    expect(err.code).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
+    holder.release();
+  });
+
+  it('an own addEventListener that listens to nothing: the abort is still heard', async () => {
+    const admission = new BoundedAdmission({ requests: 1 });
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    Object.defineProperty(controller.signal, 'addEventListener', { value: () => {} });
+    const waiter = admission.admit(1, { signal: controller.signal });
+    controller.abort();
+    expect((await rejection(waiter)).code).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
+    holder.release();
+  });
+});
+
+describe('admit options', () => {
+  it('whose getter throws: admit() rejects with its error, not throws, and queues nothing', async () => {
+    const admission = new BoundedAdmission({ requests: 1 });
+    const holder = admitted(admission, 1);
+    const thrown = new Error('an option getter');
+    const options = {
+      get signal(): never {
+        throw thrown;
+      },
+    };
+    await expect(admission.admit(1, options)).rejects.toBe(thrown);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 0 });
+    holder.release();
   });
 });
 

@@ -5,7 +5,7 @@
  * give the documented coded error, not a TypeError from building the message.
  */
 import { describe, expect, it } from 'vitest';
-import { describeValue } from '../src/errors.js';
+import { describeValue, hasCode } from '../src/errors.js';
 import { BoundedAdmission, LinearRuntime, Runtime } from '../src/index.js';
 import { resolveDevice } from '../src/native/index.js';
 import { requireInteger } from '../src/native/validate.js';
@@ -87,6 +87,27 @@ describe.each(hostile)('%s as a number', (_what, make) => {
     expect(await rejectedCode(() => serve(runtime, { drainTimeoutMs: make() as number }))).toBe(
       'OMNI_ERR_INVALID_ARGUMENT',
     );
+  });
+});
+
+describe('hasCode', () => {
+  it('is false, never a throw, for a value whose code throws as it is read', () => {
+    const getter = Object.defineProperty(new Error('x'), 'code', {
+      get(): never {
+        throw new Error('a code getter');
+      },
+    });
+    const trap = new Proxy(
+      {},
+      {
+        get(): never {
+          throw new Error('a trap');
+        },
+      },
+    );
+    expect(hasCode(getter, 'OMNI_ERR_ABORTED')).toBe(false);
+    expect(hasCode(trap, 'OMNI_ERR_ABORTED')).toBe(false);
+    expect(hasCode({ code: 'OMNI_ERR_ABORTED' }, 'OMNI_ERR_ABORTED')).toBe(true);
   });
 });
 

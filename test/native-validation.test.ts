@@ -1,7 +1,7 @@
 import { runInNewContext } from 'node:vm';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
-import type { NativeLibrary, NativeStats, RawNativeApi } from '../src/native/index.js';
+import type { NativeLibrary, NativeOpenOptions, NativeStats, RawNativeApi } from '../src/native/index.js';
 import {
   DEFAULT_WORKSPACE_BYTES,
   FixtureFaults,
@@ -23,6 +23,12 @@ function codeOf(fn: () => unknown): { code?: string; nativeCode?: number; fatal?
     return err as { code?: string; nativeCode?: number; fatal?: boolean };
   }
   throw new Error('expected the call to throw');
+}
+
+/** Options whose `key` answers `first` once, then undefined: what was checked must be what is used. */
+function oneRead(key: 'workspaceCount' | 'workspaceBytes', first: number): NativeOpenOptions {
+  let reads = 0;
+  return Object.defineProperty({}, key, { enumerable: true, get: () => (reads++ === 0 ? first : undefined) });
 }
 
 describe('native validation (fixture)', () => {
@@ -139,6 +145,13 @@ describe('native validation (fixture)', () => {
       ['workspaceCount 0', () => NativeContext.open(lib, { workspaceCount: 0 })],
       ['workspaceCount 65', () => NativeContext.open(lib, { workspaceCount: 65 })],
       ['workspaceBytes NaN', () => NativeContext.open(lib, { workspaceBytes: Number.NaN })],
+      // Each option read once: these answered the check undefined and the call the first value
+      // (a count of 2^32 + 1 opened a context with 1 workspace; a string aborted the process).
+      [
+        'workspaceCount 2^32 + 1, then undefined',
+        () => NativeContext.open(lib, oneRead('workspaceCount', 2 ** 32 + 1)),
+      ],
+      ['workspaceBytes -5, then undefined', () => NativeContext.open(lib, oneRead('workspaceBytes', -5))],
       ['device -1', () => NativeContext.open(lib, { device: -1 })],
       ['OMNI_CUDA_DEVICE=abc', () => NativeContext.open(lib, { env: { OMNI_CUDA_DEVICE: 'abc' } })],
       ['open env null', () => NativeContext.open(lib, { env: null as never })],

@@ -102,6 +102,19 @@ describe('refusing admission', () => {
     const over = start({ threads: 1, admission: { requests: MAX_CLAIM_SLOTS + 1 } });
     expect(await codeOf(over)).toBe('OMNI_ERR_INVALID_BOUND');
   });
+
+  it('the bound is read once: the requests checked are the requests the runtime admits', async () => {
+    // Read again after the claim-slot check, this getter gave the runtime 4x the slots it has.
+    let reads = 0;
+    const admission = {
+      get requests(): number {
+        return reads++ === 0 ? 4 : MAX_CLAIM_SLOTS * 4;
+      },
+    };
+    const rt = await start({ threads: 1, admission });
+    expect(rt.report()).toMatchObject({ capacity: 4, depth: 0 });
+    expect(reads).toBe(1);
+  });
 });
 
 describe('wait mode (admission.wait)', () => {

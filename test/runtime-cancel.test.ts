@@ -24,6 +24,7 @@ import {
   turns,
   until,
 } from './fixtures/runtime-harness.js';
+import { abortedSayingNot, abortedWithThrowingReason, throwingReason } from './fixtures/shadowed-signal.js';
 
 const MODES = [
   ['bounded', { requests: 2 }],
@@ -207,4 +208,44 @@ describe('a task whose caller left before it started', () => {
       expect(rt.report()).toMatchObject({ depth: 0, aborted: 1, completed: 1 });
     });
   }
+});
+
+describe("run() reads the signal by its internal slots, not the caller's own properties", () => {
+  for (const [mode, admission] of MODES) {
+    it(`an aborted signal whose own reason throws: run() rejects AbortError, not throws (${mode})`, async () => {
+      const rt = await start({ threads: 1, ...(admission ? { admission } : {}) });
+      const err = await rejection(
+        rt.run({ mode: 'echo', value: 1 }, { signal: abortedWithThrowingReason() }),
+      );
+      expect(err).toMatchObject({ name: 'AbortError', code: 'OMNI_ERR_ABORTED' });
+      expect((err.cause as Error).message).toBe('the real reason');
+      expect(rt.report()).toMatchObject({ depth: 0, aborted: 1, completed: 0 });
+    });
+
+    it(`a signal aborted already whose own aborted says false is not dispatched (${mode})`, async () => {
+      const rt = await start({ threads: 1, ...(admission ? { admission } : {}) });
+      const c = control();
+      open(c); // the handler would not block: only the abort can keep it from completing
+      const err = await rejection(rt.run(gate(c, { value: 'ran' }), { signal: abortedSayingNot() }));
+      expect(err).toMatchObject({ name: 'AbortError', code: 'OMNI_ERR_ABORTED' });
+      expect(rt.report()).toMatchObject({ depth: 0, aborted: 1, completed: 0 });
+      expect(Atomics.load(c, INVOKED)).toBe(0);
+    });
+  }
+
+  it('a dispatched call whose signal has an own reason that throws rejects at its abort', async () => {
+    // The abort listener threw the getter's error (uncaught) and the caller stayed pending.
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const c = control();
+    const { controller, signal } = throwingReason();
+    const call = rt.run(gate(c, { value: 'late' }), { signal });
+    await waitFor(c, STARTED);
+    controller.abort(new Error('caller gone'));
+    const err = await rejection(call);
+    expect(err).toMatchObject({ name: 'AbortError', code: 'OMNI_ERR_ABORTED' });
+    expect((err.cause as Error).message).toBe('caller gone');
+    open(c);
+    await until(() => rt.report().depth === 0, 'depth 0');
+    expect(rt.report()).toMatchObject({ aborted: 1, completed: 0 });
+  });
 });

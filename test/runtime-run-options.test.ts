@@ -28,6 +28,8 @@ describe('malformed run options take no capacity', () => {
         { signal: new AbortController() },
         // Passes instanceof, but its getters throw: run() must still reject, not throw.
         { signal: Object.create(AbortSignal.prototype) },
+        // Its traps would answer the signal's reads, and its abort reaches the signal it wraps.
+        { signal: new Proxy(new AbortController().signal, {}) },
         null,
         'fast',
         42,

@@ -4,7 +4,7 @@
  * in-flight work before stopping, or, with timeoutMs, terminates stuck work and still
  * returns its capacity. The other concepts: runtime-{cancel,admission,failures,transfer}.
  */
-import { MessageChannel } from 'node:worker_threads';
+import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { defineWorker, Runtime, type RuntimeOptions } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
@@ -241,6 +241,24 @@ describe('Runtime.start', () => {
     }
   });
 
+  it('gives the threads the resourceLimits it checked, each read once, inherited ones too', async () => {
+    const source = `import { resourceLimits } from 'node:worker_threads';
+      import { defineWorker } from ${JSON.stringify(builtModuleUrl('src/index.js'))};
+      export default defineWorker(() => resourceLimits);`;
+    const worker = `data:text/javascript,${encodeURIComponent(source)}`;
+    // Read again by Node as each thread starts, this answered 'a lot', which Node ignores: the
+    // thread ran without the limit that was checked.
+    let reads = 0;
+    class Limits {
+      get maxOldGenerationSizeMb(): unknown {
+        return reads++ === 0 ? 48 : 'a lot';
+      }
+    }
+    const rt = await start({ worker, resourceLimits: new Limits() as ResourceLimits });
+    expect(await rt.run(null)).toMatchObject({ maxOldGenerationSizeMb: 48 });
+    expect(reads).toBe(1);
+  });
+
   it('rejects invalid options with OMNI_ERR_INVALID_ARGUMENT / OMNI_ERR_INVALID_BOUND', async () => {
     const worker = GATED_WORKER;
     const invalidArgument: unknown[] = [
@@ -253,6 +271,14 @@ describe('Runtime.start', () => {
       { worker: 'https://127.0.0.1:1/worker.js' },
       { worker: 'HTTPS://127.0.0.1:1/worker.js' },
       { worker: 'node://worker.js' },
+      // Read by internal slot: an own protocol cannot pass an http: URL, and an object only
+      // inheriting URL.prototype (its getters throw) is no URL.
+      {
+        worker: Object.defineProperty(new URL('http://127.0.0.1:1/worker.js'), 'protocol', {
+          value: 'file:',
+        }),
+      },
+      { worker: Object.create(URL.prototype) },
       { worker, threads: 0 },
       { worker, threads: 1.5 },
       { worker, threads: 257 },

@@ -69,6 +69,30 @@ describe('drain', () => {
   });
 });
 
+describe('the runtime serve() checked', () => {
+  it('a width that reads otherwise after serve() checked it: the checked one is served', async () => {
+    // Read again per request, the width below was 8 there: every 4-float row was a 400.
+    const g = await gated({ open: true, admission: { requests: 2 } });
+    const lr = g.lr;
+    let reads = 0;
+    const runtime: Served = {
+      run: lr.run.bind(lr),
+      report: lr.report.bind(lr),
+      close: lr.close.bind(lr),
+      get inFeatures() {
+        return reads++ === 0 ? lr.inFeatures : lr.inFeatures * 2;
+      },
+      outFeatures: lr.outFeatures,
+      backend: lr.backend,
+    };
+    const s = await serve(runtime, { port: 0 });
+    const answer = await postFloats(s.address, [1, 2, 3, 4]);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('x-omni-rows')).toBe('1');
+    expect(await s.close()).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+});
+
 describe('GET /health and /metrics', () => {
   // Kills: /health's `waiting` not taken from the report (always 0).
   it('/health counts a caller waiting for admission (bounded wait mode)', async () => {

@@ -113,6 +113,22 @@ describe('option ranges', () => {
     },
   );
 
+  it('closeRuntime is read once: the false that was checked keeps the runtime open', async () => {
+    // Read three times, this answered false to the check and 0 to the use (0 !== false).
+    const g = await gated({ open: true });
+    let reads = 0;
+    const options = {
+      port: 0,
+      get closeRuntime() {
+        return reads++ < 2 ? false : (0 as unknown as boolean);
+      },
+    };
+    const s = await serve(g.lr, options);
+    await s.close();
+    expect(g.lr.report().state).toBe('ready');
+    expect(reads).toBe(1);
+  });
+
   it.each([
     ['null', null],
     ['an empty object', {}],

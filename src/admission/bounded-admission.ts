@@ -1,3 +1,4 @@
+import { signalAborted } from '../abort-signal.js';
 import {
   ClosedError,
   InvalidArgumentError,
@@ -239,13 +240,21 @@ export class BoundedAdmission implements PermitOwner {
     if (typeof options !== 'object' || options === null) {
       return Promise.reject(new InvalidArgumentError('admit options must be an object'));
     }
-    const { signal, timeoutMs } = options;
+    let signal: AdmitOptions['signal'];
+    let timeoutMs: AdmitOptions['timeoutMs'];
+    try {
+      // Each read once; a getter that throws rejects the call with its error, as Runtime.run's
+      // options do, instead of throwing out of admit().
+      ({ signal, timeoutMs } = options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     // Checked only when given: admit(cost) stays the two comparisons it was.
     if (signal !== undefined || timeoutMs !== undefined) {
       const invalid = invalidAdmitOptions(signal, timeoutMs);
       if (invalid !== undefined) return Promise.reject(invalid);
     }
-    if (signal?.aborted) return Promise.reject(abortError(signal));
+    if (signal !== undefined && signalAborted(signal)) return Promise.reject(abortError(signal));
     if (this.#unitMode && cost > this.#ceiling) {
       this.#countRefusal();
       return Promise.reject(new TooLargeError(cost, this.#ceiling));

@@ -41,9 +41,11 @@ export function checkBounds(bounds: AdmissionBounds, keys: KnownKeys = BOUNDS_KE
     throw new InvalidBoundError('bounds must be an object { requests, units? }');
   }
   checkOptionKeys('bounds', bounds, keys);
-  const requests = checkBound('requests', bounds.requests, MAX_REQUESTS_32);
-  if (bounds.units === undefined) return { requests, units: undefined, unitShift: 0, wide: false };
-  const units = checkBound('units', bounds.units, Number.MAX_SAFE_INTEGER);
+  // Each read once: a getter read again could answer otherwise than what was checked.
+  const { requests: givenRequests, units: givenUnits } = bounds;
+  const requests = checkBound('requests', givenRequests, MAX_REQUESTS_32);
+  if (givenUnits === undefined) return { requests, units: undefined, unitShift: 0, wide: false };
+  const units = checkBound('units', givenUnits, Number.MAX_SAFE_INTEGER);
   // Both fields share one word below the flags: a pair that cannot be packed is refused here
   // rather than silently losing units later.
   const unitShift = bitLength(units);

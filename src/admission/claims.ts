@@ -111,13 +111,22 @@ export class ClaimTable {
    * Frees the claim's slot if this copy wins; returns the units it held, SPENT when it does not
    * (already released by another copy, or stale), or NOT_A_CLAIM for anything that is not a
    * well-formed claim of this admission. Each field is read once: a getter could answer
-   * otherwise on a second read, and the values checked must be the values used.
+   * otherwise on a second read, and the values checked must be the values used. One that throws
+   * (a getter, a Proxy's trap) makes no claim: reclaim() promises not to throw, and releaseClaim()
+   * an OMNI_ERR_INVALID_CLAIM for anything that is not a claim.
    */
   release(claim: Claim): number {
     if (typeof claim !== 'object' || claim === null) return NOT_A_CLAIM;
-    const admission: unknown = claim.admission;
-    const slot: unknown = claim.slot;
-    const generation: unknown = claim.generation;
+    let admission: unknown;
+    let slot: unknown;
+    let generation: unknown;
+    try {
+      admission = claim.admission;
+      slot = claim.slot;
+      generation = claim.generation;
+    } catch {
+      return NOT_A_CLAIM;
+    }
     if (admission !== this.#id || !isIndex(slot, this.#count) || !isIndex(generation, GENERATION_LIMIT)) {
       return NOT_A_CLAIM;
     }

@@ -8,7 +8,13 @@
  * per instance, armed with the SEQ value read before the failed try (see BoundedAdmission,
  * "Memory ordering").
  */
-import { type AbortFollower, followAbort, unfollowAbort } from '../abort-signal.js';
+import {
+  type AbortFollower,
+  followAbort,
+  signalAborted,
+  signalReason,
+  unfollowAbort,
+} from '../abort-signal.js';
 import { AbortError, ClosedError, TimeoutError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import { SEQ_I32, WAITERS_I32 } from './layout.js';
@@ -59,7 +65,7 @@ const orphanedWaits = new FinalizationRegistry<Int32Array>((i32) => {
 });
 
 export function abortError(signal: AbortSignal): AbortError {
-  return new AbortError('admission wait was aborted', { cause: signal.reason });
+  return new AbortError('admission wait was aborted', { cause: signalReason(signal) });
 }
 
 export class WaitingRoom {
@@ -124,7 +130,7 @@ export class WaitingRoom {
     for (let head = this.#queue.head; head; head = this.#queue.head) {
       // Aborted, but its own listener has not run yet (an earlier listener on the same signal
       // released capacity and woke us): it must not be admitted after its caller gave up.
-      if (head.signal?.aborted) {
+      if (head.signal && signalAborted(head.signal)) {
         this.#leave(head);
         head.reject(abortError(head.signal));
         continue;

@@ -86,13 +86,15 @@ export class NativeContext {
     checkOptionKeys('NativeContext.open options', options, OPEN_KEYS);
     // undefined takes resolveDevice's default (process.env); null is refused there, not defaulted.
     const device = resolveDevice(options.device, options.env);
-    const count = options.workspaceCount ?? 0;
+    // Each read once: a getter read again could answer undefined to the check and something else
+    // to the call (koffi then threw an uncoded TypeError, or truncated it into C's integer).
+    const { workspaceCount, workspaceBytes } = options;
+    const count = workspaceCount ?? 0;
     // The limit is always passed, never C's default (0): the check linearGelu makes before
     // allocating its output must use the very limit C enforces, whatever the library was built with.
-    const bytes = options.workspaceBytes ?? DEFAULT_WORKSPACE_BYTES;
-    if (options.workspaceCount !== undefined) requireInteger('workspaceCount', count, 1, MAX_WORKSPACE_COUNT);
-    if (options.workspaceBytes !== undefined)
-      requireInteger('workspaceBytes', bytes, 1, Number.MAX_SAFE_INTEGER);
+    const bytes = workspaceBytes ?? DEFAULT_WORKSPACE_BYTES;
+    if (workspaceCount !== undefined) requireInteger('workspaceCount', count, 1, MAX_WORKSPACE_COUNT);
+    if (workspaceBytes !== undefined) requireInteger('workspaceBytes', bytes, 1, Number.MAX_SAFE_INTEGER);
     const out: [RawHandle | null] = [null];
     const status = library.raw.omni_open(
       device,

@@ -161,7 +161,7 @@ const URL_WITH_AUTHORITY = /^[a-z][a-z\d+.-]+:\/\//i;
  * and `https://…` taken as a path would resolve under the working directory: both are refused here.
  */
 function moduleUrlOf(worker: unknown): string {
-  if (worker instanceof URL) return loadableUrl(worker.href, worker.protocol);
+  if (worker instanceof URL) return loadableUrl(...hrefAndProtocol(worker));
   if (typeof worker !== 'string' || worker === '')
     bad('worker must be a module path, or a file: or data: URL');
   if (worker.startsWith('file:') || worker.startsWith('data:')) return worker;
@@ -172,6 +172,24 @@ function moduleUrlOf(worker: unknown): string {
   }
   return pathToFileURL(isAbsolute(worker) ? worker : resolve(worker)).href;
 }
+
+/**
+ * By internal slot, then parsed again: a URL's own `href` or `protocol` are the caller's (an own
+ * `protocol` of 'file:' passed an https: URL to the threads' loader), and one only inheriting
+ * URL.prototype threw an uncoded TypeError as it was read.
+ */
+function hrefAndProtocol(worker: URL): [href: string, protocol: string] {
+  let href: string;
+  try {
+    href = urlHref.call(worker);
+  } catch {
+    bad('worker must be a module path, or a file: or data: URL');
+  }
+  const url = new URL(href);
+  return [url.href, url.protocol];
+}
+
+const urlHref = Object.getOwnPropertyDescriptor(URL.prototype, 'href')!.get as (this: URL) => string;
 
 function loadableUrl(href: string, protocol: string): string {
   if (!WORKER_SCHEMES.has(protocol)) {
@@ -194,19 +212,28 @@ const RESOURCE_LIMIT_KEYS: OptionKeys<ResourceLimits> = {
   stackSizeMb: true,
 };
 
-/** Node ignores a misspelt or non-numeric limit without a word: the thread would run unlimited. */
+/**
+ * Node ignores a misspelt or non-numeric limit without a word: the thread would run unlimited.
+ * Each limit is read once, inherited ones too (as Node reads them), into the plain object the
+ * threads are given: Node reads the caller's object again for every thread it starts, and a
+ * getter that answered a number to this check and anything else to Node lifted the limit.
+ */
 function checkResourceLimits(limits: unknown): ResourceLimits | undefined {
   if (limits === undefined) return undefined;
   if (typeof limits !== 'object' || limits === null || Array.isArray(limits)) {
     bad(`resourceLimits must be an object, got ${describeValue(limits)}`);
   }
   checkOptionKeys('resourceLimits', limits, RESOURCE_LIMIT_KEYS);
-  for (const [key, value] of Object.entries(limits)) {
-    if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
+  const checked: Record<string, number> = {};
+  for (const key of Object.keys(RESOURCE_LIMIT_KEYS)) {
+    const value: unknown = (limits as Record<string, unknown>)[key];
+    if (value === undefined) continue;
+    if (!(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
       bad(`resourceLimits.${key} must be a number of MB > 0, got ${describeValue(value)}`);
     }
+    checked[key] = value;
   }
-  return limits as ResourceLimits;
+  return checked as ResourceLimits;
 }
 
 /**
@@ -227,16 +254,27 @@ function snapshot(workerData: unknown): unknown {
   }
 }
 
+/**
+ * The admission option's fields, each read once into a plain object: the checks (the claim-slot
+ * limit, checkBounds) and the runtime's own admission then see the same values, where the
+ * caller's object read again could answer otherwise (a getter for `requests` passed the limit
+ * and then gave the runtime more requests than it has claim slots).
+ */
+function admissionOf(admission: unknown): RuntimeAdmissionOptions | undefined {
+  if (admission === undefined) return undefined;
+  if (typeof admission !== 'object' || admission === null) {
+    bad('admission must be an object { requests, units?, wait? }');
+  }
+  checkOptionKeys('admission', admission, RUNTIME_ADMISSION_KEYS);
+  const { requests, units, wait } = admission as RuntimeAdmissionOptions;
+  if (wait !== undefined && typeof wait !== 'boolean') bad('admission.wait must be a boolean');
+  return { requests, units, wait };
+}
+
 export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOptions {
   if (typeof options !== 'object' || options === null) bad('Runtime.start needs an options object');
   checkOptionKeys('Runtime.start options', options, RUNTIME_KEYS);
-  const admission = options.admission;
-  if (admission !== undefined && (typeof admission !== 'object' || admission === null)) {
-    bad('admission must be an object { requests, units?, wait? }');
-  }
-  if (admission !== undefined) checkOptionKeys('admission', admission, RUNTIME_ADMISSION_KEYS);
-  if (admission?.wait !== undefined && typeof admission.wait !== 'boolean')
-    bad('admission.wait must be a boolean');
+  const admission = admissionOf(options.admission);
   const checked: Omit<CheckedRuntimeOptions, 'workerData'> = {
     moduleUrl: moduleUrlOf(options.worker),
     threads: checkInteger('threads', options.threads ?? 1, 1, 256),

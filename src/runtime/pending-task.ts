@@ -1,4 +1,4 @@
-import { followAbort, unfollowAbort } from '../abort-signal.js';
+import { followAbort, signalReason, unfollowAbort } from '../abort-signal.js';
 import type { BoundedAdmission, Claim } from '../admission/index.js';
 import { AbortError, DeadlineError, WorkerExitedError } from '../errors.js';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
@@ -100,7 +100,9 @@ export class PendingTask {
     this.#askToStop();
     this.#owner.outcomes.aborted++;
     this.#reject(
-      new AbortError('the caller aborted; the work may still be running', { cause: this.#signal?.reason }),
+      new AbortError('the caller aborted; the work may still be running', {
+        cause: this.#signal && signalReason(this.#signal),
+      }),
     );
   }
 

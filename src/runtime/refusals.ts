@@ -3,6 +3,7 @@
  * with, counted in the outcome that says why, so the outcomes still add up to the calls made.
  * Only refusal paths come here: an admitted call's run() never does.
  */
+import { signalReason } from '../abort-signal.js';
 import type { BoundedAdmission } from '../admission/index.js';
 import {
   AbortError,
@@ -21,7 +22,7 @@ import type { RuntimeState } from './report.js';
 /** The caller's signal had aborted before anything was dispatched. */
 export function abortedBeforeDispatch(signal: AbortSignal, outcomes: Outcomes): AbortError {
   outcomes.aborted++;
-  return new AbortError('the caller aborted before the call', { cause: signal.reason });
+  return new AbortError('the caller aborted before the call', { cause: signalReason(signal) });
 }
 
 /** The admission refused the call (tryAdmit, or a cost that never fits while waiting). */

@@ -35,6 +35,9 @@ export const DEADLINE_HEADER = 'x-omni-deadline-ms';
 
 export interface LinearRouteOptions {
   readonly runtime: Served;
+  /** The runtime's widths, read once by serve() when it checked them. */
+  readonly inFeatures: number;
+  readonly outFeatures: number;
   readonly drain: Drain;
   /**
    * The server's deadline for every call, else the runtime's default (unset: none; Infinity:
@@ -100,6 +103,7 @@ function checkEncoding(
 async function refuseFromHeaders(
   request: FastifyRequest,
   runtime: Served,
+  inFeatures: number,
   serverDeadlineMs: number | undefined,
   bodyLimit: number,
 ): Promise<void> {
@@ -110,18 +114,18 @@ async function refuseFromHeaders(
   // A chunked body is measured only as it arrives: fastify's 413 comes once the limit is passed,
   // before the handler reads the deadline. A declared length over the limit never gets here.
   if (rows !== undefined && declared === undefined && request.headers['transfer-encoding'] !== undefined) {
-    const least = leastBodyBytes(rows, runtime.inFeatures, octets ? 'octet' : 'json');
+    const least = leastBodyBytes(rows, inFeatures, octets ? 'octet' : 'json');
     if (least > bodyLimit) {
       throw new BodyTooLargeError(
         bodyLimit,
-        `${rows} rows of ${runtime.inFeatures} take at least ${least} bytes, over the body limit of ${bodyLimit}`,
+        `${rows} rows of ${inFeatures} take at least ${least} bytes, over the body limit of ${bodyLimit}`,
       );
     }
   }
   parseDeadline(request.headers[DEADLINE_HEADER], serverDeadlineMs);
   const length = Number(declared ?? 0);
   if (octets && length > 0) {
-    const badLength = octetLengthRefusal(length, rows, runtime.inFeatures);
+    const badLength = octetLengthRefusal(length, rows, inFeatures);
     if (badLength !== undefined) throw badLength;
   }
   if (rows === undefined) return;
@@ -144,7 +148,7 @@ function abandonedByDrain(err: unknown, drain: Drain): unknown {
 
 export function linearRoute(
   app: FastifyInstance,
-  { runtime, drain, deadlineMs, bodyLimit }: LinearRouteOptions,
+  { runtime, inFeatures, outFeatures, drain, deadlineMs, bodyLimit }: LinearRouteOptions,
 ): void {
   app.post(
     LINEAR_PATH,
@@ -161,14 +165,14 @@ export function linearRoute(
           request.headers['content-type'],
         );
         if (bodyWillBeRead(request, bodyLimit))
-          await refuseFromHeaders(request, runtime, deadlineMs, bodyLimit);
+          await refuseFromHeaders(request, runtime, inFeatures, deadlineMs, bodyLimit);
       },
     },
     async (request, reply) => {
       const query = request.query as Record<string, unknown> | undefined;
       const rowsHint = parseRowsHint(query?.rows, request.headers[ROWS_HEADER]);
       const callDeadline = parseDeadline(request.headers[DEADLINE_HEADER], deadlineMs);
-      const input = decodeLinearBody(request.body, rowsHint, runtime.inFeatures);
+      const input = decodeLinearBody(request.body, rowsHint, inFeatures);
       let y: unknown;
       try {
         y = await runtime.run(input.x, {
@@ -181,19 +185,19 @@ export function linearRoute(
       } catch (err) {
         throw abandonedByDrain(err, drain);
       }
-      if (!(y instanceof Float32Array) || y.length !== input.rows * runtime.outFeatures) {
+      if (!(y instanceof Float32Array) || y.length !== input.rows * outFeatures) {
         throw new TaskFailedError(
-          `the worker returned ${describe(y)}, expected ${input.rows} x ${runtime.outFeatures} floats`,
+          `the worker returned ${describe(y)}, expected ${input.rows} x ${outFeatures} floats`,
         );
       }
       reply.header(ROWS_HEADER, String(input.rows));
       if (input.encoding === 'octet') return reply.type(OCTET_STREAM).send(encodeOctets(y));
-      if (streamsJson(input.rows, runtime.outFeatures)) {
+      if (streamsJson(input.rows, outFeatures)) {
         return reply
           .type('application/json; charset=utf-8')
-          .send(jsonAnswerStream(y, input.rows, runtime.outFeatures));
+          .send(jsonAnswerStream(y, input.rows, outFeatures));
       }
-      return reply.send(encodeJson(y, input.rows, runtime.outFeatures));
+      return reply.send(encodeJson(y, input.rows, outFeatures));
     },
   );
 }

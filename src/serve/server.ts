@@ -201,31 +201,41 @@ function closedStatus(
   return attached && res.headersSent ? res.statusCode : 499;
 }
 
+/** The layer's shape, as serve() read and checked it once. */
+interface Widths {
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+}
+
 /**
  * What serve() needs of its runtime, checked before anything listens: a server over something
  * else would answer every request with a 500 (and null met its first read as an uncoded TypeError).
+ * The widths are read here once and the routes use these: read again per request, a getter
+ * could answer otherwise than what was checked.
  */
-function checkServed(runtime: Served): void {
+function checkServed(runtime: Served): Widths {
   const r = runtime as Partial<Record<keyof Served, unknown>> | null;
-  const width = (value: unknown): boolean =>
+  const width = (value: unknown): value is number =>
     typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_FEATURES;
-  if (
-    typeof r !== 'object' ||
-    r === null ||
-    typeof r.run !== 'function' ||
-    typeof r.report !== 'function' ||
-    typeof r.close !== 'function' ||
-    !width(r.inFeatures) ||
-    !width(r.outFeatures)
-  ) {
-    throw new InvalidArgumentError(
-      `serve needs a LinearRuntime (run, report, close, inFeatures, outFeatures), got ${describeValue(runtime)}`,
-    );
+  if (typeof r === 'object' && r !== null) {
+    const { run, report, close, inFeatures, outFeatures } = r;
+    if (
+      typeof run === 'function' &&
+      typeof report === 'function' &&
+      typeof close === 'function' &&
+      width(inFeatures) &&
+      width(outFeatures)
+    ) {
+      return { inFeatures, outFeatures };
+    }
   }
+  throw new InvalidArgumentError(
+    `serve needs a LinearRuntime (run, report, close, inFeatures, outFeatures), got ${describeValue(runtime)}`,
+  );
 }
 
 export async function serve(runtime: Served, options: ServeOptions = {}): Promise<ServeHandle> {
-  checkServed(runtime);
+  const widths = checkServed(runtime);
   checkOptionKeys('serve options', options, SERVE_KEYS);
   const host = options.host ?? '127.0.0.1';
   if (typeof host !== 'string' || host === '') {
@@ -243,10 +253,10 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   // a default the runtime has, and a client's deadline still shortens it.
   const deadlineMs = duration('deadlineMs', options.deadlineMs) ?? runtime.deadlineMs;
   // Read as `!== false`, a 0 or a 'false' from a config file would close the caller's runtime.
-  if (options.closeRuntime !== undefined && typeof options.closeRuntime !== 'boolean') {
-    throw new InvalidArgumentError(
-      `closeRuntime must be a boolean, got ${describeValue(options.closeRuntime)}`,
-    );
+  // Read once: a getter could answer false to the check and 0 to the use.
+  const closeRuntime: unknown = options.closeRuntime;
+  if (closeRuntime !== undefined && typeof closeRuntime !== 'boolean') {
+    throw new InvalidArgumentError(`closeRuntime must be a boolean, got ${describeValue(closeRuntime)}`);
   }
   const settings: Settings = {
     host,
@@ -257,7 +267,8 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     requestTimeoutMs,
     sendTimeoutMs,
     deadlineMs,
-    closeRuntime: options.closeRuntime !== false,
+    closeRuntime: closeRuntime !== false,
+    widths,
   };
   for (let attempt = 1; ; attempt++) {
     const listened = await listenOnce(runtime, settings);
@@ -281,6 +292,7 @@ interface Settings {
   readonly sendTimeoutMs: number;
   readonly deadlineMs: number | undefined;
   readonly closeRuntime: boolean;
+  readonly widths: Widths;
 }
 
 /**
@@ -299,6 +311,7 @@ async function listenOnce(
     sendTimeoutMs,
     deadlineMs,
     closeRuntime,
+    widths,
   }: Settings,
 ): Promise<{ handle: ServeHandle } | { missed: NodeJS.ErrnoException }> {
   const drain = new Drain(closeRuntime ? runtime : undefined);
@@ -519,7 +532,7 @@ async function listenOnce(
   });
 
   refuseOtherMethods(app, () => {
-    linearRoute(app, { runtime, drain, deadlineMs, bodyLimit });
+    linearRoute(app, { runtime, ...widths, drain, deadlineMs, bodyLimit });
     healthRoute(app, report);
     metricsRoute(app, metrics);
   });
