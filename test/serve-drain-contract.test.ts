@@ -48,6 +48,29 @@ function withClose(g: Gated, close: Served['close']): Served {
   };
 }
 
+/**
+ * g's runtime, served, whose close() is held: `closeCalled` resolves once the drain calls it,
+ * and `finish` ends that close() with the result given.
+ */
+function withHeldClose(g: Gated): {
+  served: Served;
+  closeCalled: Promise<void>;
+  finish: (result: { clean: boolean; abandoned: number }) => void;
+} {
+  let finishClose: (result: { clean: boolean; abandoned: number }) => void = () => {};
+  let closing: () => void = () => {};
+  const closeCalled = new Promise<void>((resolve) => {
+    closing = resolve;
+  });
+  const served = withClose(g, () => {
+    closing();
+    return new Promise((resolve) => {
+      finishClose = resolve;
+    });
+  });
+  return { served, closeCalled, finish: (result) => finishClose(result) };
+}
+
 describe('drain', () => {
   it('runs once: a second drain() or close() shares the first one, timeout included', async () => {
     const { g, s } = await start();
@@ -136,17 +159,7 @@ describe('drain', () => {
 
   it('a request that arrives while the runtime closes and is cut off at the end: abandoned, not clean', async () => {
     const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, open: true });
-    let finish: (result: { clean: boolean; abandoned: number }) => void = () => {};
-    let closing: () => void = () => {};
-    const closeCalled = new Promise<void>((resolve) => {
-      closing = resolve;
-    });
-    const served = withClose(g, () => {
-      closing();
-      return new Promise((resolve) => {
-        finish = resolve;
-      });
-    });
+    const { served, closeCalled, finish } = withHeldClose(g);
     try {
       const s = await serve(served, { port: 0 });
       // A kept-alive connection open before the drain (it stops accepting new ones).
@@ -183,17 +196,7 @@ describe('drain', () => {
 
   it('a request node cannot parse that arrives while the runtime closes, its 400 held in this process: abandoned, not counted', async () => {
     const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, open: true });
-    let finish: (result: { clean: boolean; abandoned: number }) => void = () => {};
-    let closing: () => void = () => {};
-    const closeCalled = new Promise<void>((resolve) => {
-      closing = resolve;
-    });
-    const served = withClose(g, () => {
-      closing();
-      return new Promise((resolve) => {
-        finish = resolve;
-      });
-    });
+    const { served, closeCalled, finish } = withHeldClose(g);
     try {
       const s = await serve(served, { port: 0, sendTimeoutMs: Number.POSITIVE_INFINITY });
       // A connection open before the drain whose client takes nothing the server writes.
