@@ -268,9 +268,13 @@ describe('close({ timeoutMs }) and a call that never reached a worker', () => {
     await waitFor(stuck, STARTED);
     const signal = new AbortController().signal;
     const refusal = new Error('this signal takes no listener');
-    signal.addEventListener = () => {
-      throw refusal;
-    };
+    // The runtime adds its listener through EventTarget.prototype, not the signal's own
+    // addEventListener; Node's method reads the signal's own `constructor` as it adds one.
+    Object.defineProperty(signal, 'constructor', {
+      get() {
+        throw refusal;
+      },
+    });
     expect(await rejection(rt.run(gate(control()), { signal }))).toBe(refusal);
     expect(rt.report()).toMatchObject({ depth: 1, failed: 1, running: 1, queued: 0 });
     expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
