@@ -120,6 +120,37 @@ describe('LinearRuntime.run sends a view into a larger buffer as its rows alone'
     }
   });
 
+  // Before, the list was read twice: once to decide on the copy, once more (by Runtime.run) as
+  // the list to move. A list whose answers change between reads then moved the caller's whole
+  // buffer after paying for the rows' copy, or cloned the whole buffer it had said it moved.
+  it.each([
+    ["x's buffer, then another", 'whole', 'other'],
+    ["another buffer, then x's", 'other', 'whole'],
+  ] as const)('a list answering %s: what one read says moves', async (_what, first, later) => {
+    const lr = await probe();
+    const whole = batch(64);
+    const other = new ArrayBuffer(8);
+    const view = whole.subarray(2 * IN, 3 * IN);
+    const values = [...view];
+    const buffers = { whole: whole.buffer as ArrayBuffer, other };
+    let reads = 0;
+    const transfer = new Proxy([buffers[first]], {
+      get: (target, key, receiver) =>
+        key === '0' ? buffers[reads++ === 0 ? first : later] : Reflect.get(target, key, receiver),
+    });
+    const got = await arrived(lr, view, transfer);
+    if (first === 'whole') {
+      // x's buffer moved as the one read said, sent whole as asked; the other one untouched.
+      expect(got).toEqual({ bufferBytes: 64 * IN * 4, byteOffset: 2 * IN * 4, shared: false, values });
+      expect([whole.length, other.byteLength]).toEqual([0, 8]);
+    } else {
+      // Its rows alone, the other buffer moved; the caller keeps its batch.
+      expect(got).toEqual({ bufferBytes: IN * 4, byteOffset: 0, shared: false, values });
+      expect([whole.length, other.byteLength]).toEqual([64 * IN, 0]);
+    }
+    expect(reads).toBe(1);
+  });
+
   it('a transfer list that throws as it is read: run() rejects with what threw, counted invalid', async () => {
     const lr = await probe();
     const thrown = new Error('trap');

@@ -104,3 +104,23 @@ describe('a result that cannot be posted back', () => {
     await boundIntact(rt, 2);
   });
 });
+
+describe("a handler that pushes into the context's transfer list, past ctx.transfer", () => {
+  // ctx.transferList was the context's own array, writable by the handler: a buffer pushed twice
+  // passed the reply's check (a non-empty buffer skips it) and reached piscina's post, which
+  // threw there, so the thread died in the call (a new one served last-sent-length: -1). The
+  // list is private now; a view or a SharedArrayBuffer pushed was already a coded failure.
+  it.each([
+    ['a buffer pushed twice', 'twice'],
+    ['a view', 'view'],
+    ['a SharedArrayBuffer', 'shared'],
+  ])('%s: a coded failure of the call; the thread serves on; capacity back once', async (_what, value) => {
+    const rt = await start({ threads: 1, admission: { requests: 2, units: 4 } });
+    await rt.run({ mode: 'transfer-twice' }); // marks this thread: last-sent-length 0 here, -1 in a new one
+    const err = await rejection(rt.run({ mode: 'push-transfer-list', value }, { cost: 3 }));
+    expect(err.code).toBe('OMNI_ERR_TASK_FAILED');
+    await expect(rt.run({ mode: 'last-sent-length' })).resolves.toBe(8);
+    expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 1, completed: 2 });
+    await boundIntact(rt, 2);
+  });
+});

@@ -19,7 +19,7 @@ import {
 } from '../src/runtime/protocol.js';
 import { toWire, type WireError } from '../src/wire-error.js';
 import { resultReply } from './result-reply.js';
-import { WorkerTaskContext } from './task-context.js';
+import { transferListOf, WorkerTaskContext } from './task-context.js';
 import { reportUncaughtErrors } from './uncaught.js';
 
 reportUncaughtErrors();
@@ -120,7 +120,7 @@ async function runTask(message: TaskMessage): Promise<TaskReply> {
     // that cannot serve fails the runtime, as the same error fails start().
     if (initError !== undefined) return { ok: false, error: { ...initError, fatal: true } };
     if (!definition) return { ok: false, error: toWire(new Error('worker not initialised')) };
-    return resultReply(await definition.handler(input, ctx), ctx.transferList);
+    return resultReply(await definition.handler(input, ctx), transferListOf(ctx));
   } catch (err) {
     const stopped = ctx.stoppedBy(err);
     return stopped === undefined ? { ok: false, error: toWire(err) } : { ok: false, skipped: stopped };

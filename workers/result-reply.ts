@@ -43,8 +43,14 @@ function alwaysPostable(value: unknown, list: readonly ArrayBuffer[]): boolean {
 
 export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): TaskReply {
   // ctx.transfer keeps its list free of duplicates, and so does the merge with a movable's own.
-  const value = isMovable(result) ? movedValue(result) : result;
-  const list = isMovable(result) ? withMovedBuffers(result, transfer) : transfer;
+  // One isMovable: a Proxy's `has` trap may answer differently per call (its value unwrapped,
+  // its buffers then cloned, not moved).
+  let value = result;
+  let list = transfer;
+  if (isMovable(result)) {
+    value = movedValue(result);
+    list = withMovedBuffers(result, transfer);
+  }
   if (alwaysPostable(value, list)) {
     const reply: TaskReply = { ok: true, value };
     return list.length === 0 ? reply : moveEnvelope(new ResultEnvelope(reply, list));

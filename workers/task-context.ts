@@ -6,16 +6,31 @@ import { clearLongTimeout, type LongTimer, setLongTimeout } from '../src/long-ti
 import { cancelledWord, isCancelled } from '../src/runtime/cancel-words.js';
 import type { SkipReason } from '../src/runtime/protocol.js';
 
-/** The `ctx` a handler receives; cancellation is read from the shared cancel word. */
 /** Up to this many buffers the list itself is searched for duplicates (cheaper than a set). */
 const SEARCHED_LIST = 16;
 
+/** Set once, by the class below: the one way to a context's list from outside it. */
+let listOf: (ctx: WorkerTaskContext) => readonly ArrayBuffer[];
+
+/**
+ * The buffers a task's reply moves, as ctx.transfer listed them: for the entry, not the handler
+ * (which holds the context, not this module).
+ */
+export function transferListOf(ctx: WorkerTaskContext): readonly ArrayBuffer[] {
+  return listOf(ctx);
+}
+
+/** The `ctx` a handler receives; cancellation is read from the shared cancel word. */
 export class WorkerTaskContext implements TaskContext {
   readonly cost: number;
   readonly deadlineAt: number;
-  readonly transferList: ArrayBuffer[] = [];
   /**
-   * The buffers in transferList once it is long, for the duplicate check: a search of the list
+   * Private, not a property: a handler pushing into the list skipped ctx.transfer's checks, and a
+   * buffer pushed twice reached piscina's post, which threw there and ended the thread.
+   */
+  readonly #transferList: ArrayBuffer[] = [];
+  /**
+   * The buffers in the list once it is long, for the duplicate check: a search of the list
    * made a result of k buffers, each listed on its own, cost O(k^2) (40,000 of them took ~2 s a
    * call). Made only then: a task that lists a buffer or two (most) allocates no set.
    */
@@ -31,6 +46,10 @@ export class WorkerTaskContext implements TaskContext {
   /** A wait on the cancel word is pending: finish() must wake it. */
   #waiting = false;
   #done = false;
+
+  static {
+    listOf = (ctx) => ctx.#transferList;
+  }
 
   constructor(words: Int32Array, claim: Claim, cost: number, deadlineAt: number) {
     this.#words = words;
@@ -133,7 +152,7 @@ export class WorkerTaskContext implements TaskContext {
       if (!isArrayBuffer(buffer)) {
         throw new InvalidArgumentError('ctx.transfer takes ArrayBuffers (not views, not SharedArrayBuffers)');
       }
-      const list = this.transferList;
+      const list = this.#transferList;
       if (list.length < SEARCHED_LIST) {
         if (!list.includes(buffer)) list.push(buffer);
         continue;

@@ -12,6 +12,6 @@ export interface AdmissionReport {
   unitCapacity: number | null;
   /** Waiters queued in `admit` across every attached instance. */
   waiting: number;
-  /** Permits reclaimed by the leak safety net (dropped without release). */
+  /** Permits reclaimed by the leak safety net (dropped without release; 64 bits, as `rejected`). */
   leaked: number;
 }

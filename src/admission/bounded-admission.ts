@@ -16,7 +16,7 @@ import {
   CLOSED_BIT_32,
   CLOSED_BIT_64,
   FLAGS_64,
-  LEAKED_I32,
+  LEAKED_U64,
   MAX_CLAIM_SLOTS,
   NARROW_FIELD_MASK,
   REJECTED_U64,
@@ -334,7 +334,7 @@ export class BoundedAdmission implements PermitOwner {
       units,
       unitCapacity: this.#unitMode ? this.#ceiling : null,
       waiting: Atomics.load(this.#i32, WAITERS_I32),
-      leaked: Atomics.load(this.#i32, LEAKED_I32),
+      leaked: Number(Atomics.load(this.#u64, LEAKED_U64)),
     };
   }
 
@@ -462,7 +462,7 @@ export class BoundedAdmission implements PermitOwner {
     { wide, shift, one32, unitMode }: { wide: boolean; shift: bigint; one32: number; unitMode: boolean },
   ): LeakSink {
     return (count, units) => {
-      Atomics.add(i32, LEAKED_I32, count);
+      Atomics.add(u64, LEAKED_U64, BigInt(count));
       const flagged = wide
         ? Atomics.sub(u64, STATE_U64, (BigInt(count) << shift) + BigInt(units)) >= WAITING_BIT_64
         : Atomics.sub(i32, STATE_I32, count * one32 + (unitMode ? units : 0)) >= WAITING_BIT_32;

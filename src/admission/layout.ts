@@ -29,8 +29,7 @@ export const WAITERS_I32 = 2;
  * any thread wakes them and a change between "read seq" and "wait" is never lost.
  */
 export const SEQ_I32 = 3;
-/** Int32 index: permits reclaimed by the leak safety net (dropped without release). */
-export const LEAKED_I32 = 4;
+/** Int32 index 4 is unused: it held the leak count before that moved to LEAKED_U64. */
 /** Int32 index: the request bound, so an attaching thread can rebuild the configuration. */
 export const REQUESTS_I32 = 5;
 /** Int32 index: number of claim slots. */
@@ -51,6 +50,11 @@ export const ID_I32 = 12;
 export const CLAIMS_I32 = 13;
 /** BigUint64 index: refusals, 64-bit so the count stays exact far past 2^32. */
 export const REJECTED_U64 = 4;
+/**
+ * BigUint64 index (bytes 56..63, Int32 indexes 14 and 15): permits reclaimed by the leak safety
+ * net (dropped without release), 64-bit like REJECTED: an Int32 read -2^31 after 2^31 of them.
+ */
+export const LEAKED_U64 = 7;
 /** Float64 index: the unit ceiling, or -1 in request-only mode (units up to 2^53 - 1). */
 export const UNIT_CEILING_F64 = 5;
 /** Byte offset of the claim slot words (BigUint64 each, so 8-aligned). */

@@ -2,7 +2,7 @@ import { types } from 'node:util';
 import { describeValue, InvalidArgumentError, TooLargeError, UnavailableError } from '../errors.js';
 import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../native/index.js';
 import { lengthOf } from '../native/validate.js';
-import type { RunOptions, RuntimeOptions } from '../runtime/options.js';
+import { checkTransfer, type RunOptions, type RuntimeOptions } from '../runtime/options.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
 import { ContextReclaim } from './context-reclaim.js';
 import type { NativeWorkerData, NativeWorkerInput } from './protocol.js';
@@ -154,22 +154,28 @@ export class LinearRuntime {
       );
     }
     if (rows > this.maxRows) return this.#tooManyRows(rows);
-    let sent = x;
+    let list: readonly ArrayBuffer[] | undefined;
     try {
-      if (sendsRowsCopy(x, transfer)) {
-        sent = rowsCopy(x);
-        transfer ??= [sent.buffer as ArrayBuffer]; // the copy is this call's alone: moved, not cloned
-      }
+      // The caller's list read once, here: the copy is decided on the list that then moves. Read
+      // again by run(), a list whose answers change per read moved x's whole buffer after paying
+      // for its rows' copy, or cloned the whole buffer it had said it moved. run() copies this
+      // snapshot again, which is ours and reads the same.
+      if (transfer !== undefined) list = checkTransfer(transfer);
     } catch (err) {
-      // The caller's transfer list threw as it was read: as an option's getter does, above.
+      // Not an array of ArrayBuffers, or it threw as it was read: as an option's getter does.
       return this.runtime[kEndedEarly]('invalid', err);
+    }
+    let sent = x;
+    if (sendsRowsCopy(x, list)) {
+      sent = rowsCopy(x);
+      list ??= [sent.buffer as ArrayBuffer]; // the copy is this call's alone: moved, not cloned
     }
     const input: NativeWorkerInput = { x: sent, rows };
     return this.runtime.run<Float32Array>(input, {
       cost: cost === undefined ? rows : cost,
       signal,
       deadlineMs,
-      transfer,
+      transfer: list,
     });
   }
 

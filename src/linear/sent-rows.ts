@@ -10,29 +10,25 @@
  * x is read through its internal slots only, as lengthOf reads its length: its own `buffer`,
  * `byteLength`, `slice` or `constructor` (which slice's species reads) may be shadowed by a
  * getter that throws, which would make run() throw instead of rejecting, or that lies, which
- * would decide what is sent.
- *
- * Throws: whatever reading the caller's transfer list throws (a Proxy's trap, an index getter).
+ * would decide what is sent. The transfer list is LinearRuntime.run's checked snapshot of the
+ * caller's (see checkTransfer), never the caller's own array, so reading it throws nothing.
  */
 import { types } from 'node:util';
-import type { RunOptions } from '../runtime/options.js';
 
 const viewSlots = Object.getPrototypeOf(Int8Array.prototype) as object;
 const bufferOf = slotGetter<ArrayBufferView, ArrayBufferLike>(viewSlots, 'buffer');
 const viewBytesOf = slotGetter<ArrayBufferView, number>(viewSlots, 'byteLength');
 const bufferBytesOf = slotGetter<ArrayBuffer, number>(ArrayBuffer.prototype, 'byteLength');
-const includes = Array.prototype.includes;
 
 function slotGetter<T, R>(prototype: object, key: string): (this: T) => R {
   return Object.getOwnPropertyDescriptor(prototype, key)!.get as (this: T) => R;
 }
 
-export function sendsRowsCopy(x: Float32Array, transfer: RunOptions['transfer']): boolean {
+export function sendsRowsCopy(x: Float32Array, transfer: readonly ArrayBuffer[] | undefined): boolean {
   const buffer = bufferOf.call(x);
   if (types.isSharedArrayBuffer(buffer)) return false;
   if (viewBytesOf.call(x) === bufferBytesOf.call(buffer as ArrayBuffer)) return false;
-  // Not an array: a mistake that Runtime.run refuses, so no copy is made for it.
-  return transfer === undefined || (Array.isArray(transfer) && !includes.call(transfer, buffer));
+  return transfer === undefined || !transfer.includes(buffer as ArrayBuffer);
 }
 
 /** x's rows in a buffer of their own (what `x.slice()` gives, without reading x's properties). */
