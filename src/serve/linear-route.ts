@@ -153,7 +153,23 @@ function callFailure(err: unknown, drain: Drain): unknown {
     return new OmniError('OMNI_ERR_INTERNAL', messageOf(err));
   }
   if (!drain.abandoning || code !== 'OMNI_ERR_WORKER_EXITED') return err;
-  return new UnavailableError('draining', 'the server drained: this call was abandoned at the drain timeout');
+  const abandoned = new UnavailableError(
+    'draining',
+    'the server drained: this call was abandoned at the drain timeout',
+  );
+  ABANDONED.add(abandoned);
+  return abandoned;
+}
+
+/** The 503s of calls the drain abandoned while they ran (see callFailure). */
+const ABANDONED = new WeakSet<object>();
+
+/**
+ * Whether `error` is the 503 of a call the drain abandoned: it ran, so it is no refusal, though
+ * answered as the draining server refuses (omni_http_refused_total counts refusals alone).
+ */
+export function abandonedByDrain(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && ABANDONED.has(error);
 }
 
 export function linearRoute(

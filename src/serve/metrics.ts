@@ -158,13 +158,13 @@ export class ServeMetrics {
     });
     this.#refused = new Counter({
       name: 'omni_http_refused_total',
-      help: 'Requests answered 413 or 503 without running, by reason (requests, units, queued, too-large, body-too-large, unavailable).',
+      help: 'Requests refused (413 or 503) without running, by reason (requests, units, queued, too-large, body-too-large, unavailable), counted when refused, as the runtime counts its refusals: one whose client left before its answer too (the latency histogram records that 499 or 444). A call the drain abandoned while it ran is no refusal.',
       labelNames: ['reason', 'status'],
       registers: [registry],
     });
     this.#clientErrors = new Counter({
       name: 'omni_http_client_errors_total',
-      help: 'Requests answered without reaching a route, then closed: malformed HTTP (400, 408 or 431, by parser code), an unsupported Expect (EXPECTATION_FAILED, 417), a CONNECT (CONNECT, 501). Counted once the answer is out (handed to the kernel): not when the client left, an answer before it closed the connection, or the drain or send timeout cut it off, first.',
+      help: "Answers given outside the routes, then closed: malformed HTTP (400, 408 or 431, by parser code; HPE_INVALID_EOF_STATE: the client's FIN mid-request), an unsupported Expect (EXPECTATION_FAILED, 417), a CONNECT (CONNECT, 501). Counted once the answer is out (handed to the kernel): not when the client left, an answer before it closed the connection, or the drain or send timeout cut it off, first. One to a request whose head was whole (a routed body that failed, a 417) is in the latency histogram too.",
       labelNames: ['detail'],
       registers: [registry],
     });

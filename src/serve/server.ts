@@ -42,7 +42,7 @@ import {
 import { DRAIN_KEYS, Drain, type DrainOptions, type DrainResult, type ServerState } from './drain.js';
 import { continueOwed, continueWhenRead, deferContinue } from './expect-continue.js';
 import { healthRoute } from './health-route.js';
-import { linearRoute } from './linear-route.js';
+import { abandonedByDrain, linearRoute } from './linear-route.js';
 import { lingerOnClose } from './linger.js';
 import { listeningServers } from './listeners.js';
 import { refuseOtherMethods } from './method-not-allowed.js';
@@ -521,7 +521,9 @@ async function listenOnce(
   app.setErrorHandler(async (error, _request, reply) => {
     const answer = answerFor(fromHttpStack(error, bodyLimit));
     if (answer.retry) reply.header('retry-after', String(retryAfter));
-    if (answer.status === 413 || answer.status === 503) metrics.refused(answer.label, answer.status);
+    if ((answer.status === 413 || answer.status === 503) && !abandonedByDrain(error)) {
+      metrics.refused(answer.label, answer.status);
+    }
     return reply.code(answer.status).send(answer.body);
   });
   app.setNotFoundHandler(async (request, reply) => {
