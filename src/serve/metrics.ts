@@ -29,6 +29,11 @@ export interface MetricsSource {
   report(): RuntimeReport;
   /** HTTP requests being answered now. */
   inflight(): number;
+  /**
+   * Connections the server holds open now (omni_http_connections; without it, no such series):
+   * those with no request in flight too (a head still arriving, idle, lingering).
+   */
+  connections?(): number;
 }
 
 /** A gauge whose value is read at scrape time; unbounded (null) reads as +Inf. */
@@ -64,6 +69,13 @@ export class ServeMetrics {
     ) {
       throw new InvalidArgumentError(
         `ServeMetrics needs a source { report(), inflight() }, got ${describeValue(source)}`,
+      );
+    }
+    // Read once, as the others are used: checked, then read again, a getter could answer otherwise.
+    const connections = given.connections;
+    if (connections !== undefined && typeof connections !== 'function') {
+      throw new InvalidArgumentError(
+        `ServeMetrics' source connections must be a function, got ${describeValue(connections)}`,
       );
     }
     const registry = this.registry;
@@ -102,6 +114,15 @@ export class ServeMetrics {
       'HTTP requests being answered now (until their answer is out, or their connection closed).',
       () => source.inflight(),
     );
+    if (connections !== undefined) {
+      const count = connections as () => number;
+      readGauge(
+        registry,
+        'omni_http_connections',
+        'Connections the server holds open (a request in flight or not: a head still arriving, idle, lingering after a closing answer).',
+        () => count.call(source),
+      );
+    }
     new Gauge({
       name: 'omni_runtime_state',
       help: 'The state the server reports: 1 for the current one, 0 for the others.',
