@@ -52,16 +52,25 @@ const STACK_LOOKALIKE: [string, () => unknown][] = [
   ['an Error whose message is "aborted"', () => new Error('aborted')],
 ];
 
-let served: Promise<{ s: ServeHandle; reject: (make: () => unknown) => void }> | undefined;
+interface Wrapped {
+  readonly s: ServeHandle;
+  /** run() rejects with what `make` gives. */
+  reject(make: () => unknown): void;
+  /** run() resolves what `make` gives. */
+  resolve(make: () => unknown): void;
+}
 
-/** One server over a wrapper whose run() rejects with what the test last set. */
-function server(): Promise<{ s: ServeHandle; reject: (make: () => unknown) => void }> {
+let served: Promise<Wrapped> | undefined;
+
+/** One server over a wrapper whose run() settles with what the test last set. */
+function server(): Promise<Wrapped> {
   served ??= (async () => {
     const g = await gatedForTest({ inFeatures: 2, outFeatures: 2, open: true });
     let make: () => unknown = () => new Error('unset');
+    let resolves = false;
     const lr = g.lr;
     const runtime: Served = {
-      run: (() => Promise.reject(make())) as unknown as Served['run'],
+      run: (() => (resolves ? Promise.resolve(make()) : Promise.reject(make()))) as unknown as Served['run'],
       report: lr.report.bind(lr),
       close: lr.close.bind(lr),
       inFeatures: 2,
@@ -69,7 +78,17 @@ function server(): Promise<{ s: ServeHandle; reject: (make: () => unknown) => vo
       backend: lr.backend,
     };
     const s = await serveForTest(runtime);
-    return { s, reject: (next) => (make = next) };
+    return {
+      s,
+      reject: (next) => {
+        resolves = false;
+        make = next;
+      },
+      resolve: (next) => {
+        resolves = true;
+        make = next;
+      },
+    };
   })();
   return served;
 }
@@ -118,5 +137,26 @@ describe("a call's rejection that looks like an HTTP stack error", () => {
       code: 'OMNI_ERR_INTERNAL',
     });
     expect(await count(s, 500)).toBe(before + 1);
+  });
+});
+
+describe('a call that resolves a value that cannot be read', () => {
+  it('a Proxy whose prototype cannot be asked: 500 OMNI_ERR_TASK_FAILED, as any other result that is no rows', async () => {
+    const { s, resolve } = await server();
+    resolve(() => 'not rows');
+    const plain = await postFloats(s.address, [1, 2]);
+    expect({ status: plain.status, code: plain.json?.code }).toEqual({
+      status: 500,
+      code: 'OMNI_ERR_TASK_FAILED',
+    });
+    // Its `then` reads undefined: awaited, a value whose every read throws is a rejection.
+    resolve(() => new Proxy({}, { getPrototypeOf: fail('getPrototypeOf') }));
+    const answer = await postFloats(s.address, [1, 2]);
+    // Before: 500 OMNI_ERR_INTERNAL with the trap's message: the route's check of the result
+    // (instanceof Float32Array) threw it.
+    expect({ status: answer.status, code: answer.json?.code }).toEqual({
+      status: 500,
+      code: 'OMNI_ERR_TASK_FAILED',
+    });
   });
 });

@@ -3,6 +3,7 @@
  * Cost is the row count. Every failure is thrown to the server's error handler, which answers
  * through the status table (status.ts); nothing here picks a status.
  */
+import { types } from 'node:util';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isDecimal } from '../decimal.js';
 import {
@@ -211,7 +212,9 @@ export function linearRoute(
       } catch (err) {
         throw callFailure(err, drain);
       }
-      if (!(y instanceof Float32Array) || y.length !== input.rows * outFeatures) {
+      // By its internal slot: instanceof asks the value (a Proxy's trap may throw), and a
+      // result that is no rows is the call's failure (TASK_FAILED), whatever it is.
+      if (!types.isFloat32Array(y) || y.length !== input.rows * outFeatures) {
         throw new TaskFailedError(
           `the worker returned ${describe(y)}, expected ${input.rows} x ${outFeatures} floats`,
         );
@@ -229,5 +232,5 @@ export function linearRoute(
 }
 
 function describe(value: unknown): string {
-  return value instanceof Float32Array ? `${value.length} floats` : typeof value;
+  return types.isFloat32Array(value) ? `${value.length} floats` : typeof value;
 }
