@@ -225,6 +225,23 @@ describe('400: malformed, truncated, unreadable bodies and wrong shapes never re
     expect(JSON.parse(raw.body)).toMatchObject({ code: 'OMNI_ERR_BAD_BODY' });
     expect(g.entered() - before).toBe(0);
   });
+
+  // A FIN there is HPE_INVALID_EOF_STATE too, as in a body; no body was begun.
+  it.each([
+    ['its request line', 'POST /v1/lin'],
+    ['its headers', 'POST /v1/linear HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le'],
+  ])('a request cut short in %s (the client half-closes): 400 OMNI_ERR_BAD_REQUEST', async (_where, head) => {
+    const { s, g } = await shared();
+    const before = g.entered();
+    const raw = await rawExchange(s.port, [head], true);
+    expect(raw.status).toBe(400);
+    // Before: OMNI_ERR_BAD_BODY, "the request body could not be read", for a request that sent none.
+    expect(JSON.parse(raw.body)).toMatchObject({
+      code: 'OMNI_ERR_BAD_REQUEST',
+      detail: 'HPE_INVALID_EOF_STATE',
+    });
+    expect(g.entered() - before).toBe(0);
+  });
 });
 
 describe('413, 415, 404', () => {

@@ -23,15 +23,21 @@ const BODY_PARSE_ERRORS = new Set([
   'HPE_STRICT',
 ]);
 
-function errorFor(code: string, message: string): Error & { detail?: string } {
+/**
+ * `inHead`: the parser failed before the request's head was whole. The client's FIN there is
+ * HPE_INVALID_EOF_STATE too, as in a body, but no body was begun: a malformed request, not body.
+ */
+function errorFor(code: string, message: string, inHead: boolean): Error & { detail?: string } {
   const error: Error & { detail?: string } =
     code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? new OmniError('OMNI_ERR_REQUEST_TIMEOUT', 'the request was not received in time')
       : code === 'HPE_HEADER_OVERFLOW'
         ? new OmniError('OMNI_ERR_HEADERS_TOO_LARGE', 'the request headers are too large')
-        : BODY_PARSE_ERRORS.has(code)
-          ? new BadBodyError(`the request body could not be read: ${message}`)
-          : new BadRequestError(`the request is not valid HTTP: ${message}`);
+        : code === EOF_MID_REQUEST && inHead
+          ? new BadRequestError('the request ended before its head did')
+          : BODY_PARSE_ERRORS.has(code)
+            ? new BadBodyError(`the request body could not be read: ${message}`)
+            : new BadRequestError(`the request is not valid HTTP: ${message}`);
   error.detail = code;
   return error;
 }
@@ -155,8 +161,8 @@ function answerOut(connection: Socket, err?: Error | null): boolean {
   return err == null && !connection.destroyed;
 }
 
-function errorAnswer(code: string, message: string): { status: number; text: string } {
-  return rawAnswer(errorFor(code, message));
+function errorAnswer(code: string, message: string, inHead: boolean): { status: number; text: string } {
+  return rawAnswer(errorFor(code, message, inHead));
 }
 
 /** A whole JSON answer that closes the connection, written on a socket node no longer answers on. */
@@ -194,8 +200,11 @@ export function clientErrorHandler(
     if (err.code === 'ECONNRESET' || s.destroyed || s.writableEnded || s[PARSE_FAILED] === true) return;
     s[PARSE_FAILED] = true;
     const code = err.code ?? 'unknown';
+    // Whether every request routed so far was read whole: the error is then in bytes after them
+    // (a head not yet whole), not in a body.
+    const readWhole = s.parser?.incoming?.complete !== false;
     const answerNow = (): void => {
-      const answer = errorAnswer(code, err.message);
+      const answer = errorAnswer(code, err.message, readWhole);
       // The request may already be routed (a chunked body fails mid-way): answer only if its
       // response has not started, as node:http's own default handler does.
       const routed = s._httpMessage ?? null;
@@ -235,7 +244,6 @@ export function clientErrorHandler(
     // (499) rather than run for nobody, the connection held until a server timeout. A FIN in
     // the one request owed (no answer before it) is still answered 400: it is what the client
     // sent, and a client that only half-closed reads it.
-    const readWhole = s.parser?.incoming?.complete !== false;
     if (code === EOF_MID_REQUEST && (readWhole || latest.socket === null)) {
       s.destroy();
       return;
@@ -253,7 +261,7 @@ export function clientErrorHandler(
         // it: a connection's last answer does while the server drains). Not finished: the
         // client left, or the connection was cut off.
         if (latest.writableFinished && s.writable) {
-          s.write(errorAnswer(code, err.message).text, (err) => {
+          s.write(errorAnswer(code, err.message, true).text, (err) => {
             if (!answerOut(s, err)) return;
             metrics.clientError(code);
             answers.discharge(s);

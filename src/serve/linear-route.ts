@@ -3,11 +3,13 @@
  * Cost is the row count. Every failure is thrown to the server's error handler, which answers
  * through the status table (status.ts); nothing here picks a status.
  */
+import { types } from 'node:util';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isDecimal } from '../decimal.js';
 import {
   BadRequestError,
   BodyTooLargeError,
+  OmniError,
   TaskFailedError,
   UnavailableError,
   UnsupportedMediaTypeError,
@@ -28,6 +30,7 @@ import type { Drain } from './drain.js';
 import { bodyWillBeRead } from './expect-continue.js';
 import { jsonAnswerStream, streamsJson } from './json-answer.js';
 import type { Served } from './server.js';
+import { codeOf, messageOf } from './status.js';
 
 export const LINEAR_PATH = '/v1/linear';
 /** A client's own deadline in milliseconds; it can shorten the server's, never lengthen it. */
@@ -135,15 +138,39 @@ async function refuseFromHeaders(
 }
 
 /**
- * A call the drain's timeout abandoned (its thread terminated: OMNI_ERR_WORKER_EXITED) is a 503,
- * not a 500: the server is going away, nothing failed in the request, and the work, a pure
- * function of the body, is safe to send again to another server, which a 503 tells a client or
- * proxy it may. A thread lost otherwise stays a 500, also while a drain waits for its call: that
- * loss may be the request's own doing, and another server would only lose a thread to it too.
+ * What a call's rejection is answered with. A call the drain's timeout abandoned (its thread
+ * terminated: OMNI_ERR_WORKER_EXITED) is a 503, not a 500: the server is going away, nothing
+ * failed in the request, and the work, a pure function of the body, is safe to send again to
+ * another server, which a 503 tells a client or proxy it may. A thread lost otherwise stays a
+ * 500, also while a drain waits for its call: that loss may be the request's own doing, and
+ * another server would only lose a thread to it too. A rejection without this library's code
+ * (a `Served` of the caller's own) is the call's failure, a 500: taken as it is, one with a
+ * statusCode of 4xx, a SyntaxError or the message 'aborted' read as an error of the HTTP stack,
+ * a 400 that blamed the client's request.
  */
-function abandonedByDrain(err: unknown, drain: Drain): unknown {
-  if (!drain.abandoning || (err as { code?: unknown } | null)?.code !== 'OMNI_ERR_WORKER_EXITED') return err;
-  return new UnavailableError('draining', 'the server drained: this call was abandoned at the drain timeout');
+function callFailure(err: unknown, drain: Drain): unknown {
+  const code = codeOf(err);
+  if (code === undefined || !code.startsWith('OMNI_ERR_')) {
+    return new OmniError('OMNI_ERR_INTERNAL', messageOf(err));
+  }
+  if (!drain.abandoning || code !== 'OMNI_ERR_WORKER_EXITED') return err;
+  const abandoned = new UnavailableError(
+    'draining',
+    'the server drained: this call was abandoned at the drain timeout',
+  );
+  ABANDONED.add(abandoned);
+  return abandoned;
+}
+
+/** The 503s of calls the drain abandoned while they ran (see callFailure). */
+const ABANDONED = new WeakSet<object>();
+
+/**
+ * Whether `error` is the 503 of a call the drain abandoned: it ran, so it is no refusal, though
+ * answered as the draining server refuses (omni_http_refused_total counts refusals alone).
+ */
+export function abandonedByDrain(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && ABANDONED.has(error);
 }
 
 export function linearRoute(
@@ -183,9 +210,11 @@ export function linearRoute(
           ...(callDeadline === undefined ? {} : { deadlineMs: callDeadline }),
         });
       } catch (err) {
-        throw abandonedByDrain(err, drain);
+        throw callFailure(err, drain);
       }
-      if (!(y instanceof Float32Array) || y.length !== input.rows * outFeatures) {
+      // By its internal slot: instanceof asks the value (a Proxy's trap may throw), and a
+      // result that is no rows is the call's failure (TASK_FAILED), whatever it is.
+      if (!types.isFloat32Array(y) || y.length !== input.rows * outFeatures) {
         throw new TaskFailedError(
           `the worker returned ${describe(y)}, expected ${input.rows} x ${outFeatures} floats`,
         );
@@ -203,5 +232,5 @@ export function linearRoute(
 }
 
 function describe(value: unknown): string {
-  return value instanceof Float32Array ? `${value.length} floats` : typeof value;
+  return types.isFloat32Array(value) ? `${value.length} floats` : typeof value;
 }

@@ -29,6 +29,11 @@ export interface MetricsSource {
   report(): RuntimeReport;
   /** HTTP requests being answered now. */
   inflight(): number;
+  /**
+   * Connections the server holds open now (omni_http_connections; without it, no such series):
+   * those with no request in flight too (a head still arriving, idle, lingering).
+   */
+  connections?(): number;
 }
 
 /** A gauge whose value is read at scrape time; unbounded (null) reads as +Inf. */
@@ -64,6 +69,13 @@ export class ServeMetrics {
     ) {
       throw new InvalidArgumentError(
         `ServeMetrics needs a source { report(), inflight() }, got ${describeValue(source)}`,
+      );
+    }
+    // Read once, as the others are used: checked, then read again, a getter could answer otherwise.
+    const connections = given.connections;
+    if (connections !== undefined && typeof connections !== 'function') {
+      throw new InvalidArgumentError(
+        `ServeMetrics' source connections must be a function, got ${describeValue(connections)}`,
       );
     }
     const registry = this.registry;
@@ -102,6 +114,15 @@ export class ServeMetrics {
       'HTTP requests being answered now (until their answer is out, or their connection closed).',
       () => source.inflight(),
     );
+    if (connections !== undefined) {
+      const count = connections as () => number;
+      readGauge(
+        registry,
+        'omni_http_connections',
+        'Connections the server holds open (a request in flight or not: a head still arriving, idle, lingering after a closing answer).',
+        () => count.call(source),
+      );
+    }
     new Gauge({
       name: 'omni_runtime_state',
       help: 'The state the server reports: 1 for the current one, 0 for the others.',
@@ -158,13 +179,13 @@ export class ServeMetrics {
     });
     this.#refused = new Counter({
       name: 'omni_http_refused_total',
-      help: 'Requests answered 413 or 503 without running, by reason (requests, units, queued, too-large, body-too-large, unavailable).',
+      help: 'Requests refused (413 or 503) without running, by reason (requests, units, queued, too-large, body-too-large, unavailable), counted when refused, as the runtime counts its refusals: one whose client left before its answer too (the latency histogram records that 499 or 444). A call the drain abandoned while it ran is no refusal.',
       labelNames: ['reason', 'status'],
       registers: [registry],
     });
     this.#clientErrors = new Counter({
       name: 'omni_http_client_errors_total',
-      help: 'Requests answered without reaching a route, then closed: malformed HTTP (400, 408 or 431, by parser code), an unsupported Expect (EXPECTATION_FAILED, 417), a CONNECT (CONNECT, 501). Counted once the answer is out (handed to the kernel): not when the client left, an answer before it closed the connection, or the drain or send timeout cut it off, first.',
+      help: "Answers given outside the routes, then closed: malformed HTTP (400, 408 or 431, by parser code; HPE_INVALID_EOF_STATE: the client's FIN mid-request), an unsupported Expect (EXPECTATION_FAILED, 417), a CONNECT (CONNECT, 501). Counted once the answer is out (handed to the kernel): not when the client left, an answer before it closed the connection, or the drain or send timeout cut it off, first. One to a request whose head was whole (a routed body that failed, a 417) is in the latency histogram too.",
       labelNames: ['detail'],
       registers: [registry],
     });

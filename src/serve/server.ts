@@ -42,7 +42,7 @@ import {
 import { DRAIN_KEYS, Drain, type DrainOptions, type DrainResult, type ServerState } from './drain.js';
 import { continueOwed, continueWhenRead, deferContinue } from './expect-continue.js';
 import { healthRoute } from './health-route.js';
-import { linearRoute } from './linear-route.js';
+import { abandonedByDrain, linearRoute } from './linear-route.js';
 import { lingerOnClose } from './linger.js';
 import { listeningServers } from './listeners.js';
 import { refuseOtherMethods } from './method-not-allowed.js';
@@ -331,7 +331,21 @@ async function listenOnce(
     if (drain.state !== 'serving' && r.state === 'ready') r.state = 'draining';
     return r;
   };
-  const metrics = new ServeMetrics({ report, inflight: () => drain.inflight });
+  // Every connection accepted and not yet closed, on each address: a client holding one with no
+  // request in flight (a slow head, an idle or lingering connection) is seen nowhere else.
+  let connections = 0;
+  const connectionClosed = (): void => {
+    connections--;
+  };
+  const countConnection = (socket: Socket): void => {
+    connections++;
+    socket.once('close', connectionClosed);
+  };
+  const metrics = new ServeMetrics({
+    report,
+    inflight: () => drain.inflight,
+    connections: () => connections,
+  });
   const clientErrors = clientErrorHandler(metrics, drain, sendTimeoutMs);
   /**
    * Counts a request in flight until its response closes, and records one that closes before
@@ -443,6 +457,7 @@ async function listenOnce(
   app.server.prependListener('request', markAfterClose);
   app.server.on('request', rememberResponse);
   app.server.on('connection', lingerOnClose);
+  app.server.on('connection', countConnection);
   continueWhenRead(app, bodyLimit);
   // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
   app.removeContentTypeParser('text/plain');
@@ -521,7 +536,9 @@ async function listenOnce(
   app.setErrorHandler(async (error, _request, reply) => {
     const answer = answerFor(fromHttpStack(error, bodyLimit));
     if (answer.retry) reply.header('retry-after', String(retryAfter));
-    if (answer.status === 413 || answer.status === 503) metrics.refused(answer.label, answer.status);
+    if ((answer.status === 413 || answer.status === 503) && !abandonedByDrain(error)) {
+      metrics.refused(answer.label, answer.status);
+    }
     return reply.code(answer.status).send(answer.body);
   });
   app.setNotFoundHandler(async (request, reply) => {
@@ -560,6 +577,7 @@ async function listenOnce(
     other.prependListener('request', markAfterClose);
     other.on('request', rememberResponse);
     other.on('connection', lingerOnClose);
+    other.on('connection', countConnection);
   }
   const missed = await missedBinding(app, host, (app.server.address() as AddressInfo).port);
   if (missed !== undefined) {

@@ -80,25 +80,27 @@ export interface HttpAnswer {
   readonly label: string;
 }
 
-type Coded = Error & {
-  code?: unknown;
-  reason?: unknown;
-  nativeCode?: unknown;
-  state?: unknown;
-  detail?: unknown;
-};
+/** An error of the HTTP stack, tagged with that stack's own code. */
+type Coded = Error & { detail?: unknown };
 
-/** The status, Retry-After flag and JSON body for any error a request ended with. */
+/**
+ * The status, Retry-After flag and JSON body for any error a request ended with. Never throws:
+ * the value may be a caller's own (a `Served` whose call rejects with a Proxy, an Error whose
+ * getters throw), and the answer to it is still this table's 500.
+ */
 export function answerFor(error: unknown): HttpAnswer {
-  const err = asCoded(error);
-  const code = typeof err.code === 'string' ? err.code : 'OMNI_ERR_INTERNAL';
-  const reason = typeof err.reason === 'string' ? err.reason : undefined;
+  const err = isInstance(error, Error) ? error : undefined;
+  const code = codeOf(err) ?? 'OMNI_ERR_INTERNAL';
+  const reason = stringField(err, 'reason');
   const row = rowFor(code, reason);
-  const body: ErrorBody = { code, message: err.message };
+  const body: ErrorBody = { code, message: messageOf(error) };
   if (reason !== undefined) body.reason = reason;
-  if (typeof err.nativeCode === 'number') body.nativeCode = err.nativeCode;
-  if (typeof err.state === 'string') body.state = err.state;
-  if (typeof err.detail === 'string') body.detail = err.detail;
+  const nativeCode = field(err, 'nativeCode');
+  if (typeof nativeCode === 'number') body.nativeCode = nativeCode;
+  const state = stringField(err, 'state');
+  if (state !== undefined) body.state = state;
+  const detail = stringField(err, 'detail');
+  if (detail !== undefined) body.detail = detail;
   // Metrics label: the refusal reason, else the code's own words ('too-large', 'unavailable').
   const label =
     reason ??
@@ -131,12 +133,14 @@ const BODY_UNREADABLE = new Set([
 /**
  * Rewrites what the HTTP stack (fastify, node:http) throws into this server's coded errors.
  * A body that could not be read is a 400, never a 413: only the stack's own over-the-limit
- * error becomes BodyTooLargeError.
+ * error becomes BodyTooLargeError. Never throws (see answerFor).
  */
 export function fromHttpStack(error: unknown, bodyLimit: number): Error {
-  const err = asCoded(error);
-  const code = typeof err.code === 'string' ? err.code : undefined;
-  if (code?.startsWith('OMNI_ERR_')) return err;
+  const isError = isInstance(error, Error);
+  const err = isError ? error : undefined;
+  const code = codeOf(err);
+  if (code?.startsWith('OMNI_ERR_')) return error as Error;
+  const message = messageOf(error);
   const tagged = <E extends Error>(e: E): E => {
     if (code !== undefined) (e as Coded).detail = code;
     return e;
@@ -145,18 +149,58 @@ export function fromHttpStack(error: unknown, bodyLimit: number): Error {
   if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return tagged(new UnsupportedMediaTypeError());
   if (
     (code !== undefined && BODY_UNREADABLE.has(code)) ||
-    err instanceof SyntaxError ||
-    err.message === 'aborted'
+    isInstance(error, SyntaxError) ||
+    message === 'aborted'
   ) {
-    return tagged(new BadBodyError(`the request body could not be read: ${err.message}`));
+    return tagged(new BadBodyError(`the request body could not be read: ${message}`));
   }
-  const statusCode = (err as { statusCode?: unknown }).statusCode;
+  const statusCode = field(err, 'statusCode');
   if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
-    return tagged(new BadRequestError(err.message));
+    return tagged(new BadRequestError(message));
   }
-  return err;
+  return isError ? (error as Error) : new Error(message);
 }
 
-function asCoded(error: unknown): Coded {
-  return (error instanceof Error ? error : new Error(String(error))) as Coded;
+/** What a message says of a value that cannot be read. */
+const UNREADABLE = 'the error could not be read';
+
+/** `value instanceof type`, false where asking throws (a Proxy's getPrototypeOf trap). */
+function isInstance(value: unknown, type: abstract new (...args: never[]) => unknown): boolean {
+  try {
+    return value instanceof type;
+  } catch {
+    return false;
+  }
+}
+
+/** A field of an error, undefined where there is none or reading it throws (a getter, a trap). */
+function field(err: unknown, key: string): unknown {
+  if (err === undefined) return undefined;
+  try {
+    return (err as Record<string, unknown>)[key];
+  } catch {
+    return undefined;
+  }
+}
+
+function stringField(err: unknown, key: string): string | undefined {
+  const value = field(err, key);
+  return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * An Error's stable code (OMNI_ERR_*, or the HTTP stack's own), read once; undefined for any
+ * other value, as for an Error without one or whose code cannot be read.
+ */
+export function codeOf(error: unknown): string | undefined {
+  return isInstance(error, Error) ? stringField(error, 'code') : undefined;
+}
+
+/** An Error's message, else the value as text (as String() gives it), never throwing. */
+export function messageOf(error: unknown): string {
+  try {
+    return String(isInstance(error, Error) ? (error as Error).message : error);
+  } catch {
+    return UNREADABLE;
+  }
 }
