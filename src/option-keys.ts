@@ -14,6 +14,7 @@
  * Inherited keys and symbols are not options anyone reads by mistake, and are not looked at.
  */
 import { describeValue, InvalidArgumentError } from './errors.js';
+import { nearestName } from './nearest-name.js';
 
 /** Every key of T, each exactly once (the values are ignored). */
 export type OptionKeys<T> = { readonly [K in keyof T]-?: true };
@@ -28,34 +29,9 @@ export function checkOptionKeys(what: string, options: unknown, known: KnownKeys
   for (const key of Object.keys(options)) {
     if (Object.hasOwn(known, key)) continue;
     const valid = Object.keys(known);
-    const near = nearest(key, valid);
+    const near = nearestName(key, valid);
     throw new InvalidArgumentError(
       `${what} has no option ${JSON.stringify(key)}${near ? ` (did you mean ${near}?)` : ''}; valid: ${valid.join(', ')}`,
     );
   }
-}
-
-/** The valid key within two edits of `key` (a typo, not a different word), if any. */
-function nearest(key: string, valid: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const candidate of valid) {
-    const d = distance(key.toLowerCase(), candidate.toLowerCase());
-    if (d < bestDistance) [best, bestDistance] = [candidate, d];
-  }
-  return best;
-}
-
-/** Levenshtein distance, one row at a time. */
-function distance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
-      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, substitution));
-    }
-    row = next;
-  }
-  return row[b.length]!;
 }

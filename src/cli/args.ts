@@ -6,6 +6,7 @@ import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { checkBounds } from '../admission/bounds.js';
 import { isDecimal, isWholeDecimal } from '../decimal.js';
 import { BACKEND_ENV, type BackendPreference, backendFromEnv } from '../native/backend.js';
+import { nearestName } from '../nearest-name.js';
 
 export class UsageError extends Error {
   readonly code = 'OMNI_ERR_USAGE';
@@ -55,23 +56,30 @@ export function parseFlags<const O extends FlagSpec>(
       const help = parseArgs({ args: ['--help'], options, strict: true, allowPositionals: true });
       return { values: help.values, positionals: [] };
     }
-    throw new UsageError(parseMistake((err as Error).message), command);
+    throw new UsageError(parseMistake((err as Error).message, options), command);
   }
 }
 
 /**
  * node:util's message, said as the rest of the CLI says its mistakes: its messages run to
- * several sentences over several lines, and name a flag as "Option '-h, --help <value>'".
+ * several sentences over several lines, and name a flag as "Option '-h, --help <value>'". An
+ * unknown long flag names the command's flag it was probably meant to be.
  */
-function parseMistake(message: string): string {
+function parseMistake(message: string, options: FlagSpec): string {
   const first = message.split('\n')[0]!.split('. To specify')[0]!;
   const unknown = /^Unknown option '([^']*)'/.exec(first);
-  if (unknown) return `unknown option '${unknown[1]}'`;
+  if (unknown) return unknownFlag(unknown[1]!, Object.keys(options));
   const option = /^Option '(?:-\w, )?(--[\w-]+)[^']*' (.*)$/.exec(first);
   // "argument is ambiguous": the value is missing and the next flag would be taken for it.
   if (option && /^argument (missing|is ambiguous)/.test(option[2]!)) return `${option[1]} needs a value`;
   if (option && /^does not take an argument/.test(option[2]!)) return `${option[1]} takes no value`;
   return first;
+}
+
+/** "unknown option '--thread' (did you mean --threads?)": a guess for a long flag only. */
+export function unknownFlag(flag: string, names: readonly string[]): string {
+  const near = flag.startsWith('--') ? nearestName(flag.slice(2), names) : undefined;
+  return `unknown option '${flag}'${near === undefined ? '' : ` (did you mean --${near}?)`}`;
 }
 
 /** A -h or --help (alone or in a short-flag group) before any `--`, where the command has that flag. */

@@ -8,6 +8,7 @@ import { isDecimal } from '../decimal.js';
 import { type NativeLibraryPaths, rowsPerCall } from '../linear/start-options.js';
 import { backendFromEnv } from '../native/backend.js';
 import { MAX_DEVICE } from '../native/device.js';
+import { nearestName } from '../nearest-name.js';
 import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
 
 export type BackendFlag = 'fixture' | 'cuda' | 'auto';
@@ -189,8 +190,11 @@ export function parseBenchArgs(
       'bench',
     );
   }
-  if (positionals.length > 0)
-    throw new UsageError(`unknown subcommand or argument '${positionals[0]}'`, 'bench');
+  if (positionals.length > 0) {
+    const near = nearestName(positionals[0]!, ['admission']);
+    const guess = near === undefined ? '' : ` (did you mean ${near}?)`;
+    throw new UsageError(`unknown subcommand or argument '${positionals[0]}'${guess}`, 'bench');
+  }
   const rates = rateListFlag(values.rates);
   const durationS = numberFlag('duration', values.duration, 20, { greater: 0, max: 86_400 });
   const threads = numberFlag('threads', values.threads, DEFAULT_THREADS, { min: 1, max: 256, integer: true });

@@ -5,8 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { nearestName } from '../nearest-name.js';
 import { packageRoot } from '../paths.js';
-import { firstWord, isHelpArg, UsageError } from './args.js';
+import { firstWord, isHelpArg, UsageError, unknownFlag } from './args.js';
 import { ShutdownSignals } from './shutdown-signals.js';
 
 export const HELP = `Usage: omni-runtime <command> [flags]
@@ -79,11 +80,18 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     default:
       throw new UsageError(
-        command.startsWith('-')
-          ? `unknown option '${command}'`
-          : `unknown command '${command}' (commands: bench, serve)`,
+        command.startsWith('-') ? unknownFlag(command, TOP_FLAGS) : unknownCommand(command),
       );
   }
+}
+
+const COMMANDS = ['bench', 'serve'];
+const TOP_FLAGS = ['help', 'version'];
+
+/** "unknown command 'server' (did you mean serve? commands: bench, serve)" */
+function unknownCommand(command: string): string {
+  const near = nearestName(command, COMMANDS);
+  return `unknown command '${command}' (${near === undefined ? '' : `did you mean ${near}? `}commands: ${COMMANDS.join(', ')})`;
 }
 
 /**
