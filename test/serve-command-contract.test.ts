@@ -193,7 +193,7 @@ describe('runServeCommand in-process', () => {
     expect(await codeOf(gated.lr.run(new Float32Array(2), { deadlineMs: 1 }))).toBe('OMNI_ERR_DEADLINE');
     gated.open();
     expect(await run.exitCode).toBe(1);
-    expect(run.lines.at(-1)).toMatch(/drain not clean \(1 requests abandoned\)/);
+    expect(run.lines.at(-1)).toMatch(/drain not clean \(1 request abandoned\)/);
     expect([200, 503, 'connection closed']).toContain(await stuck);
   });
 
@@ -220,7 +220,7 @@ describe('runServeCommand in-process', () => {
     const { run, gated, stuck } = await drainingWithOneHeld([...SMALL, '--drain-timeout-ms', '0']);
     // The gate stays shut: only abandoning the call can end this drain.
     expect(await run.exitCode).toBe(1);
-    expect(run.lines.at(-1)).toMatch(/drain not clean \(1 requests abandoned\)/);
+    expect(run.lines.at(-1)).toMatch(/drain not clean \(1 request abandoned\)/);
     expect(gated.lr.report()).toMatchObject({ state: 'stopped', depth: 0 });
     expect([503, 'connection closed']).toContain(await stuck);
   });

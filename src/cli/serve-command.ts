@@ -66,6 +66,9 @@ Flags:
   --retry-after S        Retry-After seconds on a capacity 503 (default 1)
   -h, --help             this help
 Every MS takes any number > 0 (--drain-timeout-ms also 0), of any length.
+Exit status: 0 after a clean drain; 2 for a usage mistake; 1 for any other end: work cut off by
+the drain timeout or a second signal, a runtime that failed, or one that could not start (a
+library that will not load, a port in use). A failure is one line on stderr.
 `;
 
 export interface ServeConfig {
@@ -303,7 +306,11 @@ async function serveUntilSignalled(
   out(
     result.clean
       ? 'omni-runtime serve: drained, exiting'
-      : `omni-runtime serve: drain not clean (${result.abandonedRequests} requests abandoned), exiting`,
+      : `omni-runtime serve: drain not clean (${abandoned(result.abandonedRequests)}), exiting`,
   );
   return result.clean && signal !== undefined && !failedLate ? 0 : 1;
+}
+
+function abandoned(count: number): string {
+  return `${count} ${count === 1 ? 'request' : 'requests'} abandoned`;
 }
