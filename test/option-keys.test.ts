@@ -51,6 +51,15 @@ describe('checkOptionKeys', () => {
     );
   });
 
+  it('names the key a misspelt one was likely meant to be, as the README says, and none for another word', () => {
+    // The suggestion is what the refusal is for: the one line tells the fix.
+    const message = (options: object): string =>
+      String((thrown(() => checkOptionKeys('bounds', options, known)) as Error).message);
+    expect(message({ unit: 5 })).toContain('(did you mean units?)');
+    expect(message({ Request: 5 })).toContain('(did you mean requests?)');
+    expect(message({ capacity: 5 })).not.toContain('did you mean');
+  });
+
   it('refuses options that are not an object', () => {
     for (const options of [null, 1, 'requests']) {
       expect([options, thrownCode(() => checkOptionKeys('bounds', options, known))]).toEqual([

@@ -56,4 +56,29 @@ describe('omni_http_connections', () => {
     }
     expect(code).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });
+
+  it('connections() is read once, when the ServeMetrics is made, and called on its source', async () => {
+    const report = (): never => {
+      throw new Error('not scraped here');
+    };
+    let reads = 0;
+    const source = {
+      held: 5,
+      report,
+      inflight: () => 0,
+      // A getter that answers a function once, then nothing: read again, the scrape would fail.
+      get connections(): (() => number) | undefined {
+        reads++;
+        return reads === 1
+          ? function (this: { held: number }): number {
+              return this.held;
+            }
+          : undefined;
+      },
+    };
+    const metrics = new ServeMetrics(source);
+    const gauge = metrics.registry.getSingleMetric('omni_http_connections');
+    expect((await gauge?.get())?.values[0]?.value).toBe(5);
+    expect(reads).toBe(1);
+  });
 });

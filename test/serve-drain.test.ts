@@ -6,12 +6,12 @@
 import { Agent, request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SERVE_HELP } from '../src/cli/serve-command.js';
-import { WorkerExitedError } from '../src/errors.js';
+import { TaskFailedError, WorkerExitedError } from '../src/errors.js';
 import { type Served, serve } from '../src/serve/index.js';
 import { codeOf } from './fixtures/runtime-harness.js';
 import { postFloats, tryConnect } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { clients, closeServed, gatedForTest } from './fixtures/serve-harness.js';
+import { clients, closeServed, gatedForTest, serveForTest } from './fixtures/serve-harness.js';
 
 afterEach(closeServed);
 
@@ -287,5 +287,42 @@ describe('drain', () => {
     const a = await answer;
     expect(`${a.status} ${String(a.json?.code)}`).toBe('500 OMNI_ERR_WORKER_EXITED');
     expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+
+  it('a call that fails otherwise as the drain abandons it: its own failure (500), not a 503', async () => {
+    const g = await gatedForTest({ inFeatures: 2, outFeatures: 2, open: true });
+    let entered!: () => void;
+    const reached = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    let fail!: (error: Error) => void;
+    let heard!: Promise<unknown>;
+    // Its close (the drain's timeout passed) fails the running call with an error of its own,
+    // not the lost thread only the drain's abandoning explains, and ends once its answer is out.
+    const served: Served = {
+      run: (() => {
+        entered();
+        return new Promise((_resolve, reject) => {
+          fail = reject;
+        });
+      }) as unknown as Served['run'],
+      report: () => g.lr.report(),
+      close: (async (options?: { timeoutMs?: number }) => {
+        fail(new TaskFailedError('the call failed'));
+        await heard;
+        await g.lr.close(options);
+        return { clean: false, abandoned: 1 };
+      }) as Served['close'],
+      inFeatures: 2,
+      outFeatures: 2,
+      backend: g.lr.backend,
+    };
+    const s = await serveForTest(served);
+    const answer = postFloats(s.address, [1, 2]);
+    heard = answer;
+    await reached;
+    expect(await s.drain({ timeoutMs: 0 })).toEqual({ clean: false, abandonedRequests: 1 });
+    const a = await answer;
+    expect(`${a.status} ${String(a.json?.code)}`).toBe('500 OMNI_ERR_TASK_FAILED');
   });
 });

@@ -50,6 +50,12 @@ const STACK_LOOKALIKE: [string, () => unknown][] = [
   ['an Error with statusCode 404', () => Object.assign(new Error('not there'), { statusCode: 404 })],
   ['a SyntaxError', () => new SyntaxError('Unexpected token')],
   ['an Error whose message is "aborted"', () => new Error('aborted')],
+  // The stack's own codes, which the error handler rewrites (413, 415, 400) when the stack throws.
+  [
+    'an Error coded FST_ERR_CTP_BODY_TOO_LARGE',
+    () => Object.assign(new Error('big'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE' }),
+  ],
+  ['an Error coded ECONNRESET', () => Object.assign(new Error('reset'), { code: 'ECONNRESET' })],
 ];
 
 interface Wrapped {

@@ -215,6 +215,21 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     },
   );
 
+  it.each(['127.0.0.1', '::1'])(
+    'a connection held open on %s is counted in omni_http_connections until it closes',
+    async (host) => {
+      const { s } = await start();
+      const connections = async (): Promise<string | undefined> =>
+        /^omni_http_connections (\S+)$/m.exec((await s.metrics.scrape()).text)?.[1];
+      const socket = connect({ host, port: s.port });
+      clients.push(socket);
+      socket.on('error', () => {});
+      await until(async () => (await connections()) === '1', 'the connection counted');
+      socket.destroy();
+      await until(async () => (await connections()) === '0', 'the connection closed');
+    },
+  );
+
   it('a request asking to upgrade on ::1 while serve() still checks its addresses: answered, not leaked', async () => {
     const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, open: true });
     let heard = '';

@@ -14,7 +14,7 @@ import {
   WorkerExitedError,
 } from '../src/index.js';
 import { answerFor, BadBodyError, statusFor } from '../src/serve/index.js';
-import { fromHttpStack } from '../src/serve/status.js';
+import { codeOf, fromHttpStack } from '../src/serve/status.js';
 
 const snapshot = { depth: 2, capacity: 2, rejected: 1 };
 
@@ -69,6 +69,45 @@ describe('answerFor', () => {
     expect(answerFor(new AbortError())).toMatchObject({ status: 499, retry: false });
   });
 
+  it('a value that is no Error: none of its fields is read, it is a 500 OMNI_ERR_INTERNAL', () => {
+    const lookalike = {
+      code: 'OMNI_ERR_REJECTED',
+      reason: 'requests',
+      state: 'draining',
+      detail: 'd',
+      nativeCode: 7,
+    };
+    const answer = answerFor(lookalike);
+    expect({ status: answer.status, retry: answer.retry, label: answer.label }).toEqual({
+      status: 500,
+      retry: false,
+      label: 'internal',
+    });
+    expect(Object.keys(answer.body)).toEqual(['code', 'message']);
+    expect(answer.body.code).toBe('OMNI_ERR_INTERNAL');
+    // Nor is a Proxy that will not say what it is, whatever its fields answer.
+    const unsaid = new Proxy(lookalike, {
+      getPrototypeOf: () => {
+        throw new Error('trap');
+      },
+    });
+    expect(answerFor(unsaid)).toMatchObject({ status: 500, body: { code: 'OMNI_ERR_INTERNAL' } });
+  });
+
+  it('an Error field of the wrong type is left out of the body', () => {
+    const odd = Object.assign(new Error('odd'), {
+      code: 'OMNI_ERR_NATIVE',
+      reason: 5,
+      nativeCode: '7',
+      state: 1,
+      detail: {},
+    });
+    const answer = answerFor(odd);
+    expect(answer.status).toBe(500);
+    expect(Object.keys(answer.body)).toEqual(['code', 'message']);
+    expect(answer.label).toBe('native');
+  });
+
   it('statusFor agrees with answerFor', () => {
     expect(statusFor('OMNI_ERR_REJECTED', 'units')).toBe(503);
     expect(statusFor('OMNI_ERR_TOO_LARGE')).toBe(413);
@@ -105,5 +144,24 @@ describe('fromHttpStack', () => {
     expect(answerFor(fromHttpStack(failed, 1)).status).toBe(500);
     const other = new Error('boom');
     expect(fromHttpStack(other, 1)).toBe(other);
+  });
+
+  it('takes no field of a value that is no Error, and never throws on one', () => {
+    // A statusCode of 4xx is fastify's mark on its own errors: on anything else it is no 400.
+    expect(answerFor(fromHttpStack({ statusCode: 404, code: 'FST_ERR_BAD_URL' }, 1)).status).toBe(500);
+    const trap = (): never => {
+      throw new Error('trap');
+    };
+    const hostile = new Proxy({}, { get: trap, getPrototypeOf: trap, has: trap });
+    expect(answerFor(fromHttpStack(hostile, 1)).body.code).toBe('OMNI_ERR_INTERNAL');
+    // An Error, as its type says, whatever it was given.
+    expect(fromHttpStack('not an error', 1)).toBeInstanceOf(Error);
+    expect(fromHttpStack(hostile, 1)).toBeInstanceOf(Error);
+  });
+
+  it("codeOf reads an Error's code alone, not one on any other value", () => {
+    expect(codeOf(Object.assign(new Error('x'), { code: 'OMNI_ERR_REJECTED' }))).toBe('OMNI_ERR_REJECTED');
+    // A call rejecting with such a value as the drain abandons it would be taken for its thread lost.
+    expect(codeOf({ code: 'OMNI_ERR_WORKER_EXITED' })).toBeUndefined();
   });
 });
