@@ -4,10 +4,16 @@
  * interleavings is in test/admission-wake-races.test.ts, waiting across real threads in
  * test/admission-wait-threads.test.ts.
  */
+import { getEventListeners } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
 import { type AdmitOptions, BoundedAdmission, type Permit } from '../src/index.js';
 import { admitted, rejection, track, turn, WORD_MODES } from './fixtures/admission-interleave.js';
-import { abortedSayingNot, abortedWithThrowingReason, throwingReason } from './fixtures/shadowed-signal.js';
+import {
+  abortedSayingNot,
+  abortedWithThrowingReason,
+  shadowed,
+  throwingReason,
+} from './fixtures/shadowed-signal.js';
 
 describe.each(WORD_MODES)('admit (%s)', (_mode, units) => {
   it('resolves at once when there is room, without queueing', async () => {
@@ -346,6 +352,62 @@ describe("admit reads the signal by its internal slots, not the caller's own pro
     expect((await rejection(waiter)).code).toBe('OMNI_ERR_ABORTED');
     expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
     holder.release();
+  });
+
+  it('a signal aborted already whose own aborted says false is refused even with room', async () => {
+    // Checked through its own aborted, it was granted a permit: room at once, no queue to notice.
+    const admission = new BoundedAdmission({ requests: 1 });
+    const err = await rejection(admission.admit(1, { signal: abortedSayingNot() }));
+    expect(err.code).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 0, rejected: 0 });
+  });
+
+  it('a waiter whose signal says it is not aborted is not admitted once it is', async () => {
+    // The earlier listener frees room before the waiter's own listener runs: the queue's head
+    // check must read the signal's slot, not its own aborted, or the waiter is granted.
+    const admission = new BoundedAdmission({ requests: 1 });
+    const controller = new AbortController();
+    const sibling = admitted(admission, 1);
+    controller.signal.addEventListener('abort', () => sibling.release());
+    const signal = shadowed(controller.signal, 'aborted', () => false);
+    const pending = admission.admit(1, { signal });
+    controller.abort();
+    expect((await rejection(pending)).code).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 0, rejected: 0 });
+  });
+
+  it('a signal whose own aborted throws is still a signal: its waiter rejects at its abort', async () => {
+    // Taken through its own aborted, it was no AbortSignal: refused OMNI_ERR_INVALID_ARGUMENT.
+    const admission = new BoundedAdmission({ requests: 1 });
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    const signal = shadowed(controller.signal, 'aborted', () => {
+      throw new Error("the signal's own aborted getter");
+    });
+    const waiter = admission.admit(1, { signal });
+    expect(admission.report().waiting).toBe(1);
+    controller.abort();
+    expect((await rejection(waiter)).code).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0 });
+    holder.release();
+  });
+
+  it('an own removeEventListener that throws: a granted waiter stops listening, release() does not throw', async () => {
+    const admission = new BoundedAdmission({ requests: 1 });
+    const holder = admitted(admission, 1);
+    const controller = new AbortController();
+    Object.defineProperty(controller.signal, 'removeEventListener', {
+      value: () => {
+        throw new Error("the signal's own removeEventListener");
+      },
+    });
+    const waiter = admission.admit(1, { signal: controller.signal });
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    holder.release(); // grants the waiter, which stops following its signal
+    const permit = await waiter;
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    permit.release();
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 0 });
   });
 });
 

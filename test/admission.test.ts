@@ -90,6 +90,29 @@ describe('BoundedAdmission construction', () => {
     expect(err.code).toBe('OMNI_ERR_INVALID_BOUND');
   });
 
+  it('reads each bound once: getters that answer once give the admission what they answered', () => {
+    // A second read could answer otherwise than what was checked: here it throws.
+    const once = <T>(value: T): (() => T) => {
+      let read = false;
+      return () => {
+        if (read) throw new Error('a bound read twice');
+        read = true;
+        return value;
+      };
+    };
+    const requests = once(3);
+    const units = once(100);
+    const bounds = {
+      get requests() {
+        return requests();
+      },
+      get units() {
+        return units();
+      },
+    };
+    expect(new BoundedAdmission(bounds).report()).toMatchObject({ capacity: 3, unitCapacity: 100 });
+  });
+
   it.each([null, undefined, 5, 'requests', true])('rejects non-object bounds: %s', (bounds) => {
     const err = thrown(() => new BoundedAdmission(bounds as unknown as { requests: number }));
     expect(err).toBeInstanceOf(RangeError);

@@ -141,6 +141,13 @@ describe('runBench', () => {
     },
   );
 
+  it('says the backend was requested when --backend chose it', async () => {
+    // The other side of "bench default": a report that said it always would hide the choice.
+    const c = config(['--backend', 'fixture', '--rates', '50', '--duration', '0.2', '--calibrate', '0.05']);
+    const r = await runBench(c, new Progress(1, quiet));
+    expect(r).toMatchObject({ backend: 'fixture', backendReason: 'requested' });
+  });
+
   it('closes the runtime already started when the second one fails to start', async () => {
     const start = LinearRuntime.start.bind(LinearRuntime);
     const failure = Object.assign(new Error('second start failed'), { code: 'OMNI_ERR_TEST' });

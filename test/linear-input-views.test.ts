@@ -151,6 +151,52 @@ describe('LinearRuntime.run sends a view into a larger buffer as its rows alone'
     expect(reads).toBe(1);
   });
 
+  it("a view whose buffer's own byteLength throws or lies: its rows alone arrive", async () => {
+    const lr = await probe();
+    const tampered: PropertyDescriptor[] = [
+      {
+        get: (): never => {
+          throw new Error('read');
+        },
+      },
+      { value: 2 * IN * 4 }, // the view's own size: x would seem compact and go whole
+    ];
+    for (const descriptor of tampered) {
+      const view = batch(16).subarray(IN, 3 * IN);
+      const values = [...view];
+      Object.defineProperty(view.buffer, 'byteLength', descriptor);
+      expect(await arrived(lr, view)).toEqual({
+        bufferBytes: 2 * IN * 4,
+        byteOffset: 0,
+        shared: false,
+        values,
+      });
+    }
+  });
+
+  it("a transfer list's own includes is the caller's, never called: the rows alone arrive", async () => {
+    const lr = await probe();
+    const tampered: PropertyDescriptor[] = [
+      {
+        value: (): never => {
+          throw new Error('own includes');
+        },
+      },
+      { value: () => true }, // says x's buffer is moved: x would go whole, and not moved
+    ];
+    for (const descriptor of tampered) {
+      const view = batch(16).subarray(IN, 3 * IN);
+      const values = [...view];
+      const transfer = Object.defineProperty([] as ArrayBuffer[], 'includes', descriptor);
+      expect(await arrived(lr, view, transfer)).toEqual({
+        bufferBytes: 2 * IN * 4,
+        byteOffset: 0,
+        shared: false,
+        values,
+      });
+    }
+  });
+
   it('a transfer list that throws as it is read: run() rejects with what threw, counted invalid', async () => {
     const lr = await probe();
     const thrown = new Error('trap');

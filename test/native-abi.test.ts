@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,6 +106,16 @@ describe('native library loading and the ABI handshake', () => {
     expect(thrown(() => loadNativeLibrary('fixture', { path }))).toMatchObject({
       code: 'OMNI_ERR_LIBRARY_NOT_FOUND',
       path,
+    });
+  });
+
+  it('loads a library through a symbolic link to it (libfoo.so -> libfoo.so.1, say)', () => {
+    // Refused as no regular file when the link itself, not what it names, was looked at.
+    const path = join(dir, 'liblinked.so');
+    symlinkSync(defaultLibraryPath('fixture'), path);
+    expect(loadNativeLibrary('fixture', { path })).toMatchObject({
+      backend: 'fixture',
+      abiVersion: ABI_VERSION,
     });
   });
 

@@ -199,6 +199,13 @@ describe('native validation (fixture)', () => {
     ])('%s: OMNI_ERR_INVALID_ARGUMENT', (_name, call) => {
       expect(codeOf(call).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
     });
+
+    it('workspaceCount 2, then undefined: the context opens', () => {
+      // Read again for the call, the count was undefined there (0), and the open was refused.
+      const opened = NativeContext.open(lib, oneRead('workspaceCount', 2));
+      expect(opened.closed).toBe(false);
+      opened.close();
+    });
   });
 
   describe('views that misreport their length', () => {

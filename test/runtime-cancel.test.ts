@@ -24,7 +24,12 @@ import {
   turns,
   until,
 } from './fixtures/runtime-harness.js';
-import { abortedSayingNot, abortedWithThrowingReason, throwingReason } from './fixtures/shadowed-signal.js';
+import {
+  abortedSayingNot,
+  abortedWithThrowingReason,
+  shadowed,
+  throwingReason,
+} from './fixtures/shadowed-signal.js';
 
 const MODES = [
   ['bounded', { requests: 2 }],
@@ -227,6 +232,24 @@ describe("run() reads the signal by its internal slots, not the caller's own pro
       const c = control();
       open(c); // the handler would not block: only the abort can keep it from completing
       const err = await rejection(rt.run(gate(c, { value: 'ran' }), { signal: abortedSayingNot() }));
+      expect(err).toMatchObject({ name: 'AbortError', code: 'OMNI_ERR_ABORTED' });
+      expect(rt.report()).toMatchObject({ depth: 0, aborted: 1, completed: 0 });
+      expect(Atomics.load(c, INVOKED)).toBe(0);
+    });
+  }
+
+  for (const [mode, admission] of MODES.filter(([, a]) => a === undefined || 'wait' in a)) {
+    it(`an abort in the same tick as run(), own aborted saying false: not dispatched (${mode})`, async () => {
+      // The permit reaches dispatch a microtask after run() returns; the check made there must
+      // read the signal's slot, or the call is dispatched and runs to completion.
+      const rt = await start({ threads: 1, ...(admission ? { admission } : {}) });
+      const c = control();
+      open(c); // the handler would not block: only the abort can keep it from completing
+      const ac = new AbortController();
+      const signal = shadowed(ac.signal, 'aborted', () => false);
+      const call = rt.run(gate(c, { value: 'ran' }), { signal });
+      ac.abort(new Error('caller gone'));
+      const err = await rejection(call);
       expect(err).toMatchObject({ name: 'AbortError', code: 'OMNI_ERR_ABORTED' });
       expect(rt.report()).toMatchObject({ depth: 0, aborted: 1, completed: 0 });
       expect(Atomics.load(c, INVOKED)).toBe(0);

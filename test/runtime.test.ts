@@ -241,6 +241,20 @@ describe('Runtime.start', () => {
     }
   });
 
+  it('loads the module a worker URL holds, whatever its own href says', async () => {
+    // Read through its own href, this URL was taken for an https: module and refused
+    // OMNI_ERR_INVALID_ARGUMENT (or, with an own href naming another file:, that file was loaded).
+    const source = `import { defineWorker } from ${JSON.stringify(builtModuleUrl('src/index.js'))};
+      export default defineWorker((n) => n * 2);`;
+    const worker = Object.defineProperty(
+      new URL(`data:text/javascript,${encodeURIComponent(source)}`),
+      'href',
+      { value: 'https://127.0.0.1:1/worker.js' },
+    );
+    const rt = await start({ worker });
+    expect(await rt.run(21)).toBe(42);
+  });
+
   it('gives the threads the resourceLimits it checked, each read once, inherited ones too', async () => {
     const source = `import { resourceLimits } from 'node:worker_threads';
       import { defineWorker } from ${JSON.stringify(builtModuleUrl('src/index.js'))};

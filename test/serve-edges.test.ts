@@ -11,7 +11,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
-import { get, postFloats, rawExchange } from './fixtures/serve-client.js';
+import { get, postFloats, postJson, rawExchange } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import {
   closeServed,
@@ -89,6 +89,39 @@ describe('the runtime serve() checked', () => {
     const answer = await postFloats(s.address, [1, 2, 3, 4]);
     expect(answer.status).toBe(200);
     expect(answer.headers.get('x-omni-rows')).toBe('1');
+    expect(await s.close()).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+
+  it('an output width that reads otherwise after serve() checked it: the checked one is served', async () => {
+    // Read again per request, the width below was twice the runtime's there: each answer of
+    // the right length was refused as the worker's fault (500), or cut into rows it did not have.
+    const g = await gated({ open: true, admission: { requests: 2 } });
+    const lr = g.lr;
+    let reads = 0;
+    const runtime: Served = {
+      run: lr.run.bind(lr),
+      report: lr.report.bind(lr),
+      close: lr.close.bind(lr),
+      inFeatures: lr.inFeatures,
+      get outFeatures() {
+        return reads++ === 0 ? lr.outFeatures : lr.outFeatures * 2;
+      },
+      backend: lr.backend,
+    };
+    const s = await serve(runtime, { port: 0 });
+    const octets = await postFloats(s.address, [1, 2, 3, 4]);
+    expect([octets.status, octets.headers.get('x-omni-rows')]).toEqual([200, '1']);
+    const json = await postJson(s.address, {
+      rows: [
+        [1, 2, 3, 4],
+        [5, 6, 7, 8],
+      ],
+    });
+    expect(json.status).toBe(200);
+    expect((json.json as { rows: number[][] }).rows.map((row) => row.length)).toEqual([
+      lr.outFeatures,
+      lr.outFeatures,
+    ]);
     expect(await s.close()).toEqual({ clean: true, abandonedRequests: 0 });
   });
 });

@@ -11,7 +11,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type ServeHandle, serve } from '../src/serve/index.js';
+import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
 import { rawExchange } from './fixtures/serve-client.js';
 import { type Gated, sharedServed, startGated } from './fixtures/serve-harness.js';
 
@@ -390,6 +390,33 @@ describe('a chunked body whose hinted rows cannot fit the body limit', () => {
       await s.close();
     }
   }
+
+  it('a width that reads otherwise after serve() checked it: the checked one measures the rows', async () => {
+    // Read again per request, the width was twice IN there: 4 rows that fit were refused 413.
+    const g = await startGated({ inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } });
+    const lr = g.lr;
+    let reads = 0;
+    const runtime: Served = {
+      run: lr.run.bind(lr),
+      report: lr.report.bind(lr),
+      close: lr.close.bind(lr),
+      get inFeatures() {
+        return reads++ === 0 ? lr.inFeatures : lr.inFeatures * 2;
+      },
+      outFeatures: lr.outFeatures,
+      backend: lr.backend,
+    };
+    const s = await serve(runtime, { port: 0, bodyLimit: LIMIT });
+    try {
+      const answer = await rawExchange(s.port, [
+        chunkedHead(4, OCTET, 'Connection: close\r\n'),
+        ...chunked(octets(4)),
+      ]);
+      expect(answer.status).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
 
   it('the reference: sent in full, fastify refuses it 413 once the limit is passed', async () => {
     await withServer(async (g, s) => {

@@ -134,6 +134,36 @@ describe('option ranges', () => {
     ['an empty object', {}],
     ['a number', 5],
     ['an object with run() alone', { run: async () => new Float32Array(2) }],
+    [
+      'a LinearRuntime-shaped object of 1.5 input features',
+      {
+        run: async () => new Float32Array(2),
+        report: () => ({}),
+        close: async () => ({}),
+        outFeatures: 2,
+        inFeatures: 1.5,
+      },
+    ],
+    [
+      'a LinearRuntime-shaped object of 0 input features',
+      {
+        run: async () => new Float32Array(2),
+        report: () => ({}),
+        close: async () => ({}),
+        outFeatures: 2,
+        inFeatures: 0,
+      },
+    ],
+    [
+      'a LinearRuntime-shaped object of 1.5 output features',
+      {
+        run: async () => new Float32Array(2),
+        report: () => ({}),
+        close: async () => ({}),
+        inFeatures: 2,
+        outFeatures: 1.5,
+      },
+    ],
   ])('a runtime that is %s: OMNI_ERR_INVALID_ARGUMENT, and nothing listens', async (_what, runtime) => {
     // null was an uncoded TypeError; {} was listened on, and every request then failed with a 500.
     const outcome = await outcomeOf((async () => serve(runtime as unknown as Served, { port: 0 }))());
