@@ -20,6 +20,7 @@ import {
   gatedForTest,
   serveForTest,
   sharedServed,
+  widthReadTwice,
 } from './fixtures/serve-harness.js';
 
 const IN = 4;
@@ -74,17 +75,7 @@ describe('the runtime serve() checked', () => {
     // Read again per request, the width below was 8 there: every 4-float row was a 400.
     const g = await gated({ open: true, admission: { requests: 2 } });
     const lr = g.lr;
-    let reads = 0;
-    const runtime: Served = {
-      run: lr.run.bind(lr),
-      report: lr.report.bind(lr),
-      close: lr.close.bind(lr),
-      get inFeatures() {
-        return reads++ === 0 ? lr.inFeatures : lr.inFeatures * 2;
-      },
-      outFeatures: lr.outFeatures,
-      backend: lr.backend,
-    };
+    const runtime = widthReadTwice(lr, 'inFeatures');
     const s = await serve(runtime, { port: 0 });
     const answer = await postFloats(s.address, [1, 2, 3, 4]);
     expect(answer.status).toBe(200);
@@ -97,17 +88,7 @@ describe('the runtime serve() checked', () => {
     // the right length was refused as the worker's fault (500), or cut into rows it did not have.
     const g = await gated({ open: true, admission: { requests: 2 } });
     const lr = g.lr;
-    let reads = 0;
-    const runtime: Served = {
-      run: lr.run.bind(lr),
-      report: lr.report.bind(lr),
-      close: lr.close.bind(lr),
-      inFeatures: lr.inFeatures,
-      get outFeatures() {
-        return reads++ === 0 ? lr.outFeatures : lr.outFeatures * 2;
-      },
-      backend: lr.backend,
-    };
+    const runtime = widthReadTwice(lr, 'outFeatures');
     const s = await serve(runtime, { port: 0 });
     const octets = await postFloats(s.address, [1, 2, 3, 4]);
     expect([octets.status, octets.headers.get('x-omni-rows')]).toEqual([200, '1']);

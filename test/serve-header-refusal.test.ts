@@ -11,9 +11,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Served, type ServeHandle, serve } from '../src/serve/index.js';
+import { type ServeHandle, serve } from '../src/serve/index.js';
 import { rawExchange } from './fixtures/serve-client.js';
-import { type Gated, sharedServed, startGated } from './fixtures/serve-harness.js';
+import { type Gated, sharedServed, startGated, widthReadTwice } from './fixtures/serve-harness.js';
 
 const IN = 4;
 const UNITS = 8;
@@ -395,17 +395,7 @@ describe('a chunked body whose hinted rows cannot fit the body limit', () => {
     // Read again per request, the width was twice IN there: 4 rows that fit were refused 413.
     const g = await startGated({ inFeatures: IN, outFeatures: 3, open: true, admission: { requests: 4 } });
     const lr = g.lr;
-    let reads = 0;
-    const runtime: Served = {
-      run: lr.run.bind(lr),
-      report: lr.report.bind(lr),
-      close: lr.close.bind(lr),
-      get inFeatures() {
-        return reads++ === 0 ? lr.inFeatures : lr.inFeatures * 2;
-      },
-      outFeatures: lr.outFeatures,
-      backend: lr.backend,
-    };
+    const runtime = widthReadTwice(lr, 'inFeatures');
     const s = await serve(runtime, { port: 0, bodyLimit: LIMIT });
     try {
       const answer = await rawExchange(s.port, [

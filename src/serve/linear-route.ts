@@ -156,7 +156,7 @@ function callFailure(err: unknown, drain: Drain): unknown {
   if (!drain.abandoning || code !== 'OMNI_ERR_WORKER_EXITED') return err;
   const abandoned = new UnavailableError(
     'draining',
-    'the server drained: this call was abandoned at the drain timeout',
+    'the server drained: this call was abandoned (the drain timeout or a second signal cut it off)',
   );
   ABANDONED.add(abandoned);
   return abandoned;
