@@ -1,0 +1,63 @@
+/**
+ * README claims about Runtime and LinearRuntime that no other test pins, one `it` each, the
+ * README's words in its name.
+ */
+import { dirname, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LinearRuntime, type LinearRuntimeOptions, type RunOptions } from '../src/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { cleanup, codeOf, start } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+const ECHO = fileURLToPath(builtModuleUrl('test/fixtures/echo-worker.js'));
+
+describe('README: Runtime', () => {
+  it('"a relative one taken from the working directory, not from the calling module"', async () => {
+    const fromCwd = relative(process.cwd(), ECHO);
+    const fromHere = relative(dirname(fileURLToPath(import.meta.url)), ECHO);
+    // The two must differ, or the second half says nothing.
+    expect(resolve(fromHere)).not.toBe(ECHO);
+    const rt = await start({ worker: fromCwd });
+    expect(await rt.run(21)).toBe(21);
+    // Taken from the working directory, the module's own relative path names no file: Node's
+    // loader error passes through with its code (Errors: "ERR_MODULE_NOT_FOUND for a worker file
+    // that is missing").
+    expect(await codeOf(start({ worker: fromHere }))).toBe('ERR_MODULE_NOT_FOUND');
+  });
+
+  it('"deadlineMs, the default": the start option, none (undefined) without one or with Infinity', async () => {
+    expect((await start({ worker: ECHO, deadlineMs: 250 })).deadlineMs).toBe(250);
+    expect((await start({ worker: ECHO })).deadlineMs).toBeUndefined();
+    expect((await start({ worker: ECHO, deadlineMs: Number.POSITIVE_INFINITY })).deadlineMs).toBeUndefined();
+  });
+
+  it('"Per-call options are not checked for unknown keys (run()\'s)": a misspelt one is ignored', async () => {
+    const rt = await start({ worker: ECHO, admission: { requests: 1, units: 4 } });
+    // `deadline` for `deadlineMs` and `costs` for `cost`: the call runs with the defaults.
+    const misspelt = { deadline: 1, costs: 100 } as RunOptions;
+    expect(await rt.run('x', misspelt)).toBe('x');
+    expect(rt.report()).toMatchObject({ completed: 1, invalid: 0, refused: 0, depth: 0 });
+  });
+
+  it('"leaked: ... 0 in a runtime, whose permits are all claims"', async () => {
+    const rt = await start({ worker: ECHO, admission: { requests: 2, units: 10 } });
+    await Promise.all([rt.run(1, { cost: 3 }), rt.run(2, { cost: 4 })]);
+    expect(rt.report()).toMatchObject({ leaked: 0, depth: 0, units: 0, completed: 2 });
+  });
+});
+
+describe('README: LinearRuntime', () => {
+  it('"the Runtime options but worker, workerData and threadEnds": those are refused', async () => {
+    // A library path that cannot load: a key checked after loading would be LIBRARY_NOT_FOUND.
+    const libraries = { fixture: '/nonexistent/libomni_fixture.so' };
+    for (const extra of [{ worker: ECHO }, { workerData: 1 }]) {
+      const options = { backend: 'fixture', libraries, ...extra } as LinearRuntimeOptions;
+      expect([extra, await codeOf(LinearRuntime.start(options))]).toEqual([
+        extra,
+        'OMNI_ERR_INVALID_ARGUMENT',
+      ]);
+    }
+  });
+});

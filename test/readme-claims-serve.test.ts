@@ -1,0 +1,41 @@
+/**
+ * README claims about serve() that no other test pins (its defaults, its address), one `it` each,
+ * the README's words in its name.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  DEFAULT_BODY_LIMIT,
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SEND_TIMEOUT_MS,
+} from '../src/serve/index.js';
+import { postBytes } from './fixtures/serve-client.js';
+import { closeServed, startServed } from './fixtures/serve-harness.js';
+
+afterEach(closeServed);
+
+describe('README: serve() options', () => {
+  it('"bodyLimit (bytes, default 8 MiB)", "drainTimeoutMs (default 10 s)", request and send 300 s', () => {
+    expect(DEFAULT_BODY_LIMIT).toBe(8 * 1024 * 1024);
+    expect(DEFAULT_DRAIN_TIMEOUT_MS).toBe(10_000);
+    expect(DEFAULT_REQUEST_TIMEOUT_MS).toBe(300_000);
+    expect(DEFAULT_SEND_TIMEOUT_MS).toBe(300_000);
+  });
+
+  it('"bodyLimit (bytes, default 8 MiB)": a body of 8 MiB is taken, one byte more is a 413', async () => {
+    // 32 floats a row: 8 MiB is 65,536 rows, the most one call takes, so only the size can refuse.
+    const { s } = await startServed({ inFeatures: 32, outFeatures: 1, open: true });
+    const over = await postBytes(s.address, new Uint8Array(DEFAULT_BODY_LIMIT + 1));
+    expect([over.status, over.json?.code]).toEqual([413, 'OMNI_ERR_BODY_TOO_LARGE']);
+    const whole = await postBytes(s.address, new Uint8Array(DEFAULT_BODY_LIMIT));
+    expect(whole.status).toBe(200);
+    expect(whole.bytes.byteLength).toBe((DEFAULT_BODY_LIMIT / 4 / 32) * 4);
+  });
+
+  it('"host (default 127.0.0.1)": the handle\'s host and address say so', async () => {
+    const { s } = await startServed({ open: true });
+    expect(s.host).toBe('127.0.0.1');
+    expect(s.port).toBeGreaterThan(0);
+    expect(s.address).toBe(`http://127.0.0.1:${s.port}`);
+  });
+});
