@@ -5,9 +5,17 @@
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LinearRuntime, type LinearRuntimeOptions, type RunOptions } from '../src/index.js';
+import {
+  LinearRuntime,
+  type LinearRuntimeOptions,
+  MAX_ROWS,
+  type RunOptions,
+  seededWeights,
+} from '../src/index.js';
+import { rowsPerCall } from '../src/linear/start-options.js';
 import { builtModuleUrl } from '../src/paths.js';
-import { cleanup, codeOf, start } from './fixtures/runtime-harness.js';
+import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, control, gate, start } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
 
@@ -48,6 +56,30 @@ describe('README: Runtime', () => {
   });
 });
 
+describe('README: Runtime report()', () => {
+  it('"With wait: true it also includes waits that timed out, ... deadline, and waiters that close() turned away, ... unavailable"', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1, wait: true } });
+    const a = control();
+    const running = rt.run(gate(a, { value: 'a' }));
+    await waitFor(a, STARTED);
+    expect(await codeOf(rt.run({ mode: 'echo' }, { deadlineMs: 5 }))).toBe('OMNI_ERR_DEADLINE');
+    expect(rt.report()).toMatchObject({ rejected: 1, deadline: 1 });
+    // An abort is no refusal: it leaves `rejected` as it was.
+    const aborting = new AbortController();
+    const aborted = rt.run({ mode: 'echo' }, { signal: aborting.signal });
+    aborting.abort();
+    expect(await codeOf(aborted)).toBe('OMNI_ERR_ABORTED');
+    expect(rt.report()).toMatchObject({ rejected: 1, aborted: 1 });
+    const waiting = rt.run({ mode: 'echo' });
+    const closing = rt.close();
+    expect(await codeOf(waiting)).toBe('OMNI_ERR_UNAVAILABLE');
+    open(a);
+    await expect(running).resolves.toBe('a');
+    await closing;
+    expect(rt.report()).toMatchObject({ rejected: 2, deadline: 1, aborted: 1, unavailable: 1, completed: 1 });
+  });
+});
+
 describe('README: LinearRuntime', () => {
   it('"the Runtime options but worker, workerData and threadEnds": those are refused', async () => {
     // A library path that cannot load: a key checked after loading would be LIBRARY_NOT_FOUND.
@@ -59,5 +91,36 @@ describe('README: LinearRuntime', () => {
         'OMNI_ERR_INVALID_ARGUMENT',
       ]);
     }
+  });
+
+  it('"seededWeights(inFeatures, outFeatures, seed = 1)": the default seed is 1', () => {
+    const [byDefault, one, two] = [seededWeights(4, 2), seededWeights(4, 2, 1), seededWeights(4, 2, 2)];
+    expect(byDefault).toEqual(one);
+    expect(byDefault.w).not.toEqual(two.w);
+  });
+
+  it('"8,192 rows at 4096 -> 4096 with the default 512 MiB"; "lr.maxRows (65,536 here)" at 256 -> 256', () => {
+    expect(rowsPerCall(undefined, 4096, 4096)).toBe(8192);
+    expect(rowsPerCall(undefined, 256, 256)).toBe(MAX_ROWS);
+    expect(MAX_ROWS).toBe(65_536);
+  });
+
+  it('"workerData, weights, threadEnds ... are yours and never key-checked"', async () => {
+    const weights = { ...seededWeights(4, 2), note: 'kept beside the weights' };
+    const lr = await LinearRuntime.start({
+      backend: 'fixture',
+      threads: 1,
+      weights,
+      inFeatures: 4,
+      outFeatures: 2,
+    });
+    try {
+      expect((await lr.run(new Float32Array(4))).length).toBe(2);
+    } finally {
+      await lr.close();
+    }
+    const threadEnds = { exited() {}, stopped() {}, label: 'mine' };
+    const rt = await start({ worker: ECHO, threadEnds, workerData: { anyKey: 1 } });
+    expect(await rt.run(1)).toBe(1);
   });
 });

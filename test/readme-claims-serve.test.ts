@@ -38,4 +38,13 @@ describe('README: serve() options', () => {
     expect(s.port).toBeGreaterThan(0);
     expect(s.address).toBe(`http://127.0.0.1:${s.port}`);
   });
+
+  it('"a kept-alive connection is closed after 72 s idle (fastify\'s default)"; checks "every quarter of the headers\' (15 s by default)"', async () => {
+    const { s } = await startServed({ open: true });
+    expect(s.app.server.keepAliveTimeout).toBe(72_000);
+    // Set by serve() (node reads it at construction; @types/node does not declare the property).
+    expect((s.app.server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval).toBe(
+      15_000,
+    );
+  });
 });
