@@ -35,6 +35,18 @@ describe('README: Runtime', () => {
     expect(await codeOf(start({ worker: fromHere }))).toBe('ERR_MODULE_NOT_FOUND');
   });
 
+  it('"threads defaults to 1"', async () => {
+    const ends: string[] = [];
+    const rt = await start({
+      worker: ECHO,
+      threadEnds: { exited: () => ends.push('exited'), stopped: () => ends.push('stopped') },
+    });
+    expect(await rt.run(1)).toBe(1);
+    await rt.close();
+    // Every thread the pool started is reported once: one, then stopped.
+    expect(ends).toEqual(['exited', 'stopped']);
+  });
+
   it('"deadlineMs, the default": the start option, none (undefined) without one or with Infinity', async () => {
     expect((await start({ worker: ECHO, deadlineMs: 250 })).deadlineMs).toBe(250);
     expect((await start({ worker: ECHO })).deadlineMs).toBeUndefined();

@@ -2,7 +2,11 @@
  * README claims about serve() that no other test pins (its defaults, its address), one `it` each,
  * the README's words in its name.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { LinearRuntime } from '../src/index.js';
+import { packageRoot } from '../src/paths.js';
 import {
   DEFAULT_BODY_LIMIT,
   DEFAULT_DRAIN_TIMEOUT_MS,
@@ -10,7 +14,7 @@ import {
   DEFAULT_SEND_TIMEOUT_MS,
 } from '../src/serve/index.js';
 import { postBytes } from './fixtures/serve-client.js';
-import { closeServed, startServed } from './fixtures/serve-harness.js';
+import { closeServed, serveForTest, startServed } from './fixtures/serve-harness.js';
 
 afterEach(closeServed);
 
@@ -46,5 +50,24 @@ describe('README: serve() options', () => {
     expect((s.app.server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval).toBe(
       15_000,
     );
+  });
+});
+
+describe('README: Over HTTP', () => {
+  it('"a 4 -> 2 layer ... (seeded weights, so the same numbers on the CPU fixture)": the curl answer shown', async () => {
+    const lines = readFileSync(join(packageRoot, 'README.md'), 'utf8').split('\n');
+    const at = lines.findIndex((line) => line.startsWith('curl -s localhost:8080/v1/linear'));
+    const body = /-d '([^']*)'/.exec(lines[at] ?? '')?.[1];
+    const shown = lines[at + 1]?.replace(/^# /, '');
+    expect([body, shown]).toEqual([expect.stringContaining('rows'), expect.stringContaining('rows')]);
+    // `serve --in-features 4 --out-features 2` runs these weights: seeded, seed 1.
+    const lr = await LinearRuntime.start({ backend: 'fixture', threads: 1, inFeatures: 4, outFeatures: 2 });
+    const s = await serveForTest(lr);
+    const answer = await fetch(`${s.address}/v1/linear`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body ?? '',
+    });
+    expect([answer.status, await answer.text()]).toEqual([200, shown]);
   });
 });
