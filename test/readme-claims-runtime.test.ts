@@ -4,7 +4,7 @@
  */
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   LinearRuntime,
   type LinearRuntimeOptions,
@@ -14,10 +14,10 @@ import {
 } from '../src/index.js';
 import { rowsPerCall } from '../src/linear/start-options.js';
 import { builtModuleUrl } from '../src/paths.js';
-import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, codeOf, control, gate, start } from './fixtures/runtime-harness.js';
+import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanupOnRealClock, codeOf, control, gate, start, turns } from './fixtures/runtime-harness.js';
 
-afterEach(cleanup);
+afterEach(cleanupOnRealClock);
 
 const ECHO = fileURLToPath(builtModuleUrl('test/fixtures/echo-worker.js'));
 
@@ -51,6 +51,31 @@ describe('README: Runtime', () => {
     expect((await start({ worker: ECHO, deadlineMs: 250 })).deadlineMs).toBe(250);
     expect((await start({ worker: ECHO })).deadlineMs).toBeUndefined();
     expect((await start({ worker: ECHO, deadlineMs: Number.POSITIVE_INFINITY })).deadlineMs).toBeUndefined();
+  });
+
+  it('"startTimeoutMs (30,000 ...)": by default a close hook is waited for 30 s, then cut short', async () => {
+    const closed = newControl();
+    const rt = await start({
+      worker: builtModuleUrl('test/fixtures/runtime-init-worker.js'),
+      threads: 1,
+      workerData: { closed: closed.buffer, closeGate: true },
+    });
+    let settled = false;
+    // The main thread's clock is faked once the runtime is up, so the test says when time passes.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const closing = rt.close().finally(() => {
+      settled = true;
+    });
+    await waitFor(closed, INVOKED); // the hook runs, held at its gate
+    vi.advanceTimersByTime(29_999);
+    await turns();
+    expect(settled).toBe(false);
+    vi.advanceTimersByTime(1);
+    vi.useRealTimers();
+    await closing;
+    // Cut short: the hook never returned, and the runtime stopped all the same.
+    expect(Atomics.load(closed, STARTED)).toBe(0);
+    expect(rt.report().state).toBe('stopped');
   });
 
   it('"Per-call options are not checked for unknown keys (run()\'s)": a misspelt one is ignored', async () => {
