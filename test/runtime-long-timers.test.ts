@@ -5,10 +5,19 @@
  * when time passes; the worker's clock stays real and far from any of these deadlines.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Runtime } from '../src/index.js';
 import { clearLongTimeout, MAX_TIMER_MS, setLongTimeout } from '../src/long-timeout.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanupOnRealClock, codeOf, control, gate, start, turns } from './fixtures/runtime-harness.js';
+import {
+  cleanupOnRealClock,
+  codeOf,
+  control,
+  gate,
+  start,
+  turns,
+  until,
+} from './fixtures/runtime-harness.js';
 
 afterEach(cleanupOnRealClock);
 
@@ -152,6 +161,46 @@ describe('startTimeoutMs of 2^31 ms or more, or Infinity (none)', () => {
     open(closed);
     await expect(closing).resolves.toEqual({ clean: true, abandoned: 0 });
     expect(Atomics.load(closed, STARTED)).toBe(1); // the hook returned: it was not cut short
+  });
+});
+
+describe('startTimeoutMs and idleTimeout are read once', () => {
+  it('a startTimeoutMs getter that answers 1000, then undefined, bounds the close hooks at 1000 ms', async () => {
+    // Read twice, the second read (undefined) was taken for "no limit": the hook was waited for
+    // without end, neither the 1000 ms the option answered nor the 30 s default.
+    const closed = newControl();
+    const reads = { startTimeoutMs: 0, idleTimeout: 0 };
+    const options = {
+      worker: INIT_WORKER,
+      threads: 1,
+      workerData: { closed: closed.buffer, closeGate: true },
+      get startTimeoutMs(): number | undefined {
+        return reads.startTimeoutMs++ === 0 ? 1_000 : undefined;
+      },
+      get idleTimeout(): number {
+        reads.idleTimeout++;
+        return 0;
+      },
+    };
+    // Runtime.start itself: the harness's start() spreads the options, reading each getter once.
+    const rt = await Runtime.start(options);
+    fakeTimers();
+    const closing = rt.close();
+    try {
+      const closedYet = watch(closing);
+      await waitFor(closed, INVOKED); // the hook runs, held at its gate
+      vi.advanceTimersByTime(1_000);
+      await turns();
+      vi.useRealTimers();
+      await until(closedYet, 'close() to give up on the hook');
+      expect(Atomics.load(closed, STARTED)).toBe(0); // cut short: it never returned
+      expect(rt.report().state).toBe('stopped');
+      expect(reads).toEqual({ startTimeoutMs: 1, idleTimeout: 1 });
+    } finally {
+      vi.useRealTimers();
+      open(closed);
+      await closing;
+    }
   });
 });
 

@@ -275,6 +275,9 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   if (typeof options !== 'object' || options === null) bad('Runtime.start needs an options object');
   checkOptionKeys('Runtime.start options', options, RUNTIME_KEYS);
   const admission = admissionOf(options.admission);
+  // Each read once, as every other option: a getter read again could answer otherwise than what
+  // was checked (a startTimeoutMs that answered 1000, then undefined, was taken for no limit).
+  const { idleTimeout, startTimeoutMs } = options;
   const checked: Omit<CheckedRuntimeOptions, 'workerData'> = {
     moduleUrl: moduleUrlOf(options.worker),
     threads: checkInteger('threads', options.threads ?? 1, 1, 256),
@@ -282,15 +285,15 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
     deadlineMs: checkDeadline('deadlineMs', options.deadlineMs),
     // piscina's: Infinity too (the pool's own default here), as piscina takes it.
     idleTimeout:
-      options.idleTimeout === undefined || options.idleTimeout === Number.POSITIVE_INFINITY
+      idleTimeout === undefined || idleTimeout === Number.POSITIVE_INFINITY
         ? undefined
-        : checkInteger('idleTimeout', options.idleTimeout, 0, 2 ** 31 - 1),
+        : checkInteger('idleTimeout', idleTimeout, 0, 2 ** 31 - 1),
     resourceLimits: checkResourceLimits(options.resourceLimits),
     // Any length, as every other timeout: its timers are long-timeout.ts's (Infinity: none).
     startTimeoutMs:
-      options.startTimeoutMs === undefined
+      startTimeoutMs === undefined
         ? 30_000
-        : (checkDeadline('startTimeoutMs', options.startTimeoutMs) ?? Number.POSITIVE_INFINITY),
+        : (checkDeadline('startTimeoutMs', startTimeoutMs) ?? Number.POSITIVE_INFINITY),
     threadEnds: checkThreadEnds(options.threadEnds),
   };
   // The bound last, as the runtime's constructor checked it: here, so that a caller that checks

@@ -1,0 +1,65 @@
+/**
+ * README claims about BoundedAdmission that no other test pins, one `it` each, the README's words
+ * in its name.
+ */
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { type AdmitOptions, BoundedAdmission } from '../src/index.js';
+import { attachedWorker, controlAfter } from './fixtures/attached-worker.js';
+
+// Queues one admit() on the attached instance (the bound is full), then says so in control word 0.
+const WAITING_WORKER = `
+const { workerData } = require('node:worker_threads');
+(async () => {
+  const { BoundedAdmission } = await import(workerData.url);
+  const control = new Int32Array(workerData.control);
+  const admission = BoundedAdmission.attach(workerData.buffer);
+  admission.admit(1).catch(() => {});
+  Atomics.store(control, 0, 1);
+  Atomics.notify(control, 0);
+})();
+`;
+
+describe('README: BoundedAdmission', () => {
+  it('"admit(cost = 1, ...)": admit() without a cost reserves one request and one unit', async () => {
+    const admission = new BoundedAdmission({ requests: 2, units: 5 });
+    const permit = await admission.admit();
+    expect(permit.units).toBe(1);
+    expect(admission.report()).toMatchObject({ depth: 1, units: 1 });
+    permit.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
+  });
+
+  it('"Per-call options are not checked for unknown keys (admit()\'s)": a misspelt timeout is ignored', async () => {
+    const admission = new BoundedAdmission({ requests: 1 });
+    const held = admission.tryAdmit();
+    if (!held.ok) throw new Error('the empty admission refused');
+    // `timeout` for `timeoutMs`: no timeout at all, so the call waits rather than timing out at once
+    // (timeoutMs: 0) or being refused for its key (OMNI_ERR_INVALID_ARGUMENT).
+    const waiting = admission.admit(1, { timeout: 0 } as AdmitOptions);
+    expect(admission.report()).toMatchObject({ waiting: 1, rejected: 0 });
+    held.release();
+    const permit = await waiting;
+    expect(permit.ok).toBe(true);
+    expect(admission.report()).toMatchObject({ depth: 1, waiting: 0, rejected: 0 });
+    permit.release();
+    await admission.close();
+  });
+
+  it('"the same holds for good if a thread is terminated while its admit calls wait (their count stays in the shared word)"', async () => {
+    const owner = new BoundedAdmission({ requests: 1 });
+    const held = owner.tryAdmit();
+    if (!held.ok) throw new Error('the empty admission refused');
+    const control = new Int32Array(new SharedArrayBuffer(8));
+    const worker = attachedWorker(WAITING_WORKER, owner.buffer, control);
+    expect(await controlAfter(control, 0)).toBe(1);
+    const exited = once(worker, 'exit');
+    await worker.terminate();
+    await exited;
+    expect(owner.report()).toMatchObject({ depth: 1, waiting: 1 });
+    held.release();
+    // Room, but the ended thread's waiter is still counted: tryAdmit keeps refusing 'queued'.
+    for (let i = 0; i < 3; i++) expect(owner.tryAdmit()).toEqual({ ok: false, reason: 'queued' });
+    expect(owner.report()).toMatchObject({ depth: 0, waiting: 1 });
+  });
+});

@@ -1,0 +1,21 @@
+/**
+ * README claims about the native layer that no other test pins, one `it` each, the README's words
+ * in its name.
+ */
+import { describe, expect, it } from 'vitest';
+import { loadNativeLibrary, NativeContext, seededWeights } from '../src/index.js';
+
+describe('README: Limits, Native', () => {
+  it('"workspaces are cached per context (workspaceCount 4 ... by default ...)"', () => {
+    const context = NativeContext.open(loadNativeLibrary('fixture'));
+    try {
+      const { w, b } = seededWeights(1, 1);
+      context.uploadWeights(w, b, 1, 1);
+      // Five calls, each needing a larger workspace than any cached: the fifth evicts one.
+      for (const rows of [1, 2, 4, 8, 16]) context.linearGelu(new Float32Array(rows), rows);
+      expect(context.stats()).toMatchObject({ cachedWorkspaces: 4, workspaceEvictions: 1 });
+    } finally {
+      context.close();
+    }
+  });
+});

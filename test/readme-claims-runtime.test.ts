@@ -1,0 +1,163 @@
+/**
+ * README claims about Runtime and LinearRuntime that no other test pins, one `it` each, the
+ * README's words in its name.
+ */
+import { dirname, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  LinearRuntime,
+  type LinearRuntimeOptions,
+  MAX_ROWS,
+  type RunOptions,
+  seededWeights,
+} from '../src/index.js';
+import { rowsPerCall } from '../src/linear/start-options.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanupOnRealClock, codeOf, control, gate, start, turns } from './fixtures/runtime-harness.js';
+
+afterEach(cleanupOnRealClock);
+
+const ECHO = fileURLToPath(builtModuleUrl('test/fixtures/echo-worker.js'));
+
+describe('README: Runtime', () => {
+  it('"a relative one taken from the working directory, not from the calling module"', async () => {
+    const fromCwd = relative(process.cwd(), ECHO);
+    const fromHere = relative(dirname(fileURLToPath(import.meta.url)), ECHO);
+    // The two must differ, or the second half says nothing.
+    expect(resolve(fromHere)).not.toBe(ECHO);
+    const rt = await start({ worker: fromCwd });
+    expect(await rt.run(21)).toBe(21);
+    // Taken from the working directory, the module's own relative path names no file: Node's
+    // loader error passes through with its code (Errors: "ERR_MODULE_NOT_FOUND for a worker file
+    // that is missing").
+    expect(await codeOf(start({ worker: fromHere }))).toBe('ERR_MODULE_NOT_FOUND');
+  });
+
+  it('"threads defaults to 1"', async () => {
+    const ends: string[] = [];
+    const rt = await start({
+      worker: ECHO,
+      threadEnds: { exited: () => ends.push('exited'), stopped: () => ends.push('stopped') },
+    });
+    expect(await rt.run(1)).toBe(1);
+    await rt.close();
+    // Every thread the pool started is reported once: one, then stopped.
+    expect(ends).toEqual(['exited', 'stopped']);
+  });
+
+  it('"deadlineMs, the default": the start option, none (undefined) without one or with Infinity', async () => {
+    expect((await start({ worker: ECHO, deadlineMs: 250 })).deadlineMs).toBe(250);
+    expect((await start({ worker: ECHO })).deadlineMs).toBeUndefined();
+    expect((await start({ worker: ECHO, deadlineMs: Number.POSITIVE_INFINITY })).deadlineMs).toBeUndefined();
+  });
+
+  it('"startTimeoutMs (30,000 ...)": by default a close hook is waited for 30 s, then cut short', async () => {
+    const closed = newControl();
+    const rt = await start({
+      worker: builtModuleUrl('test/fixtures/runtime-init-worker.js'),
+      threads: 1,
+      workerData: { closed: closed.buffer, closeGate: true },
+    });
+    let settled = false;
+    // The main thread's clock is faked once the runtime is up, so the test says when time passes.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const closing = rt.close().finally(() => {
+      settled = true;
+    });
+    await waitFor(closed, INVOKED); // the hook runs, held at its gate
+    vi.advanceTimersByTime(29_999);
+    await turns();
+    expect(settled).toBe(false);
+    vi.advanceTimersByTime(1);
+    vi.useRealTimers();
+    await closing;
+    // Cut short: the hook never returned, and the runtime stopped all the same.
+    expect(Atomics.load(closed, STARTED)).toBe(0);
+    expect(rt.report().state).toBe('stopped');
+  });
+
+  it('"Per-call options are not checked for unknown keys (run()\'s)": a misspelt one is ignored', async () => {
+    const rt = await start({ worker: ECHO, admission: { requests: 1, units: 4 } });
+    // `deadline` for `deadlineMs` and `costs` for `cost`: the call runs with the defaults.
+    const misspelt = { deadline: 1, costs: 100 } as RunOptions;
+    expect(await rt.run('x', misspelt)).toBe('x');
+    expect(rt.report()).toMatchObject({ completed: 1, invalid: 0, refused: 0, depth: 0 });
+  });
+
+  it('"leaked: ... 0 in a runtime, whose permits are all claims"', async () => {
+    const rt = await start({ worker: ECHO, admission: { requests: 2, units: 10 } });
+    await Promise.all([rt.run(1, { cost: 3 }), rt.run(2, { cost: 4 })]);
+    expect(rt.report()).toMatchObject({ leaked: 0, depth: 0, units: 0, completed: 2 });
+  });
+});
+
+describe('README: Runtime report()', () => {
+  it('"With wait: true it also includes waits that timed out, ... deadline, and waiters that close() turned away, ... unavailable"', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1, wait: true } });
+    const a = control();
+    const running = rt.run(gate(a, { value: 'a' }));
+    await waitFor(a, STARTED);
+    expect(await codeOf(rt.run({ mode: 'echo' }, { deadlineMs: 5 }))).toBe('OMNI_ERR_DEADLINE');
+    expect(rt.report()).toMatchObject({ rejected: 1, deadline: 1 });
+    // An abort is no refusal: it leaves `rejected` as it was.
+    const aborting = new AbortController();
+    const aborted = rt.run({ mode: 'echo' }, { signal: aborting.signal });
+    aborting.abort();
+    expect(await codeOf(aborted)).toBe('OMNI_ERR_ABORTED');
+    expect(rt.report()).toMatchObject({ rejected: 1, aborted: 1 });
+    const waiting = rt.run({ mode: 'echo' });
+    const closing = rt.close();
+    expect(await codeOf(waiting)).toBe('OMNI_ERR_UNAVAILABLE');
+    open(a);
+    await expect(running).resolves.toBe('a');
+    await closing;
+    expect(rt.report()).toMatchObject({ rejected: 2, deadline: 1, aborted: 1, unavailable: 1, completed: 1 });
+  });
+});
+
+describe('README: LinearRuntime', () => {
+  it('"the Runtime options but worker, workerData and threadEnds": those are refused', async () => {
+    // A library path that cannot load: a key checked after loading would be LIBRARY_NOT_FOUND.
+    const libraries = { fixture: '/nonexistent/libomni_fixture.so' };
+    for (const extra of [{ worker: ECHO }, { workerData: 1 }]) {
+      const options = { backend: 'fixture', libraries, ...extra } as LinearRuntimeOptions;
+      expect([extra, await codeOf(LinearRuntime.start(options))]).toEqual([
+        extra,
+        'OMNI_ERR_INVALID_ARGUMENT',
+      ]);
+    }
+  });
+
+  it('"seededWeights(inFeatures, outFeatures, seed = 1)": the default seed is 1', () => {
+    const [byDefault, one, two] = [seededWeights(4, 2), seededWeights(4, 2, 1), seededWeights(4, 2, 2)];
+    expect(byDefault).toEqual(one);
+    expect(byDefault.w).not.toEqual(two.w);
+  });
+
+  it('"8,192 rows at 4096 -> 4096 with the default 512 MiB"; "lr.maxRows (65,536 here)" at 256 -> 256', () => {
+    expect(rowsPerCall(undefined, 4096, 4096)).toBe(8192);
+    expect(rowsPerCall(undefined, 256, 256)).toBe(MAX_ROWS);
+    expect(MAX_ROWS).toBe(65_536);
+  });
+
+  it('"workerData, weights, threadEnds ... are yours and never key-checked"', async () => {
+    const weights = { ...seededWeights(4, 2), note: 'kept beside the weights' };
+    const lr = await LinearRuntime.start({
+      backend: 'fixture',
+      threads: 1,
+      weights,
+      inFeatures: 4,
+      outFeatures: 2,
+    });
+    try {
+      expect((await lr.run(new Float32Array(4))).length).toBe(2);
+    } finally {
+      await lr.close();
+    }
+    const threadEnds = { exited() {}, stopped() {}, label: 'mine' };
+    const rt = await start({ worker: ECHO, threadEnds, workerData: { anyKey: 1 } });
+    expect(await rt.run(1)).toBe(1);
+  });
+});

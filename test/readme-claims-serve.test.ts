@@ -1,0 +1,73 @@
+/**
+ * README claims about serve() that no other test pins (its defaults, its address), one `it` each,
+ * the README's words in its name.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LinearRuntime } from '../src/index.js';
+import { packageRoot } from '../src/paths.js';
+import {
+  DEFAULT_BODY_LIMIT,
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SEND_TIMEOUT_MS,
+} from '../src/serve/index.js';
+import { postBytes } from './fixtures/serve-client.js';
+import { closeServed, serveForTest, startServed } from './fixtures/serve-harness.js';
+
+afterEach(closeServed);
+
+describe('README: serve() options', () => {
+  it('"bodyLimit (bytes, default 8 MiB)", "drainTimeoutMs (default 10 s)", request and send 300 s', () => {
+    expect(DEFAULT_BODY_LIMIT).toBe(8 * 1024 * 1024);
+    expect(DEFAULT_DRAIN_TIMEOUT_MS).toBe(10_000);
+    expect(DEFAULT_REQUEST_TIMEOUT_MS).toBe(300_000);
+    expect(DEFAULT_SEND_TIMEOUT_MS).toBe(300_000);
+  });
+
+  it('"bodyLimit (bytes, default 8 MiB)": a body of 8 MiB is taken, one byte more is a 413', async () => {
+    // 32 floats a row: 8 MiB is 65,536 rows, the most one call takes, so only the size can refuse.
+    const { s } = await startServed({ inFeatures: 32, outFeatures: 1, open: true });
+    const over = await postBytes(s.address, new Uint8Array(DEFAULT_BODY_LIMIT + 1));
+    expect([over.status, over.json?.code]).toEqual([413, 'OMNI_ERR_BODY_TOO_LARGE']);
+    const whole = await postBytes(s.address, new Uint8Array(DEFAULT_BODY_LIMIT));
+    expect(whole.status).toBe(200);
+    expect(whole.bytes.byteLength).toBe((DEFAULT_BODY_LIMIT / 4 / 32) * 4);
+  });
+
+  it('"host (default 127.0.0.1)": the handle\'s host and address say so', async () => {
+    const { s } = await startServed({ open: true });
+    expect(s.host).toBe('127.0.0.1');
+    expect(s.port).toBeGreaterThan(0);
+    expect(s.address).toBe(`http://127.0.0.1:${s.port}`);
+  });
+
+  it('"a kept-alive connection is closed after 72 s idle (fastify\'s default)"; checks "every quarter of the headers\' (15 s by default)"', async () => {
+    const { s } = await startServed({ open: true });
+    expect(s.app.server.keepAliveTimeout).toBe(72_000);
+    // Set by serve() (node reads it at construction; @types/node does not declare the property).
+    expect((s.app.server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval).toBe(
+      15_000,
+    );
+  });
+});
+
+describe('README: Over HTTP', () => {
+  it('"a 4 -> 2 layer ... (seeded weights, so the same numbers on the CPU fixture)": the curl answer shown', async () => {
+    const lines = readFileSync(join(packageRoot, 'README.md'), 'utf8').split('\n');
+    const at = lines.findIndex((line) => line.startsWith('curl -s localhost:8080/v1/linear'));
+    const body = /-d '([^']*)'/.exec(lines[at] ?? '')?.[1];
+    const shown = lines[at + 1]?.replace(/^# /, '');
+    expect([body, shown]).toEqual([expect.stringContaining('rows'), expect.stringContaining('rows')]);
+    // `serve --in-features 4 --out-features 2` runs these weights: seeded, seed 1.
+    const lr = await LinearRuntime.start({ backend: 'fixture', threads: 1, inFeatures: 4, outFeatures: 2 });
+    const s = await serveForTest(lr);
+    const answer = await fetch(`${s.address}/v1/linear`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body ?? '',
+    });
+    expect([answer.status, await answer.text()]).toEqual([200, shown]);
+  });
+});
