@@ -47,9 +47,18 @@ function share(part: number, whole: number): string {
  * layer's (0.4/s showed as 0).
  */
 export function figures(x: number): string {
-  if (x >= 100) return fixed(x, 0);
-  if (x >= 10) return fixed(x, 1);
-  return fixed(x, x >= 1 ? 2 : 3);
+  const shown = fixed(x, places(x));
+  // Rounding can carry into the next decade (99.96 -> "100.0", four figures): the places
+  // follow the value shown, not the value before rounding.
+  const carried = places(Number(shown));
+  return carried < places(x) ? fixed(x, carried) : shown;
+}
+
+/** Decimal places for three significant figures (whole numbers from 100, three below 1). */
+function places(x: number): number {
+  if (x >= 100) return 0;
+  if (x >= 10) return 1;
+  return x >= 1 ? 2 : 3;
 }
 
 /** A latency in ms, or '-' for a phase that completed nothing. */
