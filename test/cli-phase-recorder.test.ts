@@ -154,6 +154,16 @@ describe('PhaseRecorder', () => {
     expect(rec.result(samples * 100).depth).toEqual({ mean: 1, max: 9 });
   });
 
+  it('reports the offered rate as resolved, so each phase matches its entry in results.json rates', () => {
+    // 0.5x of a capacity of 1,091 completions in 0.75 s: rounded to 727.333, no phase equalled
+    // its rate.
+    for (const rate of [(1091 / 0.75) * 0.5, 1000 / 3, 0.0004]) {
+      const rec = new PhaseRecorder('bounded', rate, '0.5x');
+      rec.begin(0, 1000);
+      expect(rec.result(1000).offeredRate).toBe(rate);
+    }
+  });
+
   it('reports zeros, not NaN, for a phase with no completions', () => {
     const rec = new PhaseRecorder('bounded', 10, '10/s');
     rec.begin(0, 1000);

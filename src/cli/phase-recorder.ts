@@ -156,7 +156,8 @@ export class PhaseRecorder {
     const windowS = this.#windowMs / 1000;
     return {
       mode: this.mode,
-      offeredRate: round3(this.offeredRate),
+      // As resolved, not rounded: it is the rate's entry in BenchResult.rates, matched by value.
+      offeredRate: this.offeredRate,
       rateLabel: this.rateLabel,
       windowS: round3(windowS),
       totalS: round3((end - this.#start) / 1000),
