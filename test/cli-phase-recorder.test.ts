@@ -44,6 +44,26 @@ describe('PhaseRecorder', () => {
     expect([latencyMs.p50, latencyMs.p99, latencyMs.p999]).toEqual([7.273, 7.273, 7.273]);
   });
 
+  it('gives the largest latency as p99.9 under 1,000 completions (README), the 999th of 1,000', () => {
+    const p999 = (count: number): number => {
+      const rec = new PhaseRecorder('bounded', 100, '100/s');
+      rec.begin(0, 10_000);
+      // 1..count ms, one each, shuffled by a fixed stride so order cannot matter.
+      for (let i = 0; i < count; i++) {
+        rec.sentOne(1);
+        rec.completed(1, ((i * 7919) % count) + 1);
+      }
+      const { latencyMs } = rec.result(10_000);
+      expect(latencyMs.max).toBe(count);
+      return latencyMs.p999;
+    };
+    expect(p999(999)).toBe(999);
+    expect(p999(10)).toBe(10);
+    // The 999th, within HdrHistogram's three digits (its bucket at 999 ms is 0.5 ms wide).
+    expect(p999(1000)).toBeGreaterThanOrEqual(999);
+    expect(p999(1000)).toBeLessThan(1000);
+  });
+
   it('reports the largest latency as max, not a percentile of them', () => {
     const rec = new PhaseRecorder('bounded', 100, '100/s');
     rec.begin(0, 10_000);
