@@ -64,6 +64,22 @@ describe('PhaseRecorder', () => {
     expect(p999(1000)).toBeLessThan(1000);
   });
 
+  it("keeps a latency past the histogram's first range (an hour): counted, never clipped", () => {
+    // --deadline-ms takes any length, so a completion can take longer than the 1 h the
+    // histogram is built for; it must still count, at its own value.
+    const rec = new PhaseRecorder('unbounded', 1, '1/s');
+    rec.begin(0, 10_000);
+    for (const ms of [5, 2 * 3_600_000]) {
+      rec.sentOne(1);
+      rec.completed(1, ms);
+    }
+    const { latencyMs } = rec.result(10_000);
+    expect(latencyMs.count).toBe(2);
+    expect(latencyMs.max).toBe(7_200_000);
+    expect(latencyMs.p99).toBe(7_200_000);
+    expect(latencyMs.p50).toBeCloseTo(5, 2);
+  });
+
   it('reports the largest latency as max, not a percentile of them', () => {
     const rec = new PhaseRecorder('bounded', 100, '100/s');
     rec.begin(0, 10_000);
