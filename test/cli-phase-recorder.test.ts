@@ -4,8 +4,10 @@
  * depth statistics of the window (not of the drain after it).
  */
 import { describe, expect, it } from 'vitest';
+import { formatTable } from '../src/cli/bench-report.js';
 import { PhaseRecorder } from '../src/cli/phase-recorder.js';
 import { DeadlineError, RejectedError, TaskFailedError, TooLargeError } from '../src/errors.js';
+import { benchResult } from './fixtures/bench-result.js';
 
 const snapshot = { depth: 4, capacity: 4, rejected: 1 };
 
@@ -129,6 +131,27 @@ describe('PhaseRecorder', () => {
     expect(r.achievedRate).toBe(1.5);
   });
 
+  it('gives the table its achieved rate and depth mean unrounded, so they are rounded once', () => {
+    // 16 completions over 6.7095 s are 2.38468/s: 2.38. Rounded to 2.385 first, the table's
+    // three figures then took it up to 2.39; a depth mean of 0.04995 (0.05) likewise showed as 0.1.
+    const rec = new PhaseRecorder('bounded', 10, '10/s');
+    rec.begin(0, 6709.5);
+    for (let i = 0; i < 16; i++) {
+      rec.sentOne(1);
+      rec.completed(100, 1);
+    }
+    // 999 of 20,000 samples at depth 1: a mean of 0.04995.
+    for (let i = 0; i < 20_000; i++) rec.sample(i * 0.3, i < 999 ? 1 : 0, 0);
+    const phase = rec.result(7000);
+    const row = formatTable(benchResult([phase]))
+      .split('\n')[1]!
+      .trim()
+      .split(/\s{2,}/);
+    expect([row[3], row[10]]).toEqual(['2.38', '0.0']);
+    expect(phase.achievedRate).toBe(16 / 6.7095);
+    expect(phase.depth.mean).toBe(999 / 20_000);
+  });
+
   it('sorts every outcome by its code; settled counts them all', () => {
     const rec = new PhaseRecorder('bounded', 10, '10/s');
     rec.begin(0, 1000);
@@ -187,7 +210,8 @@ describe('PhaseRecorder', () => {
     const rec = new PhaseRecorder('bounded', 50, '50/s');
     rec.begin(0, samples * 100);
     for (let i = 0; i < samples; i++) rec.sample(i * 100, i === 77_777 ? 9 : i % 3, 0);
-    expect(rec.result(samples * 100).depth).toEqual({ mean: 1, max: 9 });
+    // Depths 0, 1, 2 in turn average 1; one 2 made 9 adds 7: 144,007 / 144,000.
+    expect(rec.result(samples * 100).depth).toEqual({ mean: 144_007 / 144_000, max: 9 });
   });
 
   it('reports the offered rate as resolved, so each phase matches its entry in results.json rates', () => {

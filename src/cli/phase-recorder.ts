@@ -48,11 +48,11 @@ export interface PhaseResult {
   /** Anything else, by error code. */
   failed: number;
   failedBy: Record<string, number>;
-  /** Completions inside the arrival window per second of it. */
+  /** Completions inside the arrival window per second of it (unrounded). */
   achievedRate: number;
   /** Completed requests only, measured from each request's scheduled arrival (or its earlier send). */
   latencyMs: LatencyMs;
-  /** Runtime depth (outstanding calls) sampled during the arrival window. */
+  /** Runtime depth (outstanding calls) sampled during the arrival window; the mean unrounded. */
   depth: { mean: number; max: number };
   timeline: Sample[];
 }
@@ -169,7 +169,9 @@ export class PhaseRecorder {
       deadline: this.#deadline,
       failed: this.#failed,
       failedBy: { ...this.#failedBy },
-      achievedRate: round3(this.#completedInWindow / windowS),
+      // Unrounded, like depth.mean: the table rounds it to three figures, and rounding to three
+      // decimals first misrounded (2.38468 became 2.385, then 2.39).
+      achievedRate: this.#completedInWindow / windowS,
       latencyMs: {
         count: h.totalCount,
         p50: h.totalCount ? ms(percentile(50)) : 0,
@@ -179,7 +181,7 @@ export class PhaseRecorder {
         mean: h.totalCount ? ms(h.mean) : 0,
       },
       depth: {
-        mean: depths.length ? round3(depths.reduce((a, b) => a + b, 0) / depths.length) : 0,
+        mean: depths.length ? depths.reduce((a, b) => a + b, 0) / depths.length : 0,
         // Not Math.max(...depths): a long phase has more samples than a call takes arguments.
         max: depths.reduce((a, b) => Math.max(a, b), 0),
       },
