@@ -56,6 +56,16 @@ describe('writeOutputs, a write that fails part-way', () => {
     expect(fs.readFileSync(join(dir, 'results.json'), 'utf8')).toBe('{"a":[1,2,3,4]}\n');
   });
 
+  it('keeps the permissions of the file it replaces, as writing into it did', () => {
+    const { dir } = prepareOutDir(join(scratch, 'private'));
+    const path = join(dir, 'results.json');
+    fs.writeFileSync(path, '{}\n');
+    fs.chmodSync(path, 0o600);
+    writeOutputs(dir, [['results.json', '{"c":3}\n']]);
+    expect(fs.statSync(path).mode & 0o777).toBe(0o600);
+    expect(fs.readFileSync(path, 'utf8')).toBe('{"c":3}\n');
+  });
+
   it('writes through a link to a regular file, as before, leaving the link in place', () => {
     const { dir } = prepareOutDir(join(scratch, 'linked'));
     const target = join(scratch, 'kept-elsewhere.json');

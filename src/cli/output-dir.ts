@@ -5,6 +5,7 @@
  */
 import {
   accessSync,
+  chmodSync,
   constants,
   mkdirSync,
   realpathSync,
@@ -88,14 +89,18 @@ export function writeOutputs(dir: string, files: ReadonlyArray<readonly [string,
  */
 function writeWhole(path: string, text: string): void {
   let target = path;
+  let mode: number | undefined;
   try {
     target = realpathSync(path);
+    // The file it replaces keeps its permissions, as when it was written into.
+    mode = statSync(target).mode & 0o7777;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   const partial = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
   try {
     writeFileSync(partial, text);
+    if (mode !== undefined) chmodSync(partial, mode);
     renameSync(partial, target);
   } catch (err) {
     try {
