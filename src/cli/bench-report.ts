@@ -57,9 +57,9 @@ function fixed(x: number, digits: 0 | 1 | 2 | 3): string {
 
 /** A percentage of `whole` to one decimal, for the table. */
 function share(part: number, whole: number): string {
-  // Whole tenths first, halves up: 100 * 3 / 2000 is the double just below 0.15, which
-  // toFixed(1) took down to 0.1 while 1 of 2000 (0.05) went up. 1000 * part / whole is exact
-  // at a half, so Math.round sees it as one.
+  // Whole tenths first, halves up: 100 * 3 / 2000 is the double just below 0.15, which was
+  // shown as 0.1 while 1 of 2000 (0.05) went up. 1000 * part / whole is exact at a half, so
+  // Math.round sees it as one.
   return fixed(whole === 0 ? 0 : Math.round((1000 * part) / whole) / 10, 1);
 }
 
