@@ -221,6 +221,14 @@ describe('describe (the header over the table)', () => {
     expect(lines[4]).toContain('bounded = admission { requests: 7, units: 56 }');
     expect(lines[5]).toContain('each phase offers load for 1.25 s, then drains');
   });
+
+  it('says how long a short phase offers load, to three figures, not 0.00 s', () => {
+    // --duration 0.032 over four rates: 4 ms phases, which two decimals showed as 0.00 s.
+    const lines = describeRun(benchResult([low], { durationS: 0.032, phaseS: 0.004 })).split('\n');
+    expect(lines[5]).toContain('each phase offers load for 0.004 s, then drains');
+    const long = describeRun(benchResult([low], { durationS: 2400, phaseS: 300 })).split('\n');
+    expect(long[5]).toContain('each phase offers load for 300 s, then drains');
+  });
 });
 
 describe('formatReport', () => {

@@ -147,6 +147,11 @@ describe('chart specs', () => {
     ]);
   });
 
+  it('timeline: says when a short phase stops arriving, to three figures, not 0.00 s', () => {
+    const short = benchResult(result.phases, { phaseS: 0.004 });
+    expect(spec(timelineSpec(short)).title.subtitle).toBe('arrivals stop at 0.004 s, then the phase drains');
+  });
+
   it('charts(): one spec per chart file, in CHART_FILES order', () => {
     const all = charts(result);
     expect(all.map((c) => c.file)).toEqual([...CHART_FILES]);

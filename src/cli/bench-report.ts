@@ -110,7 +110,7 @@ export function describe(r: BenchResult): string {
     `arrivals: ${r.arrivals}; every request has a ${r.deadlineMs} ms deadline`,
     `capacity: ${figures(c.capacity)} req/s (closed loop, ${c.concurrency} outstanding, ${c.seconds} s)`,
     `modes: unbounded = default serial scheduler (no admission, unbounded queue); bounded = admission { requests: ${r.bounds.requests}, units: ${r.bounds.units} }`,
-    `each phase offers load for ${fixed(r.phaseS, 2)} s, then drains; latency percentiles are of completed requests (HdrHistogram)`,
+    `each phase offers load for ${figures(r.phaseS)} s, then drains; latency percentiles are of completed requests (HdrHistogram)`,
   ].join('\n');
 }
 

@@ -147,7 +147,7 @@ export function timelineSpec(r: BenchResult): ChartSpec {
     $schema: SCHEMA,
     title: {
       text: `Depth and refusals over time at ${figures(top)} req/s (${label})`,
-      subtitle: `arrivals stop at ${r.phaseS.toFixed(2)} s, then the phase drains`,
+      subtitle: `arrivals stop at ${figures(r.phaseS)} s, then the phase drains`,
     },
     data: { values: timelineValues(phases) },
     vconcat: [
