@@ -2,6 +2,7 @@
  * The benchmark's report, in-process on a made-up result: the --json summary (every phase but
  * its timeline, with refusal and deadline shares of the requests sent) and the table's columns.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { describe as describeRun, formatReport, formatTable, summarize } from '../src/cli/bench-report.js';
 import type { PhaseResult } from '../src/cli/phase-recorder.js';
@@ -49,6 +50,23 @@ describe('summarize (the --json summary)', () => {
     expect(s.phases[0]).toMatchObject({ refusedPct: 0, deadlinePct: 0 });
     // The result itself still has its timelines (results.json is written from it).
     expect(r.phases[0]!.timeline).toHaveLength(1);
+  });
+
+  it('rounds a share that lies halfway up, as every other: 57 of 800 (7.125 %) is 7.13', () => {
+    // (57 / 800) * 10000 is the double just below 712.5, which Math.round took down.
+    const pct = (refused: number, sent: number): number =>
+      summarize(result([{ ...low, sent, completed: sent - refused, refused }]), []).phases[0]!.refusedPct;
+    expect([pct(57, 800), pct(69, 800), pct(1, 8)]).toEqual([7.13, 8.63, 12.5]);
+    const counts = fc
+      .integer({ min: 1, max: 1_000_000 })
+      .chain((whole) => fc.tuple(fc.integer({ min: 0, max: whole }), fc.constant(whole)));
+    fc.assert(
+      fc.property(counts, ([part, whole]) => {
+        // Hundredths of a percent from exact integer arithmetic, halves up.
+        expect(pct(part, whole)).toBe(Math.floor((20_000 * part + whole) / (2 * whole)) / 100);
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('gives 0 %, not NaN, for a phase that sent nothing', () => {
@@ -116,6 +134,32 @@ describe('formatTable', () => {
     expect(cells(formatTable(result([justOver])))[1]!.slice(7, 9)).toEqual(['0.1', '0.1']);
   });
 
+  it('rounds a share that lies halfway up, as every other: 3 of 2,000 (0.15 %) is 0.2, as 1 of 2,000 is 0.1', () => {
+    // 100 * 3 / 2000 is the double just below 0.15, which toFixed(1) took down to 0.1.
+    const share = (refused: number, sent: number): string =>
+      cells(formatTable(result([{ ...low, sent, completed: sent - refused, refused }])))[1]![7]!;
+    expect([share(1, 2000), share(3, 2000), share(7, 2000), share(7, 200)]).toEqual([
+      '0.1',
+      '0.2',
+      '0.4',
+      '3.5',
+    ]);
+    // Against exact integer arithmetic: tenths of a percent, halves rounded up.
+    const exact = (part: number, whole: number): string => {
+      const tenths = Math.floor((2000 * part + whole) / (2 * whole));
+      return `${Math.floor(tenths / 10)}.${tenths % 10}`;
+    };
+    const counts = fc
+      .integer({ min: 1, max: 1_000_000 })
+      .chain((whole) => fc.tuple(fc.integer({ min: 0, max: whole }), fc.constant(whole)));
+    fc.assert(
+      fc.property(counts, ([part, whole]) => {
+        expect(share(part, whole)).toBe(exact(part, whole));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('shows rates below 100/s with three significant figures, not rounded to whole requests', () => {
     // A slow layer (capacity 1.3/s): 0.5x offers 0.65/s; a whole number showed it as 1, and its
     // achieved 0.4/s as 0. From 100/s up, whole requests are three figures or more.
@@ -176,6 +220,14 @@ describe('describe (the header over the table)', () => {
     expect(lines[3]).toBe('capacity: 800 req/s (closed loop, 12 outstanding, 0.5 s)');
     expect(lines[4]).toContain('bounded = admission { requests: 7, units: 56 }');
     expect(lines[5]).toContain('each phase offers load for 1.25 s, then drains');
+  });
+
+  it('says how long a short phase offers load, to three figures, not 0.00 s', () => {
+    // --duration 0.032 over four rates: 4 ms phases, which two decimals showed as 0.00 s.
+    const lines = describeRun(benchResult([low], { durationS: 0.032, phaseS: 0.004 })).split('\n');
+    expect(lines[5]).toContain('each phase offers load for 0.004 s, then drains');
+    const long = describeRun(benchResult([low], { durationS: 2400, phaseS: 300 })).split('\n');
+    expect(long[5]).toContain('each phase offers load for 300 s, then drains');
   });
 });
 

@@ -135,6 +135,23 @@ describe('chart specs', () => {
     expect(spec(timelineSpec(slow)).title.text).toBe('Depth and refusals over time at 0.650 req/s (0.5x)');
   });
 
+  it("throughput: a slow layer's diagonal ends at its highest offered load, not at 1/s", () => {
+    // Below 1/s the diagonal ran on to (1, 1): the axes stretched past every phase.
+    const slow = benchResult([phase('unbounded', 0.65, '0.5x', {}), phase('bounded', 0.65, '0.5x', {})], {
+      rates: [0.65],
+      calibration: { seconds: 1, concurrency: 8, completed: 1, calls: 9, capacity: 1.3 },
+    });
+    expect(spec(throughputSpec(slow)).layer![0]!.data!.values).toEqual([
+      { offered: 0, achieved: 0 },
+      { offered: 0.65, achieved: 0.65 },
+    ]);
+  });
+
+  it('timeline: says when a short phase stops arriving, to three figures, not 0.00 s', () => {
+    const short = benchResult(result.phases, { phaseS: 0.004 });
+    expect(spec(timelineSpec(short)).title.subtitle).toBe('arrivals stop at 0.004 s, then the phase drains');
+  });
+
   it('charts(): one spec per chart file, in CHART_FILES order', () => {
     const all = charts(result);
     expect(all.map((c) => c.file)).toEqual([...CHART_FILES]);

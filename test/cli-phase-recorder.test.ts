@@ -4,8 +4,10 @@
  * depth statistics of the window (not of the drain after it).
  */
 import { describe, expect, it } from 'vitest';
+import { formatTable } from '../src/cli/bench-report.js';
 import { PhaseRecorder } from '../src/cli/phase-recorder.js';
 import { DeadlineError, RejectedError, TaskFailedError, TooLargeError } from '../src/errors.js';
+import { benchResult } from './fixtures/bench-result.js';
 
 const snapshot = { depth: 4, capacity: 4, rejected: 1 };
 
@@ -42,6 +44,42 @@ describe('PhaseRecorder', () => {
     const { latencyMs } = rec.result(1000);
     expect(latencyMs.max).toBe(7.273);
     expect([latencyMs.p50, latencyMs.p99, latencyMs.p999]).toEqual([7.273, 7.273, 7.273]);
+  });
+
+  it('gives the largest latency as p99.9 under 1,000 completions (README), the 999th of 1,000', () => {
+    const p999 = (count: number): number => {
+      const rec = new PhaseRecorder('bounded', 100, '100/s');
+      rec.begin(0, 10_000);
+      // 1..count ms, one each, shuffled by a fixed stride so order cannot matter.
+      for (let i = 0; i < count; i++) {
+        rec.sentOne(1);
+        rec.completed(1, ((i * 7919) % count) + 1);
+      }
+      const { latencyMs } = rec.result(10_000);
+      expect(latencyMs.max).toBe(count);
+      return latencyMs.p999;
+    };
+    expect(p999(999)).toBe(999);
+    expect(p999(10)).toBe(10);
+    // The 999th, within HdrHistogram's three digits (its bucket at 999 ms is 0.5 ms wide).
+    expect(p999(1000)).toBeGreaterThanOrEqual(999);
+    expect(p999(1000)).toBeLessThan(1000);
+  });
+
+  it("keeps a latency past the histogram's first range (an hour): counted, never clipped", () => {
+    // --deadline-ms takes any length, so a completion can take longer than the 1 h the
+    // histogram is built for; it must still count, at its own value.
+    const rec = new PhaseRecorder('unbounded', 1, '1/s');
+    rec.begin(0, 10_000);
+    for (const ms of [5, 2 * 3_600_000]) {
+      rec.sentOne(1);
+      rec.completed(1, ms);
+    }
+    const { latencyMs } = rec.result(10_000);
+    expect(latencyMs.count).toBe(2);
+    expect(latencyMs.max).toBe(7_200_000);
+    expect(latencyMs.p99).toBe(7_200_000);
+    expect(latencyMs.p50).toBeCloseTo(5, 2);
   });
 
   it('reports the largest latency as max, not a percentile of them', () => {
@@ -91,6 +129,27 @@ describe('PhaseRecorder', () => {
     expect(r.totalS).toBe(10);
     // Three completions by the window's end, over its 2 s; the drain's do not count.
     expect(r.achievedRate).toBe(1.5);
+  });
+
+  it('gives the table its achieved rate and depth mean unrounded, so they are rounded once', () => {
+    // 16 completions over 6.7095 s are 2.38468/s: 2.38. Rounded to 2.385 first, the table's
+    // three figures then took it up to 2.39; a depth mean of 0.04995 (0.05) likewise showed as 0.1.
+    const rec = new PhaseRecorder('bounded', 10, '10/s');
+    rec.begin(0, 6709.5);
+    for (let i = 0; i < 16; i++) {
+      rec.sentOne(1);
+      rec.completed(100, 1);
+    }
+    // 999 of 20,000 samples at depth 1: a mean of 0.04995.
+    for (let i = 0; i < 20_000; i++) rec.sample(i * 0.3, i < 999 ? 1 : 0, 0);
+    const phase = rec.result(7000);
+    const row = formatTable(benchResult([phase]))
+      .split('\n')[1]!
+      .trim()
+      .split(/\s{2,}/);
+    expect([row[3], row[10]]).toEqual(['2.38', '0.0']);
+    expect(phase.achievedRate).toBe(16 / 6.7095);
+    expect(phase.depth.mean).toBe(999 / 20_000);
   });
 
   it('sorts every outcome by its code; settled counts them all', () => {
@@ -151,7 +210,18 @@ describe('PhaseRecorder', () => {
     const rec = new PhaseRecorder('bounded', 50, '50/s');
     rec.begin(0, samples * 100);
     for (let i = 0; i < samples; i++) rec.sample(i * 100, i === 77_777 ? 9 : i % 3, 0);
-    expect(rec.result(samples * 100).depth).toEqual({ mean: 1, max: 9 });
+    // Depths 0, 1, 2 in turn average 1; one 2 made 9 adds 7: 144,007 / 144,000.
+    expect(rec.result(samples * 100).depth).toEqual({ mean: 144_007 / 144_000, max: 9 });
+  });
+
+  it('reports the offered rate as resolved, so each phase matches its entry in results.json rates', () => {
+    // 0.5x of a capacity of 1,091 completions in 0.75 s: rounded to 727.333, no phase equalled
+    // its rate.
+    for (const rate of [(1091 / 0.75) * 0.5, 1000 / 3, 0.0004]) {
+      const rec = new PhaseRecorder('bounded', rate, '0.5x');
+      rec.begin(0, 1000);
+      expect(rec.result(1000).offeredRate).toBe(rate);
+    }
   });
 
   it('reports zeros, not NaN, for a phase with no completions', () => {

@@ -57,18 +57,46 @@ export async function measure(cases: readonly BenchCase[], rounds = 3, timeMs = 
 
 /** Prints a Markdown table (it goes into the README as measured). */
 export function printRatios(title: string, rows: readonly BenchRow[]): void {
-  const fmt = (n: number): string => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
+  process.stdout.write(formatRatios(title, rows));
+}
+
+/** The Markdown table printRatios prints. */
+export function formatRatios(title: string, rows: readonly BenchRow[]): string {
   const lines = [
     `### ${title}`,
     '',
     '| case | ns/op (median) | vs baseline | ratio | target |',
     '| --- | ---: | --- | ---: | --- |',
     ...rows.map((r) => {
-      const ratio = r.ratio === undefined ? '' : `${r.ratio.toFixed(2)}x`;
+      const ratio = r.ratio === undefined ? '' : `${ratioText(r.ratio, r.target)}x`;
       const target = r.target === undefined ? '' : `>= ${r.target}x ${r.met ? 'met' : 'NOT met'}`;
-      return `| ${r.name} | ${fmt(r.nsPerOp)} | ${r.baseline ?? '(baseline)'} | ${ratio} | ${target} |`;
+      return `| ${r.name} | ${nsText(r.nsPerOp)} | ${r.baseline ?? '(baseline)'} | ${ratio} | ${target} |`;
     }),
     '',
   ];
-  process.stdout.write(`${lines.join('\n')}\n`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Whole nanoseconds from 100 up, one decimal below; 99.96 rounds to "100", not "100.0". */
+function nsText(ns: number): string {
+  const one = ns.toFixed(1);
+  return Number(one) >= 100 ? ns.toFixed(0) : one;
+}
+
+/**
+ * Two decimals, or as many more as it takes to show the ratio on the side of its target the
+ * verdict says: 0.6996 against 0.7 is "0.6996", not "0.70" beside "NOT met". The verdict is the
+ * unrounded ratio's; the printed figure must not contradict it.
+ */
+function ratioText(ratio: number, target: number | undefined): string {
+  let decimals = 2;
+  // toFixed(20) is within 1e-20 of any ratio near a target: the loop ends by then.
+  while (
+    target !== undefined &&
+    decimals < 20 &&
+    Number(ratio.toFixed(decimals)) >= target !== ratio >= target
+  ) {
+    decimals++;
+  }
+  return ratio.toFixed(decimals);
 }

@@ -15,8 +15,12 @@ export interface BenchSummary extends Omit<BenchResult, 'phases'> {
   files: string[];
 }
 
+/**
+ * Hundredths of a percent, halves up: 10000 * part / whole is exact at a half; the ratio first
+ * and then 10000 times it was not (57 of 800, 7.125 %, gave 7.12).
+ */
 const pct = (part: number, whole: number): number =>
-  whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 100;
+  whole === 0 ? 0 : Math.round((10_000 * part) / whole) / 100;
 
 /** Everything but the timelines (those are in results.json). */
 export function summarize(result: BenchResult, files: string[]): BenchSummary {
@@ -31,13 +35,32 @@ export function summarize(result: BenchResult, files: string[]): BenchSummary {
   };
 }
 
-function fixed(x: number, digits: number): string {
-  return x.toFixed(digits);
+/**
+ * Number#toFixed rounds the double, and the double nearest a half often lies below it: 2.565
+ * (a latency of 2565 us, as results.json has it) showed as 2.56 while 2.575 showed as 2.58.
+ * Intl rounds the number as written (its shortest decimal), halves up, and never switches to
+ * exponent notation (toFixed does from 1e21).
+ */
+const FIXED = [0, 1, 2, 3].map(
+  (digits) =>
+    new Intl.NumberFormat('en-US', {
+      minimumFractionDigits: digits,
+      maximumFractionDigits: digits,
+      roundingMode: 'halfExpand',
+      useGrouping: false,
+    }),
+);
+
+function fixed(x: number, digits: 0 | 1 | 2 | 3): string {
+  return FIXED[digits]!.format(x);
 }
 
 /** A percentage of `whole` to one decimal, for the table. */
 function share(part: number, whole: number): string {
-  return fixed(whole === 0 ? 0 : (100 * part) / whole, 1);
+  // Whole tenths first, halves up: 100 * 3 / 2000 is the double just below 0.15, which was
+  // shown as 0.1 while 1 of 2000 (0.05) went up. 1000 * part / whole is exact at a half, so
+  // Math.round sees it as one.
+  return fixed(whole === 0 ? 0 : Math.round((1000 * part) / whole) / 10, 1);
 }
 
 /**
@@ -47,9 +70,18 @@ function share(part: number, whole: number): string {
  * layer's (0.4/s showed as 0).
  */
 export function figures(x: number): string {
-  if (x >= 100) return fixed(x, 0);
-  if (x >= 10) return fixed(x, 1);
-  return fixed(x, x >= 1 ? 2 : 3);
+  const shown = fixed(x, places(x));
+  // Rounding can carry into the next decade (99.96 -> "100.0", four figures): the places
+  // follow the value shown, not the value before rounding.
+  const carried = places(Number(shown));
+  return carried < places(x) ? fixed(x, carried) : shown;
+}
+
+/** Decimal places for three significant figures (whole numbers from 100, three below 1). */
+function places(x: number): 0 | 1 | 2 | 3 {
+  if (x >= 100) return 0;
+  if (x >= 10) return 1;
+  return x >= 1 ? 2 : 3;
 }
 
 /** A latency in ms, or '-' for a phase that completed nothing. */
@@ -78,7 +110,7 @@ export function describe(r: BenchResult): string {
     `arrivals: ${r.arrivals}; every request has a ${r.deadlineMs} ms deadline`,
     `capacity: ${figures(c.capacity)} req/s (closed loop, ${c.concurrency} outstanding, ${c.seconds} s)`,
     `modes: unbounded = default serial scheduler (no admission, unbounded queue); bounded = admission { requests: ${r.bounds.requests}, units: ${r.bounds.units} }`,
-    `each phase offers load for ${fixed(r.phaseS, 2)} s, then drains; latency percentiles are of completed requests (HdrHistogram)`,
+    `each phase offers load for ${figures(r.phaseS)} s, then drains; latency percentiles are of completed requests (HdrHistogram)`,
   ].join('\n');
 }
 

@@ -94,7 +94,8 @@ export function latencySpec(r: BenchResult): ChartSpec {
 /** Completions per second against offered load; the dashed diagonal is "achieved = offered". */
 export function throughputSpec(r: BenchResult): ChartSpec {
   const values = r.phases.map((p) => ({ offered: p.offeredRate, achieved: p.achievedRate, mode: p.mode }));
-  const top = Math.max(...r.rates, 1);
+  // To the highest offered load and no further: a floor of 1/s stretched a slow layer's axes.
+  const top = Math.max(0, ...r.rates);
   return {
     $schema: SCHEMA,
     title: {
@@ -146,7 +147,7 @@ export function timelineSpec(r: BenchResult): ChartSpec {
     $schema: SCHEMA,
     title: {
       text: `Depth and refusals over time at ${figures(top)} req/s (${label})`,
-      subtitle: `arrivals stop at ${r.phaseS.toFixed(2)} s, then the phase drains`,
+      subtitle: `arrivals stop at ${figures(r.phaseS)} s, then the phase drains`,
     },
     data: { values: timelineValues(phases) },
     vconcat: [

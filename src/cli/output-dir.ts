@@ -3,8 +3,19 @@
  * one-line usage error at once rather than a failure after the benchmark; removed again if the
  * run ends before writing anything into it.
  */
-import { accessSync, constants, mkdirSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import {
+  accessSync,
+  chmodSync,
+  constants,
+  mkdirSync,
+  realpathSync,
+  renameSync,
+  rmdirSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './args.js';
 
 export interface OutDir {
@@ -66,9 +77,39 @@ export function writeOutputs(dir: string, files: ReadonlyArray<readonly [string,
   mkdirSync(dir, { recursive: true });
   return files.map(([name, text]) => {
     const path = join(dir, name);
-    writeFileSync(path, text);
+    writeWhole(path, text);
     return path;
   });
+}
+
+/**
+ * Writes `text` to `path` whole or not at all: into a file beside it, then renamed over it. A
+ * write that fails part-way (a full disk) truncated an earlier run's results.json and left half
+ * of this one's. A link is written through, as writeFileSync did: its target is replaced.
+ */
+function writeWhole(path: string, text: string): void {
+  let target = path;
+  let mode: number | undefined;
+  try {
+    target = realpathSync(path);
+    // The file it replaces keeps its permissions, as when it was written into.
+    mode = statSync(target).mode & 0o7777;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const partial = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
+  try {
+    writeFileSync(partial, text);
+    if (mode !== undefined) chmodSync(partial, mode);
+    renameSync(partial, target);
+  } catch (err) {
+    try {
+      unlinkSync(partial);
+    } catch {
+      // Never made, or already renamed: nothing to clean up; the write's own error is the one.
+    }
+    throw err;
+  }
 }
 
 /** Removes `names` under `dir` where they exist (prepareOutDir checked they are plain files). */

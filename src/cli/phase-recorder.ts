@@ -48,11 +48,11 @@ export interface PhaseResult {
   /** Anything else, by error code. */
   failed: number;
   failedBy: Record<string, number>;
-  /** Completions inside the arrival window per second of it. */
+  /** Completions inside the arrival window per second of it (unrounded). */
   achievedRate: number;
   /** Completed requests only, measured from each request's scheduled arrival (or its earlier send). */
   latencyMs: LatencyMs;
-  /** Runtime depth (outstanding calls) sampled during the arrival window. */
+  /** Runtime depth (outstanding calls) sampled during the arrival window; the mean unrounded. */
   depth: { mean: number; max: number };
   timeline: Sample[];
 }
@@ -156,7 +156,8 @@ export class PhaseRecorder {
     const windowS = this.#windowMs / 1000;
     return {
       mode: this.mode,
-      offeredRate: round3(this.offeredRate),
+      // As resolved, not rounded: it is the rate's entry in BenchResult.rates, matched by value.
+      offeredRate: this.offeredRate,
       rateLabel: this.rateLabel,
       windowS: round3(windowS),
       totalS: round3((end - this.#start) / 1000),
@@ -168,7 +169,9 @@ export class PhaseRecorder {
       deadline: this.#deadline,
       failed: this.#failed,
       failedBy: { ...this.#failedBy },
-      achievedRate: round3(this.#completedInWindow / windowS),
+      // Unrounded, like depth.mean: the table rounds it to three figures, and rounding to three
+      // decimals first misrounded (2.38468 became 2.385, then 2.39).
+      achievedRate: this.#completedInWindow / windowS,
       latencyMs: {
         count: h.totalCount,
         p50: h.totalCount ? ms(percentile(50)) : 0,
@@ -178,7 +181,7 @@ export class PhaseRecorder {
         mean: h.totalCount ? ms(h.mean) : 0,
       },
       depth: {
-        mean: depths.length ? round3(depths.reduce((a, b) => a + b, 0) / depths.length) : 0,
+        mean: depths.length ? depths.reduce((a, b) => a + b, 0) / depths.length : 0,
         // Not Math.max(...depths): a long phase has more samples than a call takes arguments.
         max: depths.reduce((a, b) => Math.max(a, b), 0),
       },
