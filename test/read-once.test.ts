@@ -1,0 +1,263 @@
+/**
+ * Every public entry point reads each field of a caller's object at most once. A getter or
+ * Proxy may answer differently on a second read, and a value read again after its check is a
+ * value nobody checked (a startTimeoutMs answering 1000 and then undefined was taken for no
+ * limit). Each test hands the entry point counting objects (fixtures/read-counter.ts) with every
+ * option it takes set, and asserts that no path was read twice.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  BoundedAdmission,
+  defineWorker,
+  LinearRuntime,
+  loadNativeLibrary,
+  NativeContext,
+  Runtime,
+  resolveDevice,
+  seededWeights,
+  selectBackend,
+  toWire,
+} from '../src/index.js';
+import { builtModuleUrl } from '../src/paths.js';
+import { serve } from '../src/serve/index.js';
+import { counted, countedGetters, type Reads, readTwice } from './fixtures/read-counter.js';
+
+const ECHO = builtModuleUrl('test/fixtures/echo-worker.js');
+const FIXTURE_LIBRARY = loadNativeLibrary('fixture').path;
+
+const closers: (() => Promise<unknown>)[] = [];
+
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
+
+function threadEnds(): { exited(id: number): void; stopped(): void } {
+  return { exited() {}, stopped() {} };
+}
+
+describe('admission entry points read each field once', () => {
+  it('new BoundedAdmission(bounds)', () => {
+    const reads: Reads = new Map();
+    new BoundedAdmission(counted({ requests: 4, units: 100 }, reads));
+    expect(reads.get('requests')).toBe(1);
+    expect(readTwice(reads)).toEqual([]);
+  });
+
+  it('admit(cost, options), admitted at once and queued', async () => {
+    const admission = new BoundedAdmission({ requests: 1 });
+    const readsAtOnce: Reads = new Map();
+    const options = { signal: new AbortController().signal, timeoutMs: 10_000 };
+    const first = await admission.admit(1, counted({ ...options }, readsAtOnce));
+    const readsQueued: Reads = new Map();
+    const controller = new AbortController();
+    const queued = admission.admit(1, counted({ signal: controller.signal, timeoutMs: 10_000 }, readsQueued));
+    controller.abort();
+    await expect(queued).rejects.toMatchObject({ code: 'OMNI_ERR_ABORTED' });
+    first.release();
+    expect(readsAtOnce.get('timeoutMs')).toBe(1);
+    expect(readTwice(readsAtOnce)).toEqual([]);
+    expect(readTwice(readsQueued)).toEqual([]);
+  });
+
+  it('releaseClaim and reclaim (claims)', () => {
+    const admission = new BoundedAdmission({ requests: 2, units: 10 });
+    const a = admission.tryAdmit(3);
+    const b = admission.tryAdmit(4);
+    if (!a.ok || !b.ok) throw new Error('not admitted');
+    const readsA: Reads = new Map();
+    admission.releaseClaim(counted({ ...a.toClaim() }, readsA));
+    const readsB: Reads = new Map();
+    expect(admission.reclaim(counted({ ...b.toClaim() }, readsB))).toBe(true);
+    expect(readsA.get('slot')).toBe(1);
+    expect(readTwice(readsA)).toEqual([]);
+    expect(readTwice(readsB)).toEqual([]);
+    expect(admission.report().depth).toBe(0);
+  });
+});
+
+describe('Runtime entry points read each field once', () => {
+  it('Runtime.start (admission, resourceLimits, threadEnds, workerData), run and close', async () => {
+    const reads: Reads = new Map();
+    const dataReads: Reads = new Map();
+    const runtime = await Runtime.start(
+      counted(
+        {
+          worker: ECHO,
+          workerData: countedGetters({ name: 'data', nested: { n: 1 } }, dataReads),
+          threads: 1,
+          admission: { requests: 2, units: 100, wait: true },
+          deadlineMs: 60_000,
+          idleTimeout: 1000,
+          resourceLimits: { maxOldGenerationSizeMb: 256, stackSizeMb: 4 },
+          startTimeoutMs: 60_000,
+          threadEnds: threadEnds(),
+        },
+        reads,
+      ),
+    );
+    closers.push(() => runtime.close({ timeoutMs: 10_000 }));
+    expect(reads.get('admission.requests')).toBe(1);
+    expect(readTwice(reads)).toEqual([]);
+    // Cloned once at start, not once per thread.
+    expect(readTwice(dataReads)).toEqual([]);
+
+    const runReads: Reads = new Map();
+    const inputReads: Reads = new Map();
+    const buffer = new ArrayBuffer(8);
+    const input = countedGetters({ value: 7, buffer }, inputReads);
+    const result = await runtime.run(
+      input,
+      counted(
+        { cost: 2, signal: new AbortController().signal, deadlineMs: 60_000, transfer: [buffer] },
+        runReads,
+      ),
+    );
+    expect(result).toMatchObject({ value: 7 });
+    expect(runReads.get('transfer.0')).toBe(1);
+    expect(readTwice(runReads, ['transfer.length'])).toEqual([]); // copying an array reads length per element
+    expect(readTwice(inputReads)).toEqual([]);
+
+    const closeReads: Reads = new Map();
+    closers.length = 0;
+    await runtime.close(counted({ timeoutMs: 10_000 }, closeReads));
+    expect(readTwice(closeReads)).toEqual([]);
+  });
+});
+
+describe('native entry points read each field once', () => {
+  it('loadNativeLibrary(backend, options)', () => {
+    const reads: Reads = new Map();
+    loadNativeLibrary('fixture', counted({ path: FIXTURE_LIBRARY }, reads));
+    expect(readTwice(reads)).toEqual([]);
+  });
+
+  it('selectBackend(preference, env, options)', () => {
+    const envReads: Reads = new Map();
+    const reads: Reads = new Map();
+    selectBackend(
+      'fixture',
+      counted({ OMNI_CUDA_DEVICE: '0' }, envReads),
+      counted({ fixturePath: FIXTURE_LIBRARY, cudaPath: '/nonexistent/libomni_cuda.so' }, reads),
+    );
+    expect(readTwice(envReads)).toEqual([]);
+    expect(readTwice(reads)).toEqual([]);
+  });
+
+  it('resolveDevice(option, env)', () => {
+    const envReads: Reads = new Map();
+    expect(resolveDevice(undefined, counted({ OMNI_CUDA_DEVICE: '1' }, envReads))).toBe(1);
+    expect(envReads.get('OMNI_CUDA_DEVICE')).toBe(1);
+    expect(readTwice(envReads)).toEqual([]);
+  });
+
+  it('NativeContext.open(library, options), its env included', () => {
+    const library = loadNativeLibrary('fixture');
+    for (const device of [0, undefined]) {
+      const reads: Reads = new Map();
+      const context = NativeContext.open(
+        library,
+        counted(
+          { device, workspaceCount: 2, workspaceBytes: 1 << 20, env: { OMNI_CUDA_DEVICE: '0' } },
+          reads,
+        ),
+      );
+      context.close();
+      expect(readTwice(reads)).toEqual([]);
+    }
+  });
+});
+
+describe('LinearRuntime entry points read each field once', () => {
+  it('LinearRuntime.start (admission, resourceLimits, libraries, weights) and run', async () => {
+    const reads: Reads = new Map();
+    const lr = await LinearRuntime.start(
+      counted(
+        {
+          backend: 'fixture',
+          device: 0,
+          libraries: { fixture: FIXTURE_LIBRARY },
+          weights: { ...seededWeights(4, 2) },
+          inFeatures: 4,
+          outFeatures: 2,
+          seed: 3,
+          workspaceCount: 2,
+          workspaceBytes: 1 << 20,
+          faultInjection: false,
+          threads: 1,
+          admission: { requests: 2, units: 16, wait: true },
+          deadlineMs: 60_000,
+          idleTimeout: 1000,
+          resourceLimits: { maxOldGenerationSizeMb: 256 },
+          startTimeoutMs: 60_000,
+        } as const,
+        reads,
+      ),
+    );
+    closers.push(() => lr.close({ timeoutMs: 10_000 }));
+    expect(readTwice(reads)).toEqual([]);
+    expect(reads.get('admission.requests')).toBe(1);
+    expect(reads.get('weights.w')).toBe(1);
+
+    const runReads: Reads = new Map();
+    const x = new Float32Array(8);
+    const y = await lr.run(
+      x,
+      counted(
+        {
+          rows: 2,
+          cost: 2,
+          signal: new AbortController().signal,
+          deadlineMs: 60_000,
+          transfer: [x.buffer as ArrayBuffer],
+        },
+        runReads,
+      ),
+    );
+    expect(y).toHaveLength(4);
+    expect(runReads.get('rows')).toBe(1);
+    expect(readTwice(runReads, ['transfer.length'])).toEqual([]); // copying an array reads length per element
+  });
+});
+
+describe('the rest read each field once', () => {
+  it('defineWorker(handler, options)', () => {
+    const reads: Reads = new Map();
+    defineWorker(() => 1, counted({ init() {}, close() {} }, reads));
+    expect(reads.get('init')).toBe(1);
+    expect(readTwice(reads)).toEqual([]);
+  });
+
+  it('toWire(error)', () => {
+    const reads: Reads = new Map();
+    toWire(counted({ name: 'Error', message: 'm', code: 'USER_CODE', detail: 'd' }, reads));
+    expect(readTwice(reads)).toEqual([]);
+  });
+
+  it('serve(runtime, options) and drain(options)', async () => {
+    const lr = await LinearRuntime.start({ backend: 'fixture', inFeatures: 4, outFeatures: 2, threads: 1 });
+    closers.push(() => lr.close({ timeoutMs: 10_000 }));
+    const reads: Reads = new Map();
+    const handle = await serve(
+      lr,
+      counted(
+        {
+          host: '127.0.0.1',
+          port: 0,
+          bodyLimit: 1 << 20,
+          deadlineMs: 60_000,
+          retryAfterSeconds: 2,
+          drainTimeoutMs: 10_000,
+          requestTimeoutMs: 60_000,
+          sendTimeoutMs: 60_000,
+          closeRuntime: true,
+        },
+        reads,
+      ),
+    );
+    expect(readTwice(reads)).toEqual([]);
+    const drainReads: Reads = new Map();
+    closers.length = 0;
+    await handle.drain(counted({ timeoutMs: 10_000 }, drainReads));
+    expect(readTwice(drainReads)).toEqual([]);
+  });
+});
