@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   BoundedAdmission,
   defineWorker,
+  fromWire,
   LinearRuntime,
   loadNativeLibrary,
   NativeContext,
@@ -17,6 +18,7 @@ import {
   seededWeights,
   selectBackend,
   toWire,
+  type WireError,
 } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { serve } from '../src/serve/index.js';
@@ -225,6 +227,33 @@ describe('the rest read each field once', () => {
     defineWorker(() => 1, counted({ init() {}, close() {} }, reads));
     expect(reads.get('init')).toBe(1);
     expect(readTwice(reads)).toEqual([]);
+  });
+
+  it('fromWire(wire), for each kind of code', () => {
+    const wires: WireError[] = [
+      { name: 'NativeError', message: 'm', code: 'OMNI_ERR_NATIVE', nativeCode: 3, fatal: true },
+      {
+        name: 'TooLargeError',
+        message: 'm',
+        code: 'OMNI_ERR_TOO_LARGE',
+        fields: { cost: 9, unitCapacity: 4 },
+      },
+      {
+        name: 'RejectedError',
+        message: 'm',
+        code: 'OMNI_ERR_REJECTED',
+        fatal: false,
+        fields: { reason: 'full', depth: 1, capacity: 1, rejected: 2 },
+      },
+      { name: 'Custom', message: 'm', code: 'USER_CODE', nativeCode: 1, fatal: false, fields: { extra: 1 } },
+      { name: 'TypeError', message: 'm', fields: { extra: 1 } },
+    ];
+    for (const wire of wires) {
+      const reads: Reads = new Map();
+      fromWire(counted(wire, reads));
+      expect(readTwice(reads), wire.name).toEqual([]);
+      expect(reads.get('code'), wire.name).toBe(1);
+    }
   });
 
   it('toWire(error)', () => {
