@@ -10,9 +10,12 @@ import {
   BoundedAdmission,
   defineWorker,
   fromWire,
+  hasCode,
   LinearRuntime,
   loadNativeLibrary,
   NativeContext,
+  type NativeLibrary,
+  RejectedError,
   Runtime,
   resolveDevice,
   seededWeights,
@@ -21,7 +24,7 @@ import {
   type WireError,
 } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
-import { serve } from '../src/serve/index.js';
+import { answerFor, serve } from '../src/serve/index.js';
 import { counted, countedGetters, type Reads, readTwice } from './fixtures/read-counter.js';
 
 const ECHO = builtModuleUrl('test/fixtures/echo-worker.js');
@@ -32,6 +35,11 @@ const closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   await Promise.all(closers.splice(0).map((close) => close()));
 });
+
+/** A library as a caller could pass one: not frozen, so that its nested `raw` is counted too. */
+function unfrozen(library: NativeLibrary): NativeLibrary {
+  return { ...library, raw: { ...library.raw } };
+}
 
 function threadEnds(): { exited(id: number): void; stopped(): void } {
   return { exited() {}, stopped() {} };
@@ -153,16 +161,17 @@ describe('native entry points read each field once', () => {
   });
 
   it('NativeContext.open(library, options), its env included', () => {
-    const library = loadNativeLibrary('fixture');
     for (const device of [0, undefined]) {
       const reads: Reads = new Map();
+      const libraryReads: Reads = new Map();
       const context = NativeContext.open(
-        library,
+        counted(unfrozen(loadNativeLibrary('fixture')), libraryReads),
         counted(
           { device, workspaceCount: 2, workspaceBytes: 1 << 20, env: { OMNI_CUDA_DEVICE: '0' } },
           reads,
         ),
       );
+      expect(readTwice(libraryReads)).toEqual([]);
       context.close();
       expect(readTwice(reads)).toEqual([]);
     }
@@ -260,6 +269,21 @@ describe('the rest read each field once', () => {
     const reads: Reads = new Map();
     toWire(counted({ name: 'Error', message: 'm', code: 'USER_CODE', detail: 'd' }, reads));
     expect(readTwice(reads)).toEqual([]);
+  });
+
+  it('answerFor(error) and hasCode(error, code)', () => {
+    for (const error of [
+      new RejectedError('requests', { depth: 1, capacity: 1, rejected: 1 }),
+      Object.assign(new Error('m'), { code: 'OMNI_ERR_NATIVE', nativeCode: 3, detail: 'd' }),
+      Object.assign(new Error('m'), { code: 'OMNI_ERR_UNAVAILABLE', state: 'draining' }),
+    ]) {
+      const reads: Reads = new Map();
+      answerFor(counted(error, reads));
+      expect(readTwice(reads), error.message).toEqual([]);
+      const codeReads: Reads = new Map();
+      hasCode(counted(error, codeReads), 'OMNI_ERR_NATIVE');
+      expect(readTwice(codeReads)).toEqual([]);
+    }
   });
 
   it('serve(runtime, options) and drain(options)', async () => {
