@@ -271,6 +271,13 @@ describe('the rest read each field once', () => {
     expect(readTwice(reads)).toEqual([]);
   });
 
+  it('new RejectedError(reason, snapshot)', () => {
+    const reads: Reads = new Map();
+    const error = new RejectedError('requests', counted({ depth: 1, capacity: 2, rejected: 3 }, reads));
+    expect(error.depth).toBe(1);
+    expect(readTwice(reads)).toEqual([]);
+  });
+
   it('answerFor(error) and hasCode(error, code)', () => {
     for (const error of [
       new RejectedError('requests', { depth: 1, capacity: 1, rejected: 1 }),
