@@ -24,7 +24,7 @@ import {
   type WireError,
 } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
-import { answerFor, serve } from '../src/serve/index.js';
+import { answerFor, ServeMetrics, serve } from '../src/serve/index.js';
 import { counted, countedGetters, type Reads, readTwice } from './fixtures/read-counter.js';
 
 const ECHO = builtModuleUrl('test/fixtures/echo-worker.js');
@@ -131,6 +131,29 @@ describe('Runtime entry points read each field once', () => {
     closers.length = 0;
     await runtime.close(counted({ timeoutMs: 10_000 }, closeReads));
     expect(readTwice(closeReads)).toEqual([]);
+  });
+});
+
+describe('queued calls read their caller objects once', () => {
+  it('Runtime.run waiting for admission, and queued for a thread', async () => {
+    const runtime = await Runtime.start({ worker: ECHO, threads: 1, admission: { requests: 2, wait: true } });
+    closers.push(() => runtime.close({ timeoutMs: 10_000 }));
+    const calls = Array.from({ length: 4 }, (_, i) => {
+      const reads: Reads = new Map();
+      const inputReads: Reads = new Map();
+      const buffer = new ArrayBuffer(8);
+      const options = { signal: new AbortController().signal, deadlineMs: 60_000, transfer: [buffer] };
+      const done = runtime.run(countedGetters({ i, buffer }, inputReads), counted(options, reads));
+      return { reads, inputReads, done };
+    });
+    // With one thread and two requests, the last two waited for admission, the second for a thread.
+    for (const [i, call] of calls.entries()) {
+      expect(await call.done).toMatchObject({ i });
+      // Copying an array reads its length once per element: one snapshot all the same.
+      expect(readTwice(call.reads, ['transfer.length']), `call ${i}`).toEqual([]);
+      expect(readTwice(call.inputReads), `call ${i}`).toEqual([]);
+      expect(call.inputReads.get('i')).toBe(1);
+    }
   });
 });
 
@@ -293,12 +316,28 @@ describe('the rest read each field once', () => {
     }
   });
 
+  it('new ServeMetrics(source), across scrapes', async () => {
+    const runtime = await Runtime.start({ worker: ECHO, threads: 1 });
+    closers.push(() => runtime.close({ timeoutMs: 10_000 }));
+    const reads: Reads = new Map();
+    const metrics = new ServeMetrics(
+      counted({ report: () => runtime.report(), inflight: () => 0, connections: () => 1 }, reads),
+    );
+    await metrics.scrape();
+    await metrics.scrape();
+    // The functions checked at construction are the ones every scrape calls.
+    expect(reads.get('report')).toBe(1);
+    expect(readTwice(reads)).toEqual([]);
+  });
+
   it('serve(runtime, options) and drain(options)', async () => {
     const lr = await LinearRuntime.start({ backend: 'fixture', inFeatures: 4, outFeatures: 2, threads: 1 });
     closers.push(() => lr.close({ timeoutMs: 10_000 }));
     const reads: Reads = new Map();
+    // The runtime is a live object whose methods each request calls: counted up to the start.
+    const runtimeReads: Reads = new Map();
     const handle = await serve(
-      lr,
+      counted(lr, runtimeReads),
       counted(
         {
           host: '127.0.0.1',
@@ -315,6 +354,8 @@ describe('the rest read each field once', () => {
       ),
     );
     expect(readTwice(reads)).toEqual([]);
+    expect(runtimeReads.get('inFeatures')).toBe(1);
+    expect(readTwice(runtimeReads)).toEqual([]);
     const drainReads: Reads = new Map();
     closers.length = 0;
     await handle.drain(counted({ timeoutMs: 10_000 }, drainReads));
