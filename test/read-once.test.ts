@@ -94,7 +94,7 @@ describe('Runtime entry points read each field once', () => {
         {
           worker: ECHO,
           workerData: countedGetters({ name: 'data', nested: { n: 1 } }, dataReads),
-          threads: 1,
+          threads: 2, // two: workerData must not be read once per thread
           admission: { requests: 2, units: 100, wait: true },
           deadlineMs: 60_000,
           idleTimeout: 1000,
@@ -108,8 +108,9 @@ describe('Runtime entry points read each field once', () => {
     closers.push(() => runtime.close({ timeoutMs: 10_000 }));
     expect(reads.get('admission.requests')).toBe(1);
     expect(readTwice(reads)).toEqual([]);
-    // Cloned once at start, not once per thread.
+    // Cloned once at start (Runtime.start keeps the clone), not by each thread started.
     expect(readTwice(dataReads)).toEqual([]);
+    expect(dataReads.get('nested.n')).toBe(1);
 
     const runReads: Reads = new Map();
     const inputReads: Reads = new Map();
@@ -164,14 +165,20 @@ describe('native entry points read each field once', () => {
     expect(readTwice(reads)).toEqual([]);
   });
 
-  it('selectBackend(preference, env, options)', () => {
+  it.each([
+    ['fixture', 'requested'],
+    [undefined, 'from OMNI_BACKEND'],
+    ['auto', 'falling back from a CUDA library that is not there'],
+  ] as const)('selectBackend(%s, env, options): %s', (preference, _how) => {
     const envReads: Reads = new Map();
     const reads: Reads = new Map();
-    selectBackend(
-      'fixture',
-      counted({ OMNI_CUDA_DEVICE: '0' }, envReads),
+    const choice = selectBackend(
+      preference,
+      counted({ OMNI_BACKEND: 'fixture', OMNI_CUDA_DEVICE: '0' }, envReads),
       counted({ fixturePath: FIXTURE_LIBRARY, cudaPath: '/nonexistent/libomni_cuda.so' }, reads),
     );
+    expect(choice.backend).toBe('fixture');
+    expect(reads.get('fixturePath')).toBe(1);
     expect(readTwice(envReads)).toEqual([]);
     expect(readTwice(reads)).toEqual([]);
   });
