@@ -3,7 +3,9 @@
  * Proxy may answer differently on a second read, and a value read again after its check is a
  * value nobody checked (a startTimeoutMs answering 1000 and then undefined was taken for no
  * limit). Each test hands the entry point counting objects (fixtures/read-counter.ts) with every
- * option it takes set, and asserts that no path was read twice.
+ * option it takes set, and asserts that no path was read twice. Not here, having no caller
+ * object to read: tryAdmit (a cost), attach (a SharedArrayBuffer, read by its slots), the
+ * NativeContext calls (typed arrays and numbers), seededWeights and statusFor.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import {
