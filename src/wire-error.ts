@@ -104,8 +104,16 @@ function read(target: Record<string, unknown>, key: string): unknown {
   }
 }
 
-const num = (f: WireFields, key: string): number => (typeof f[key] === 'number' ? f[key] : Number.NaN);
-const str = (f: WireFields, key: string): string => (typeof f[key] === 'string' ? f[key] : '');
+// Each field read once (see fromWire); each maker reads a key at most once.
+function num(f: WireFields, key: string): number {
+  const value = f[key];
+  return typeof value === 'number' ? value : Number.NaN;
+}
+
+function str(f: WireFields, key: string): string {
+  const value = f[key];
+  return typeof value === 'string' ? value : '';
+}
 
 /** Rebuilds each code's class from its message and fields. */
 const classes: Record<string, (message: string, f: WireFields, wire: WireError) => Error> = {
@@ -157,7 +165,7 @@ export function fromWire(wire: WireError): Error {
   // Each field read once, into a plain wire: a getter could answer otherwise on a second read
   // (a code that passed the own-class check, then named an inherited key of the class table).
   const { name, message, code, nativeCode, fatal, fields: given } = wire;
-  const fields: WireFields = { ...given };
+  const fields = given ?? {};
   const read: WireError = { name, message, fields };
   if (code !== undefined) read.code = code;
   if (nativeCode !== undefined) read.nativeCode = nativeCode;
