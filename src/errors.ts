@@ -157,14 +157,13 @@ export class RejectedError extends OmniError implements RefusalSnapshot {
   readonly capacity: number;
   readonly rejected: number;
   constructor(reason: RefusalReason, snapshot: RefusalSnapshot, message?: string) {
-    super(
-      'OMNI_ERR_REJECTED',
-      message ?? `admission refused (${reason}): depth ${snapshot.depth} of ${snapshot.capacity}`,
-    );
+    // Each read once: read again, a getter could make the message and the fields disagree.
+    const { depth, capacity, rejected } = snapshot;
+    super('OMNI_ERR_REJECTED', message ?? `admission refused (${reason}): depth ${depth} of ${capacity}`);
     this.reason = reason;
-    this.depth = snapshot.depth;
-    this.capacity = snapshot.capacity;
-    this.rejected = snapshot.rejected;
+    this.depth = depth;
+    this.capacity = capacity;
+    this.rejected = rejected;
   }
 }
 

@@ -104,8 +104,16 @@ function read(target: Record<string, unknown>, key: string): unknown {
   }
 }
 
-const num = (f: WireFields, key: string): number => (typeof f[key] === 'number' ? f[key] : Number.NaN);
-const str = (f: WireFields, key: string): string => (typeof f[key] === 'string' ? f[key] : '');
+// Each field read once (see fromWire); each maker reads a key at most once.
+function num(f: WireFields, key: string): number {
+  const value = f[key];
+  return typeof value === 'number' ? value : Number.NaN;
+}
+
+function str(f: WireFields, key: string): string {
+  const value = f[key];
+  return typeof value === 'string' ? value : '';
+}
 
 /** Rebuilds each code's class from its message and fields. */
 const classes: Record<string, (message: string, f: WireFields, wire: WireError) => Error> = {
@@ -154,20 +162,26 @@ export function fromWire(wire: WireError): Error {
       `fromWire needs a WireError { code?, message, ... }, got ${describeValue(wire)}`,
     );
   }
-  const fields = wire.fields ?? {};
-  const make = wire.code !== undefined && Object.hasOwn(classes, wire.code) ? classes[wire.code] : undefined;
+  // Each field read once, into a plain wire: a getter could answer otherwise on a second read
+  // (a code that passed the own-class check, then named an inherited key of the class table).
+  const { name, message, code, nativeCode, fatal, fields: given } = wire;
+  const fields = given ?? {};
+  const read: WireError = { name, message, fields };
+  if (code !== undefined) read.code = code;
+  if (nativeCode !== undefined) read.nativeCode = nativeCode;
+  if (fatal !== undefined) read.fatal = fatal;
+  const make = code !== undefined && Object.hasOwn(classes, code) ? classes[code] : undefined;
   if (make !== undefined) {
-    const rebuilt = make(wire.message, fields, wire);
+    const rebuilt = make(message, fields, read);
     // fatal: true failed the runtime whatever the code: the caller sees why (NativeError has its own).
-    if (wire.fatal !== undefined && !('fatal' in rebuilt)) Object.assign(rebuilt, { fatal: wire.fatal });
+    if (fatal !== undefined && !('fatal' in rebuilt)) Object.assign(rebuilt, { fatal });
     return rebuilt;
   }
-  const e =
-    wire.code === undefined ? new TaskFailedError(wire.message) : new OmniError(wire.code, wire.message);
-  if (wire.name && (wire.code !== undefined || wire.name !== 'Error')) e.name = wire.name;
+  const e = code === undefined ? new TaskFailedError(message) : new OmniError(code, message);
+  if (name && (code !== undefined || name !== 'Error')) e.name = name;
   // Whatever the error carried comes back on it, fatal included (it failed the runtime).
   const carried: WireFields = { ...fields };
-  if (wire.nativeCode !== undefined) carried.nativeCode = wire.nativeCode;
-  if (wire.fatal !== undefined) carried.fatal = wire.fatal;
+  if (nativeCode !== undefined) carried.nativeCode = nativeCode;
+  if (fatal !== undefined) carried.fatal = fatal;
   return Object.assign(e, carried);
 }

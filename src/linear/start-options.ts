@@ -129,7 +129,7 @@ export function checkLinearOptions(options: LinearRuntimeOptions): CheckedLinear
   // Each named, not a rest spread: that would keep own properties only and silently drop
   // runtime options that come through a prototype (Runtime.start reads those). The type makes
   // an option added to RuntimeOptions a compile error here until it is passed on.
-  const runtime: { [K in PassedOption]: RuntimeOptions[K] } = {
+  const passed: { [K in PassedOption]: RuntimeOptions[K] } = {
     threads,
     admission,
     deadlineMs,
@@ -138,8 +138,15 @@ export function checkLinearOptions(options: LinearRuntimeOptions): CheckedLinear
     startTimeoutMs,
   };
   const worker = builtModuleUrl('workers/native.js');
-  // Runtime.start checks its own options again.
-  checkRuntimeOptions({ ...runtime, worker });
+  // Runtime.start checks its own options again, on the copies this check made of the caller's
+  // nested objects: given the caller's, it read each bound and limit a second time, and a getter
+  // could answer it otherwise than this check was answered.
+  const copies = checkRuntimeOptions({ ...passed, worker });
+  const runtime: { [K in PassedOption]: RuntimeOptions[K] } = {
+    ...passed,
+    admission: copies.admission,
+    resourceLimits: copies.resourceLimits,
+  };
   const weights = given === undefined ? undefined : checkWeights(given, inFeatures, outFeatures);
   // Only undefined takes the default: a null shape is a mistake, as a null seed or device is.
   const inF = weights?.inFeatures ?? checkFeatures('inFeatures', inFeatures === undefined ? 256 : inFeatures);

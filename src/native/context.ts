@@ -72,8 +72,11 @@ export class NativeContext {
   }
 
   static open(library: NativeLibrary, options: NativeOpenOptions = {}): NativeContext {
-    // Without this, anything but a loaded library is an uncoded TypeError at library.raw below.
-    if (typeof (library as Partial<NativeLibrary> | null)?.raw?.omni_open !== 'function') {
+    // Without this, anything but a loaded library is an uncoded TypeError at the call below.
+    // Read once, and the function checked is the one called: read again, a getter could answer
+    // a function to the check and anything else (or another function) to the call.
+    const omniOpen = (library as Partial<NativeLibrary> | null)?.raw?.omni_open;
+    if (typeof omniOpen !== 'function') {
       throw new InvalidArgumentError(
         `NativeContext.open needs a library from loadNativeLibrary or selectBackend, got ${describeValue(library)}`,
       );
@@ -96,11 +99,7 @@ export class NativeContext {
     if (workspaceCount !== undefined) requireInteger('workspaceCount', count, 1, MAX_WORKSPACE_COUNT);
     if (workspaceBytes !== undefined) requireInteger('workspaceBytes', bytes, 1, Number.MAX_SAFE_INTEGER);
     const out: [RawHandle | null] = [null];
-    const status = library.raw.omni_open(
-      device,
-      { workspace_count: count, reserved: 0, workspace_bytes: bytes },
-      out,
-    );
+    const status = omniOpen(device, { workspace_count: count, reserved: 0, workspace_bytes: bytes }, out);
     check(library, status, null, 'omni_open');
     return new NativeContext(library, out[0], device, bytes);
   }

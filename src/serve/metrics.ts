@@ -54,33 +54,27 @@ export class ServeMetrics {
   readonly #latency: Histogram<'route' | 'method' | 'status'>;
   readonly #refused: Counter<'reason' | 'status'>;
   readonly #clientErrors: Counter<'detail'>;
-  readonly #source: MetricsSource;
+  /** The source's report(), read once at construction. */
+  readonly #report: () => RuntimeReport;
   /** The one report a scrape reads: its gauges then describe one moment, not a dozen. */
   #snapshot: RuntimeReport | undefined;
 
   constructor(source: MetricsSource) {
     // Checked here: taken as it is, a wrong source failed every scrape with an uncoded TypeError.
     const given = source as Partial<Record<keyof MetricsSource, unknown>> | null;
-    if (
-      typeof given !== 'object' ||
-      given === null ||
-      typeof given.report !== 'function' ||
-      typeof given.inflight !== 'function'
-    ) {
-      throw new InvalidArgumentError(
-        `ServeMetrics needs a source { report(), inflight() }, got ${describeValue(source)}`,
-      );
-    }
-    // Read once, as the others are used: checked, then read again, a getter could answer otherwise.
-    const connections = given.connections;
+    if (typeof given !== 'object' || given === null) throw notASource(source);
+    // Each read once and called as the source's method: read again at every scrape, a getter
+    // could answer a function to this check and anything else to a scrape.
+    const { report, inflight, connections } = given;
+    if (typeof report !== 'function' || typeof inflight !== 'function') throw notASource(source);
     if (connections !== undefined && typeof connections !== 'function') {
       throw new InvalidArgumentError(
         `ServeMetrics' source connections must be a function, got ${describeValue(connections)}`,
       );
     }
     const registry = this.registry;
-    this.#source = source;
-    const take = (): RuntimeReport => this.#snapshot ?? source.report();
+    this.#report = () => Reflect.apply(report, source, []) as RuntimeReport;
+    const take = (): RuntimeReport => this.#snapshot ?? this.#report();
     readGauge(
       registry,
       'omni_runtime_depth',
@@ -112,15 +106,14 @@ export class ServeMetrics {
       registry,
       'omni_http_inflight',
       'HTTP requests being answered now (until their answer is out, or their connection closed).',
-      () => source.inflight(),
+      () => Reflect.apply(inflight, source, []) as number,
     );
     if (connections !== undefined) {
-      const count = connections as () => number;
       readGauge(
         registry,
         'omni_http_connections',
         'Connections the server holds open (a request in flight or not: a head still arriving, idle, lingering after a closing answer).',
-        () => count.call(source),
+        () => Reflect.apply(connections, source, []) as number,
       );
     }
     new Gauge({
@@ -207,11 +200,17 @@ export class ServeMetrics {
 
   /** The Prometheus text exposition and its content type. */
   async scrape(): Promise<{ contentType: string; text: string }> {
-    this.#snapshot = this.#source.report();
+    this.#snapshot = this.#report();
     try {
       return { contentType: this.registry.contentType, text: await this.registry.metrics() };
     } finally {
       this.#snapshot = undefined;
     }
   }
+}
+
+function notASource(source: unknown): InvalidArgumentError {
+  return new InvalidArgumentError(
+    `ServeMetrics needs a source { report(), inflight() }, got ${describeValue(source)}`,
+  );
 }
