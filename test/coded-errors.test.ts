@@ -107,6 +107,8 @@ interface SweepOptions {
   readonly check?: () => string | undefined;
   /** Node's own codes the README says pass through (ERR_MODULE_NOT_FOUND for a missing worker). */
   readonly documented?: readonly string[];
+  /** Once a call (and `ok`) ended: what it left behind, named, or undefined. */
+  readonly after?: (args: unknown[]) => string | undefined;
 }
 
 /**
@@ -136,13 +138,16 @@ async function sweep(
   const found: string[] = [];
   const one = async ([name, args]: [string, Args]): Promise<void> => {
     let uncoded: Uncoded;
+    let built: unknown[] = [];
     try {
-      const built = args();
+      built = args();
       uncoded = await probe(() => call(...built), options.ok, passesThrough(name, options.documented ?? []));
     } catch (error) {
       uncoded = `building the case threw ${String(error)}`;
     }
     if (uncoded !== undefined) found.push(`${name}: ${uncoded}`);
+    const left = options.after?.(built);
+    if (left !== undefined) found.push(`${name}: left ${left}`);
     const changed = options.check?.();
     if (changed !== undefined) found.push(`${name}: changed ${changed}`);
   };
@@ -246,7 +251,23 @@ describe('Runtime answers hostile input coded', () => {
     await runtime.close({ timeoutMs: 10_000 });
   });
 
-  it('Runtime.start(options)', async () => {
+  it('Runtime.start(options), no thread left running', async () => {
+    // Each case's own threadEnds: a start refused, or one closed, has told `stopped` of every
+    // thread it made (README: each thread's exit, then stopped), none when it made none.
+    const told = new Map<object, { exited: number; stopped: number }>();
+    const threadEnds = (): object => {
+      const counts = { exited: 0, stopped: 0 };
+      const ends = {
+        exited() {
+          counts.exited += 1;
+        },
+        stopped() {
+          counts.stopped += 1;
+        },
+      };
+      told.set(ends, counts);
+      return ends;
+    };
     const found = await sweep(
       () => [
         {
@@ -257,7 +278,7 @@ describe('Runtime answers hostile input coded', () => {
           idleTimeout: 1000,
           resourceLimits: { maxOldGenerationSizeMb: 256 },
           startTimeoutMs: 30_000,
-          threadEnds: { exited() {}, stopped() {} },
+          threadEnds: threadEnds(),
         },
       ],
       (options) => Runtime.start(options as never),
@@ -265,9 +286,23 @@ describe('Runtime answers hostile input coded', () => {
         ok: (made) => (made as Runtime).close({ timeoutMs: 10_000 }),
         documented: ['ERR_MODULE_NOT_FOUND'],
         together: 8,
+        after: ([options]) => {
+          // The case's own object, read by descriptor: a getter or a Proxy of ours would throw.
+          let ends: unknown;
+          try {
+            ends = Object.getOwnPropertyDescriptor(options, 'threadEnds')?.value;
+          } catch {
+            return undefined;
+          }
+          const counts = typeof ends === 'object' && ends !== null ? told.get(ends) : undefined;
+          if (counts === undefined || counts.exited === 0 || counts.stopped === 1) return undefined;
+          return `threads running: ${counts.exited} exited, stopped ${counts.stopped} times`;
+        },
       },
     );
     expect(found).toEqual([]);
+    // Not vacuous: the successes made threads, and told of their ends.
+    expect([...told.values()].some((c) => c.exited > 0 && c.stopped === 1)).toBe(true);
   });
 
   it('run(input, options), nothing admitted by a refusal', async () => {
