@@ -120,8 +120,13 @@ export function statusFor(code: string, reason?: string): number {
 }
 
 function rowFor(code: string, reason: string | undefined): Row {
-  const specific = reason === undefined ? undefined : STATUS_TABLE[`${code}:${reason}`];
-  return specific ?? STATUS_TABLE[code] ?? INTERNAL;
+  const specific = reason === undefined ? undefined : ownRow(`${code}:${reason}`);
+  return specific ?? ownRow(code) ?? INTERNAL;
+}
+
+/** The table's own rows only: 'constructor' or 'toString' found Object.prototype's, no status. */
+function ownRow(key: string): Row | undefined {
+  return Object.hasOwn(STATUS_TABLE, key) ? STATUS_TABLE[key] : undefined;
 }
 
 const BODY_UNREADABLE = new Set([
