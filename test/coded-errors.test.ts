@@ -211,6 +211,28 @@ describe('BoundedAdmission answers hostile input coded', () => {
     await admission.close();
   });
 
+  it('admit(cost, options) of a full admission: refused, aborted, timed out or closed', async () => {
+    // Each case its own full admission, closed once the call is made: a case left with no signal
+    // and no timeout waits, as documented, until the close rejects it (OMNI_ERR_CLOSED).
+    let full = new BoundedAdmission({ requests: 1 });
+    const found = await sweep(
+      () => {
+        full = new BoundedAdmission({ requests: 1 });
+        full.tryAdmit(1);
+        return [1, { signal: AbortSignal.abort(), timeoutMs: 0 }];
+      },
+      (cost, options) => {
+        const admission = full;
+        try {
+          return admission.admit(cost as never, options as never);
+        } finally {
+          void admission.close();
+        }
+      },
+    );
+    expect(found).toEqual([]);
+  });
+
   it('releaseClaim(claim), and reclaim(claim) never throws', async () => {
     const admission = new BoundedAdmission({ requests: 1000, units: 100_000 });
     const held: object[] = [];
