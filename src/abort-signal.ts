@@ -24,8 +24,9 @@ function slotGetter<T>(key: string): (this: AbortSignal) => T {
  * no follower knows.
  */
 export function isAbortSignal(value: unknown): value is AbortSignal {
-  if (!(value instanceof AbortSignal) || isProxy(value)) return false;
   try {
+    // isProxy first: instanceof asks a Proxy's getPrototypeOf trap, which may throw (revoked too).
+    if (isProxy(value) || !(value instanceof AbortSignal)) return false;
     return typeof abortedSlot.call(value) === 'boolean';
   } catch {
     return false;

@@ -165,6 +165,16 @@ export function fromWire(wire: WireError): Error {
   // Each field read once, into a plain wire: a getter could answer otherwise on a second read
   // (a code that passed the own-class check, then named an inherited key of the class table).
   const { name, message, code, nativeCode, fatal, fields: given } = wire;
+  // A code is a table key and a message an Error's: an object without a prototype, a Symbol or
+  // one whose valueOf throws threw an uncoded TypeError (or the caller's own error) as converted.
+  if (
+    (code !== undefined && typeof code !== 'string') ||
+    (message !== undefined && typeof message !== 'string')
+  ) {
+    throw new InvalidArgumentError(
+      `fromWire needs a string code and message, got ${describeValue(code)} and ${describeValue(message)}`,
+    );
+  }
   const fields = given ?? {};
   const read: WireError = { name, message, fields };
   if (code !== undefined) read.code = code;

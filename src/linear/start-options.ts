@@ -198,7 +198,7 @@ function checkLibraries(libraries: NativeLibraryPaths | undefined): {
     if (path === undefined) continue;
     if (typeof path !== 'string' || path === '') {
       throw new InvalidArgumentError(
-        `libraries.${backend} must be a non-empty path, got ${JSON.stringify(path)}`,
+        `libraries.${backend} must be a non-empty path, got ${describeValue(path)}`,
       );
     }
     paths[backend === 'fixture' ? 'fixturePath' : 'cudaPath'] = path;

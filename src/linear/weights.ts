@@ -25,6 +25,11 @@ export function seededWeights(inFeatures: number, outFeatures: number, seed = 1)
   };
 }
 
+/** A width the options gave, for the disagreement's message: a template literal threw on a Symbol. */
+function describeWant(want: unknown): string {
+  return want === undefined ? '-' : describeValue(want);
+}
+
 /**
  * Checked once at start: a wrong shape is one coded error from start(), not a failure in every
  * thread. A shape also given in the options must agree: the weights would silently win, and rows
@@ -42,7 +47,7 @@ export function checkWeights(
   const outFeatures = checkFeatures('weights.outFeatures', weights.outFeatures);
   if ((wantIn !== undefined && wantIn !== inFeatures) || (wantOut !== undefined && wantOut !== outFeatures)) {
     throw new InvalidArgumentError(
-      `inFeatures/outFeatures (${wantIn ?? '-'} -> ${wantOut ?? '-'}) disagree with the weights' ${inFeatures} -> ${outFeatures}`,
+      `inFeatures/outFeatures (${describeWant(wantIn)} -> ${describeWant(wantOut)}) disagree with the weights' ${inFeatures} -> ${outFeatures}`,
     );
   }
   const w = requireFloat32Array('weights.w', weights.w);

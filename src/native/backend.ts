@@ -9,7 +9,7 @@
  * default; null is a mistake); with an explicit 'cuda' or 'fixture', whatever loading that
  * library throws.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { describeValue, InvalidArgumentError } from '../errors.js';
 import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import { NativeContext } from './context.js';
 import { resolveDevice } from './device.js';
@@ -45,7 +45,7 @@ export function backendFromEnv(env: NodeJS.ProcessEnv): string | undefined {
 function parsePreference(value: string, source: string): BackendPreference {
   if (value === 'fixture' || value === 'cuda' || value === 'auto') return value;
   throw new InvalidArgumentError(
-    `${source} must be 'fixture', 'cuda' or 'auto', got ${JSON.stringify(value)}`,
+    `${source} must be 'fixture', 'cuda' or 'auto', got ${describeValue(value)}`,
   );
 }
 

@@ -52,7 +52,7 @@ export function defaultLibraryPath(backend: BackendName): string {
 export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {}): NativeLibrary {
   if (backend !== 'fixture' && backend !== 'cuda') {
     throw new InvalidArgumentError(
-      `unknown native backend ${JSON.stringify(backend)} (want 'fixture' or 'cuda')`,
+      `unknown native backend ${describeValue(backend)} (want 'fixture' or 'cuda')`,
     );
   }
   // Checked like LinearRuntime's `libraries`: null options threw an uncoded TypeError, a

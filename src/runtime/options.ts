@@ -299,11 +299,13 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   // The bound last, as the runtime's constructor checked it: here, so that a caller that checks
   // its options before costly work (LinearRuntime.start, before loading a library and making
   // weights) finds a bound above the runtime's claim slots then too, not in Runtime.start.
+  // checkBounds before the slot limit: comparing a Symbol or a null-prototype object to it threw
+  // an uncoded TypeError (and an object's own valueOf ran).
   if (admission !== undefined) {
+    checkBounds(admission, RUNTIME_ADMISSION_KEYS);
     if (admission.requests > MAX_CLAIM_SLOTS) {
       throw new InvalidBoundError(`admission.requests may be at most ${MAX_CLAIM_SLOTS} for a runtime`);
     }
-    checkBounds(admission, RUNTIME_ADMISSION_KEYS);
   }
   // Cloned last, once every option has passed: a mistake costs no clone of a large workerData,
   // and a bound's mistake stays OMNI_ERR_INVALID_BOUND beside one that cannot be cloned.

@@ -123,9 +123,11 @@ export async function startPool(
     // by `stopped` (not by its exit: it may never have been seen alive): here, or at the exit of
     // one held in a native call, which start() does not wait for past its bound.
     tellStopped(pool, await destroyPool(pool, options.startTimeoutMs, 'all'), ends);
-    throw err instanceof Error && 'code' in err
-      ? err
-      : new WorkerExitedError(String((err as Error)?.message ?? err));
+    // Node's own codes pass through (ERR_MODULE_NOT_FOUND: a worker file that is missing), but
+    // a thread its resourceLimits killed died as any other: ERR_WORKER_OUT_OF_MEMORY came back
+    // uncoded where a thread lost at start is OMNI_ERR_WORKER_EXITED.
+    if (err instanceof Error && 'code' in err && err.code !== 'ERR_WORKER_OUT_OF_MEMORY') throw err;
+    throw new WorkerExitedError(String((err as Error)?.message ?? err), { cause: err });
   }
 }
 

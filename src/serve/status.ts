@@ -113,12 +113,20 @@ export function answerFor(error: unknown): HttpAnswer {
 
 /** The HTTP status the table gives a code (and reason); 500 for codes it does not know. */
 export function statusFor(code: string, reason?: string): number {
-  return rowFor(code, reason).status;
+  // Not a code it knows, as answerFor's codeOf takes one: converting a Symbol, or an object
+  // without a prototype, to a table key threw an uncoded TypeError.
+  if (typeof code !== 'string') return INTERNAL.status;
+  return rowFor(code, typeof reason === 'string' ? reason : undefined).status;
 }
 
 function rowFor(code: string, reason: string | undefined): Row {
-  const specific = reason === undefined ? undefined : STATUS_TABLE[`${code}:${reason}`];
-  return specific ?? STATUS_TABLE[code] ?? INTERNAL;
+  const specific = reason === undefined ? undefined : ownRow(`${code}:${reason}`);
+  return specific ?? ownRow(code) ?? INTERNAL;
+}
+
+/** The table's own rows only: 'constructor' or 'toString' found Object.prototype's, no status. */
+function ownRow(key: string): Row | undefined {
+  return Object.hasOwn(STATUS_TABLE, key) ? STATUS_TABLE[key] : undefined;
 }
 
 const BODY_UNREADABLE = new Set([
