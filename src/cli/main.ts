@@ -70,11 +70,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     case 'serve': {
       // Listen before loading the HTTP stack (~0.2 s): a SIGTERM meanwhile stops, not kills.
       const listening = new ShutdownSignals(process);
+      serving = true;
       try {
         // Loaded on demand, like the bench commands: `bench` does not pay for the HTTP stack.
         const { runServeCommand } = await import('./serve-command.js');
         return await inCommand('serve', () => runServeCommand(rest, { listening }));
       } finally {
+        serving = false;
         listening.dispose();
       }
     }
@@ -83,6 +85,19 @@ export async function main(argv: readonly string[]): Promise<number> {
         command.startsWith('-') ? unknownFlag(command, TOP_FLAGS) : unknownCommand(command),
       );
   }
+}
+
+/** Whether `serve` runs: see endsWhenReaderLeaves. */
+let serving = false;
+
+/**
+ * Whether a stdout reader that left (EPIPE: `| head -1`, a log shipper that died) ends the
+ * process. It does for a command whose work is what it prints; not while `serve` runs, whose
+ * lines are a log of its work: exiting there skipped the drain a SIGTERM owes its in-flight
+ * requests, and said 0 for work it cut off.
+ */
+export function endsWhenReaderLeaves(): boolean {
+  return !serving;
 }
 
 const COMMANDS = ['bench', 'serve'];
