@@ -81,9 +81,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       }
     }
     default:
-      throw new UsageError(
-        command.startsWith('-') ? unknownFlag(command, TOP_FLAGS) : unknownCommand(command),
-      );
+      throw new UsageError(command.startsWith('-') ? topFlagMistake(command) : unknownCommand(command));
   }
 }
 
@@ -102,6 +100,15 @@ export function endsWhenReaderLeaves(): boolean {
 
 const COMMANDS = ['bench', 'serve'];
 const TOP_FLAGS = ['help', 'version'];
+
+/**
+ * A top-level flag that is not one, said as a command's flags are (node:util): named without
+ * its `=value`, and a real one given a value "takes no value" rather than "did you mean" itself.
+ */
+function topFlagMistake(arg: string): string {
+  const name = arg.startsWith('--') ? arg.split('=')[0]! : arg;
+  return TOP_FLAGS.includes(name.slice(2)) ? `${name} takes no value` : unknownFlag(name, TOP_FLAGS);
+}
 
 /** "unknown command 'server' (did you mean serve? commands: bench, serve)" */
 function unknownCommand(command: string): string {
