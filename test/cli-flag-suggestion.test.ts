@@ -25,6 +25,12 @@ const suggested: Array<[string, string[], string]> = [
     "unknown option '--cots' (did you mean --cost?)",
   ],
   ['a top-level flag', ['--verison'], "unknown option '--verison' (did you mean --version?)"],
+  // As a command's flag with an = value is named without it (above).
+  [
+    'a top-level flag with an = value',
+    ['--verison=1'],
+    "unknown option '--verison' (did you mean --version?)",
+  ],
   ['a command', ['server'], "unknown command 'server' (did you mean serve? commands: bench, serve)"],
   [
     'a bench subcommand',
@@ -49,5 +55,18 @@ describe.concurrent('a misspelt flag or command', () => {
     const { code, stderr } = await runCli(args);
     expect(code, stderr).toBe(2);
     expect(stderr).not.toContain('did you mean');
+  });
+
+  // Not misspelt: said as a command's own flag given a value is (`serve --help=1`), never
+  // "unknown option '--version=1' (did you mean --version?)".
+  it.each([
+    [['--version=1'], 'omni-runtime: --version takes no value (see --help)'],
+    [['--help='], 'omni-runtime: --help takes no value (see --help)'],
+    [['serve', '--help=1'], 'omni-runtime: serve: --help takes no value (see --help)'],
+  ])('%j: the flag takes no value, exit 2', async (args, line) => {
+    const { code, stdout, stderr } = await runCli(args);
+    expect(code, stderr).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.trimEnd()).toBe(line);
   });
 });

@@ -70,23 +70,45 @@ export async function main(argv: readonly string[]): Promise<number> {
     case 'serve': {
       // Listen before loading the HTTP stack (~0.2 s): a SIGTERM meanwhile stops, not kills.
       const listening = new ShutdownSignals(process);
+      serving = true;
       try {
         // Loaded on demand, like the bench commands: `bench` does not pay for the HTTP stack.
         const { runServeCommand } = await import('./serve-command.js');
         return await inCommand('serve', () => runServeCommand(rest, { listening }));
       } finally {
+        serving = false;
         listening.dispose();
       }
     }
     default:
-      throw new UsageError(
-        command.startsWith('-') ? unknownFlag(command, TOP_FLAGS) : unknownCommand(command),
-      );
+      throw new UsageError(command.startsWith('-') ? topFlagMistake(command) : unknownCommand(command));
   }
+}
+
+/** Whether `serve` runs: see endsWhenReaderLeaves. */
+let serving = false;
+
+/**
+ * Whether a stdout reader that left (EPIPE: `| head -1`, a log shipper that died) ends the
+ * process. It does for a command whose work is what it prints; not while `serve` runs, whose
+ * lines are a log of its work: exiting there skipped the drain a SIGTERM owes its in-flight
+ * requests, and said 0 for work it cut off.
+ */
+export function endsWhenReaderLeaves(): boolean {
+  return !serving;
 }
 
 const COMMANDS = ['bench', 'serve'];
 const TOP_FLAGS = ['help', 'version'];
+
+/**
+ * A top-level flag that is not one, said as a command's flags are (node:util): named without
+ * its `=value`, and a real one given a value "takes no value" rather than "did you mean" itself.
+ */
+function topFlagMistake(arg: string): string {
+  const name = arg.startsWith('--') ? arg.split('=')[0]! : arg;
+  return TOP_FLAGS.includes(name.slice(2)) ? `${name} takes no value` : unknownFlag(name, TOP_FLAGS);
+}
 
 /** "unknown command 'server' (did you mean serve? commands: bench, serve)" */
 function unknownCommand(command: string): string {

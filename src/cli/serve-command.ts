@@ -144,8 +144,10 @@ export function parseServeArgs(
   const { values, positionals } = parseFlags('serve', argv, FLAGS);
   if (values.help === true) return 'help';
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`, 'serve');
-  const host = values.host ?? '127.0.0.1';
-  if (host.trim() === '') throw new UsageError('--host must not be empty');
+  // Trimmed, as the number flags are: no host name holds a space, and getaddrinfo's refusal of
+  // ' 127.0.0.1' printed (whitespace folded) as "ENOTFOUND 127.0.0.1".
+  const host = (values.host ?? '127.0.0.1').trim();
+  if (host === '') throw new UsageError('--host must not be empty');
   const threads = numberFlag('threads', values.threads, 1, { min: 1, max: 256, integer: true });
   const requests = numberFlag('requests', values.requests, Math.min(4 * threads, MAX_CLAIM_SLOTS), {
     min: 1,
