@@ -64,6 +64,22 @@ describe('the claim slot search', () => {
     expect(loads).toBeLessThanOrEqual(searchBound(MAX_CLAIM_SLOTS));
   });
 
+  // The last block is shorter when the slot count is not a multiple of BLOCK_SLOTS: its count
+  // says full at its own length, so a lap passes over it as over any full block.
+  it('passes over a full last block shorter than BLOCK_SLOTS by its count', () => {
+    const slots = 2 * BLOCK_SLOTS + BLOCK_SLOTS - 1;
+    const { admission, claims } = fullTable(slots);
+    // Retaken, so that the next search starts at block 1's first slot.
+    admission.releaseClaim(claims[BLOCK_SLOTS - 1]!);
+    expect(admitted(admission).toClaim().slot).toBe(BLOCK_SLOTS - 1);
+    admission.releaseClaim(claims[1]!);
+    const permit = admitted(admission);
+    const { value, loads } = countingLoads(admission.buffer, () => permit.toClaim());
+    expect(value.slot).toBe(1);
+    // The reservation, each block's count, and block 0's slots up to the free one.
+    expect(loads).toBeLessThanOrEqual(1 + blockCount(slots) + 2);
+  });
+
   // A block's count stays too high for good when a thread is terminated after a release freed
   // its slot and before it uncounted it (test/fixtures/torn-release-worker.ts frees slots so):
   // the search must still find that slot, by reading every slot once the counts show none.

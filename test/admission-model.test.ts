@@ -159,6 +159,7 @@ class Release implements Command {
     if (this.dispose) permit[Symbol.dispose]();
     else permit.release();
     expect(permit.released).toBe(true);
+    expect(permit.moved).toBe(false); // released, not moved into a claim
     m.held -= 1;
     m.depth -= 1;
     if (m.ceiling !== null) m.units -= BigInt(permit.units);

@@ -51,6 +51,15 @@ describe('ContextLedger', () => {
     expect(ledger.take(kept, 0x2000n)).toBe(false);
   });
 
+  // threadIds count from 1 (the first Worker of a process): the lowest id is an owner like any.
+  it("takes the entries of the first worker's thread (threadId 1) as any other's", () => {
+    const ledger = ContextLedger.create(2);
+    ledger.record(1, 0x1000n);
+    expect(ledger.takeThread(1)).toEqual([0x1000n]);
+    ledger.record(1, 0x2000n);
+    expect(ledger.takeAll()).toEqual([0x2000n]);
+  });
+
   it('frees a slot once its entry is taken, whoever took it', () => {
     const ledger = ContextLedger.create(1);
     const slot = ledger.record(7, 0x1000n);

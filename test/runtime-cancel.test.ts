@@ -114,6 +114,20 @@ describe('a dispatched task whose caller left', () => {
     ).resolves.toEqual([1, 2]);
   });
 
+  it('a call whose caller aborted counts as aborted only, though its work then completes', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const c = control();
+    const ac = new AbortController();
+    const call = rt.run(gate(c, { value: 'late' }), { signal: ac.signal });
+    await waitFor(c, STARTED);
+    ac.abort();
+    expect(await codeOf(call)).toBe('OMNI_ERR_ABORTED');
+    open(c); // the handler returns normally: its reply is a success nobody waits for
+    // One thread: this call's reply comes after the aborted call's, which is then in.
+    await expect(rt.run({ mode: 'echo', value: 1 })).resolves.toBe(1);
+    expect(rt.report()).toMatchObject({ depth: 0, aborted: 1, completed: 1, failed: 0 });
+  });
+
   it('abort during a blocking (native-like) call: capacity held until the call returns', async () => {
     const rt = await start({ threads: 1, admission: { requests: 1 } });
     const c = control();

@@ -51,6 +51,22 @@ describe('malformed run options take no capacity', () => {
     });
   }
 
+  // A getter is the caller's code: one that closes the runtime runs after run() found it ready,
+  // and the admission then refuses as closed.
+  it('an option getter that closes the runtime: the call rejects OMNI_ERR_UNAVAILABLE', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    let closing: Promise<unknown> | undefined;
+    const options = {
+      get cost() {
+        closing = rt.close();
+        return 1;
+      },
+    };
+    expect(await codeOf(rt.run({ mode: 'echo', value: 1 }, options))).toBe('OMNI_ERR_UNAVAILABLE');
+    await closing;
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 0 });
+  });
+
   it('run() without options, or with undefined, uses the defaults', async () => {
     const rt = await start({ threads: 1, admission: { requests: 1 } });
     await expect(rt.run({ mode: 'echo', value: 'a' })).resolves.toBe('a');

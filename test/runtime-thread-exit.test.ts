@@ -73,6 +73,20 @@ describe('threadEnds: every thread the runtime saw is reported exited once, then
     expect(hookRan).toEqual([true, true]);
   });
 
+  // Node tells every listener of every Worker the process creates ('worker'): those of another
+  // pool are none of this runtime's threads.
+  it("another runtime's threads, started and ended meanwhile: never reported to this one", async () => {
+    const { log, ends } = recorder();
+    const ids = newIds();
+    const rt = await start(options(ends, ids));
+    const second = await start(options(recorder().ends, newIds(), { threads: 1 }));
+    expect(await second.run({ mode: 'echo', value: 1 })).toBe(1);
+    expect(await second.close()).toEqual({ clean: true, abandoned: 0 });
+    expect(log).toEqual([]);
+    expect(await rt.close()).toEqual({ clean: true, abandoned: 0 });
+    expectEveryThreadThenStopped(log, recordedIds(ids));
+  });
+
   it.each([
     ['exit', 'process.exit() in a call'],
     ['uncaught', 'an uncaught error'],
