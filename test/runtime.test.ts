@@ -8,6 +8,7 @@ import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { defineWorker, Runtime, type RuntimeOptions } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { MAX_RESOURCE_LIMIT_MB, MIN_STACK_SIZE_MB } from '../src/runtime/options.js';
 import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
   cleanupOnRealClock,
@@ -273,6 +274,20 @@ describe('Runtime.start', () => {
     expect(reads).toBe(1);
   });
 
+  it('starts threads at the least stack it takes, and each limit at its ceiling but the stack', async () => {
+    const source = `import { resourceLimits } from 'node:worker_threads';
+      import { defineWorker } from ${JSON.stringify(builtModuleUrl('src/index.js'))};
+      export default defineWorker(() => resourceLimits);`;
+    const worker = `data:text/javascript,${encodeURIComponent(source)}`;
+    const limits = {
+      stackSizeMb: MIN_STACK_SIZE_MB,
+      maxOldGenerationSizeMb: MAX_RESOURCE_LIMIT_MB,
+      maxYoungGenerationSizeMb: MAX_RESOURCE_LIMIT_MB,
+    };
+    const rt = await start({ worker, resourceLimits: limits });
+    expect(await rt.run(null)).toMatchObject(limits);
+  });
+
   it('rejects invalid options with OMNI_ERR_INVALID_ARGUMENT / OMNI_ERR_INVALID_BOUND', async () => {
     const worker = GATED_WORKER;
     const invalidArgument: unknown[] = [
@@ -309,6 +324,14 @@ describe('Runtime.start', () => {
       { worker, resourceLimits: { maxOldSpaceSizeMb: 64 } },
       { worker, resourceLimits: { maxOldGenerationSizeMb: '64' } },
       { worker, resourceLimits: { stackSizeMb: 0 } },
+      // Node killed the whole process for these, not the thread: a stack too small for its
+      // bootstrap, one whose size overflowed, a code range the address space cannot hold (MB
+      // given as bytes); Infinity ran past the ceiling too.
+      { worker, resourceLimits: { stackSizeMb: 0.1 } },
+      { worker, resourceLimits: { stackSizeMb: 2 ** 53 } },
+      { worker, resourceLimits: { codeRangeSizeMb: 128 * 2 ** 20 } },
+      { worker, resourceLimits: { maxOldGenerationSizeMb: Number.POSITIVE_INFINITY } },
+      { worker, resourceLimits: { maxYoungGenerationSizeMb: MAX_RESOURCE_LIMIT_MB + 1 } },
       // Structured clone cannot post a function to the threads.
       { worker, workerData: { f: () => 1 } },
     ];

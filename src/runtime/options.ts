@@ -213,6 +213,20 @@ const RESOURCE_LIMIT_KEYS: OptionKeys<ResourceLimits> = {
 };
 
 /**
+ * Every limit's ceiling, in MB (1 TiB): above it Node killed the whole process, not the thread
+ * (a codeRangeSizeMb of 1e8, MB given as bytes, failed to reserve its range: "Fatal process
+ * OOM"; a stackSizeMb of 2^53 overflowed, and the thread's bootstrap aborted the process).
+ */
+export const MAX_RESOURCE_LIMIT_MB = 2 ** 20;
+
+/**
+ * The least stack a thread is started with, in MB: below ~0.25 MB Node's bootstrap ran out of
+ * stack and aborted the whole process (V8 keeps 192 KiB of the stack in reserve); Node's
+ * default is 4.
+ */
+export const MIN_STACK_SIZE_MB = 1;
+
+/**
  * Node ignores a misspelt or non-numeric limit without a word: the thread would run unlimited.
  * Each limit is read once, inherited ones too (as Node reads them), into the plain object the
  * threads are given: Node reads the caller's object again for every thread it starts, and a
@@ -228,8 +242,19 @@ function checkResourceLimits(limits: unknown): ResourceLimits | undefined {
   for (const key of Object.keys(RESOURCE_LIMIT_KEYS)) {
     const value: unknown = (limits as Record<string, unknown>)[key];
     if (value === undefined) continue;
-    if (!(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
-      bad(`resourceLimits.${key} must be a number of MB > 0, got ${describeValue(value)}`);
+    // NaN fails every comparison, Infinity the ceiling.
+    const stack = key === 'stackSizeMb';
+    if (
+      !(
+        typeof value === 'number' &&
+        (stack ? value >= MIN_STACK_SIZE_MB : value > 0) &&
+        value <= MAX_RESOURCE_LIMIT_MB
+      )
+    ) {
+      const least = stack ? `${MIN_STACK_SIZE_MB} or more` : '> 0';
+      bad(
+        `resourceLimits.${key} must be a number of MB, ${least} and at most ${MAX_RESOURCE_LIMIT_MB}, got ${describeValue(value)}`,
+      );
     }
     checked[key] = value;
   }
