@@ -21,10 +21,12 @@ import {
   resolveDevice,
   seededWeights,
   selectBackend,
+  type ThreadEnds,
   toWire,
 } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { answerFor, ServeMetrics, serve, statusFor } from '../src/serve/index.js';
+import { everyLinearOption, everyRuntimeOption, everyServeOption } from './fixtures/every-option.js';
 import {
   HOSTILE,
   ownThrow,
@@ -277,7 +279,7 @@ describe('Runtime answers hostile input coded', () => {
     // Each case's own threadEnds: a start refused, or one closed, has told `stopped` of every
     // thread it made (README: each thread's exit, then stopped), none when it made none.
     const told = new Map<object, { exited: number; stopped: number }>();
-    const threadEnds = (): object => {
+    const threadEnds = (): ThreadEnds => {
       const counts = { exited: 0, stopped: 0 };
       const ends = {
         exited() {
@@ -292,16 +294,10 @@ describe('Runtime answers hostile input coded', () => {
     };
     const found = await sweep(
       () => [
-        {
-          worker: ECHO,
-          threads: 1,
+        everyRuntimeOption(ECHO, threadEnds(), {
           admission: { requests: 2, units: 10, wait: false },
-          deadlineMs: 60_000,
-          idleTimeout: 1000,
-          resourceLimits: { maxOldGenerationSizeMb: 256 },
           startTimeoutMs: 30_000,
-          threadEnds: threadEnds(),
-        },
+        }),
       ],
       (options) => Runtime.start(options as never),
       {
@@ -361,24 +357,7 @@ describe('LinearRuntime answers hostile input coded', () => {
 
   it('LinearRuntime.start(options)', async () => {
     const found = await sweep(
-      () => [
-        {
-          backend: 'fixture',
-          libraries: { fixture: FIXTURE_LIBRARY },
-          weights: seededWeights(4, 2),
-          inFeatures: 4,
-          outFeatures: 2,
-          seed: 3,
-          workspaceCount: 2,
-          workspaceBytes: 1 << 20,
-          device: 0,
-          faultInjection: false,
-          threads: 1,
-          admission: { requests: 2, units: 16, wait: true },
-          deadlineMs: 60_000,
-          startTimeoutMs: 30_000,
-        },
-      ],
+      () => [everyLinearOption(FIXTURE_LIBRARY, { startTimeoutMs: 30_000 })],
       (options) => LinearRuntime.start(options as never),
       { ok: (made) => (made as LinearRuntime).close({ timeoutMs: 10_000 }), together: 8 },
     );
@@ -551,20 +530,7 @@ describe('the rest answer hostile input coded', () => {
       threads: 1,
     });
     const found = await sweep(
-      () => [
-        linear,
-        {
-          host: '127.0.0.1',
-          port: 0,
-          bodyLimit: 1 << 20,
-          deadlineMs: 60_000,
-          retryAfterSeconds: 2,
-          drainTimeoutMs: 10_000,
-          requestTimeoutMs: 60_000,
-          sendTimeoutMs: 60_000,
-          closeRuntime: false,
-        },
-      ],
+      () => [linear, everyServeOption(false)],
       (runtime, options) => serve(runtime as never, options as never),
       // Node's own errors pass through with their codes (README, Errors): a host it cannot resolve.
       {

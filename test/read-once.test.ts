@@ -20,13 +20,13 @@ import {
   RejectedError,
   Runtime,
   resolveDevice,
-  seededWeights,
   selectBackend,
   toWire,
   type WireError,
 } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { answerFor, ServeMetrics, serve } from '../src/serve/index.js';
+import { everyLinearOption, everyRuntimeOption, everyServeOption } from './fixtures/every-option.js';
 import { counted, countedGetters, type Reads, readTwice } from './fixtures/read-counter.js';
 
 const ECHO = builtModuleUrl('test/fixtures/echo-worker.js');
@@ -94,15 +94,8 @@ describe('Runtime entry points read each field once', () => {
     const runtime = await Runtime.start(
       counted(
         {
-          worker: ECHO,
+          ...everyRuntimeOption(ECHO, threadEnds(), { threads: 2 }), // two: workerData must not be read once per thread
           workerData: countedGetters({ name: 'data', nested: { n: 1 } }, dataReads),
-          threads: 2, // two: workerData must not be read once per thread
-          admission: { requests: 2, units: 100, wait: true },
-          deadlineMs: 60_000,
-          idleTimeout: 1000,
-          resourceLimits: { maxOldGenerationSizeMb: 256, stackSizeMb: 4 },
-          startTimeoutMs: 60_000,
-          threadEnds: threadEnds(),
         },
         reads,
       ),
@@ -213,29 +206,7 @@ describe('native entry points read each field once', () => {
 describe('LinearRuntime entry points read each field once', () => {
   it('LinearRuntime.start (admission, resourceLimits, libraries, weights) and run', async () => {
     const reads: Reads = new Map();
-    const lr = await LinearRuntime.start(
-      counted(
-        {
-          backend: 'fixture',
-          device: 0,
-          libraries: { fixture: FIXTURE_LIBRARY },
-          weights: { ...seededWeights(4, 2) },
-          inFeatures: 4,
-          outFeatures: 2,
-          seed: 3,
-          workspaceCount: 2,
-          workspaceBytes: 1 << 20,
-          faultInjection: false,
-          threads: 1,
-          admission: { requests: 2, units: 16, wait: true },
-          deadlineMs: 60_000,
-          idleTimeout: 1000,
-          resourceLimits: { maxOldGenerationSizeMb: 256 },
-          startTimeoutMs: 60_000,
-        } as const,
-        reads,
-      ),
-    );
+    const lr = await LinearRuntime.start(counted(everyLinearOption(FIXTURE_LIBRARY), reads));
     closers.push(() => lr.close({ timeoutMs: 10_000 }));
     expect(readTwice(reads)).toEqual([]);
     expect(reads.get('admission.requests')).toBe(1);
@@ -345,23 +316,7 @@ describe('the rest read each field once', () => {
     const reads: Reads = new Map();
     // The runtime is a live object whose methods each request calls: counted up to the start.
     const runtimeReads: Reads = new Map();
-    const handle = await serve(
-      counted(lr, runtimeReads),
-      counted(
-        {
-          host: '127.0.0.1',
-          port: 0,
-          bodyLimit: 1 << 20,
-          deadlineMs: 60_000,
-          retryAfterSeconds: 2,
-          drainTimeoutMs: 10_000,
-          requestTimeoutMs: 60_000,
-          sendTimeoutMs: 60_000,
-          closeRuntime: true,
-        },
-        reads,
-      ),
-    );
+    const handle = await serve(counted(lr, runtimeReads), counted(everyServeOption(true), reads));
     expect(readTwice(reads)).toEqual([]);
     expect(runtimeReads.get('inFeatures')).toBe(1);
     expect(readTwice(runtimeReads)).toEqual([]);
