@@ -94,6 +94,17 @@ describe('writeOutputs, a write that fails part-way', () => {
     expect(fs.readFileSync(target, 'utf8')).toBe('{"d":4}\n');
   });
 
+  it("follows a chain of relative links to a target not there yet, from each link's folder", () => {
+    const { dir } = prepareOutDir(join(scratch, 'chain'));
+    fs.mkdirSync(join(scratch, 'chain-end'));
+    fs.symlinkSync('../chain-middle.json', join(dir, 'results.json'));
+    fs.symlinkSync('chain-end/made.json', join(scratch, 'chain-middle.json'));
+    writeOutputs(dir, [['results.json', '{"e":6}\n']]);
+    expect(fs.lstatSync(join(dir, 'results.json')).isSymbolicLink()).toBe(true);
+    expect(fs.lstatSync(join(scratch, 'chain-middle.json')).isSymbolicLink()).toBe(true);
+    expect(fs.readFileSync(join(scratch, 'chain-end', 'made.json'), 'utf8')).toBe('{"e":6}\n');
+  });
+
   it('refuses a link that loops with its ELOOP, as writeFileSync did, and leaves it in place', () => {
     const { dir } = prepareOutDir(join(scratch, 'loop'));
     const path = join(dir, 'results.json');
