@@ -63,4 +63,18 @@ describe('a /metrics scrape', () => {
     // Outside a scrape, the report series read the source's report themselves.
     expect(sample(await metrics.registry.metrics(), 'omni_runtime_depth')).toBe(5);
   });
+
+  it("reads the source's report once, at construction: a registry read directly calls that one", async () => {
+    let gets = 0;
+    const source = {
+      get report(): () => RuntimeReport {
+        gets++;
+        return () => reportWith(3);
+      },
+      inflight: () => 0,
+    };
+    const metrics = new ServeMetrics(source);
+    expect(sample(await metrics.registry.metrics(), 'omni_runtime_depth')).toBe(3);
+    expect(gets).toBe(1);
+  });
 });
