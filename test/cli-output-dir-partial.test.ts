@@ -75,4 +75,63 @@ describe('writeOutputs, a write that fails part-way', () => {
     expect(fs.lstatSync(join(dir, 'results.json')).isSymbolicLink()).toBe(true);
     expect(fs.readFileSync(target, 'utf8')).toBe('{"b":2}\n');
   });
+
+  it('keeps the special bits of the file it replaces too (a sticky bit)', () => {
+    const { dir } = prepareOutDir(join(scratch, 'sticky'));
+    const path = join(dir, 'results.json');
+    fs.writeFileSync(path, '{}\n');
+    fs.chmodSync(path, 0o1640);
+    writeOutputs(dir, [['results.json', '{"s":1}\n']]);
+    expect(fs.statSync(path).mode & 0o7777).toBe(0o1640);
+  });
+
+  it('writes through a link whose target is not there yet, making it, as writeFileSync did', () => {
+    const { dir } = prepareOutDir(join(scratch, 'dangling'));
+    const target = join(scratch, 'made-elsewhere.json');
+    fs.symlinkSync(target, join(dir, 'results.json'));
+    writeOutputs(dir, [['results.json', '{"d":4}\n']]);
+    expect(fs.lstatSync(join(dir, 'results.json')).isSymbolicLink()).toBe(true);
+    expect(fs.readFileSync(target, 'utf8')).toBe('{"d":4}\n');
+  });
+
+  it("follows a chain of relative links to a target not there yet, from each link's folder", () => {
+    const { dir } = prepareOutDir(join(scratch, 'chain'));
+    fs.mkdirSync(join(scratch, 'chain-end'));
+    fs.symlinkSync('../chain-middle.json', join(dir, 'results.json'));
+    fs.symlinkSync('chain-end/made.json', join(scratch, 'chain-middle.json'));
+    writeOutputs(dir, [['results.json', '{"e":6}\n']]);
+    expect(fs.lstatSync(join(dir, 'results.json')).isSymbolicLink()).toBe(true);
+    expect(fs.lstatSync(join(scratch, 'chain-middle.json')).isSymbolicLink()).toBe(true);
+    expect(fs.readFileSync(join(scratch, 'chain-end', 'made.json'), 'utf8')).toBe('{"e":6}\n');
+  });
+
+  it('refuses a link that loops with its ELOOP, as writeFileSync did, and leaves it in place', () => {
+    const { dir } = prepareOutDir(join(scratch, 'loop'));
+    const path = join(dir, 'results.json');
+    fs.symlinkSync(path, path);
+    expect(() => writeOutputs(dir, [['results.json', '{}\n']])).toThrow(
+      expect.objectContaining({ code: 'ELOOP' }),
+    );
+    expect(fs.lstatSync(path).isSymbolicLink()).toBe(true);
+    expect(fs.readdirSync(dir)).toEqual(['results.json']);
+  });
+
+  // The partial file is made beside the link's target: beside the link, the rename crossed
+  // filesystems (EXDEV). Runs where a second filesystem is at hand (/dev/shm, a tmpfs).
+  const shm = '/dev/shm';
+  const crossDevice = fs.existsSync(shm) && fs.statSync(shm).dev !== fs.statSync(scratch).dev;
+  it.skipIf(!crossDevice)('writes through a link to a file on another filesystem', () => {
+    const { dir } = prepareOutDir(join(scratch, 'cross'));
+    const elsewhere = fs.mkdtempSync(join(shm, 'omni-out-cross-'));
+    try {
+      const target = join(elsewhere, 'results.json');
+      fs.writeFileSync(target, '{}\n');
+      fs.symlinkSync(target, join(dir, 'results.json'));
+      writeOutputs(dir, [['results.json', '{"x":5}\n']]);
+      expect(fs.readFileSync(target, 'utf8')).toBe('{"x":5}\n');
+      expect(fs.readdirSync(elsewhere)).toEqual(['results.json']);
+    } finally {
+      fs.rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
 });

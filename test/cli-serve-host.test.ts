@@ -25,6 +25,14 @@ describe('serve --host', () => {
     expect(parseServeArgs(['--host=\t::1\n'])).toMatchObject({ host: '::1' });
   });
 
+  it('refuses a host that is empty or only spaces (listening on every interface is not asked for)', () => {
+    for (const host of ['', ' ', '\t\n']) {
+      expect(() => parseServeArgs(['--host', host])).toThrow(
+        expect.objectContaining({ code: 'OMNI_ERR_USAGE' }),
+      );
+    }
+  });
+
   it('the built CLI listens on the address given with spaces around it, and drains on SIGTERM', async () => {
     const child = spawn(
       process.execPath,

@@ -141,6 +141,10 @@ describe('native validation (fixture)', () => {
       ['open without a library', () => NativeContext.open(undefined as never)],
       ['open on null', () => NativeContext.open(null as never)],
       ['open on an object that is no library', () => NativeContext.open({ raw: {} } as never)],
+      [
+        'open on a library whose omni_open is no function',
+        () => NativeContext.open({ raw: { omni_open: 1 } } as never),
+      ],
       ['open options a number', () => NativeContext.open(lib, 4 as never)],
       ['workspaceCount 0', () => NativeContext.open(lib, { workspaceCount: 0 })],
       ['workspaceCount 65', () => NativeContext.open(lib, { workspaceCount: 65 })],

@@ -41,4 +41,40 @@ describe('a /metrics scrape', () => {
     expect(sample(await metrics.registry.metrics(), 'omni_runtime_depth')).toBeGreaterThan(1);
     expect(reads).toBeGreaterThan(1);
   });
+
+  it("calls the source's methods on the source: a class instance's report, inflight and connections", async () => {
+    class Source {
+      readonly #depth = 5;
+      report(): RuntimeReport {
+        return reportWith(this.#depth);
+      }
+      inflight(): number {
+        return this.#depth + 1;
+      }
+      connections(): number {
+        return this.#depth + 2;
+      }
+    }
+    const metrics = new ServeMetrics(new Source());
+    const { text } = await metrics.scrape();
+    expect(sample(text, 'omni_runtime_depth')).toBe(5);
+    expect(sample(text, 'omni_http_inflight')).toBe(6);
+    expect(sample(text, 'omni_http_connections')).toBe(7);
+    // Outside a scrape, the report series read the source's report themselves.
+    expect(sample(await metrics.registry.metrics(), 'omni_runtime_depth')).toBe(5);
+  });
+
+  it("reads the source's report once, at construction: a registry read directly calls that one", async () => {
+    let gets = 0;
+    const source = {
+      get report(): () => RuntimeReport {
+        gets++;
+        return () => reportWith(3);
+      },
+      inflight: () => 0,
+    };
+    const metrics = new ServeMetrics(source);
+    expect(sample(await metrics.registry.metrics(), 'omni_runtime_depth')).toBe(3);
+    expect(gets).toBe(1);
+  });
 });

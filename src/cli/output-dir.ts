@@ -8,6 +8,7 @@ import {
   chmodSync,
   constants,
   mkdirSync,
+  readlinkSync,
   realpathSync,
   renameSync,
   rmdirSync,
@@ -96,6 +97,9 @@ function writeWhole(path: string, text: string): void {
     mode = statSync(target).mode & 0o7777;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    // Nothing there yet; a link that points at nothing is still written through, as
+    // writeFileSync made its target: renamed over, the link itself was replaced by the file.
+    target = linkEnd(path);
   }
   const partial = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
   try {
@@ -110,6 +114,22 @@ function writeWhole(path: string, text: string): void {
     }
     throw err;
   }
+}
+
+/** Where a chain of links from `path` ends: the path of the file they lead to. */
+function linkEnd(path: string): string {
+  let end = path;
+  // Bounded as the system bounds a chain (40 links): a loop made since realpathSync's check.
+  for (let hops = 0; hops < 40; hops++) {
+    let link: string;
+    try {
+      link = readlinkSync(end);
+    } catch {
+      return end; // not a link (EINVAL) or not there (ENOENT): the file to make
+    }
+    end = resolve(dirname(end), link);
+  }
+  return end;
 }
 
 /** Removes `names` under `dir` where they exist (prepareOutDir checked they are plain files). */
