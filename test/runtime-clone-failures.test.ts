@@ -62,6 +62,18 @@ describe('an input that cannot be posted to a worker', () => {
     await expect(Promise.all([running, after])).resolves.toEqual(['a', 'after']);
     await boundIntact(rt, 3);
   });
+
+  // The refusal decides, not the loss: a thread lost while the call waited in the queue leaves
+  // a plain post failure undecided (OMNI_ERR_WORKER_EXITED), but a clone refusal is never a dead
+  // worker's, so the caller still hears that its input was at fault.
+  it('queued while the thread ahead of it is lost: still OMNI_ERR_INVALID_ARGUMENT', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 3 } });
+    const lost = rejection(rt.run({ mode: 'exit' }));
+    const refused = rejection(rt.run({ mode: 'echo', value: () => 1 }));
+    expect((await lost).code).toBe('OMNI_ERR_WORKER_EXITED');
+    expect((await refused).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    await boundIntact(rt, 3);
+  });
 });
 
 describe('a worker thread ended by its own clone refusal', () => {
