@@ -27,6 +27,7 @@ import {
 import { defaultLibraryPath, loadNativeLibrary } from '../src/native/index.js';
 import { checkOptionKeys } from '../src/option-keys.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { everyLinearOption } from './fixtures/every-option.js';
 import { fixtureLibrary } from './fixtures/native-fixture-library.js';
 import { INVOKED, newControl } from './fixtures/runtime-control.js';
 import { codeOf } from './fixtures/runtime-harness.js';
@@ -180,25 +181,14 @@ describe('LinearRuntime.start', () => {
   });
 
   it('every option is still taken', async () => {
-    const weights = seededWeights(4, 2, 3);
-    const options = {
-      backend: 'fixture',
-      device: 0,
+    // Every option set (the fixture is typed Required), these as this test needs them.
+    const options = everyLinearOption(defaultLibraryPath('fixture'), {
       libraries: { fixture: defaultLibraryPath('fixture'), cuda: defaultLibraryPath('cuda') },
-      weights,
-      inFeatures: 4,
-      outFeatures: 2,
-      seed: 3,
-      workspaceCount: 2,
-      workspaceBytes: 1 << 20,
-      faultInjection: false,
-      threads: 1,
+      weights: seededWeights(4, 2, 3),
       admission: { requests: 2, units: 8, wait: false },
-      deadlineMs: 60_000,
       idleTimeout: 0,
       resourceLimits: { stackSizeMb: 4 },
-      startTimeoutMs: 60_000,
-    } satisfies Required<LinearRuntimeOptions>;
+    });
     const lr = await LinearRuntime.start(options);
     closing.push(lr);
     expect(lr.report().unitCapacity).toBe(8);
