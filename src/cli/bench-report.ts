@@ -55,8 +55,11 @@ function fixed(x: number, digits: 0 | 1 | 2 | 3): string {
   return FIXED[digits]!.format(x);
 }
 
-/** A percentage of `whole` to one decimal, for the table. */
-function share(part: number, whole: number): string {
+/**
+ * A percentage of `whole` to one decimal, for the table (and bench/serve.bench.ts's, so that the
+ * two never round the same counts apart).
+ */
+export function shareText(part: number, whole: number): string {
   // Whole tenths first, halves up: 100 * 3 / 2000 is the double just below 0.15, which was
   // shown as 0.1 while 1 of 2000 (0.05) went up. 1000 * part / whole is exact at a half, so
   // Math.round sees it as one.
@@ -138,8 +141,8 @@ export function formatTable(r: BenchResult): string {
     ms(p.latencyMs.p99, p.latencyMs.count),
     ms(p.latencyMs.p999, p.latencyMs.count),
     // From the counts, not from pct(): rounding to two decimals and then to one misrounds.
-    share(p.refused, p.sent),
-    share(p.deadline, p.sent),
+    shareText(p.refused, p.sent),
+    shareText(p.deadline, p.sent),
     String(p.failed),
     fixed(p.depth.mean, 1),
     String(p.depth.max),
