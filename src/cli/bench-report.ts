@@ -55,6 +55,14 @@ function fixed(x: number, digits: 0 | 1 | 2 | 3): string {
   return FIXED[digits]!.format(x);
 }
 
+/** Three significant figures, rounded as FIXED rounds (as written, halves up), never exponents. */
+const SIGNIFICANT = new Intl.NumberFormat('en-US', {
+  minimumSignificantDigits: 3,
+  maximumSignificantDigits: 3,
+  roundingMode: 'halfExpand',
+  useGrouping: false,
+});
+
 /**
  * A percentage of `whole` to one decimal, for the table (and bench/serve.bench.ts's, so that the
  * two never round the same counts apart).
@@ -70,10 +78,12 @@ export function shareText(part: number, whole: number): string {
  * Three significant figures from 1 up, three decimals below; whole numbers from 100 up. Never
  * exponent notation. Latency: below 1 ms that is whole microseconds (the histogram's
  * resolution), so 0.0734 ms shows as 0.073, not 0.07. A rate: a whole number misstated a slow
- * layer's (0.4/s showed as 0).
+ * layer's (0.4/s showed as 0), and so did three decimals one under 0.0005/s (0.000): a value
+ * above 0 that they would show as 0 takes three significant figures (0.0004 is 0.000400).
  */
 export function figures(x: number): string {
   const shown = fixed(x, places(x));
+  if (x > 0 && Number(shown) === 0) return SIGNIFICANT.format(x);
   // Rounding can carry into the next decade (99.96 -> "100.0", four figures): the places
   // follow the value shown, not the value before rounding.
   const carried = places(Number(shown));
