@@ -26,6 +26,8 @@ const GARBAGE: Array<[string, () => unknown]> = [
   ['a depth given as a string', () => ({ ...goodReport(), depth: '2' })],
   ['a bigint rejected count', () => ({ ...goodReport(), rejected: 1n })],
   ['no completed count', () => ({ ...goodReport(), completed: undefined })],
+  ['a negative rejected count', () => ({ ...goodReport(), rejected: -1 })],
+  ['an infinite failed count', () => ({ ...goodReport(), failed: Number.POSITIVE_INFINITY })],
   ['no run time summary', () => ({ ...goodReport(), runTimeMs: undefined })],
   ['a wait time summary without p99', () => ({ ...goodReport(), waitTimeMs: { p50: 1, max: 2 } })],
   ['no state', () => ({ ...goodReport(), state: undefined })],

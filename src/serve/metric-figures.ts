@@ -13,6 +13,16 @@ export function figure(series: string, value: unknown): number {
   throw new InvalidArgumentError(`ServeMetrics' source gave ${series} ${describeValue(value)}, not a number`);
 }
 
+/**
+ * A counter's figure: a number that is not negative nor infinite (NaN stays NaN). prom-client
+ * threw its own uncoded errors for those ("It is not possible to decrease a counter").
+ */
+export function count(series: string, value: unknown): number {
+  const n = figure(series, value);
+  if (n >= 0 ? n !== Number.POSITIVE_INFINITY : Number.isNaN(n)) return n;
+  throw new InvalidArgumentError(`ServeMetrics' source gave ${series} ${describeValue(value)}, not a count`);
+}
+
 /** What report() returned, as long as it is an object (its fields are checked as read). */
 export function reportOf(value: unknown): RuntimeReport {
   if (typeof value === 'object' && value !== null) return value as RuntimeReport;

@@ -9,7 +9,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describeValue, InvalidArgumentError } from '../errors.js';
 import type { RuntimeReport } from '../runtime.js';
-import { figure, reportOf, stateOf, summaryOf } from './metric-figures.js';
+import { count, figure, reportOf, stateOf, summaryOf } from './metric-figures.js';
 
 const STATES = ['starting', 'ready', 'draining', 'stopped', 'failed'] as const;
 const OUTCOMES = ['completed', 'failed', 'aborted', 'deadline', 'refused', 'invalid', 'unavailable'] as const;
@@ -133,7 +133,7 @@ export class ServeMetrics {
       registers: [registry],
       collect() {
         this.reset();
-        this.inc(figure('omni_runtime_rejected_total', take().rejected));
+        this.inc(count('omni_runtime_rejected_total', take().rejected));
       },
     });
     new Counter({
@@ -145,7 +145,7 @@ export class ServeMetrics {
         const report = take();
         this.reset();
         for (const outcome of OUTCOMES) {
-          this.inc({ outcome }, figure(`omni_runtime_calls_total{outcome="${outcome}"}`, report[outcome]));
+          this.inc({ outcome }, count(`omni_runtime_calls_total{outcome="${outcome}"}`, report[outcome]));
         }
       },
     });
