@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import { numberFlag, parseFlags } from '../src/cli/args.js';
 import { LinearRuntime } from '../src/index.js';
 import { serve } from '../src/serve/index.js';
+import { statusShare } from './lib/status-share.js';
 
 interface Percentiles {
   average: number;
@@ -122,13 +123,12 @@ function print(rows: readonly Row[]): void {
       const ok = r.statusCodeStats['200']?.count ?? 0;
       const refused = r.statusCodeStats['503']?.count ?? 0;
       const answered = Object.values(r.statusCodeStats).reduce((sum, s) => sum + s.count, 0);
-      const share = answered === 0 ? 0 : refused / answered;
       // Refusals the runtime counted can exceed the 503s autocannon heard: answers in flight
       // when a run stops are dropped with its connections.
       const exact = refused <= refusedByRuntime && refusedByRuntime - refused <= connections;
       return (
         `| ${load} | ${connections} | ${answered} | ${(answered / r.duration).toFixed(0)} | ${(ok / r.duration).toFixed(0)} | ` +
-        `${(share * 100).toFixed(1)}% | ${ms(r.latency.p50)} | ${ms(r.latency.p90)} | ${ms(r.latency.p99)} | ${ms(r.latency.max)} | ` +
+        `${statusShare(r.statusCodeStats, '503')} | ${ms(r.latency.p50)} | ${ms(r.latency.p90)} | ${ms(r.latency.p99)} | ${ms(r.latency.max)} | ` +
         `${exact ? 'yes' : 'NO'} (${refused} / ${refusedByRuntime}) | ${r.errors + r.timeouts} |`
       );
     }),

@@ -6,7 +6,8 @@ import { LinearRuntime } from '../dist/src/index.js';
 //      dot-product bound; the same one test/native-numerics.test.ts uses), plus the max |cuda - fixture|;
 //      then on data whose sums are exact in float32 in any order, where only GELU may round, so a
 //      lost, repeated or misplaced term shows at any K (the bound above grows with K: at K = 16384
-//      it would pass the loss of a whole 16-wide K slice);
+//      it would pass the loss of a whole 16-wide K slice); then infinite and NaN pre-activations,
+//      which must give GELU's limits (-0, +inf) and NaN exactly;
 //   2. no residue: repeated calls on reused, larger and evicted-then-re-created workspaces are
 //      bit-identical; then the counters (allocations, stream syncs, workspaces, evictions, calls)
 //      a fixed call sequence leaves on each backend, against what the workspace rule in omni.h
@@ -184,6 +185,34 @@ if (!sanitize) {
       );
       if (!ok) fail(`exact sums ${shape}`);
     });
+}
+
+// Pre-activations at float32's ends: -inf, +inf and NaN inputs, sums of finite terms that
+// overflow each way, large finite ones. GELU's limits are -0 and v (the formula's -inf * 0 would be
+// NaN); both backends must give exactly these, -0 included, over a 4-row tile and a 3-row tail.
+if (!sanitize) {
+  attempt('extremes', () => {
+    const pairs = [
+      [-Infinity, 0],
+      [Infinity, 0],
+      [NaN, 0],
+      [-3e38, -3e38],
+      [3e38, 3e38],
+      [-1e30, 0],
+      [1e30, 0],
+    ];
+    const x = new Float32Array(pairs.flat());
+    const want = [-0, Infinity, NaN, -0, Infinity, -0, Math.fround(1e30)];
+    const w = new Float32Array([1, 1]);
+    const b = new Float32Array([0]);
+    cuda.uploadWeights(w, b, 1, 2);
+    fixture.uploadWeights(w, b, 1, 2);
+    const got = { cuda: Array.from(cuda.linearGelu(x, 7)), fixture: Array.from(fixture.linearGelu(x, 7)) };
+    const ok = Object.values(got).every((y) => y.every((v, i) => Object.is(v, want[i])));
+    const show = (y) => y.map((v) => (Object.is(v, -0) ? '-0' : String(v))).join(' ');
+    console.log(`\nextremes: ${ok ? 'ok' : 'FAIL'} (cuda ${show(got.cuda)}, fixture ${show(got.fixture)})`);
+    if (!ok) fail('extremes');
+  });
 }
 
 function finish() {

@@ -25,8 +25,21 @@ function roundHalfUp(x: number, places: number): string {
   return places === 0 ? text : `${text.slice(0, -places)}.${text.slice(-places)}`;
 }
 
-/** Three decimals below 1, else three significant figures, whole numbers from 100: by the rounded value. */
+/** The significant digits of a decimal text: its digits from the first non-zero one on. */
+const significantDigits = (text: string): number => text.replace('.', '').replace(/^0+/, '').length;
+
+/**
+ * Three decimals below 1, else three significant figures, whole numbers from 100: by the rounded
+ * value; above 0 and under 0.0005 (three decimals would show 0.000), three significant figures.
+ */
 function expected(x: number): string {
+  if (x > 0 && Number(roundHalfUp(x, 3)) === 0) {
+    // Zeros after the point before x's first significant digit, from x's decimal as written.
+    const zeros = roundHalfUp(x, 400).split('.')[1]!.search(/[1-9]/);
+    const text = roundHalfUp(x, zeros + 3);
+    // A carry into the next decade (0.00009996 to 0.0001000) leaves one figure too many.
+    return significantDigits(text) > 3 ? roundHalfUp(x, zeros + 2) : text;
+  }
   for (const [places, below] of [
     [3, 1],
     [2, 10],
@@ -71,6 +84,17 @@ describe('figures (the table and chart number format)', () => {
     expect(figures(1e21)).toBe('1000000000000000000000');
   });
 
+  it('never shows a value above 0 as 0: under 0.0005 (a rate under one call in 2000 s) it keeps three figures', () => {
+    expect([figures(0.0004), figures(0.00049994), figures(0.0000123456), figures(0.00009996)]).toEqual([
+      '0.000400',
+      '0.000500',
+      '0.0000123',
+      '0.000100',
+    ]);
+    // From 0.0005 three decimals show it; 0 is 0.
+    expect([figures(0.0005), figures(0.00051), figures(0)]).toEqual(['0.001', '0.001', '0.000']);
+  });
+
   it('agrees with a digit-by-digit rounding of the decimal, for any rate or latency', () => {
     const value = fc.oneof(
       fc.double({ min: 0, max: 1e7, noNaN: true }),
@@ -79,6 +103,9 @@ describe('figures (the table and chart number format)', () => {
         .oneof(fc.integer({ min: 0, max: 100_000 }), fc.integer({ min: 0, max: 10_000_000 }))
         .map((us) => us / 1000),
       fc.tuple(fc.nat(100_000), fc.integer({ min: 1, max: 2000 })).map(([n, ms]) => n / (ms / 1000)),
+      // Rates of a few calls over long phases, some under 0.0005/s.
+      fc.tuple(fc.nat(10), fc.integer({ min: 1, max: 1_000_000 })).map(([n, s]) => n / s),
+      fc.double({ min: 0, max: 0.001, noNaN: true }),
       // Around every decade edge, where rounding carries.
       fc
         .tuple(fc.constantFrom(1, 10, 100, 1000), fc.double({ min: -0.01, max: 0.01, noNaN: true }))

@@ -63,10 +63,27 @@ describe.concurrent('a misspelt flag or command', () => {
     [['--version=1'], 'omni-runtime: --version takes no value (see --help)'],
     [['--help='], 'omni-runtime: --help takes no value (see --help)'],
     [['serve', '--help=1'], 'omni-runtime: serve: --help takes no value (see --help)'],
+    [['-v=1'], 'omni-runtime: -v takes no value (see --help)'],
   ])('%j: the flag takes no value, exit 2', async (args, line) => {
     const { code, stdout, stderr } = await runCli(args);
     expect(code, stderr).toBe(2);
     expect(stdout).toBe('');
     expect(stderr.trimEnd()).toBe(line);
+  });
+
+  // A short flag at the top level is named as node:util names a command's (`bench -x=1` says
+  // '-x'): a group of one-letter flags, the first unknown letter named, never its `=value`.
+  it.each([
+    [['-x=1'], '-x'],
+    [['-x='], '-x'],
+    [['-xy=1'], '-x'],
+    [['-vx'], '-x'],
+    [['-=1'], '-='],
+    [['-1'], '-1'],
+  ])('%j: unknown option %s, exit 2', async (args, flag) => {
+    const { code, stdout, stderr } = await runCli(args);
+    expect(code, stderr).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.trimEnd()).toBe(`omni-runtime: unknown option '${flag}' (see --help)`);
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { erf, NativeContext, seededFloats } from '../src/native/index.js';
+import { erf, gelu, NativeContext, referenceLinearGelu, seededFloats } from '../src/native/index.js';
 import { fixtureLibrary } from './fixtures/native-fixture-library.js';
 import { maxViolation } from './fixtures/native-tolerance.js';
 
@@ -62,6 +62,48 @@ describe('native numerics (fixture)', () => {
       expect.closeTo(-0.15426877, 6),
       expect.closeTo(0.34573123, 6),
     ]);
+  });
+
+  it('the TS reference GELU has its limits at the ends: -0 below, v above, NaN stays NaN', () => {
+    expect(Object.is(gelu(Number.NEGATIVE_INFINITY), -0)).toBe(true);
+    expect(Object.is(gelu(-1e308), -0)).toBe(true);
+    expect(gelu(Number.POSITIVE_INFINITY)).toBe(Number.POSITIVE_INFINITY);
+    expect(gelu(1e308)).toBe(1e308);
+    expect(gelu(Number.NaN)).toBeNaN();
+    const y = referenceLinearGelu([Number.NEGATIVE_INFINITY, -1e308, -1e308], 2, [1], [0], 1, 1);
+    expect(Object.is(y[0], -0)).toBe(true);
+    // Overflow in the dot product itself: -1e308 + -1e308 is -Infinity.
+    const sum = referenceLinearGelu([-1e308, -1e308], 1, [1, 1], [0], 1, 2);
+    expect(Object.is(sum[0], -0)).toBe(true);
+  });
+
+  // Pre-activations: -inf, +inf, NaN, a sum of finite terms that overflows each way, and large
+  // finite values; 7 rows, so both the 4-row tile and the 1-row tail see them.
+  const EXTREME_X = new Float32Array([
+    ...[Number.NEGATIVE_INFINITY, 0],
+    ...[Number.POSITIVE_INFINITY, 0],
+    ...[Number.NaN, 0],
+    ...[-3e38, -3e38],
+    ...[3e38, 3e38],
+    ...[-1e30, 0],
+    ...[1e30, 0],
+  ]);
+  const EXTREME_Y = [-0, Infinity, Number.NaN, -0, Infinity, -0, Math.fround(1e30)];
+
+  it('infinite pre-activations give GELU limits, not NaN: -0 below, +Infinity above', () => {
+    const ctx = NativeContext.open(fixture.lib);
+    open.push(ctx);
+    const w = new Float32Array([1, 1]);
+    const b = new Float32Array([0]);
+    ctx.uploadWeights(w, b, 1, 2);
+    const blocked = Array.from(ctx.linearGelu(EXTREME_X, 7));
+    const naive = Array.from(fixture.faults.referenceLinearGelu(EXTREME_X, 7, w, b, 1, 2));
+    const reference = Array.from(referenceLinearGelu(EXTREME_X, 7, w, b, 1, 2));
+    // toStrictEqual tells -0 from 0 (Object.is) and takes NaN as equal to NaN.
+    expect(blocked).toStrictEqual(EXTREME_Y);
+    expect(naive).toStrictEqual(EXTREME_Y);
+    // The TS reference sums in double, where 3e38 + 3e38 does not overflow.
+    expect(reference).toStrictEqual(EXTREME_Y.with(4, 2 * Math.fround(3e38)));
   });
 
   it('reads and writes SharedArrayBuffer views in place, at their offsets', () => {

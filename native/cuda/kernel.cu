@@ -15,8 +15,13 @@ constexpr int THREADS = (BM / TM) * (BN / TN);
 constexpr int PAD = 4;
 
 // Same expression as the CPU fixture so both backends round the same way; erff (not the fast
-// approximation) because the build does not use --use_fast_math.
-__device__ __forceinline__ float gelu(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
+// approximation) because the build does not use --use_fast_math. At -inf the formula is
+// -inf * 0 = NaN; GELU's limit there is 0 from below: -0, as it gives for any finite v far enough
+// down (a pre-activation is -inf for an input that is, or for a dot product that overflows).
+__device__ __forceinline__ float gelu(float v) {
+  if (v == -INFINITY) return -0.0f;
+  return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+}
 
 __global__ void __launch_bounds__(THREADS)
     linear_gelu_kernel(const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ b,

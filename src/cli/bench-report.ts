@@ -55,8 +55,19 @@ function fixed(x: number, digits: 0 | 1 | 2 | 3): string {
   return FIXED[digits]!.format(x);
 }
 
-/** A percentage of `whole` to one decimal, for the table. */
-function share(part: number, whole: number): string {
+/** Three significant figures, rounded as FIXED rounds (as written, halves up), never exponents. */
+const SIGNIFICANT = new Intl.NumberFormat('en-US', {
+  minimumSignificantDigits: 3,
+  maximumSignificantDigits: 3,
+  roundingMode: 'halfExpand',
+  useGrouping: false,
+});
+
+/**
+ * A percentage of `whole` to one decimal, for the table (and bench/serve.bench.ts's, so that the
+ * two never round the same counts apart).
+ */
+export function shareText(part: number, whole: number): string {
   // Whole tenths first, halves up: 100 * 3 / 2000 is the double just below 0.15, which was
   // shown as 0.1 while 1 of 2000 (0.05) went up. 1000 * part / whole is exact at a half, so
   // Math.round sees it as one.
@@ -67,10 +78,12 @@ function share(part: number, whole: number): string {
  * Three significant figures from 1 up, three decimals below; whole numbers from 100 up. Never
  * exponent notation. Latency: below 1 ms that is whole microseconds (the histogram's
  * resolution), so 0.0734 ms shows as 0.073, not 0.07. A rate: a whole number misstated a slow
- * layer's (0.4/s showed as 0).
+ * layer's (0.4/s showed as 0), and so did three decimals one under 0.0005/s (0.000): a value
+ * above 0 that they would show as 0 takes three significant figures (0.0004 is 0.000400).
  */
 export function figures(x: number): string {
   const shown = fixed(x, places(x));
+  if (x > 0 && Number(shown) === 0) return SIGNIFICANT.format(x);
   // Rounding can carry into the next decade (99.96 -> "100.0", four figures): the places
   // follow the value shown, not the value before rounding.
   const carried = places(Number(shown));
@@ -138,8 +151,8 @@ export function formatTable(r: BenchResult): string {
     ms(p.latencyMs.p99, p.latencyMs.count),
     ms(p.latencyMs.p999, p.latencyMs.count),
     // From the counts, not from pct(): rounding to two decimals and then to one misrounds.
-    share(p.refused, p.sent),
-    share(p.deadline, p.sent),
+    shareText(p.refused, p.sent),
+    shareText(p.deadline, p.sent),
     String(p.failed),
     fixed(p.depth.mean, 1),
     String(p.depth.max),

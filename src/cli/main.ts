@@ -100,14 +100,26 @@ export function endsWhenReaderLeaves(): boolean {
 
 const COMMANDS = ['bench', 'serve'];
 const TOP_FLAGS = ['help', 'version'];
+/** The top-level flags' one-letter names. */
+const TOP_SHORT: Readonly<Record<string, string>> = { h: 'help', v: 'version' };
 
 /**
  * A top-level flag that is not one, said as a command's flags are (node:util): named without
  * its `=value`, and a real one given a value "takes no value" rather than "did you mean" itself.
+ * After one dash, a group of one-letter flags: node:util names its first unknown letter (`-x=1`
+ * is -x -= -1: '-x'), as `bench -x=1` says; the whole argument was named, `=1` and all.
  */
 function topFlagMistake(arg: string): string {
-  const name = arg.startsWith('--') ? arg.split('=')[0]! : arg;
-  return TOP_FLAGS.includes(name.slice(2)) ? `${name} takes no value` : unknownFlag(name, TOP_FLAGS);
+  if (arg.startsWith('--')) {
+    const name = arg.split('=')[0]!;
+    return TOP_FLAGS.includes(name.slice(2)) ? `${name} takes no value` : unknownFlag(name, TOP_FLAGS);
+  }
+  const letters = [...arg.slice(1)];
+  if (letters[0] !== undefined && letters[1] === '=' && Object.hasOwn(TOP_SHORT, letters[0])) {
+    return `-${letters[0]} takes no value`;
+  }
+  const unknown = letters.find((letter) => !Object.hasOwn(TOP_SHORT, letter));
+  return unknownFlag(unknown === undefined ? arg : `-${unknown}`, TOP_FLAGS);
 }
 
 /** "unknown command 'server' (did you mean serve? commands: bench, serve)" */

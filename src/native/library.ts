@@ -3,7 +3,7 @@
  *
  * Throws: LibraryNotFoundError (no file at the path, or not a regular file there, koffi has no
  * native module of its own, the file would not load, it lacks a symbol of the ABI, or it is the
- * other backend's library),
+ * other backend's library, or it exports an ABI name as data, not a function),
  * AbiMismatchError (the library's omni_abi_version() differs from ABI_VERSION; both versions
  * are named).
  */
@@ -16,6 +16,7 @@ import { nativeBuildDir, packageRoot } from '../paths.js';
 import { ABI_VERSION } from './abi.js';
 import type { RawFixtureApi, RawNativeApi } from './bindings.js';
 import { bindAbiVersion, bindCore, bindFixture } from './bindings.js';
+import { dataSymbols } from './elf-symbols.js';
 import { koffi } from './koffi.js';
 
 export type BackendName = 'fixture' | 'cuda';
@@ -86,6 +87,17 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   // input does. Only a regular file (or a link to one) can be a library.
   if (!stat.isFile()) {
     throw new LibraryNotFoundError(path, `${path} is not a regular file, so not a native library`);
+  }
+
+  // Every name the ABI binds is a function named omni_*: one exported as data would be called
+  // into its bytes (the process dies, SIGSEGV), the version probe first. Read from the file,
+  // before anything is called: dlsym gives an address, not what is there.
+  const data = dataSymbols(path, (name) => name.startsWith('omni_'));
+  if (data.length > 0) {
+    throw new LibraryNotFoundError(
+      path,
+      `${path} is not an omni native library: it exports ${data.join(', ')} as data, not a function`,
+    );
   }
 
   // Outside the try below: koffi's own missing native module is not this library's fault.

@@ -25,8 +25,12 @@ export function erf(x: number): number {
   return Math.sign(x) * TWO_OVER_SQRT_PI * Math.exp(-x2) * sum;
 }
 
-/** The exact-erf GELU both backends implement. */
+/**
+ * The exact-erf GELU both backends implement. At -Infinity the formula is -Infinity * 0 = NaN;
+ * GELU's limit there is 0, from below: -0, as the formula gives for any finite v far enough down.
+ */
 export function gelu(v: number): number {
+  if (v === Number.NEGATIVE_INFINITY) return -0;
   return 0.5 * v * (1 + erf(v / Math.SQRT2));
 }
 

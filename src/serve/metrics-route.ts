@@ -1,12 +1,21 @@
 /** GET /metrics: the server's own Prometheus registry as text (never admission-gated). */
 import type { FastifyInstance } from 'fastify';
 import type { ServeMetrics } from './metrics.js';
+import { messageOf } from './status.js';
 
 export const METRICS_PATH = '/metrics';
 
 export function metricsRoute(app: FastifyInstance, metrics: ServeMetrics): void {
   app.get(METRICS_PATH, async (_request, reply) => {
-    const { contentType, text } = await metrics.scrape();
-    return reply.type(contentType).send(text);
+    let scraped: { contentType: string; text: string };
+    try {
+      scraped = await metrics.scrape();
+    } catch (err) {
+      // A scrape takes nothing of the client's: whatever failed (the runtime's report, a figure
+      // in it) is the server's own failure, 500 OMNI_ERR_INTERNAL, even where its code alone
+      // would answer otherwise (a report that is no report is OMNI_ERR_INVALID_ARGUMENT: 400).
+      throw new Error(messageOf(err), { cause: err });
+    }
+    return reply.type(scraped.contentType).send(scraped.text);
   });
 }

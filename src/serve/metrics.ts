@@ -9,6 +9,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describeValue, InvalidArgumentError } from '../errors.js';
 import type { RuntimeReport } from '../runtime.js';
+import { count, figure, reportOf, stateOf, summaryOf } from './metric-figures.js';
 
 const STATES = ['starting', 'ready', 'draining', 'stopped', 'failed'] as const;
 const OUTCOMES = ['completed', 'failed', 'aborted', 'deadline', 'refused', 'invalid', 'unavailable'] as const;
@@ -37,14 +38,14 @@ export interface MetricsSource {
 }
 
 /** A gauge whose value is read at scrape time; unbounded (null) reads as +Inf. */
-function readGauge(registry: Registry, name: string, help: string, read: () => number | null): Gauge {
+function readGauge(registry: Registry, name: string, help: string, read: () => unknown): Gauge {
   return new Gauge({
     name,
     help,
     registers: [registry],
     collect() {
       const value = read();
-      this.set(value === null ? Number.POSITIVE_INFINITY : value);
+      this.set(value === null ? Number.POSITIVE_INFINITY : figure(name, value));
     },
   });
 }
@@ -73,7 +74,7 @@ export class ServeMetrics {
       );
     }
     const registry = this.registry;
-    this.#report = () => Reflect.apply(report, source, []) as RuntimeReport;
+    this.#report = () => reportOf(Reflect.apply(report, source, []));
     const take = (): RuntimeReport => this.#snapshot ?? this.#report();
     readGauge(
       registry,
@@ -106,14 +107,14 @@ export class ServeMetrics {
       registry,
       'omni_http_inflight',
       'HTTP requests being answered now (until their answer is out, or their connection closed).',
-      () => Reflect.apply(inflight, source, []) as number,
+      () => Reflect.apply(inflight, source, []),
     );
     if (connections !== undefined) {
       readGauge(
         registry,
         'omni_http_connections',
         'Connections the server holds open (a request in flight or not: a head still arriving, idle, lingering after a closing answer).',
-        () => Reflect.apply(connections, source, []) as number,
+        () => Reflect.apply(connections, source, []),
       );
     }
     new Gauge({
@@ -122,7 +123,7 @@ export class ServeMetrics {
       labelNames: ['state'],
       registers: [registry],
       collect() {
-        const current = take().state;
+        const current = stateOf(take().state);
         for (const state of STATES) this.set({ state }, state === current ? 1 : 0);
       },
     });
@@ -132,7 +133,7 @@ export class ServeMetrics {
       registers: [registry],
       collect() {
         this.reset();
-        this.inc(take().rejected);
+        this.inc(count('omni_runtime_rejected_total', take().rejected));
       },
     });
     new Counter({
@@ -143,7 +144,9 @@ export class ServeMetrics {
       collect() {
         const report = take();
         this.reset();
-        for (const outcome of OUTCOMES) this.inc({ outcome }, report[outcome]);
+        for (const outcome of OUTCOMES) {
+          this.inc({ outcome }, count(`omni_runtime_calls_total{outcome="${outcome}"}`, report[outcome]));
+        }
       },
     });
     for (const [name, pick] of [
@@ -156,10 +159,10 @@ export class ServeMetrics {
         labelNames: ['quantile'],
         registers: [registry],
         collect() {
-          const summary = pick(take());
-          this.set({ quantile: '0.5' }, summary.p50);
-          this.set({ quantile: '0.99' }, summary.p99);
-          this.set({ quantile: '1' }, summary.max);
+          const summary = summaryOf(name, pick(take()));
+          this.set({ quantile: '0.5' }, figure(`${name}{quantile="0.5"}`, summary.p50));
+          this.set({ quantile: '0.99' }, figure(`${name}{quantile="0.99"}`, summary.p99));
+          this.set({ quantile: '1' }, figure(`${name}{quantile="1"}`, summary.max));
         },
       });
     }

@@ -1,0 +1,84 @@
+/**
+ * Which of a shared library's exported symbols are data, read from its file (the ELF dynamic
+ * symbol table) before the library is loaded. dlsym, and so koffi, gives an address and no type:
+ * a library that exports an ABI name as a variable (`int omni_abi_version = 1;`) was called into
+ * its bytes, and the process died (SIGSEGV) instead of refusing the library.
+ *
+ * Reads only the ELF header, the section headers and the .dynsym/.dynstr sections (a CUDA
+ * library can be hundreds of MiB). Anything it cannot read as a 64-bit little-endian ELF file
+ * with a .dynsym (another format, a stripped section table, a truncated file) reports nothing:
+ * the load then goes on as before, and dlopen says what it thinks of the file.
+ */
+import { closeSync, openSync, readSync } from 'node:fs';
+
+const SHT_DYNSYM = 11;
+const SHN_UNDEF = 0;
+/** Symbol types (st_info & 0xf) that name data, never code: OBJECT, COMMON, TLS. */
+const DATA_TYPES = new Set([1, 5, 6]);
+const SYM_SIZE = 24;
+const SECTION_SIZE = 64;
+/** Far above any real .dynsym/.dynstr: a corrupt size must not make this allocate gigabytes. */
+const MAX_TABLE = 256 * 1024 * 1024;
+
+/** The names matching `wanted` that the file at `path` defines as data; [] when it cannot tell. */
+export function dataSymbols(path: string, wanted: (name: string) => boolean): string[] {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return [];
+  }
+  try {
+    return readDataSymbols(fd, wanted);
+  } catch {
+    return [];
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function read(fd: number, offset: bigint | number, length: bigint | number): Buffer {
+  const n = Number(length);
+  if (!Number.isSafeInteger(n) || n < 0 || n > MAX_TABLE) throw new RangeError('size');
+  const buf = Buffer.alloc(n);
+  if (readSync(fd, buf, 0, n, Number(offset)) !== n) throw new RangeError('short read');
+  return buf;
+}
+
+function readDataSymbols(fd: number, wanted: (name: string) => boolean): string[] {
+  const header = read(fd, 0, 64);
+  // \x7fELF, ELFCLASS64, ELFDATA2LSB.
+  if (header.readUInt32BE(0) !== 0x7f454c46 || header[4] !== 2 || header[5] !== 1) return [];
+  const shoff = header.readBigUInt64LE(0x28);
+  const shentsize = header.readUInt16LE(0x3a);
+  const shnum = header.readUInt16LE(0x3c);
+  if (shoff === 0n || shnum === 0 || shentsize < SECTION_SIZE) return [];
+  const sections = read(fd, shoff, shentsize * shnum);
+  const section = (i: number) => {
+    const at = i * shentsize;
+    return {
+      type: sections.readUInt32LE(at + 4),
+      offset: sections.readBigUInt64LE(at + 24),
+      size: sections.readBigUInt64LE(at + 32),
+      link: sections.readUInt32LE(at + 40),
+    };
+  };
+  const found: string[] = [];
+  for (let i = 0; i < shnum; i++) {
+    const dynsym = section(i);
+    if (dynsym.type !== SHT_DYNSYM || dynsym.link >= shnum) continue;
+    const strtab = section(dynsym.link);
+    const symbols = read(fd, dynsym.offset, dynsym.size);
+    const names = read(fd, strtab.offset, strtab.size);
+    for (let at = 0; at + SYM_SIZE <= symbols.length; at += SYM_SIZE) {
+      const type = symbols[at + 4]! & 0xf;
+      if (!DATA_TYPES.has(type) || symbols.readUInt16LE(at + 6) === SHN_UNDEF) continue;
+      const start = symbols.readUInt32LE(at);
+      const end = names.indexOf(0, start);
+      if (start >= names.length || end === -1) continue;
+      const name = names.toString('latin1', start, end);
+      if (wanted(name)) found.push(name);
+    }
+  }
+  return found;
+}

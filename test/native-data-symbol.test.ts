@@ -1,0 +1,99 @@
+/**
+ * A library whose ABI names are exported as data, not functions (a foreign library that happens
+ * to define `int omni_abi_version = 1;`): calling one jumps into its bytes, which killed the
+ * whole process (SIGSEGV) at load, or at the first call. The loader reads the symbol types from
+ * the file's dynamic symbol table before it calls anything, and refuses such a library coded.
+ * Run in a child process: on a loader without the check the load crashes the process.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { dataSymbols } from '../src/native/elf-symbols.js';
+import { packageRoot } from '../src/paths.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
+
+const tempDir = tempDirs('omni-data-symbol-');
+
+const FUNCTIONS: Record<string, string> = {
+  omni_abi_version: 'int omni_abi_version(void) { return 1; }',
+  omni_backend_name: 'const char *omni_backend_name(void) { return "cuda"; }',
+  omni_open: 'int omni_open(void) { return 4; }',
+};
+const DATA: Record<string, string> = {
+  omni_abi_version: 'int omni_abi_version = 1;',
+  omni_backend_name: 'const char omni_backend_name[] = "cuda";',
+  omni_open: 'int omni_open = 4;',
+};
+const REST = ['omni_close', 'omni_upload_weights', 'omni_linear_gelu', 'omni_stats', 'omni_last_error'];
+
+/** A stand-in CUDA library with `data` exported as a variable and every other ABI name a function. */
+function library(data: string): string {
+  const dir = tempDir();
+  const lines = Object.keys(FUNCTIONS).map((name) => `API ${name === data ? DATA[name] : FUNCTIONS[name]}`);
+  for (const name of REST) lines.push(`API int ${name}(void) { return 1; }`);
+  const source = join(dir, 'lib.c');
+  writeFileSync(source, `#define API __attribute__((visibility("default")))\n${lines.join('\n')}\n`);
+  const path = join(dir, `libomni_data_${data}.so`);
+  execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', path], { stdio: 'pipe' });
+  return path;
+}
+
+/** Loads `path` as the CUDA library in a child process; what it printed, and how it ended. */
+function loadInChild(path: string): { stdout: string; status: number | null; signal: string | null } {
+  const native = pathToFileURL(join(packageRoot, 'dist', 'src', 'native', 'index.js')).href;
+  const script = `
+    const { loadNativeLibrary } = await import(${JSON.stringify(native)});
+    try {
+      loadNativeLibrary('cuda', { path: ${JSON.stringify(path)} });
+      console.log('loaded');
+    } catch (err) {
+      console.log(err.code);
+    }`;
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { stdout: run.stdout.trim(), status: run.status, signal: run.signal };
+}
+
+describe('an ABI name exported as data', () => {
+  it.each(Object.keys(DATA))('%s: OMNI_ERR_LIBRARY_NOT_FOUND at load, the process lives', (name) => {
+    expect(loadInChild(library(name))).toEqual({
+      stdout: 'OMNI_ERR_LIBRARY_NOT_FOUND',
+      status: 0,
+      signal: null,
+    });
+  });
+
+  it('the same library with every name a function loads (the check refuses data only)', () => {
+    expect(loadInChild(library('none'))).toEqual({ stdout: 'loaded', status: 0, signal: null });
+  });
+});
+
+describe('dataSymbols (the ELF dynamic symbol table, read from the file)', () => {
+  const omni = (name: string): boolean => name.startsWith('omni_');
+
+  it('names the ABI names defined as data, and only those', () => {
+    expect(dataSymbols(library('omni_abi_version'), omni)).toEqual(['omni_abi_version']);
+    expect(dataSymbols(library('none'), omni)).toEqual([]);
+  });
+
+  it('a file it cannot read as ELF64 reports nothing (dlopen then says what it is)', () => {
+    const dir = tempDir();
+    const elf = readFileSync(library('omni_open'));
+    const files: Array<[string, Buffer]> = [
+      ['text', Buffer.from('not a library\n')],
+      ['empty', Buffer.alloc(0)],
+      ['header only', elf.subarray(0, 64)],
+      // The section headers at the end cut off, then the .dynsym offset pointing past the end.
+      ['truncated', elf.subarray(0, elf.length - 100)],
+    ];
+    for (const [name, bytes] of files) {
+      writeFileSync(join(dir, name), bytes);
+      expect({ name, found: dataSymbols(join(dir, name), omni) }).toEqual({ name, found: [] });
+    }
+    expect(dataSymbols(join(dir, 'missing'), omni)).toEqual([]);
+  });
+});
