@@ -13,10 +13,10 @@ it('NativeContext: open, upload, call, close, then the process ends', async () =
   expect(ended).toEqual({ code: 0, lines: ['rows 6', 'closed true', 'held []', 'exit []'] });
 });
 
-it('serve(): listen, answer on a kept-alive connection, drain, then the process ends', async () => {
+it('serve(): listen, answer a call on a kept-alive connection, drain, then the process ends', async () => {
   const ended = await runScenario('serve-drain');
   expect(ended).toEqual({
     code: 0,
-    lines: ['health 200', 'drained {"clean":true,"abandonedRequests":0}', 'runtime stopped', 'exit []'],
+    lines: ['linear 200', 'drained {"clean":true,"abandonedRequests":0}', 'runtime stopped', 'exit []'],
   });
 }, 40_000);
