@@ -11,7 +11,7 @@ import { killChildren, runScenario } from './fixtures/lifetime-child.js';
 afterEach(killChildren);
 
 describe('a process with a BoundedAdmission', () => {
-  it('a waiter with a timeout only: the process waits for it to time out, then ends', async () => {
+  it('a waiter with a timeout only: the process waits for it to time out, then ends, a permit still held', async () => {
     const ended = await runScenario('admit-timeout');
     expect(ended).toEqual({ code: 0, lines: ['waited OMNI_ERR_TIMEOUT', 'held []', 'exit []'] });
   });
