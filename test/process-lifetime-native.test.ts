@@ -13,6 +13,11 @@ it('NativeContext: open, upload, call, close, then the process ends', async () =
   expect(ended).toEqual({ code: 0, lines: ['rows 6', 'closed true', 'held []', 'exit []'] });
 });
 
+it('NativeContext never closed: the process ends all the same', async () => {
+  const ended = await runScenario('native-context', ['open']);
+  expect(ended).toEqual({ code: 0, lines: ['rows 6', 'exit []'] });
+});
+
 it('serve(): listen, answer a call on a kept-alive connection, drain, then the process ends', async () => {
   const ended = await runScenario('serve-drain');
   expect(ended).toEqual({

@@ -66,8 +66,9 @@ describe('a runtime never closed', () => {
   );
 
   // The loss's due timer is unref'd: 2^31 ms and more is armed in steps (long-timeout.ts),
-  // whose unref once reached only a plain timer, so that one held the process for its length.
-  it.each([600_000, 2 ** 31])(
+  // whose unref once reached only a plain timer, so that one held the process for its length
+  // (Infinity arms none).
+  it.each([600_000, 2 ** 31, Number.POSITIVE_INFINITY])(
     "lost a thread whose replacement exited in its init: the loss's startTimeoutMs (%d ms) does not hold the process",
     async (startTimeoutMs) => {
       const { code, lines } = await runScenario('lost-thread', [String(startTimeoutMs)]);
