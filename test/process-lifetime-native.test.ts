@@ -24,4 +24,4 @@ it('serve(): listen, answer a call on a kept-alive connection, drain, then the p
     code: 0,
     lines: ['linear 200', 'drained {"clean":true,"abandonedRequests":0}', 'runtime stopped', 'exit []'],
   });
-}, 40_000);
+});

@@ -10,33 +10,23 @@ import { killChildren, runScenario } from './fixtures/lifetime-child.js';
 
 afterEach(killChildren);
 
-const LIMIT = 40_000;
-
 describe('a runtime closed', () => {
-  it.each(['runtime', 'linear'])(
-    '%s: start, run, close, then the process ends',
-    async (kind) => {
-      const ended = await runScenario('run-close', [kind]);
-      expect(ended).toEqual({
-        code: 0,
-        lines: ['answer 4', 'closed {"clean":true,"abandoned":0}', 'held []', 'exit []'],
-      });
-    },
-    LIMIT,
-  );
+  it.each(['runtime', 'linear'])('%s: start, run, close, then the process ends', async (kind) => {
+    const ended = await runScenario('run-close', [kind]);
+    expect(ended).toEqual({
+      code: 0,
+      lines: ['answer 4', 'closed {"clean":true,"abandoned":0}', 'held []', 'exit []'],
+    });
+  });
 
   // The gate opens from an unref'd timer: only a process held by the call and the close() runs it.
-  it(
-    'close() while a call runs: the process waits for the call and the close, then ends',
-    async () => {
-      const ended = await runScenario('close-while-running');
-      expect(ended).toEqual({
-        code: 0,
-        lines: ['call ran', 'closed {"clean":true,"abandoned":0}', 'held []', 'exit []'],
-      });
-    },
-    LIMIT,
-  );
+  it('close() while a call runs: the process waits for the call and the close, then ends', async () => {
+    const ended = await runScenario('close-while-running');
+    expect(ended).toEqual({
+      code: 0,
+      lines: ['call ran', 'closed {"clean":true,"abandoned":0}', 'held []', 'exit []'],
+    });
+  });
 });
 
 describe('a start() that fails', () => {
@@ -44,14 +34,10 @@ describe('a start() that fails', () => {
     ['entry', 'ERR_MODULE_NOT_FOUND'],
     ['init', 'X_INIT'],
     ['timeout', 'OMNI_ERR_WORKER_EXITED'],
-  ])(
-    '(%s): its threads are gone when it rejects (%s), and the process ends',
-    async (why, code) => {
-      const ended = await runScenario('start-fails', [why]);
-      expect(ended).toEqual({ code: 0, lines: [`start ${code}`, 'held []', 'exit []'] });
-    },
-    LIMIT,
-  );
+  ])('(%s): its threads are gone when it rejects (%s), and the process ends', async (why, code) => {
+    const ended = await runScenario('start-fails', [why]);
+    expect(ended).toEqual({ code: 0, lines: [`start ${code}`, 'held []', 'exit []'] });
+  });
 });
 
 describe('a runtime never closed', () => {
@@ -62,7 +48,6 @@ describe('a runtime never closed', () => {
       const ended = await runScenario('run-close', [kind, 'open']);
       expect(ended).toEqual({ code: 0, lines: ['answer 4', 'exit []', 'state ready'] });
     },
-    LIMIT,
   );
 
   // The loss's due timer is unref'd: 2^31 ms and more is armed in steps (long-timeout.ts),
@@ -77,6 +62,5 @@ describe('a runtime never closed', () => {
         lines: ['lost OMNI_ERR_WORKER_EXITED', 'exit []', 'state ready'],
       });
     },
-    LIMIT,
   );
 });
