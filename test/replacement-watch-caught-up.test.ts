@@ -50,7 +50,10 @@ function lateReadyMessage(): { pool: StandInPool; watch: ReplacementWatch } {
 /** `promise`, and whether it has settled, without waiting for it. */
 function track(promise: Promise<void>): { settled: () => boolean; promise: Promise<void> } {
   let settled = false;
-  return { settled: () => settled, promise: promise.then(() => void (settled = true)) };
+  const done = promise.then(() => {
+    settled = true;
+  });
+  return { settled: () => settled, promise: done };
 }
 
 it('waits for the ready message of a thread counted loaded, and its timer goes when it comes', async () => {
