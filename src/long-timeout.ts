@@ -8,6 +8,8 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 /** A timer longer than one setTimeout can hold: the step currently armed. */
 class SteppedTimer {
   step: ReturnType<typeof setTimeout> | undefined;
+  /** Every step is armed unref'd (see unrefLongTimeout). */
+  unref = false;
 }
 
 export type LongTimer = ReturnType<typeof setTimeout> | SteppedTimer | undefined;
@@ -20,6 +22,7 @@ export function setLongTimeout<T>(fn: (arg: T) => void, ms: number, arg: T): Lon
   const arm = (remaining: number): void => {
     const delay = Math.min(remaining, MAX_TIMER_MS);
     timer.step = setTimeout(() => (remaining > delay ? arm(remaining - delay) : fn(arg)), delay);
+    if (timer.unref) timer.step.unref();
   };
   arm(ms);
   return timer;
@@ -27,4 +30,17 @@ export function setLongTimeout<T>(fn: (arg: T) => void, ms: number, arg: T): Lon
 
 export function clearLongTimeout(timer: LongTimer): void {
   clearTimeout(timer instanceof SteppedTimer ? timer.step : timer);
+}
+
+/**
+ * Lets the process end while `timer` is armed, for its whole length: a stepped timer's later
+ * steps are armed unref'd too (unref on the step armed now would hold only until it re-arms).
+ */
+export function unrefLongTimeout(timer: LongTimer): void {
+  if (timer instanceof SteppedTimer) {
+    timer.unref = true;
+    timer.step?.unref();
+  } else {
+    timer?.unref();
+  }
 }

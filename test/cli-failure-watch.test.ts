@@ -80,6 +80,19 @@ describe('watchFailure', () => {
     expect(runtime.reads).toBe(1);
     expect(await settled(watch.failed)).toBe(false);
   });
+
+  // A command that ends its work without stop() (or before it) must still let the process end.
+  it('its poll never holds the process open', () => {
+    vi.useRealTimers();
+    const timers = (): number => process.getActiveResourcesInfo().filter((name) => name === 'Timeout').length;
+    const before = timers();
+    const watch = watchFailure(scripted(['ready']));
+    try {
+      expect(timers()).toBe(before);
+    } finally {
+      watch.stop();
+    }
+  });
 });
 
 /** A runtime whose Runtime offers whenFailed(): `fail` resolves it; report() says 'ready'. */

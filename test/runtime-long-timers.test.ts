@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Runtime } from '../src/index.js';
-import { clearLongTimeout, MAX_TIMER_MS, setLongTimeout } from '../src/long-timeout.js';
+import { clearLongTimeout, MAX_TIMER_MS, setLongTimeout, unrefLongTimeout } from '../src/long-timeout.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
@@ -226,6 +226,29 @@ describe('setLongTimeout', () => {
     vi.advanceTimersByTime(1);
     expect(fired).toHaveBeenCalledExactlyOnceWith('due');
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  // The process-lifetime test (a lost thread's due timer) cannot wait for a step to re-arm.
+  it('unrefLongTimeout lets the process end across every step, the ones armed later too', () => {
+    fakeTimers();
+    const timer = setLongTimeout(() => {}, 2 * LONG + 5, undefined);
+    unrefLongTimeout(timer);
+    const step = (): { hasRef(): boolean } => (timer as unknown as { step: { hasRef(): boolean } }).step;
+    const first = step();
+    expect(first.hasRef()).toBe(false);
+    vi.advanceTimersByTime(MAX_TIMER_MS); // the first step ends and arms the next
+    expect(step()).not.toBe(first);
+    expect(step().hasRef()).toBe(false);
+    clearLongTimeout(timer);
+  });
+
+  it('unrefLongTimeout on a plain timer, or on none (Infinity)', () => {
+    fakeTimers();
+    const timer = setLongTimeout(() => {}, MAX_TIMER_MS, undefined);
+    unrefLongTimeout(timer);
+    expect((timer as NodeJS.Timeout).hasRef()).toBe(false);
+    expect(() => unrefLongTimeout(undefined)).not.toThrow();
+    clearLongTimeout(timer);
   });
 
   it('Infinity arms no timer at all (one would hold the process open for nothing)', () => {

@@ -1,7 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import { WorkerExitedError } from '../errors.js';
-import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
+import { clearLongTimeout, type LongTimer, setLongTimeout, unrefLongTimeout } from '../long-timeout.js';
 import { onThreadStart } from './thread-starts.js';
 
 /**
@@ -100,7 +100,7 @@ export class ReplacementWatch {
       this,
     );
     // A process with nothing else to do may end while a replacement is still due.
-    (timer as { unref?: () => void } | undefined)?.unref?.();
+    unrefLongTimeout(timer);
     this.#timers.set(timer, needed);
   }
 
@@ -117,7 +117,7 @@ export class ReplacementWatch {
       this.#timeoutMs,
       this,
     );
-    (timer as { unref?: () => void } | undefined)?.unref?.();
+    unrefLongTimeout(timer);
     this.#starting.set(thread, timer);
     // One that ends before it comes up is no loss (see the invariants): its bound goes with it.
     thread.once('exit', () => this.#cleared(thread));
