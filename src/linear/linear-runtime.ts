@@ -223,7 +223,10 @@ export class LinearRuntime {
     return this.runtime.report();
   }
 
-  /** Closes the runtime (see Runtime.close); each thread closes its native context. */
+  /**
+   * Closes the runtime (see Runtime.close). Every thread's native context is closed: by its
+   * close hook, or by the main thread for a thread that ended without it.
+   */
   close(options?: CloseOptions): Promise<CloseResult> {
     return this.runtime.close(options);
   }

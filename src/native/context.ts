@@ -194,7 +194,10 @@ export class NativeContext {
     );
   }
 
-  /** The context's counters now (see NativeStats). Throws OMNI_ERR_NATIVE on a fatal context. */
+  /**
+   * The context's counters now (see NativeStats). Throws OMNI_ERR_NATIVE on a fatal context,
+   * OMNI_ERR_INVALID_ARGUMENT once closed.
+   */
   stats(): NativeStats {
     const handle = this.#live('stats');
     const s: Record<string, number | bigint> = {};

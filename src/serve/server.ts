@@ -121,7 +121,7 @@ const SERVE_KEYS: OptionKeys<ServeOptions> = {
 
 /** A listening server, from serve(). */
 export interface ServeHandle {
-  /** The fastify instance serving (for hooks or inject() in tests; do not close it yourself). */
+  /** The fastify instance that serves the routes. */
   readonly app: FastifyInstance;
   /** `http://host:port` as listened on. */
   readonly address: string;
