@@ -8,6 +8,7 @@ import { checkOptionKeys, type OptionKeys } from './option-keys.js';
 // Symbol.for, not Symbol(): the user's module may load its own copy of this package.
 const kDefinition = Symbol.for('omni-runtime.worker-definition');
 
+/** A task's view of its call, the handler's second argument (one per task). */
 export interface TaskContext {
   /** The cost the caller admitted this task with. */
   readonly cost: number;
@@ -21,8 +22,14 @@ export interface TaskContext {
   transfer(...buffers: ArrayBuffer[]): void;
 }
 
+/**
+ * Runs one task on a worker thread: its input is the caller's, structured-cloned (or moved with
+ * `transfer`), and its result (or resolution) is posted back the same way. A throw without a
+ * `code` reaches the caller as OMNI_ERR_TASK_FAILED; one with a code keeps it.
+ */
 export type WorkerHandler<I, O> = (input: I, ctx: TaskContext) => O | Promise<O>;
 
+/** defineWorker()'s hooks; an unknown key or a hook that is no function: OMNI_ERR_INVALID_ARGUMENT. */
 export interface WorkerOptions {
   /** Runs once per thread before its first task, with the runtime's `workerData`. */
   readonly init?: ((data: unknown) => void | Promise<void>) | undefined;
@@ -39,13 +46,22 @@ export interface WorkerOptions {
 
 const WORKER_KEYS: OptionKeys<WorkerOptions> = { init: true, close: true };
 
+/** What a worker module default-exports: made by defineWorker(), recognised by its brand. */
 export interface WorkerDefinition<I = unknown, O = unknown> {
   readonly [kDefinition]: true;
+  /** The task handler given to defineWorker(). */
   readonly handler: WorkerHandler<I, O>;
+  /** WorkerOptions.init, or undefined. */
   readonly init: ((data: unknown) => void | Promise<void>) | undefined;
+  /** WorkerOptions.close, or undefined. */
   readonly close: (() => void | Promise<void>) | undefined;
 }
 
+/**
+ * Makes the definition a worker module default-exports:
+ * `export default defineWorker(async (input, ctx) => ...)`. Throws OMNI_ERR_INVALID_ARGUMENT
+ * for a handler that is no function or bad options, where the worker is written.
+ */
 export function defineWorker<I, O>(
   handler: WorkerHandler<I, O>,
   options: WorkerOptions = {},

@@ -11,12 +11,20 @@
  */
 import { inspect } from 'node:util';
 
+/**
+ * Why an admission refused: 'requests' (every request slot is held), 'units' (the cost does not
+ * fit the units left), 'too-large' (the cost exceeds the whole unit ceiling: it never fits),
+ * 'queued' (others wait ahead, so admitting would jump the queue), 'closed' (closed admission).
+ */
 export type RefusalReason = 'requests' | 'units' | 'too-large' | 'queued' | 'closed';
 
 /** The admission snapshot a refusal reports: the review's `{ depth, capacity, rejected }`. */
 export interface RefusalSnapshot {
+  /** Outstanding requests as the refusal was reported. */
   readonly depth: number;
+  /** The admission's request bound. */
   readonly capacity: number;
+  /** Refusals the admission has counted so far, this one included. */
   readonly rejected: number;
 }
 
@@ -53,7 +61,14 @@ export type OmniErrorCode =
   | 'OMNI_ERR_NOT_IMPLEMENTED'
   | 'OMNI_ERR_BAD_REQUEST';
 
+/**
+ * The base class of the coded errors (InvalidBoundError, InvalidCostError and
+ * InvalidArgumentError extend RangeError and TypeError instead, with a `code` too). Match on
+ * `code`, never the message. A worker's own error with a string `code` this package does not
+ * know comes back to the caller as a plain OmniError carrying it.
+ */
 export class OmniError extends Error {
+  /** The stable `OMNI_ERR_*` code (or a worker's own string code); see OmniErrorCode. */
   readonly code: string;
   // ErrorOptions spelt out: the lib declares it from ES2022 on, and these constructors are in the
   // .d.ts a consumer compiles, whose target may be older (TS2304 under skipLibCheck: false).
@@ -64,8 +79,13 @@ export class OmniError extends Error {
   }
 }
 
-/** A bound given at construction is zero, negative, fractional, NaN or not a safe integer. */
+/**
+ * Thrown at construction: a bound is missing, not a number, zero, negative, fractional or above
+ * its maximum (requests 2^29 - 1, or 65,536 for a Runtime; requests and units together must
+ * pack into 62 bits), or the bounds are not an object.
+ */
 export class InvalidBoundError extends RangeError {
+  /** Always 'OMNI_ERR_INVALID_BOUND': match on it, not on the message. */
   readonly code = 'OMNI_ERR_INVALID_BOUND';
   constructor(message = 'admission bound must be a positive safe integer') {
     super(message);
@@ -75,6 +95,7 @@ export class InvalidBoundError extends RangeError {
 
 /** A cost is negative, fractional, NaN, infinite, above MAX_SAFE_INTEGER or not a number. */
 export class InvalidCostError extends RangeError {
+  /** Always 'OMNI_ERR_INVALID_COST': match on it, not on the message. */
   readonly code = 'OMNI_ERR_INVALID_COST';
   constructor(message = 'cost must be a non-negative safe integer') {
     super(message);
@@ -87,6 +108,7 @@ export class InvalidCostError extends RangeError {
  * value threw or what refused it, when it is found by posting it (see runtime/task-failure.ts).
  */
 export class InvalidArgumentError extends TypeError {
+  /** Always 'OMNI_ERR_INVALID_ARGUMENT': match on it, not on the message. */
   readonly code = 'OMNI_ERR_INVALID_ARGUMENT';
   constructor(message = 'invalid argument', options?: { cause?: unknown }) {
     super(message, options);
@@ -94,14 +116,21 @@ export class InvalidArgumentError extends TypeError {
   }
 }
 
+/**
+ * A permit released a second time, or a claim released (releaseClaim) when it is spent or stale.
+ * Nothing changes: the capacity was given back once.
+ */
 export class PermitReleasedError extends OmniError {
+  /** Always 'OMNI_ERR_PERMIT_RELEASED': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_PERMIT_RELEASED';
   constructor(message = 'permit was already released') {
     super('OMNI_ERR_PERMIT_RELEASED', message);
   }
 }
 
+/** release() of a permit already turned into a claim (toClaim()): release the claim instead. */
 export class PermitMovedError extends OmniError {
+  /** Always 'OMNI_ERR_PERMIT_MOVED': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_PERMIT_MOVED';
   constructor(message = 'permit was moved into a claim; release the claim instead') {
     super('OMNI_ERR_PERMIT_MOVED', message);
@@ -110,13 +139,19 @@ export class PermitMovedError extends OmniError {
 
 /** A claim does not belong to this admission (slot out of range, malformed fields). */
 export class InvalidClaimError extends OmniError {
+  /** Always 'OMNI_ERR_INVALID_CLAIM': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_INVALID_CLAIM';
   constructor(message = 'claim does not belong to this admission') {
     super('OMNI_ERR_INVALID_CLAIM', message);
   }
 }
 
+/**
+ * toClaim() found every claim slot of the admission in use (it has one per request it bounds, at
+ * most 65,536); the permit stays a permit.
+ */
 export class ClaimsExhaustedError extends OmniError {
+  /** Always 'OMNI_ERR_CLAIMS_EXHAUSTED': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_CLAIMS_EXHAUSTED';
   constructor(message = 'every claim slot is in use') {
     super('OMNI_ERR_CLAIMS_EXHAUSTED', message);
@@ -125,8 +160,11 @@ export class ClaimsExhaustedError extends OmniError {
 
 /** The cost exceeds the whole unit ceiling: it can never fit (an HTTP front answers 413). */
 export class TooLargeError extends OmniError {
+  /** Always 'OMNI_ERR_TOO_LARGE': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_TOO_LARGE';
+  /** The cost (units, or rows for a LinearRuntime call) that was asked for. */
   readonly cost: number;
+  /** The whole unit ceiling (or the most rows one call takes) that it exceeds. */
   readonly unitCapacity: number;
   constructor(cost: number, unitCapacity: number, message?: string) {
     super('OMNI_ERR_TOO_LARGE', message ?? `cost ${cost} exceeds the unit ceiling ${unitCapacity}`);
@@ -135,14 +173,18 @@ export class TooLargeError extends OmniError {
   }
 }
 
+/** admit() waited its `timeoutMs` for room and gave up; nothing is held. */
 export class TimeoutError extends OmniError {
+  /** Always 'OMNI_ERR_TIMEOUT': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_TIMEOUT';
   constructor(message = 'timed out waiting for admission') {
     super('OMNI_ERR_TIMEOUT', message);
   }
 }
 
+/** The admission is closed: admit() refuses, and a waiting admit() rejects, with this. */
 export class ClosedError extends OmniError {
+  /** Always 'OMNI_ERR_CLOSED': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_CLOSED';
   constructor(message = 'admission is closed') {
     super('OMNI_ERR_CLOSED', message);
@@ -151,10 +193,15 @@ export class ClosedError extends OmniError {
 
 /** Admission refused the request at once ('requests', 'units', 'queued'). */
 export class RejectedError extends OmniError implements RefusalSnapshot {
+  /** Always 'OMNI_ERR_REJECTED': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_REJECTED';
+  /** Why: 'requests', 'units' or 'queued'. */
   readonly reason: RefusalReason;
+  /** Outstanding requests as the refusal was reported. */
   readonly depth: number;
+  /** The admission's request bound. */
   readonly capacity: number;
+  /** Refusals the admission has counted so far, this one included. */
   readonly rejected: number;
   constructor(reason: RefusalReason, snapshot: RefusalSnapshot, message?: string) {
     // Each read once: read again, a getter could make the message and the fields disagree.
@@ -169,6 +216,7 @@ export class RejectedError extends OmniError implements RefusalSnapshot {
 
 /** The caller's own signal aborted; the work itself may still be running. */
 export class AbortError extends OmniError {
+  /** Always 'OMNI_ERR_ABORTED': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_ABORTED';
   constructor(message = 'the operation was aborted', options?: { cause?: unknown }) {
     super('OMNI_ERR_ABORTED', message, options);
@@ -178,6 +226,7 @@ export class AbortError extends OmniError {
 
 /** The caller's deadline passed; capacity stays held until the work really ends. */
 export class DeadlineError extends OmniError {
+  /** Always 'OMNI_ERR_DEADLINE': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_DEADLINE';
   constructor(message = 'deadline exceeded') {
     super('OMNI_ERR_DEADLINE', message);
@@ -186,13 +235,19 @@ export class DeadlineError extends OmniError {
 
 /** A task handler threw an error that carried no code of its own. */
 export class TaskFailedError extends OmniError {
+  /** Always 'OMNI_ERR_TASK_FAILED': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_TASK_FAILED';
   constructor(message = 'task failed') {
     super('OMNI_ERR_TASK_FAILED', message);
   }
 }
 
+/**
+ * The worker thread died during the call: it exited, threw uncaught, or was terminated (a close
+ * timeout, startTimeoutMs). The pool replaces the thread.
+ */
 export class WorkerExitedError extends OmniError {
+  /** Always 'OMNI_ERR_WORKER_EXITED': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_WORKER_EXITED';
   constructor(message = 'worker exited while running the task', options?: { cause?: unknown }) {
     super('OMNI_ERR_WORKER_EXITED', message, options);
@@ -201,7 +256,9 @@ export class WorkerExitedError extends OmniError {
 
 /** The runtime is not 'ready' (starting, draining, stopped or failed). */
 export class UnavailableError extends OmniError {
+  /** Always 'OMNI_ERR_UNAVAILABLE': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_UNAVAILABLE';
+  /** The runtime's state when it refused ('starting', 'draining', 'stopped' or 'failed'). */
   readonly state: string;
   constructor(state: string, message?: string) {
     super('OMNI_ERR_UNAVAILABLE', message ?? `runtime is ${state}`);
@@ -209,8 +266,14 @@ export class UnavailableError extends OmniError {
   }
 }
 
+/**
+ * A native library is missing, will not load, is not an omni library, is the other backend's, or
+ * koffi (which loads it) has no native module of its own.
+ */
 export class LibraryNotFoundError extends OmniError {
+  /** Always 'OMNI_ERR_LIBRARY_NOT_FOUND': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_LIBRARY_NOT_FOUND';
+  /** The file tried (for koffi's own failure, koffi's module path). */
   readonly path: string;
   constructor(path: string, message?: string) {
     super('OMNI_ERR_LIBRARY_NOT_FOUND', message ?? `native library not found at ${path}`);
@@ -218,9 +281,13 @@ export class LibraryNotFoundError extends OmniError {
   }
 }
 
+/** The native library was built for another ABI version than this package's. */
 export class AbiMismatchError extends OmniError {
+  /** Always 'OMNI_ERR_ABI_MISMATCH': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_ABI_MISMATCH';
+  /** The ABI version this package expects. */
   readonly expected: number;
+  /** The ABI version the library reports (omni_abi_version()). */
   readonly actual: number;
   constructor(expected: number, actual: number, message?: string) {
     super(
@@ -234,7 +301,9 @@ export class AbiMismatchError extends OmniError {
 
 /** A native entry point returned an error code; `nativeCode` is the C side's code. */
 export class NativeError extends OmniError {
+  /** Always 'OMNI_ERR_NATIVE': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_NATIVE';
+  /** The C side's `omni_status` (see NativeStatus). */
   readonly nativeCode: number;
   /** A sticky error leaves the native context unusable (the runtime moves to 'failed'). */
   readonly fatal: boolean;
@@ -249,6 +318,7 @@ export class NativeError extends OmniError {
 
 /** The body is malformed, truncated, unreadable, or its shape does not match the layer. */
 export class BadBodyError extends OmniError {
+  /** Always 'OMNI_ERR_BAD_BODY': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_BAD_BODY';
   constructor(message = 'the request body is malformed') {
     super('OMNI_ERR_BAD_BODY', message);
@@ -257,7 +327,9 @@ export class BadBodyError extends OmniError {
 
 /** The body is larger than the server's body limit (the runtime was never asked). */
 export class BodyTooLargeError extends OmniError {
+  /** Always 'OMNI_ERR_BODY_TOO_LARGE': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_BODY_TOO_LARGE';
+  /** The body limit it exceeds, in bytes. */
   readonly limit: number;
   constructor(limit: number, message?: string) {
     super('OMNI_ERR_BODY_TOO_LARGE', message ?? `the request body exceeds the limit of ${limit} bytes`);
@@ -267,6 +339,7 @@ export class BodyTooLargeError extends OmniError {
 
 /** The body's Content-Type is neither application/octet-stream nor application/json. */
 export class UnsupportedMediaTypeError extends OmniError {
+  /** Always 'OMNI_ERR_UNSUPPORTED_MEDIA_TYPE': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_UNSUPPORTED_MEDIA_TYPE';
   constructor(
     message = 'send application/octet-stream (float32 LE rows) or application/json ({ "rows": [[...]] })',
@@ -277,6 +350,7 @@ export class UnsupportedMediaTypeError extends OmniError {
 
 /** No route for this method and path. */
 export class NotFoundError extends OmniError {
+  /** Always 'OMNI_ERR_NOT_FOUND': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_NOT_FOUND';
   constructor(message = 'no such route') {
     super('OMNI_ERR_NOT_FOUND', message);
@@ -288,6 +362,7 @@ export class NotFoundError extends OmniError {
  * header lists those it does).
  */
 export class MethodNotAllowedError extends OmniError {
+  /** Always 'OMNI_ERR_METHOD_NOT_ALLOWED': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_METHOD_NOT_ALLOWED';
   constructor(message = 'this resource does not take that method') {
     super('OMNI_ERR_METHOD_NOT_ALLOWED', message);
@@ -296,6 +371,7 @@ export class MethodNotAllowedError extends OmniError {
 
 /** A request this server never serves, for any resource: a CONNECT (it is no proxy). */
 export class NotImplementedError extends OmniError {
+  /** Always 'OMNI_ERR_NOT_IMPLEMENTED': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_NOT_IMPLEMENTED';
   constructor(message = 'not implemented by this server') {
     super('OMNI_ERR_NOT_IMPLEMENTED', message);
@@ -304,6 +380,7 @@ export class NotImplementedError extends OmniError {
 
 /** The request is not valid HTTP or names no valid resource (framing, URL, header values). */
 export class BadRequestError extends OmniError {
+  /** Always 'OMNI_ERR_BAD_REQUEST': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_BAD_REQUEST';
   constructor(message = 'the request is malformed') {
     super('OMNI_ERR_BAD_REQUEST', message);

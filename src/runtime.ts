@@ -193,6 +193,7 @@ export class Runtime {
     return runtime;
   }
 
+  /** Where the runtime is in its life; run() accepts calls only while 'ready'. */
   get state(): RuntimeState {
     return this.#state;
   }
@@ -217,6 +218,12 @@ export class Runtime {
     return this.#failed;
   }
 
+  /**
+   * Runs the worker's handler on `input` (structured-cloned, or moved with `transfer`) behind the
+   * admission bound, and resolves with its result. Never throws: every error is a rejection
+   * (OMNI_ERR_REJECTED, _TOO_LARGE, _UNAVAILABLE, _INVALID_COST, _INVALID_ARGUMENT, _DEADLINE,
+   * _ABORTED, _WORKER_EXITED, _TASK_FAILED, or the handler's own coded error).
+   */
   run<O = unknown>(input: unknown, options?: RunOptions): Promise<O> {
     if (this.#state !== 'ready') return this[kEndedEarly]('unavailable', new UnavailableError(this.#state));
     let call: CheckedRunOptions;
@@ -341,6 +348,7 @@ export class Runtime {
     this.#announceFailure(error);
   }
 
+  /** A snapshot of the runtime now (see RuntimeReport); cheap enough to poll. */
   report(): RuntimeReport {
     const pool = this.#pool;
     return runtimeReport(

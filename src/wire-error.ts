@@ -42,12 +42,17 @@ export type WireFields = Record<string, string | number | boolean>;
 
 /** The plain shape an error takes to cross a thread. */
 export interface WireError {
+  /** The error's name ('Error' when it had none that is a string). */
   name: string;
+  /** The error's message, or the description of a thrown value that is no error. */
   message: string;
+  /** Its string `code`, if it had one; absent, fromWire makes an OMNI_ERR_TASK_FAILED. */
   code?: string;
   /** OMNI_ERR_NATIVE: the C status; kept at the top for the runtime's fatal check. */
   nativeCode?: number;
+  /** OMNI_ERR_NATIVE: a sticky error that leaves the native context unusable. */
   fatal?: boolean;
+  /** Its other own string, number and boolean properties (the stack never crosses). */
   fields?: WireFields;
 }
 

@@ -1,6 +1,7 @@
 import { isAbortSignal } from '../abort-signal.js';
 import { describeValue, InvalidArgumentError } from '../errors.js';
 
+/** BoundedAdmission.admit()'s options, each read once; malformed: OMNI_ERR_INVALID_ARGUMENT. */
 export interface AdmitOptions {
   /** The caller's signal: aborting removes the waiter at once (not counted as a refusal). */
   readonly signal?: AbortSignal | undefined;

@@ -214,6 +214,7 @@ export class BoundedAdmission implements PermitOwner {
     return this.#buffer;
   }
 
+  /** True once close() has been called on any attached instance; never reopens. */
   get closed(): boolean {
     return this.#flags.closed;
   }
@@ -315,6 +316,7 @@ export class BoundedAdmission implements PermitOwner {
     return this.#room.drain();
   }
 
+  /** The shared counters now (a fresh object each call; see AdmissionReport). */
   report(): AdmissionReport {
     let depth: number;
     let units = 0;

@@ -2,10 +2,18 @@ import { describeValue, InvalidBoundError, InvalidCostError } from '../errors.js
 import { checkOptionKeys, type KnownKeys, type OptionKeys } from '../option-keys.js';
 import { MAX_REQUESTS_32, NARROW_FIELD_BITS, WIDE_FIELD_BITS } from './layout.js';
 
+/**
+ * A BoundedAdmission's bounds; a bound out of range throws OMNI_ERR_INVALID_BOUND, an unknown
+ * key OMNI_ERR_INVALID_ARGUMENT. Together the two must pack into 62 bits (see the README's
+ * Limits).
+ */
 export interface AdmissionBounds {
   /** Outstanding requests allowed at once (>= 1, at most 2^29 - 1). */
   readonly requests: number;
-  /** Optional ceiling on outstanding units (the caller's cost unit: tokens, bytes, or 1). */
+  /**
+   * Optional ceiling on outstanding units (the caller's cost unit: tokens, bytes, or 1), an
+   * integer from 1 to 2^53 - 1. Without it, costs are checked but not bounded (request-only).
+   */
   readonly units?: number | undefined;
 }
 

@@ -20,7 +20,10 @@ export interface PermitOwner {
 export interface Claim {
   /** The id of the admission the claim belongs to. */
   readonly admission: number;
+  /** Which shared claim slot holds the reservation (0 .. slots - 1). */
   readonly slot: number;
+  /** The slot's use count when the claim was made: a copy kept past its release is stale. */
   readonly generation: number;
+  /** The permit's cost, for the holder's information; releasing ignores it. */
   readonly units: number;
 }

@@ -16,6 +16,7 @@ const MOVED = 2;
  * Throws: OMNI_ERR_PERMIT_RELEASED on a second release, OMNI_ERR_PERMIT_MOVED after toClaim.
  */
 export class Permit implements Disposable {
+  /** The cost it was admitted with (held against the unit ceiling, if there is one). */
   readonly units: number;
   readonly #owner: PermitOwner;
   /** What release subtracts from the state word (its type follows the admission's word). */
@@ -40,14 +41,20 @@ export class Permit implements Disposable {
     return true;
   }
 
+  /** True once release() (or disposal) has given the capacity back. */
   get released(): boolean {
     return this.#state === RELEASED;
   }
 
+  /** True once toClaim() has moved it into a claim: release the claim, not the permit. */
   get moved(): boolean {
     return this.#state === MOVED;
   }
 
+  /**
+   * Gives the request and its units back, exactly once. Throws OMNI_ERR_PERMIT_RELEASED when
+   * already released, OMNI_ERR_PERMIT_MOVED after toClaim().
+   */
   release(): void {
     if (this.#state !== HELD) this.#throwNotHeld();
     this.#state = RELEASED;

@@ -2,7 +2,9 @@ import type { RefusalReason } from '../errors.js';
 
 /** An admission refused at once. Frozen constants: a refusal storm allocates nothing. */
 export interface Refusal {
+  /** Always false: tells a Refusal from a Permit. */
   readonly ok: false;
+  /** Why it was refused: 'requests', 'units', 'too-large', 'queued' or 'closed'. */
   readonly reason: RefusalReason;
 }
 

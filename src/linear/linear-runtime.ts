@@ -17,6 +17,7 @@ import { seededWeights, sharedCopy } from './weights.js';
  */
 export const kRowsRefusal = Symbol('omni.linear.rowsRefusal');
 
+/** LinearRuntime.run()'s options: Runtime.run()'s plus `rows`. */
 export interface LinearRunOptions extends RunOptions {
   /** Rows in x (default x.length / inFeatures). Cost defaults to rows. */
   readonly rows?: number | undefined;
@@ -28,13 +29,17 @@ export interface LinearRunOptions extends RunOptions {
  * it chose) and every worker thread opens its own context on it.
  */
 export class LinearRuntime {
+  /** The Runtime it runs on: its state, failure, whenFailed() and report(). */
   readonly runtime: Runtime;
+  /** The backend every thread runs: 'fixture' (CPU) or 'cuda'. */
   readonly backend: BackendName;
   /** Why this backend: requested, from OMNI_BACKEND, or what auto found. */
   readonly backendReason: string;
   /** Absolute path of the native library every thread loaded (null around another worker). */
   readonly libraryPath: string | null;
+  /** The layer's input width: each row of x has this many floats. */
   readonly inFeatures: number;
+  /** The layer's output width: each row of a result has this many floats. */
   readonly outFeatures: number;
   /**
    * The most rows one call takes: MAX_ROWS, or fewer when the workspace byte limit cannot hold
@@ -69,6 +74,12 @@ export class LinearRuntime {
     return this.runtime.deadlineMs;
   }
 
+  /**
+   * Checks every option, chooses the backend, makes (or checks) the weights and starts the
+   * threads, each opening its own native context. Rejects with the options' error before
+   * anything loads, OMNI_ERR_LIBRARY_NOT_FOUND / _ABI_MISMATCH for a library, or a thread's
+   * start error.
+   */
   static async start(options: LinearRuntimeOptions = {}): Promise<LinearRuntime> {
     // Every option first (start-options.ts), before a library is loaded or weights are made.
     const checked = checkLinearOptions(options);
@@ -207,10 +218,15 @@ export class LinearRuntime {
     return this.runtime.run<NativeStats>({ stats: true } satisfies NativeWorkerInput);
   }
 
+  /** The runtime's report (see Runtime.report). */
   report(): RuntimeReport {
     return this.runtime.report();
   }
 
+  /**
+   * Closes the runtime (see Runtime.close). Every thread's native context is closed: by its
+   * close hook, or by the main thread for a thread that ended without it.
+   */
   close(options?: CloseOptions): Promise<CloseResult> {
     return this.runtime.close(options);
   }

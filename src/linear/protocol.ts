@@ -1,11 +1,19 @@
 /** What the runtime gives the built-in native worker, and what each call sends it. */
 import type { BackendName } from '../native/index.js';
 
+/**
+ * A linear layer's parameters, y = GELU(x W^T + b). Checked once at start (shape and lengths;
+ * OMNI_ERR_INVALID_ARGUMENT) and copied into shared memory: later changes to these arrays do not
+ * reach the threads.
+ */
 export interface LinearWeights {
   /** outFeatures x inFeatures, row-major. */
   readonly w: Float32Array;
+  /** The bias, outFeatures long. */
   readonly b: Float32Array;
+  /** Input width, an integer from 1 to MAX_FEATURES. */
   readonly inFeatures: number;
+  /** Output width, an integer from 1 to MAX_FEATURES. */
   readonly outFeatures: number;
 }
 

@@ -30,6 +30,11 @@ type OwnOption = 'worker' | 'workerData' | 'threadEnds';
 /** The runtime's own options, each of which LinearRuntime.start passes on (required here). */
 type PassedOption = Exclude<keyof RuntimeOptions, OwnOption>;
 
+/**
+ * LinearRuntime.start()'s options: Runtime.start()'s but those it sets itself (worker,
+ * workerData, threadEnds), plus the layer's. All checked before a library loads or a thread
+ * starts; a mistake is OMNI_ERR_INVALID_ARGUMENT (a bound's, OMNI_ERR_INVALID_BOUND).
+ */
 export interface LinearRuntimeOptions extends Omit<RuntimeOptions, OwnOption> {
   /** 'fixture' (CPU), 'cuda', or 'auto' (CUDA when a device opens); default OMNI_BACKEND, else auto. */
   readonly backend?: BackendPreference | undefined;
@@ -43,13 +48,22 @@ export interface LinearRuntimeOptions extends Omit<RuntimeOptions, OwnOption> {
   readonly libraries?: NativeLibraryPaths | undefined;
   /** The layer's weights. Without them, seeded random weights of the given shape are used. */
   readonly weights?: LinearWeights | undefined;
-  /** The layer's shape without `weights` (default 256 -> 256); with them, it must agree. */
+  /**
+   * Input width without `weights` (1 to MAX_FEATURES, default 256); with them, it must agree.
+   */
   readonly inFeatures?: number | undefined;
+  /**
+   * Output width without `weights` (1 to MAX_FEATURES, default 256); with them, it must agree.
+   */
   readonly outFeatures?: number | undefined;
   /** Seed of the random weights (an integer in 0..2^32-1; default 1). */
   readonly seed?: number | undefined;
-  /** Per-context workspace cache bounds (defaults 4 and 512 MiB). */
+  /** Workspaces each thread's native context caches, an integer from 1 to 64 (default 4). */
   readonly workspaceCount?: number | undefined;
+  /**
+   * Each context's workspace byte limit (default 512 MiB). It caps `maxRows`: each row needs
+   * 8 x (inFeatures + outFeatures) bytes, and a limit below one row is refused.
+   */
   readonly workspaceBytes?: number | undefined;
   /** Test hook: allows `inject` calls (fixture backend only). */
   readonly faultInjection?: boolean | undefined;
@@ -72,8 +86,11 @@ export const LINEAR_KEYS: OptionKeys<LinearRuntimeOptions> = {
   faultInjection: true,
 };
 
+/** LinearRuntimeOptions.libraries: a non-empty path per backend, else the built-in library. */
 export interface NativeLibraryPaths {
+  /** The CPU fixture library (libomni_fixture.so) to load. */
   readonly fixture?: string | undefined;
+  /** The CUDA library (libomni_cuda.so) to load, and the one 'auto' probes. */
   readonly cuda?: string | undefined;
 }
 

@@ -25,6 +25,7 @@ export type NativeStatusCode = (typeof NativeStatus)[keyof typeof NativeStatus];
 /** Limits every entry point enforces (OMNI_MAX_*); TypeScript checks them too because koffi
  * silently truncates numbers that do not fit a uint32 parameter. */
 export const MAX_ROWS = 65536;
+/** The widest a layer's input or output may be (OMNI_MAX_FEATURES): 16,384 floats. */
 export const MAX_FEATURES = 16384;
 export const MAX_WORKSPACE_COUNT = 64;
 export const DEFAULT_WORKSPACE_COUNT = 4;
@@ -34,13 +35,17 @@ export const DEFAULT_WORKSPACE_BYTES = 512 * 1024 * 1024;
 export interface NativeStats {
   /** Bytes the context holds now: itself, stream, weights, workspaces, staging. */
   liveBytes: number;
+  /** The highest liveBytes since open. */
   peakBytes: number;
   /** Successful allocations since open (cumulative). */
   allocations: number;
+  /** Stream synchronizations since open (cumulative). */
   streamSyncs: number;
+  /** Workspaces in the cache now (at most the context's workspace count). */
   cachedWorkspaces: number;
   /** Bytes held by cached workspaces (device buffers plus pinned staging). */
   workspaceBytes: number;
+  /** Workspaces evicted to make room for another (cumulative). */
   workspaceEvictions: number;
   /** Successful linear calls. */
   calls: number;

@@ -19,9 +19,12 @@ import { loadNativeLibrary } from './library.js';
 
 export const BACKEND_ENV = 'OMNI_BACKEND';
 
+/** A backend by name, or 'auto': CUDA when its library loads and the device opens, else the fixture. */
 export type BackendPreference = BackendName | 'auto';
 
+/** selectBackend()'s answer: the backend, why, and its library, loaded. */
 export interface BackendChoice {
+  /** The backend chosen: 'fixture' or 'cuda'. */
   readonly backend: BackendName;
   /** Human-readable: why this backend (requested, probed, or what made CUDA unusable). */
   readonly reason: string;
@@ -29,9 +32,13 @@ export interface BackendChoice {
   readonly library: NativeLibrary;
 }
 
+/** selectBackend()'s options; an unknown key or a bad value: OMNI_ERR_INVALID_ARGUMENT. */
 export interface SelectOptions {
+  /** The CUDA device 'auto' probes (see resolveDevice); default OMNI_CUDA_DEVICE, else 0. */
   device?: number | undefined;
+  /** The fixture library to load instead of native/build/libomni_fixture.so. */
   fixturePath?: string | undefined;
+  /** The CUDA library to load (and probe) instead of native/build/libomni_cuda.so. */
   cudaPath?: string | undefined;
 }
 
@@ -49,6 +56,11 @@ function parsePreference(value: string, source: string): BackendPreference {
   );
 }
 
+/**
+ * Chooses and loads a backend: `preference`, else OMNI_BACKEND from `env`, else 'auto'. 'auto'
+ * opens and closes a CUDA context to probe the device, falling back to the fixture (its
+ * `reason` says why); a named backend throws whatever loading its library throws.
+ */
 export function selectBackend(
   preference?: BackendPreference,
   env: NodeJS.ProcessEnv = process.env,

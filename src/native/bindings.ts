@@ -12,8 +12,11 @@ export type RawHandle = unknown;
 
 /** omni_open_options, field for field. */
 export interface RawOpenOptions {
+  /** Cached workspaces, at most 64; 0 means the default (4). */
   workspace_count: number;
+  /** Must be 0. */
   reserved: number;
+  /** Bytes the cached workspaces may hold together; 0 means the default (512 MiB). */
   workspace_bytes: number;
 }
 
@@ -21,10 +24,21 @@ type Floats = Float32Array | null;
 
 /** The ABI as bound: thin, unchecked calls straight into the library. */
 export interface RawNativeApi {
+  /** The library's OMNI_ABI_VERSION. */
   omni_abi_version(): number;
+  /** 'fixture' or 'cuda'. */
   omni_backend_name(): string;
+  /**
+   * Opens a context on `device` (null options: the defaults) into `out[0]`; returns an
+   * omni_status (see NativeStatus), and on failure leaves `out[0]` null.
+   */
   omni_open(device: number, options: RawOpenOptions | null, out: [RawHandle | null]): number;
+  /** Synchronizes and frees everything, even after a fatal error; null is a no-op. */
   omni_close(ctx: RawHandle | null): number;
+  /**
+   * Copies W (outFeatures x inFeatures) and b (outFeatures) into the context; a failed upload
+   * keeps the previous weights. Returns an omni_status.
+   */
   omni_upload_weights(
     ctx: RawHandle | null,
     w: Floats,
@@ -34,6 +48,10 @@ export interface RawNativeApi {
     outFeatures: number,
     inFeatures: number,
   ): number;
+  /**
+   * y = GELU(x W^T + b) for `rows` rows (1..MAX_ROWS), synchronously; x and y may overlap.
+   * Returns an omni_status.
+   */
   omni_linear_gelu(
     ctx: RawHandle | null,
     x: Floats,
@@ -42,16 +60,23 @@ export interface RawNativeApi {
     y: Floats,
     yLen: number,
   ): number;
+  /** Fills `out` with omni_stats_t's fields (snake_case). Returns an omni_status. */
   omni_stats(ctx: RawHandle | null, out: Record<string, number | bigint> | null): number;
+  /** The message of the last failure on ctx, or of this thread's last one without a context. */
   omni_last_error(ctx: RawHandle | null): string;
 }
 
 /** Fixture-only exports (native/fixture/omni_fixture.h). */
 export interface RawFixtureApi {
+  /** This thread's nth allocation from now on fails (1: the next one); 0 disarms. */
   omni_fixture_fail_alloc_after(n: number): void;
+  /** The nth host<->device copy on ctx from now on fails (OMNI_E_COPY_FAILED); 0 disarms. */
   omni_fixture_fail_copy_after(ctx: RawHandle | null, n: number): number;
+  /** Puts ctx into the sticky fatal state: every later call on it returns OMNI_E_FATAL. */
   omni_fixture_inject_fatal(ctx: RawHandle | null): number;
+  /** Bytes every fixture context in the process holds now (half-built ones too). */
   omni_fixture_live_bytes(): number | bigint;
+  /** The plain triple-loop reference of omni_linear_gelu, without a context. */
   omni_fixture_reference_linear_gelu(
     x: Floats,
     xLen: number,

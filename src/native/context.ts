@@ -33,6 +33,7 @@ import { lengthOf, requireFloat32Array, requireInteger, requireLength } from './
 /** Reaches the raw handle of an open context (null once closed): for the fault hooks and tests. */
 export const kRawHandle: unique symbol = Symbol('omni.native.rawHandle');
 
+/** NativeContext.open()'s options; an unknown key or a bad value: OMNI_ERR_INVALID_ARGUMENT. */
 export interface NativeOpenOptions {
   /** Device index; defaults to OMNI_CUDA_DEVICE, then 0 (see resolveDevice). */
   device?: number | undefined;
@@ -53,8 +54,15 @@ const OPEN_KEYS: OptionKeys<NativeOpenOptions> = {
 
 const EMPTY = new Float32Array(0);
 
+/**
+ * One native context on the calling thread, without worker threads: resident weights and a
+ * workspace cache (a CUDA stream on 'cuda'). Calls are synchronous; use it from one thread at
+ * a time, and close() it: nothing frees it for you.
+ */
 export class NativeContext {
+  /** The library it was opened on. */
   readonly library: NativeLibrary;
+  /** The device index it was opened on (resolved: option, OMNI_CUDA_DEVICE, else 0). */
   readonly device: number;
   #handle: RawHandle | null;
   #outFeatures = 0;
@@ -71,6 +79,11 @@ export class NativeContext {
     this.#workspaceBytes = workspaceBytes;
   }
 
+  /**
+   * Opens a context on a library from loadNativeLibrary or selectBackend. Throws
+   * OMNI_ERR_INVALID_ARGUMENT for bad options, OMNI_ERR_NATIVE (NO_DEVICE, OUT_OF_MEMORY, ...)
+   * when the library cannot open one.
+   */
   static open(library: NativeLibrary, options: NativeOpenOptions = {}): NativeContext {
     // Without this, anything but a loaded library is an uncoded TypeError at the call below.
     // Read once, and the function checked is the one called: read again, a getter could answer
@@ -104,6 +117,7 @@ export class NativeContext {
     return new NativeContext(library, out[0], device, bytes);
   }
 
+  /** True once close() has run; every method but close() then throws. */
   get closed(): boolean {
     return this.#handle === null;
   }
@@ -113,6 +127,7 @@ export class NativeContext {
     return this.#outFeatures;
   }
 
+  /** Input width of the uploaded weights; 0 before uploadWeights. */
   get inFeatures(): number {
     return this.#inFeatures;
   }
@@ -179,6 +194,10 @@ export class NativeContext {
     );
   }
 
+  /**
+   * The context's counters now (see NativeStats). Throws OMNI_ERR_NATIVE on a fatal context,
+   * OMNI_ERR_INVALID_ARGUMENT once closed.
+   */
   stats(): NativeStats {
     const handle = this.#live('stats');
     const s: Record<string, number | bigint> = {};

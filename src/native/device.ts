@@ -13,6 +13,10 @@ export const DEVICE_ENV = 'OMNI_CUDA_DEVICE';
 // Far above any real device count; keeps the value inside the C side's int.
 export const MAX_DEVICE = 1023;
 
+/**
+ * The CUDA device to use: `option` (an integer 0..1023) when given, else OMNI_CUDA_DEVICE from
+ * `env` (default process.env), else 0. Throws OMNI_ERR_INVALID_ARGUMENT for a malformed one.
+ */
 export function resolveDevice(option: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
   requireEnv(env);
   if (option !== undefined) {

@@ -19,12 +19,16 @@ import { bindAbiVersion, bindCore, bindFixture } from './bindings.js';
 import { dataSymbols } from './elf-symbols.js';
 import { koffi } from './koffi.js';
 
+/** A native backend: 'fixture' (the CPU library) or 'cuda'. */
 export type BackendName = 'fixture' | 'cuda';
 
+/** A loaded native library whose ABI version matched (loaded once per path in each thread). */
 export interface NativeLibrary {
+  /** The backend it was loaded as (and says it is). */
   readonly backend: BackendName;
   /** Absolute path the library was loaded from. */
   readonly path: string;
+  /** Its omni_abi_version(): always this package's ABI version (else it was refused). */
   readonly abiVersion: number;
   /** What the library calls itself (omni_backend_name()). */
   readonly backendName: string;
@@ -34,6 +38,7 @@ export interface NativeLibrary {
   readonly fixture: RawFixtureApi | null;
 }
 
+/** loadNativeLibrary()'s options; an unknown key or a bad path: OMNI_ERR_INVALID_ARGUMENT. */
 export interface LoadOptions {
   /** Overrides the default native/build/libomni_<backend>.so. */
   path?: string | undefined;
@@ -50,6 +55,11 @@ export function defaultLibraryPath(backend: BackendName): string {
   return join(nativeBuildDir, `libomni_${backend}.so`);
 }
 
+/**
+ * Loads a backend's library on the calling thread and checks its ABI handshake (cached per
+ * path). Throws OMNI_ERR_LIBRARY_NOT_FOUND (missing, not a library, the other backend's, koffi
+ * without its binary), OMNI_ERR_ABI_MISMATCH, or OMNI_ERR_INVALID_ARGUMENT for bad arguments.
+ */
 export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {}): NativeLibrary {
   if (backend !== 'fixture' && backend !== 'cuda') {
     throw new InvalidArgumentError(

@@ -10,13 +10,24 @@ import { describeThrown, describeValue, InvalidArgumentError, InvalidBoundError 
 import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import { checkThreadEnds, type ThreadEnds } from './thread-ends.js';
 
+/**
+ * A runtime's bound: AdmissionBounds (`requests` at most 65,536 here, one claim slot per call)
+ * plus `wait`. Read once, at start.
+ */
 export interface RuntimeAdmissionOptions extends AdmissionBounds {
-  /** Queue FIFO for room (honouring the caller's signal and deadline) instead of refusing. */
+  /**
+   * Queue FIFO for room (honouring the caller's signal and deadline) instead of refusing
+   * (default false: a call without room rejects OMNI_ERR_REJECTED at once).
+   */
   readonly wait?: boolean | undefined;
 }
 
 export const RUNTIME_ADMISSION_KEYS: OptionKeys<RuntimeAdmissionOptions> = { ...BOUNDS_KEYS, wait: true };
 
+/**
+ * Runtime.start()'s options, each read once; an unknown key or a malformed value is
+ * OMNI_ERR_INVALID_ARGUMENT (a bound's, OMNI_ERR_INVALID_BOUND), before any thread starts.
+ */
 export interface RuntimeOptions {
   /**
    * Built JavaScript module whose default export is `defineWorker(...)`: a path, or a file: or
@@ -25,14 +36,17 @@ export interface RuntimeOptions {
   readonly worker: string | URL;
   /** Handed to the worker's `init` in every thread (structured clone). */
   readonly workerData?: unknown;
-  /** Worker threads (default 1). */
+  /** Worker threads, a fixed count: an integer from 1 to 256 (default 1). */
   readonly threads?: number | undefined;
   /**
    * The bound. Without it the runtime is the default serial scheduler: one task per worker at
    * a time, an unbounded queue in submission order, never a refusal.
    */
   readonly admission?: RuntimeAdmissionOptions | undefined;
-  /** Default deadline for run() in milliseconds (none by default; Infinity: none). */
+  /**
+   * Default deadline for run() in milliseconds, any number > 0 (none by default; Infinity:
+   * none). A call past it rejects OMNI_ERR_DEADLINE; its capacity stays held until the work ends.
+   */
   readonly deadlineMs?: number | undefined;
   /**
    * piscina's: no effect on a runtime, whose thread count is fixed (piscina ends idle threads
@@ -40,8 +54,9 @@ export interface RuntimeOptions {
    */
   readonly idleTimeout?: number | undefined;
   /**
-   * Node's limits for each thread (the four `...Mb` fields, numbers > 0). A misspelt or
-   * non-numeric one is OMNI_ERR_INVALID_ARGUMENT: Node would ignore it without a word.
+   * Node's limits for each thread (the four `...Mb` fields, in MB: numbers > 0, `stackSizeMb`
+   * >= 1, each at most 1,048,576). A misspelt, non-numeric or out-of-range one is
+   * OMNI_ERR_INVALID_ARGUMENT: Node would ignore it without a word, or end the whole process.
    */
   readonly resourceLimits?: ResourceLimits | undefined;
   /**
@@ -74,12 +89,22 @@ export const RUNTIME_KEYS: OptionKeys<RuntimeOptions> = {
   threadEnds: true,
 };
 
+/**
+ * Runtime.run()'s per-call options, each read once; malformed: OMNI_ERR_INVALID_ARGUMENT (a
+ * cost, OMNI_ERR_INVALID_COST), before anything is admitted.
+ */
 export interface RunOptions {
-  /** The request's cost in the admission's unit (default 1). */
+  /**
+   * The request's cost in the admission's unit, a non-negative safe integer (default 1). Above
+   * the unit ceiling the call rejects OMNI_ERR_TOO_LARGE: it can never fit.
+   */
   readonly cost?: number | undefined;
   /** The caller's signal: rejects the caller at once; the work is asked to stop, not killed. */
   readonly signal?: AbortSignal | undefined;
-  /** Overrides the runtime's default deadline for this call (Infinity: none). */
+  /**
+   * Overrides the runtime's default deadline for this call, in milliseconds: a number > 0
+   * (Infinity: none).
+   */
   readonly deadlineMs?: number | undefined;
   /**
    * ArrayBuffers in `input` to move zero-copy: detached on the caller's side when a thread takes
@@ -337,10 +362,12 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   return { ...checked, workerData: snapshot(options.workerData) };
 }
 
+/** Runtime.close()'s options; an unknown key or a bad timeout: OMNI_ERR_INVALID_ARGUMENT. */
 export interface CloseOptions {
   /**
-   * After this long, in-flight work is abandoned: threads are terminated (default: wait). A
-   * thread inside a native call stops, and close() resolves, only once that call returns.
+   * After this many milliseconds (a number >= 0; 0: at once), in-flight work is abandoned:
+   * threads are terminated (default, or Infinity: wait). A thread inside a native call stops,
+   * and close() resolves, only once that call returns.
    */
   timeoutMs?: number | undefined;
 }

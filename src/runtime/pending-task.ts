@@ -10,10 +10,18 @@ import type { ThreadLosses } from './thread-losses.js';
 
 /** How each call ended, as its caller saw it. */
 export interface Outcomes {
+  /** Calls whose handler returned a result to its caller. */
   completed: number;
+  /**
+   * Calls that ended in an error of the work (the handler threw, the thread died, an input or
+   * result that could not be posted).
+   */
   failed: number;
+  /** Calls ended by their caller's signal (OMNI_ERR_ABORTED). */
   aborted: number;
+  /** Calls whose deadline passed (OMNI_ERR_DEADLINE; with `wait`, a wait that timed out too). */
   deadline: number;
+  /** Calls the admission refused at once (OMNI_ERR_REJECTED, OMNI_ERR_TOO_LARGE). */
   refused: number;
   /** Malformed calls (options, cost, input), rejected before anything was admitted. */
   invalid: number;

@@ -5,15 +5,29 @@
 import type { AdmissionReport } from '../admission/index.js';
 import type { Outcomes } from './pending-task.js';
 
+/**
+ * A runtime's life: 'starting' (in start()), 'ready' (the only state run() accepts calls in),
+ * 'draining' (close() called), 'stopped' (closed, or start() failed) or 'failed' (a sticky
+ * error or a lost thread that could not be replaced; it never recovers).
+ */
 export type RuntimeState = 'starting' | 'ready' | 'draining' | 'stopped' | 'failed';
 
+/** A latency histogram's summary, in milliseconds (all 0 before any call). */
 export interface LatencySummary {
+  /** The median. */
   p50: number;
+  /** The 99th percentile. */
   p99: number;
+  /** The largest. */
   max: number;
 }
 
+/**
+ * Runtime.report(): how its calls ended (the outcomes add up to the calls made), what it holds
+ * now and its state. A fresh object each call; its latency summaries are computed when read.
+ */
 export interface RuntimeReport extends Outcomes {
+  /** The runtime's state when the report was made. */
   state: RuntimeState;
   /** Outstanding calls: admitted and not yet ended (the work, not the caller, decides). */
   depth: number;
@@ -21,10 +35,13 @@ export interface RuntimeReport extends Outcomes {
   capacity: number | null;
   /** Admission refusals (including waits that timed out). */
   rejected: number;
+  /** Units held by outstanding calls (0 without a unit ceiling). */
   units: number;
+  /** The unit ceiling, or null when there is none. */
   unitCapacity: number | null;
   /** Callers waiting for admission (bounded `wait` mode). */
   waiting: number;
+  /** Permits the leak safety net reclaimed (0 in a runtime, whose permits are all claims). */
   leaked: number;
   /** Dispatched to piscina and not yet started by a worker. */
   queued: number;
@@ -35,6 +52,7 @@ export interface RuntimeReport extends Outcomes {
    * at start and close (each thread's module load and init, its close hook).
    */
   waitTimeMs: LatencySummary;
+  /** piscina's run times of the calls, in milliseconds (see waitTimeMs). */
   runTimeMs: LatencySummary;
 }
 

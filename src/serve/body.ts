@@ -15,6 +15,7 @@
  */
 import { BadBodyError, BadRequestError, UnsupportedMediaTypeError } from '../errors.js';
 
+/** A /v1/linear body's encoding: 'octet' (raw float32 LE rows) or 'json' ({ "rows": [[...]] }). */
 export type BodyEncoding = 'octet' | 'json';
 
 export interface LinearInput {
@@ -23,7 +24,12 @@ export interface LinearInput {
   readonly encoding: BodyEncoding;
 }
 
+/**
+ * The row count of an octet request (as `?rows=` gives it; without either, taken from the
+ * body's length), set on an octet answer too.
+ */
 export const ROWS_HEADER = 'x-omni-rows';
+/** The Content-Type of raw little-endian float32 rows, row-major, in a body and its answer. */
 export const OCTET_STREAM = 'application/octet-stream';
 
 /** True on little-endian hosts: the wire's byte order is then the memory's, and copies are flat. */

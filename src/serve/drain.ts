@@ -33,8 +33,10 @@ import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeou
 import type { OptionKeys } from '../option-keys.js';
 import { listeningServers } from './listeners.js';
 
+/** A server's life: 'serving', 'draining' (drain() called) or 'closed' (its drain ended). */
 export type ServerState = 'serving' | 'draining' | 'closed';
 
+/** How ServeHandle.drain() ended. */
 export interface DrainResult {
   /** True when every request and all runtime work ended within the timeout. */
   readonly clean: boolean;

@@ -6,8 +6,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { RuntimeReport } from '../runtime.js';
 
+/** GET (and HEAD): 200 while the server serves and the runtime is 'ready', else 503. */
 export const HEALTH_PATH = '/health';
 
+/** GET /health's JSON body, the same whatever its status: the runtime's report's load fields. */
 export type HealthBody = Pick<
   RuntimeReport,
   'state' | 'depth' | 'capacity' | 'rejected' | 'units' | 'unitCapacity' | 'waiting'

@@ -32,6 +32,7 @@ import { jsonAnswerStream, streamsJson } from './json-answer.js';
 import type { Served } from './server.js';
 import { codeOf, messageOf } from './status.js';
 
+/** POST rows here (octet or JSON, see BodyEncoding); the answer is GELU(x W^T + b)'s rows. */
 export const LINEAR_PATH = '/v1/linear';
 /** A client's own deadline in milliseconds; it can shorten the server's, never lengthen it. */
 export const DEADLINE_HEADER = 'x-omni-deadline-ms';

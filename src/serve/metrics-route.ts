@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServeMetrics } from './metrics.js';
 import { messageOf } from './status.js';
 
+/** GET (and HEAD): the server's Prometheus metrics, in text format; answered while draining. */
 export const METRICS_PATH = '/metrics';
 
 export function metricsRoute(app: FastifyInstance, metrics: ServeMetrics): void {

@@ -25,6 +25,7 @@ export const CUT_OFF_STATUS = 444;
 /** Seconds; from well under a millisecond (a refusal) to a long native batch. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/** What ServeMetrics reads at each scrape; its functions are read once, at construction. */
 export interface MetricsSource {
   /** The runtime's report, with `state` as the server presents it (draining once it drains). */
   report(): RuntimeReport;
@@ -50,7 +51,13 @@ function readGauge(registry: Registry, name: string, help: string, read: () => u
   });
 }
 
+/**
+ * One server's Prometheus metrics (the series the README's HTTP section lists), in a registry of
+ * its own. The constructor throws OMNI_ERR_INVALID_ARGUMENT for a source without `report` and
+ * `inflight` functions.
+ */
 export class ServeMetrics {
+  /** prom-client's registry holding this server's series (not the global one). */
   readonly registry = new Registry();
   readonly #latency: Histogram<'route' | 'method' | 'status'>;
   readonly #refused: Counter<'reason' | 'status'>;
@@ -197,6 +204,7 @@ export class ServeMetrics {
     this.#refused.inc({ reason, status: String(status) });
   }
 
+  /** An answer given outside the routes (omni_http_client_errors_total), by its detail. */
   clientError(detail: string): void {
     this.#clientErrors.inc({ detail });
   }

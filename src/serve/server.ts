@@ -64,35 +64,43 @@ export type Served = Pick<
 > &
   Partial<Pick<LinearRuntime, 'deadlineMs'>>;
 
+/**
+ * serve()'s options, each read once; an unknown key or a bad value rejects serve() with
+ * OMNI_ERR_INVALID_ARGUMENT before anything listens.
+ */
 export interface ServeOptions {
   /** Interface to listen on (default 127.0.0.1: loopback only; 'localhost': each address it names). */
   readonly host?: string | undefined;
-  /** Port (default 8080; 0 picks a free one, see ServeHandle.port). */
+  /** Port, an integer 0..65535 (default 8080; 0 picks a free one, see ServeHandle.port). */
   readonly port?: number | undefined;
-  /** Largest request body in bytes (default 8 MiB); larger ones are answered 413. */
+  /**
+   * Largest request body in bytes, an integer 1..2^31 - 1 (default 8 MiB); larger ones are
+   * answered 413.
+   */
   readonly bodyLimit?: number | undefined;
   /**
-   * Deadline for every call in milliseconds (default: the runtime's own; Infinity: none, even
+   * Deadline for every call in milliseconds, > 0 (default: the runtime's own; Infinity: none, even
    * where the runtime has a default). A client's x-omni-deadline-ms may shorten it, never
    * lengthen it.
    */
   readonly deadlineMs?: number | undefined;
-  /** Retry-After, in seconds, on a 503 for full capacity (default 1). */
+  /** Retry-After, in whole seconds 0..86,400, on a 503 for full capacity (default 1). */
   readonly retryAfterSeconds?: number | undefined;
   /**
-   * How long a drain waits for in-flight work before abandoning it (default 10 s; 0: abandons it
+   * How long a drain waits for in-flight work before abandoning it, in milliseconds >= 0
+   * (default 10 s; 0: abandons it
    * at once, as Runtime.close's 0 does; Infinity: no limit).
    */
   readonly drainTimeoutMs?: number | undefined;
   /**
-   * How long a request may take to arrive, from its first byte to its body's last (default
-   * 300 s; Infinity: no limit); its headers get the lesser of this and 60 s. One later is
+   * How long a request may take to arrive, from its first byte to its body's last, in
+   * milliseconds > 0 (default 300 s; Infinity: no limit); its headers get the lesser of this and 60 s. One later is
    * answered 408 and its connection closed. The work a request starts is not bounded by it.
    */
   readonly requestTimeoutMs?: number | undefined;
   /**
    * How long an answer, once written, may take to leave: a client that does not read it for
-   * this long has its connection closed (default 300 s; Infinity: no limit).
+   * this long has its connection closed (milliseconds > 0; default 300 s; Infinity: no limit).
    */
   readonly sendTimeoutMs?: number | undefined;
   /** Close the runtime when the server drains (default true: the server owns it). */
@@ -111,13 +119,22 @@ const SERVE_KEYS: OptionKeys<ServeOptions> = {
   closeRuntime: true,
 };
 
+/** A listening server, from serve(). */
 export interface ServeHandle {
+  /** The fastify instance that serves the routes. */
   readonly app: FastifyInstance;
   /** `http://host:port` as listened on. */
   readonly address: string;
+  /**
+   * The address it listens on as node reports it: a name resolved ('localhost': its first
+   * address, such as 127.0.0.1 or ::1).
+   */
   readonly host: string;
+  /** The port it listens on: the one picked when 0 was asked for. */
   readonly port: number;
+  /** The server's Prometheus metrics, as GET /metrics serves them. */
   readonly metrics: ServeMetrics;
+  /** 'serving', then 'draining' once a drain begins, then 'closed' once it ends. */
   readonly state: ServerState;
   /**
    * Graceful shutdown (drain.ts); runs once, later calls share its result. The listener is
@@ -130,7 +147,9 @@ export interface ServeHandle {
   close(): Promise<DrainResult>;
 }
 
+/** ServeOptions.bodyLimit's default: 8 MiB, in bytes. */
 export const DEFAULT_BODY_LIMIT = 8 * 1024 * 1024;
+/** ServeOptions.drainTimeoutMs's default: 10 s, in milliseconds. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 
 function integer(
@@ -234,6 +253,11 @@ function checkServed(runtime: Served): Widths {
   );
 }
 
+/**
+ * Serves a LinearRuntime over HTTP (POST /v1/linear, GET /health, GET /metrics) and resolves
+ * once it listens. Rejects, leaving the runtime open, with OMNI_ERR_INVALID_ARGUMENT for a bad
+ * option or runtime, or with what listening throws (EADDRINUSE, ...).
+ */
 export async function serve(runtime: Served, options: ServeOptions = {}): Promise<ServeHandle> {
   const widths = checkServed(runtime);
   checkOptionKeys('serve options', options, SERVE_KEYS);

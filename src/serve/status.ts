@@ -60,7 +60,9 @@ const INTERNAL: Row = { status: 500 };
 
 /** The small JSON body of every error answer. */
 export interface ErrorBody {
+  /** The error's `OMNI_ERR_*` code (OMNI_ERR_INTERNAL for an error without one). */
   code: string;
+  /** For people; may change. Match on `code`. */
   message: string;
   /** OMNI_ERR_REJECTED: which bound refused ('requests', 'units', 'queued'). */
   reason?: string;
@@ -72,9 +74,13 @@ export interface ErrorBody {
   detail?: string;
 }
 
+/** answerFor()'s answer to an error: what the server sends for it. */
 export interface HttpAnswer {
+  /** The HTTP status (see the README's status table; 500 for an unknown code). */
   readonly status: number;
+  /** True for a refusal (503, OMNI_ERR_REJECTED): the answer carries Retry-After. */
   readonly retry: boolean;
+  /** The JSON body sent. */
   readonly body: ErrorBody;
   /** The label metrics count this answer under: the refusal reason, else the code in words. */
   readonly label: string;
