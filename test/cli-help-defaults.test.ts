@@ -4,6 +4,7 @@
  * tell users a value the command does not use.
  */
 import { describe, expect, it } from 'vitest';
+import { ADMISSION_HELP, parseAdmissionBenchArgs } from '../src/cli/admission-bench-command.js';
 import { BENCH_HELP, parseBenchArgs } from '../src/cli/bench-options.js';
 import { parseServeArgs, SERVE_HELP } from '../src/cli/serve-command.js';
 import { httpTimeouts } from '../src/serve/request-timeout.js';
@@ -113,5 +114,23 @@ describe('serve --help states the defaults serve runs with', () => {
     expect(httpTimeouts(c.requestTimeoutMs).headers).toBe(60_000);
     expect(httpTimeouts(2_147_483_647)).toMatchObject({ request: 2_147_483_647, headers: 60_000 });
     expect(httpTimeouts(2_147_483_648)).toMatchObject({ request: 0, headers: 60_000 });
+  });
+});
+
+describe('bench admission --help states the defaults it runs with', () => {
+  const c = parseAdmissionBenchArgs([]);
+  if (c === 'help') throw new Error('unexpected help');
+
+  it.each([
+    ['--threads', c.threads],
+    ['--duration', c.durationS],
+    ['--rounds', c.rounds],
+  ])('%s: the number it states', (flag, value) => {
+    expect(Number(stated(ADMISSION_HELP, flag))).toBe(value);
+  });
+
+  it('without --cost, request-only (no units per pair)', () => {
+    expect(entries(ADMISSION_HELP).get('--cost')).toContain('without it, request-only');
+    expect(c.cost).toBe(0);
   });
 });
