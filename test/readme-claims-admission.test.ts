@@ -30,6 +30,16 @@ describe('README: BoundedAdmission', () => {
     expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
   });
 
+  it('"tryAdmit(cost = 1)": tryAdmit() without a cost reserves one request and one unit', () => {
+    const admission = new BoundedAdmission({ requests: 2, units: 5 });
+    const permit = admission.tryAdmit();
+    if (!permit.ok) throw new Error(`refused: ${permit.reason}`);
+    expect(permit.units).toBe(1);
+    expect(admission.report()).toMatchObject({ depth: 1, units: 1 });
+    permit.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
+  });
+
   it('"Per-call options are not checked for unknown keys (admit()\'s)": a misspelt timeout is ignored', async () => {
     const admission = new BoundedAdmission({ requests: 1 });
     const held = admission.tryAdmit();
