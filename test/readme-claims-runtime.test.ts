@@ -81,6 +81,25 @@ describe('README: Runtime', () => {
     expect(rt.report().state).toBe('stopped');
   });
 
+  it('"run(input, options?: RunOptions) with cost (1)": a call without a cost is admitted at 1', async () => {
+    const rt = await start({ worker: API, admission: { requests: 2, units: 4 } });
+    // ctx.cost is "what the call was admitted with".
+    expect(await rt.run({ mode: 'limits' })).toMatchObject({ cost: 1 });
+    expect(await rt.run({ mode: 'limits' }, {})).toMatchObject({ cost: 1 });
+    expect(await rt.run({ mode: 'limits' }, { cost: 3 })).toMatchObject({ cost: 3 });
+  });
+
+  it('"one above 1,048,576 (1 TiB) or a stackSizeMb under 1" is refused; those ends are taken', async () => {
+    const ends = { stackSizeMb: 1, maxOldGenerationSizeMb: 1_048_576, codeRangeSizeMb: 1_048_576 };
+    expect(checkRuntimeOptions({ worker: ECHO, resourceLimits: ends }).resourceLimits).toEqual(ends);
+    for (const past of [{ stackSizeMb: 0.999 }, { maxYoungGenerationSizeMb: 1_048_577 }]) {
+      expect([past, await codeOf(Runtime.start({ worker: ECHO, resourceLimits: past }))]).toEqual([
+        past,
+        'OMNI_ERR_INVALID_ARGUMENT',
+      ]);
+    }
+  });
+
   it('"Per-call options are not checked for unknown keys (run()\'s)": a misspelt one is ignored', async () => {
     const rt = await start({ worker: ECHO, admission: { requests: 1, units: 4 } });
     // `deadline` for `deadlineMs` and `costs` for `cost`: the call runs with the defaults.
@@ -128,25 +147,6 @@ describe('README: LinearRuntime', () => {
       const options = { backend: 'fixture', libraries, ...extra } as LinearRuntimeOptions;
       expect([extra, await codeOf(LinearRuntime.start(options))]).toEqual([
         extra,
-        'OMNI_ERR_INVALID_ARGUMENT',
-      ]);
-    }
-  });
-
-  it('"run(input, options?: RunOptions) with cost (1)": a call without a cost is admitted at 1', async () => {
-    const rt = await start({ worker: API, admission: { requests: 2, units: 4 } });
-    // ctx.cost is "what the call was admitted with".
-    expect(await rt.run({ mode: 'limits' })).toMatchObject({ cost: 1 });
-    expect(await rt.run({ mode: 'limits' }, {})).toMatchObject({ cost: 1 });
-    expect(await rt.run({ mode: 'limits' }, { cost: 3 })).toMatchObject({ cost: 3 });
-  });
-
-  it('"one above 1,048,576 (1 TiB) or a stackSizeMb under 1" is refused; those ends are taken', async () => {
-    const ends = { stackSizeMb: 1, maxOldGenerationSizeMb: 1_048_576, codeRangeSizeMb: 1_048_576 };
-    expect(checkRuntimeOptions({ worker: ECHO, resourceLimits: ends }).resourceLimits).toEqual(ends);
-    for (const past of [{ stackSizeMb: 0.999 }, { maxYoungGenerationSizeMb: 1_048_577 }]) {
-      expect([past, await codeOf(Runtime.start({ worker: ECHO, resourceLimits: past }))]).toEqual([
-        past,
         'OMNI_ERR_INVALID_ARGUMENT',
       ]);
     }
