@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { SEQ_I32 } from '../src/admission/layout.js';
 import { COHORT_SIZE, ROTATE_MS } from '../src/admission/leak-guard.js';
-import { BoundedAdmission, type Claim } from '../src/index.js';
+import { BoundedAdmission, type Claim, type Permit } from '../src/index.js';
 import { admitted, turn } from './fixtures/admission-interleave.js';
 import { collectUntil } from './fixtures/collect-until.js';
 
@@ -257,6 +257,48 @@ describe('leak safety net', () => {
       expect(vi.getTimerCount()).toBe(before);
     } finally {
       vi.useRealTimers();
+    }
+  });
+});
+
+describe('README: "its whole cohort (up to 1,024 permits, closed at least every second)"', () => {
+  it('a cohort is 1,024 consecutive permits: a dropped first one waits for the 1,024th, not the 1,025th', async () => {
+    // Rotation faked and never moved: only the count closes a cohort here.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const admission = new BoundedAdmission({ requests: 4, units: 1000 });
+      let kept: Permit | undefined = (() => {
+        admitted(admission, 7); // dropped: the first of its cohort
+        for (let i = 2; i < 1_024; i++) admitted(admission, 1).release();
+        return admitted(admission, 1); // the 1,024th: same cohort, kept
+      })();
+      (() => {
+        admitted(admission, 3); // dropped: the first of the next cohort, whose collection shows the GC ran
+        for (let i = 2; i <= 1_024; i++) admitted(admission, 1).release();
+      })();
+      await collectUntil(() => admission.report().leaked > 0);
+      for (let i = 0; i < 5; i++) {
+        gc?.();
+        await turn();
+      }
+      // The next cohort's 3 came back; the 7 is held by the permit kept in its cohort.
+      expect(admission.report()).toMatchObject({ depth: 2, units: 8, leaked: 1 });
+      kept.release();
+      kept = undefined;
+      await collectUntil(() => admission.report().leaked === 2);
+      expect(admission.report()).toMatchObject({ depth: 0, units: 0, leaked: 2 });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('the current cohort is closed every second (the rotation timer the admission sets)', () => {
+    const setInterval = vi.spyOn(globalThis, 'setInterval');
+    try {
+      new BoundedAdmission({ requests: 1 });
+      expect(setInterval.mock.calls.map(([, ms]) => ms)).toEqual([1_000]);
+    } finally {
+      vi.restoreAllMocks();
     }
   });
 });

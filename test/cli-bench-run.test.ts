@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { type BenchConfig, parseBenchArgs } from '../src/cli/bench-options.js';
-import { resolveRates, runBench } from '../src/cli/bench-run.js';
+import { resolveRates, runBench, sampleIntervalMs } from '../src/cli/bench-run.js';
 import { ArrivalProcess, phaseSeed } from '../src/cli/prng.js';
 import { Progress } from '../src/cli/progress.js';
 import { LinearRuntime } from '../src/linear/linear-runtime.js';
@@ -43,6 +43,19 @@ describe('resolveRates', () => {
       expect(resolved.find((r) => r.label === '1x')?.seed).toBe(phaseSeed(9, 0));
       expect(resolved.find((r) => r.label === '100/s')?.seed).toBe(phaseSeed(9, 1));
     }
+  });
+});
+
+describe('sampleIntervalMs', () => {
+  it('"sampled every 1 % of the window (10-100 ms)" (README): 1 %, within those bounds', () => {
+    // The default run's window: 20 s over 4 rates x 2 modes.
+    expect(sampleIntervalMs(2_500)).toBe(25);
+    expect(sampleIntervalMs(1_000)).toBe(10);
+    expect(sampleIntervalMs(10_000)).toBe(100);
+    expect(sampleIntervalMs(999)).toBe(10);
+    expect(sampleIntervalMs(10_001)).toBe(100);
+    expect(sampleIntervalMs(100)).toBe(10);
+    expect(sampleIntervalMs(3_600_000)).toBe(100);
   });
 });
 

@@ -21,6 +21,17 @@ function recordOpened(reclaim: ContextReclaim, threadId: number): void {
 }
 
 describe('ContextReclaim', () => {
+  it('"one opened when the record was full (2 x threads contexts ...)": the 2 x threads + 1st is not recorded', () => {
+    const reclaim = ContextReclaim.forThreads(3, library);
+    // Addresses are only recorded, never closed here: every entry is taken back below.
+    for (let threadId = 1; threadId <= 6; threadId++) {
+      expect(reclaim.ledger.record(threadId, BigInt(threadId))).toBeGreaterThanOrEqual(0);
+    }
+    expect(reclaim.ledger.record(7, 7n)).toBe(-1);
+    expect(reclaim.ledger.unrecorded).toBe(1);
+    expect(reclaim.ledger.takeAll()).toEqual([1n, 2n, 3n, 4n, 5n, 6n]);
+  });
+
   // Mutants: exited or stopped closing nothing (context-reclaim.ts): a runtime's tests reach
   // stopped's sweep only for a thread that ended unseen, and none does there.
   it("exited closes that thread's contexts only; stopped every one left; none twice", () => {

@@ -4,7 +4,7 @@
  */
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { type AdmitOptions, BoundedAdmission } from '../src/index.js';
+import { type AdmitOptions, BoundedAdmission, type Claim } from '../src/index.js';
 import { attachedWorker, controlAfter } from './fixtures/attached-worker.js';
 
 // Queues one admit() on the attached instance (the bound is full), then says so in control word 0.
@@ -28,6 +28,32 @@ describe('README: BoundedAdmission', () => {
     expect(admission.report()).toMatchObject({ depth: 1, units: 1 });
     permit.release();
     expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
+  });
+
+  it('"tryAdmit(cost = 1)": tryAdmit() without a cost reserves one request and one unit', () => {
+    const admission = new BoundedAdmission({ requests: 2, units: 5 });
+    const permit = admission.tryAdmit();
+    if (!permit.ok) throw new Error(`refused: ${permit.reason}`);
+    expect(permit.units).toBe(1);
+    expect(admission.report()).toMatchObject({ depth: 1, units: 1 });
+    permit.release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
+  });
+
+  it('"At most 65,536 claims are outstanding per admission (OMNI_ERR_CLAIMS_EXHAUSTED)"', () => {
+    const admission = new BoundedAdmission({ requests: 65_537 });
+    const claims: Claim[] = [];
+    for (let i = 0; i < 65_536; i++) {
+      const permit = admission.tryAdmit();
+      if (!permit.ok) throw new Error(`refused: ${permit.reason}`);
+      claims.push(permit.toClaim());
+    }
+    const last = admission.tryAdmit();
+    if (!last.ok) throw new Error(`refused: ${last.reason}`);
+    expect(() => last.toClaim()).toThrow(expect.objectContaining({ code: 'OMNI_ERR_CLAIMS_EXHAUSTED' }));
+    last.release();
+    for (const claim of claims) admission.releaseClaim(claim);
+    expect(admission.report().depth).toBe(0);
   });
 
   it('"Per-call options are not checked for unknown keys (admit()\'s)": a misspelt timeout is ignored', async () => {

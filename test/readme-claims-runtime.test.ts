@@ -10,16 +10,19 @@ import {
   type LinearRuntimeOptions,
   MAX_ROWS,
   type RunOptions,
+  Runtime,
   seededWeights,
 } from '../src/index.js';
 import { rowsPerCall } from '../src/linear/start-options.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { checkRuntimeOptions } from '../src/runtime/options.js';
 import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanupOnRealClock, codeOf, control, gate, start, turns } from './fixtures/runtime-harness.js';
 
 afterEach(cleanupOnRealClock);
 
 const ECHO = fileURLToPath(builtModuleUrl('test/fixtures/echo-worker.js'));
+const API = builtModuleUrl('test/fixtures/worker-api-worker.js');
 
 describe('README: Runtime', () => {
   it('"a relative one taken from the working directory, not from the calling module"', async () => {
@@ -76,6 +79,25 @@ describe('README: Runtime', () => {
     // Cut short: the hook never returned, and the runtime stopped all the same.
     expect(Atomics.load(closed, STARTED)).toBe(0);
     expect(rt.report().state).toBe('stopped');
+  });
+
+  it('"run(input, options?: RunOptions) with cost (1)": a call without a cost is admitted at 1', async () => {
+    const rt = await start({ worker: API, admission: { requests: 2, units: 4 } });
+    // ctx.cost is "what the call was admitted with".
+    expect(await rt.run({ mode: 'limits' })).toMatchObject({ cost: 1 });
+    expect(await rt.run({ mode: 'limits' }, {})).toMatchObject({ cost: 1 });
+    expect(await rt.run({ mode: 'limits' }, { cost: 3 })).toMatchObject({ cost: 3 });
+  });
+
+  it('"one above 1,048,576 (1 TiB) or a stackSizeMb under 1" is refused; those ends are taken', async () => {
+    const ends = { stackSizeMb: 1, maxOldGenerationSizeMb: 1_048_576, codeRangeSizeMb: 1_048_576 };
+    expect(checkRuntimeOptions({ worker: ECHO, resourceLimits: ends }).resourceLimits).toEqual(ends);
+    for (const past of [{ stackSizeMb: 0.999 }, { maxYoungGenerationSizeMb: 1_048_577 }]) {
+      expect([past, await codeOf(Runtime.start({ worker: ECHO, resourceLimits: past }))]).toEqual([
+        past,
+        'OMNI_ERR_INVALID_ARGUMENT',
+      ]);
+    }
   });
 
   it('"Per-call options are not checked for unknown keys (run()\'s)": a misspelt one is ignored', async () => {

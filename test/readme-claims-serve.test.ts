@@ -3,8 +3,9 @@
  * the README's words in its name.
  */
 import { readFileSync } from 'node:fs';
+import { Server as NetServer } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LinearRuntime } from '../src/index.js';
 import { packageRoot } from '../src/paths.js';
 import {
@@ -12,9 +13,11 @@ import {
   DEFAULT_DRAIN_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_SEND_TIMEOUT_MS,
+  serve,
 } from '../src/serve/index.js';
+import { codeOf } from './fixtures/runtime-harness.js';
 import { postBytes } from './fixtures/serve-client.js';
-import { closeServed, serveForTest, startServed } from './fixtures/serve-harness.js';
+import { closeServed, gatedForTest, serveForTest, startServed } from './fixtures/serve-harness.js';
 
 afterEach(closeServed);
 
@@ -41,6 +44,24 @@ describe('README: serve() options', () => {
     expect(s.host).toBe('127.0.0.1');
     expect(s.port).toBeGreaterThan(0);
     expect(s.address).toBe(`http://127.0.0.1:${s.port}`);
+  });
+
+  it('"port (8080; ...)": serve() without a port listens on 8080', async () => {
+    // Nothing is bound: the listen is refused as if 8080 were taken, and what it asked for is kept.
+    const asked: unknown[] = [];
+    vi.spyOn(NetServer.prototype, 'listen').mockImplementation(function (this: NetServer, options: unknown) {
+      asked.push(options);
+      const taken = Object.assign(new Error('listen EADDRINUSE'), { code: 'EADDRINUSE' });
+      process.nextTick(() => this.emit('error', taken));
+      return this;
+    } as NetServer['listen']);
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2 });
+    try {
+      expect(await codeOf(serve(g.lr))).toBe('EADDRINUSE');
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect(asked).toEqual([expect.objectContaining({ host: '127.0.0.1', port: 8080 })]);
   });
 
   it('"a kept-alive connection is closed after 72 s idle (fastify\'s default)"; checks "every quarter of the headers\' (15 s by default)"', async () => {

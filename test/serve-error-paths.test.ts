@@ -560,4 +560,17 @@ describe('closeLingering', () => {
     socket.emit('end');
     expect(socket.destroyed).toBe(true);
   });
+
+  it('"for at most 2 s (RFC 9112 9.6)" (README): a client that never closes is dropped 2 s after the FIN', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const socket = lingering(false);
+      vi.advanceTimersByTime(1_999);
+      expect(socket.destroyed).toBe(false);
+      vi.advanceTimersByTime(1);
+      expect(socket.destroyed).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

@@ -141,6 +141,19 @@ describe('a large JSON answer over HTTP', () => {
     expect((json.json as { rows: number[][] }).rows.flat()).toEqual(floats);
   });
 
+  it('"more than 65,536 floats is sent chunked" (README): exactly 65,536 go whole, more chunked', async () => {
+    const s = await start();
+    const url = `http://127.0.0.1:${s.port}`;
+    const framing = async (rowCount: number) => {
+      const a = await postJson(url, { rows: Array.from({ length: rowCount }, () => [0, 0, 0, 0]) });
+      expect(a.status).toBe(200);
+      return [a.headers.get('transfer-encoding'), a.headers.get('content-length') !== null];
+    };
+    // 16,384 floats a row.
+    expect(await framing(4)).toEqual([null, true]);
+    expect(await framing(5)).toEqual(['chunked', false]);
+  });
+
   it('a small one is sent whole, with its Content-Length', async () => {
     const s = await start();
     const json = await postJson(`http://127.0.0.1:${s.port}`, { rows: [[1, 2, 3, 4]] });

@@ -380,6 +380,35 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
   });
 });
 
+describe("host 'localhost' naming two IPv4 loopbacks (127.0.0.2: all of 127/8 is loopback)", () => {
+  it('"port 0 picks one free on all of them (8 picks, then EADDRINUSE)": each pick taken on the other', async () => {
+    addressesOfLocalhost = [BOTH[0]!, { address: '127.0.0.2', family: 4 }];
+    // Another program takes every port picked, on 127.0.0.2, before the server binds there (or
+    // finds it taken already: this sandbox's loopback shares one port space across 127/8).
+    const takeOnOther = (port: number): Promise<void> => {
+      beforeOthersBind = takeOnOther;
+      const squatter = createServer((socket) => socket.destroy());
+      squatters.push(squatter);
+      return new Promise((resolve) => {
+        squatter.once('error', () => resolve());
+        squatter.listen({ host: '127.0.0.2', port }, () => resolve());
+      });
+    };
+    beforeOthersBind = takeOnOther;
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
+    const failure = await serveOrError(g, 0);
+    expect(failure?.code).toBe('EADDRINUSE');
+    // One listen on port 0 a pick.
+    const picks = listen.mock.calls.filter(
+      ([o]) => typeof o === 'object' && o.host === 'localhost' && o.port === 0,
+    );
+    expect(picks).toHaveLength(8);
+    // Nothing of this server is left listening: only the other program's listeners are.
+    const made = (listen.mock.contexts as NetServer[]).filter((server) => !squatters.includes(server));
+    expect(made.filter((server) => server.listening)).toEqual([]);
+  });
+});
+
 describe("host 'localhost' naming an address that is not this machine's", () => {
   it('that address is skipped (it cannot be listened on here), not refused: serve listens on the others', async () => {
     // 192.0.2.1 (TEST-NET-1) is no address of this machine: listening there fails EADDRNOTAVAIL,

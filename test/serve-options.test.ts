@@ -274,6 +274,27 @@ describe('options reach their behaviour', () => {
   });
 
   it.each([
+    ['drain()', (s: ServeHandle) => s.drain()],
+    ['drain({})', (s: ServeHandle) => s.drain({})],
+  ])(
+    '%s gives up after drainTimeoutMs too ("drain({ timeoutMs }) (as drainTimeoutMs)"), not the default',
+    async (_name, end) => {
+      const { g, s } = await start({ drainTimeoutMs: 1 });
+      const stuck = postFloats(s.address, [1, 2, 3, 4]).then(
+        (a) => a.status,
+        () => 'connection closed',
+      );
+      await g.reach(ENTERED, 1);
+      const drained = end(s);
+      // Set after the drain's 1 ms timer: by the time it fires, the drain has given up.
+      expect(await codeOf(g.lr.run(new Float32Array(4), { deadlineMs: 1 }))).toBe('OMNI_ERR_DEADLINE');
+      g.open();
+      expect(await drained).toEqual({ clean: false, abandonedRequests: 1 });
+      expect([200, 503, 'connection closed']).toContain(await stuck);
+    },
+  );
+
+  it.each([
     ['drain({ timeoutMs: 0 })', {}, (s: ServeHandle) => s.drain({ timeoutMs: 0 })],
     ['drainTimeoutMs: 0, close()', { drainTimeoutMs: 0 }, (s: ServeHandle) => s.close()],
   ])(

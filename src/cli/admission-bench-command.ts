@@ -120,18 +120,37 @@ function median(values: readonly number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-export async function runAdmissionBenchCommand(argv: readonly string[]): Promise<number> {
+export interface AdmissionBenchConfig {
+  readonly threads: number;
+  /** Units per pair; 0: request-only. */
+  readonly cost: number;
+  readonly durationS: number;
+  readonly rounds: number;
+  readonly json: boolean;
+}
+
+/** Returns the checked flags, or 'help' when --help was asked for; a mistake is a UsageError. */
+export function parseAdmissionBenchArgs(argv: readonly string[]): AdmissionBenchConfig | 'help' {
   const { values, positionals } = parseFlags('bench admission', argv, FLAGS);
-  if (values.help) {
+  if (values.help) return 'help';
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument '${positionals[0]}'`, 'bench admission');
+  return {
+    threads: numberFlag('threads', values.threads, 2, { min: 1, max: 64, integer: true }),
+    cost: numberFlag('cost', values.cost, 0, { min: 1, max: 1 << 20, integer: true }),
+    durationS: numberFlag('duration', values.duration, 6, { greater: 0, max: 3600 }),
+    rounds: numberFlag('rounds', values.rounds, 3, { min: 1, max: 100, integer: true }),
+    json: values.json === true,
+  };
+}
+
+export async function runAdmissionBenchCommand(argv: readonly string[]): Promise<number> {
+  const config = parseAdmissionBenchArgs(argv);
+  if (config === 'help') {
     process.stdout.write(ADMISSION_HELP);
     return 0;
   }
-  if (positionals.length > 0)
-    throw new UsageError(`unexpected argument '${positionals[0]}'`, 'bench admission');
-  const threads = numberFlag('threads', values.threads, 2, { min: 1, max: 64, integer: true });
-  const cost = numberFlag('cost', values.cost, 0, { min: 1, max: 1 << 20, integer: true });
-  const durationS = numberFlag('duration', values.duration, 6, { greater: 0, max: 3600 });
-  const rounds = numberFlag('rounds', values.rounds, 3, { min: 1, max: 100, integer: true });
+  const { threads, cost, durationS, rounds } = config;
   const roundMs = (durationS * 1000) / (2 * rounds);
 
   const admission = new BoundedAdmission(
@@ -170,7 +189,7 @@ export async function runAdmissionBenchCommand(argv: readonly string[]): Promise
     /** Admission pairs per second over raw pairs per second (1 = as fast as raw Atomics). */
     ratio: ourOps / rawOps,
   };
-  if (values.json) {
+  if (config.json) {
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   }

@@ -77,6 +77,14 @@ async function warmUp(lr: LinearRuntime, work: Workload, config: BenchConfig): P
   }
 }
 
+/**
+ * How often a phase samples the runtime's depth (the table's depth mean and max, the timeline
+ * chart): every 1 % of its window, within 10-100 ms, as the README's table notes say.
+ */
+export function sampleIntervalMs(windowMs: number): number {
+  return Math.max(10, Math.min(100, windowMs / 100));
+}
+
 export async function runBench(config: BenchConfig, progress: Progress): Promise<BenchResult> {
   const startedAt = new Date().toISOString();
   const work: Workload = {
@@ -134,7 +142,7 @@ export async function runBench(config: BenchConfig, progress: Progress): Promise
     for (const { rate, label } of rates) checkPhaseArrivals(rate, config.phaseS, label);
     const phases: PhaseResult[] = [];
     const windowMs = config.phaseS * 1000;
-    const sampleMs = Math.max(10, Math.min(100, windowMs / 100));
+    const sampleMs = sampleIntervalMs(windowMs);
     for (const { rate, label, seed } of rates) {
       for (const mode of MODES) {
         const rec = new PhaseRecorder(mode, rate, label);
