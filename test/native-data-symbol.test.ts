@@ -46,13 +46,40 @@ function library(data: string, extra: readonly string[] = []): string {
   return path;
 }
 
-/** Loads `path` as the CUDA library in a child process; what it printed, and how it ended. */
-function loadInChild(path: string): { stdout: string; status: number | null; signal: string | null } {
+const FIXTURE_HOOKS = [
+  'omni_fixture_fail_alloc_after',
+  'omni_fixture_fail_copy_after',
+  'omni_fixture_live_bytes',
+  'omni_fixture_reference_linear_gelu',
+];
+
+/** A stand-in fixture library: every name a function but omni_fixture_inject_fatal, data. */
+function fixtureWithDataHook(): string {
+  const lines = [
+    'API int omni_abi_version(void) { return 1; }',
+    'API const char *omni_backend_name(void) { return "fixture"; }',
+    'API int omni_open(void) { return 4; }',
+    ...[...REST, ...FIXTURE_HOOKS].map((name) => `API int ${name}(void) { return 1; }`),
+    'API int omni_fixture_inject_fatal = 0;',
+  ];
+  const dir = tempDir();
+  const source = join(dir, 'lib.c');
+  writeFileSync(source, `#define API __attribute__((visibility("default")))\n${lines.join('\n')}\n`);
+  const path = join(dir, 'libomni_fixture_data_hook.so');
+  execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', path], { stdio: 'pipe' });
+  return path;
+}
+
+/** Loads `path` as the `backend` library in a child process; what it printed, and how it ended. */
+function loadInChild(
+  path: string,
+  backend: 'cuda' | 'fixture' = 'cuda',
+): { stdout: string; status: number | null; signal: string | null } {
   const native = pathToFileURL(join(packageRoot, 'dist', 'src', 'native', 'index.js')).href;
   const script = `
     const { loadNativeLibrary } = await import(${JSON.stringify(native)});
     try {
-      loadNativeLibrary('cuda', { path: ${JSON.stringify(path)} });
+      loadNativeLibrary(${JSON.stringify(backend)}, { path: ${JSON.stringify(path)} });
       console.log('loaded');
     } catch (err) {
       console.log(err.code);
@@ -75,6 +102,14 @@ describe('an ABI name exported as data', () => {
 
   it('the same library with every name a function loads (the check refuses data only)', () => {
     expect(loadInChild(library('none'))).toEqual({ stdout: 'loaded', status: 0, signal: null });
+  });
+
+  it('a fixture hook as data, loaded as the fixture (which binds its hooks): refused', () => {
+    expect(loadInChild(fixtureWithDataHook(), 'fixture')).toEqual({
+      stdout: 'OMNI_ERR_LIBRARY_NOT_FOUND',
+      status: 0,
+      signal: null,
+    });
   });
 
   // README: refused for an ABI name as data. Data of its own under the prefix is never called

@@ -73,12 +73,15 @@ describe('figures at the edges of what a source may say', () => {
     expect(exposed(text, 'omni_runtime_calls_total{outcome="failed"}')).toBe('Nan');
   });
 
-  it('a null latency summary: OMNI_ERR_INVALID_ARGUMENT, not a TypeError', async () => {
+  it('a null latency summary, or one missing a quantile: OMNI_ERR_INVALID_ARGUMENT, not a TypeError', async () => {
+    const summaries = [null, { p99: 0, max: 0 }, { p50: 0, p99: 0 }, { p50: 0, p99: 0, max: '1' }];
     for (const field of ['waitTimeMs', 'runTimeMs']) {
-      const code = await scraped(() => report({ [field]: null })).catch(
-        (err: { code?: unknown }) => err.code,
-      );
-      expect({ field, code }).toEqual({ field, code: 'OMNI_ERR_INVALID_ARGUMENT' });
+      for (const summary of summaries) {
+        const code = await scraped(() => report({ [field]: summary })).catch(
+          (err: { code?: unknown }) => err.code,
+        );
+        expect({ field, summary, code }).toEqual({ field, summary, code: 'OMNI_ERR_INVALID_ARGUMENT' });
+      }
     }
   });
 });
