@@ -26,6 +26,8 @@ describe('statusShare', () => {
       '25.0%',
     );
     expect(statusShare({ '200': { count: 5 } }, '503')).toBe('0.0%');
+    // A status the record names with no counts adds nothing.
+    expect(statusShare({ '200': { count: 3 }, '404': undefined, '503': { count: 1 } }, '503')).toBe('25.0%');
     expect(statusShare({}, '503')).toBe('0.0%');
   });
 });

@@ -91,6 +91,8 @@ describe('figures (the table and chart number format)', () => {
       '0.0000123',
       '0.000100',
     ]);
+    // Halves up at the third figure, as the decimals above round (not to even: 0.000124).
+    expect([figures(0.0001245), figures(0.0000004445)]).toEqual(['0.000125', '0.000000445']);
     // From 0.0005 three decimals show it; 0 is 0.
     expect([figures(0.0005), figures(0.00051), figures(0)]).toEqual(['0.001', '0.001', '0.000']);
   });

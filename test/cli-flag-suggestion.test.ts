@@ -80,6 +80,8 @@ describe.concurrent('a misspelt flag or command', () => {
     [['-vx'], '-x'],
     [['-=1'], '-='],
     [['-1'], '-1'],
+    // No letter at all: the dash itself, never '-undefined'.
+    [['-'], '-'],
   ])('%j: unknown option %s, exit 2', async (args, flag) => {
     const { code, stdout, stderr } = await runCli(args);
     expect(code, stderr).toBe(2);

@@ -10,7 +10,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { CORE_SYMBOLS, FIXTURE_SYMBOLS } from '../src/native/bindings.js';
 import { dataSymbols } from '../src/native/elf-symbols.js';
+import { loadNativeLibrary } from '../src/native/index.js';
 import { packageRoot } from '../src/paths.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
@@ -28,11 +30,15 @@ const DATA: Record<string, string> = {
 };
 const REST = ['omni_close', 'omni_upload_weights', 'omni_linear_gelu', 'omni_stats', 'omni_last_error'];
 
-/** A stand-in CUDA library with `data` exported as a variable and every other ABI name a function. */
-function library(data: string): string {
+/**
+ * A stand-in CUDA library with `data` exported as a variable and every other ABI name a function;
+ * `extra` lines are more exports of its own.
+ */
+function library(data: string, extra: readonly string[] = []): string {
   const dir = tempDir();
   const lines = Object.keys(FUNCTIONS).map((name) => `API ${name === data ? DATA[name] : FUNCTIONS[name]}`);
   for (const name of REST) lines.push(`API int ${name}(void) { return 1; }`);
+  for (const line of extra) lines.push(`API ${line}`);
   const source = join(dir, 'lib.c');
   writeFileSync(source, `#define API __attribute__((visibility("default")))\n${lines.join('\n')}\n`);
   const path = join(dir, `libomni_data_${data}.so`);
@@ -40,13 +46,40 @@ function library(data: string): string {
   return path;
 }
 
-/** Loads `path` as the CUDA library in a child process; what it printed, and how it ended. */
-function loadInChild(path: string): { stdout: string; status: number | null; signal: string | null } {
+const FIXTURE_HOOKS = [
+  'omni_fixture_fail_alloc_after',
+  'omni_fixture_fail_copy_after',
+  'omni_fixture_live_bytes',
+  'omni_fixture_reference_linear_gelu',
+];
+
+/** A stand-in fixture library: every name a function but omni_fixture_inject_fatal, data. */
+function fixtureWithDataHook(): string {
+  const lines = [
+    'API int omni_abi_version(void) { return 1; }',
+    'API const char *omni_backend_name(void) { return "fixture"; }',
+    'API int omni_open(void) { return 4; }',
+    ...[...REST, ...FIXTURE_HOOKS].map((name) => `API int ${name}(void) { return 1; }`),
+    'API int omni_fixture_inject_fatal = 0;',
+  ];
+  const dir = tempDir();
+  const source = join(dir, 'lib.c');
+  writeFileSync(source, `#define API __attribute__((visibility("default")))\n${lines.join('\n')}\n`);
+  const path = join(dir, 'libomni_fixture_data_hook.so');
+  execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', path], { stdio: 'pipe' });
+  return path;
+}
+
+/** Loads `path` as the `backend` library in a child process; what it printed, and how it ended. */
+function loadInChild(
+  path: string,
+  backend: 'cuda' | 'fixture' = 'cuda',
+): { stdout: string; status: number | null; signal: string | null } {
   const native = pathToFileURL(join(packageRoot, 'dist', 'src', 'native', 'index.js')).href;
   const script = `
     const { loadNativeLibrary } = await import(${JSON.stringify(native)});
     try {
-      loadNativeLibrary('cuda', { path: ${JSON.stringify(path)} });
+      loadNativeLibrary(${JSON.stringify(backend)}, { path: ${JSON.stringify(path)} });
       console.log('loaded');
     } catch (err) {
       console.log(err.code);
@@ -70,6 +103,31 @@ describe('an ABI name exported as data', () => {
   it('the same library with every name a function loads (the check refuses data only)', () => {
     expect(loadInChild(library('none'))).toEqual({ stdout: 'loaded', status: 0, signal: null });
   });
+
+  it('a fixture hook as data, loaded as the fixture (which binds its hooks): refused', () => {
+    expect(loadInChild(fixtureWithDataHook(), 'fixture')).toEqual({
+      stdout: 'OMNI_ERR_LIBRARY_NOT_FOUND',
+      status: 0,
+      signal: null,
+    });
+  });
+
+  // README: refused for an ABI name as data. Data of its own under the prefix is never called
+  // (a build id; the fixture's hooks, which a CUDA load never binds): it was refused all the same.
+  it('data of its own named omni_*, not an ABI name, loads', () => {
+    const extra = ['const char omni_build_id[] = "abc";', 'int omni_fixture_live_bytes = 0;'];
+    expect(loadInChild(library('none', extra))).toEqual({ stdout: 'loaded', status: 0, signal: null });
+  });
+});
+
+describe('the names the check reads', () => {
+  // Kept beside bindCore and bindFixture by hand: a name bound but missing here would be
+  // called as a function whatever the file says it is.
+  it('are every name the fixture load binds', () => {
+    const lib = loadNativeLibrary('fixture');
+    expect(Object.keys(lib.raw).sort()).toEqual([...CORE_SYMBOLS].sort());
+    expect(Object.keys(lib.fixture ?? {}).sort()).toEqual([...FIXTURE_SYMBOLS].sort());
+  });
 });
 
 describe('dataSymbols (the ELF dynamic symbol table, read from the file)', () => {
@@ -78,6 +136,15 @@ describe('dataSymbols (the ELF dynamic symbol table, read from the file)', () =>
   it('names the ABI names defined as data, and only those', () => {
     expect(dataSymbols(library('omni_abi_version'), omni)).toEqual(['omni_abi_version']);
     expect(dataSymbols(library('none'), omni)).toEqual([]);
+  });
+
+  it('a thread-local variable is data too (STT_TLS)', () => {
+    const dir = tempDir();
+    const source = join(dir, 'tls.c');
+    writeFileSync(source, '__attribute__((visibility("default"))) __thread int omni_stats = 1;\n');
+    const path = join(dir, 'libtls.so');
+    execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', path], { stdio: 'pipe' });
+    expect(dataSymbols(path, omni)).toEqual(['omni_stats']);
   });
 
   it('a file it cannot read as ELF64 reports nothing (dlopen then says what it is)', () => {

@@ -242,6 +242,18 @@ describe('setLongTimeout', () => {
     clearLongTimeout(timer);
   });
 
+  it('without unrefLongTimeout, every step holds the process (as a plain setTimeout does)', () => {
+    fakeTimers();
+    const timer = setLongTimeout(() => {}, 2 * LONG + 5, undefined);
+    const step = (): { hasRef(): boolean } => (timer as unknown as { step: { hasRef(): boolean } }).step;
+    const first = step();
+    expect(first.hasRef()).toBe(true);
+    vi.advanceTimersByTime(MAX_TIMER_MS);
+    expect(step()).not.toBe(first);
+    expect(step().hasRef()).toBe(true);
+    clearLongTimeout(timer);
+  });
+
   it('unrefLongTimeout on a plain timer, or on none (Infinity)', () => {
     fakeTimers();
     const timer = setLongTimeout(() => {}, MAX_TIMER_MS, undefined);

@@ -131,6 +131,27 @@ function abiTypes(): AbiTypes {
   return types;
 }
 
+/** The names bindCore binds, every one a function of the library's. */
+export const CORE_SYMBOLS: readonly string[] = [
+  'omni_abi_version',
+  'omni_backend_name',
+  'omni_open',
+  'omni_close',
+  'omni_upload_weights',
+  'omni_linear_gelu',
+  'omni_stats',
+  'omni_last_error',
+];
+
+/** The names bindFixture binds (the fixture's own, beside the core ones). */
+export const FIXTURE_SYMBOLS: readonly string[] = [
+  'omni_fixture_fail_alloc_after',
+  'omni_fixture_fail_copy_after',
+  'omni_fixture_inject_fatal',
+  'omni_fixture_live_bytes',
+  'omni_fixture_reference_linear_gelu',
+];
+
 /** Only the version probe: bound before anything else so a mismatching library is refused before
  * its other symbols (which may differ) are touched. */
 export function bindAbiVersion(lib: LibraryHandle): () => number {

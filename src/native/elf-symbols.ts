@@ -9,7 +9,7 @@
  * with a .dynsym (another format, a stripped section table, a truncated file) reports nothing:
  * the load then goes on as before, and dlopen says what it thinks of the file.
  */
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 
 const SHT_DYNSYM = 11;
 const SHN_UNDEF = 0;
@@ -37,23 +37,30 @@ export function dataSymbols(path: string, wanted: (name: string) => boolean): st
   }
 }
 
-function read(fd: number, offset: bigint | number, length: bigint | number): Buffer {
+/**
+ * `length` bytes at `offset`, both from the file's own fields. A range past the file's end is
+ * corrupt: refused before its buffer is allocated (a size field may say anything up to 2^64, and
+ * one under MAX_TABLE allocated that much, zero-filled, for a file of a few KiB).
+ */
+function read(fd: number, fileSize: number, offset: bigint | number, length: bigint | number): Buffer {
+  const at = Number(offset);
   const n = Number(length);
-  if (!Number.isSafeInteger(n) || n < 0 || n > MAX_TABLE) throw new RangeError('size');
+  if (!Number.isSafeInteger(n) || n < 0 || n > MAX_TABLE || at > fileSize - n) throw new RangeError('size');
   const buf = Buffer.alloc(n);
-  if (readSync(fd, buf, 0, n, Number(offset)) !== n) throw new RangeError('short read');
+  if (readSync(fd, buf, 0, n, at) !== n) throw new RangeError('short read');
   return buf;
 }
 
 function readDataSymbols(fd: number, wanted: (name: string) => boolean): string[] {
-  const header = read(fd, 0, 64);
+  const fileSize = fstatSync(fd).size;
+  const header = read(fd, fileSize, 0, 64);
   // \x7fELF, ELFCLASS64, ELFDATA2LSB.
   if (header.readUInt32BE(0) !== 0x7f454c46 || header[4] !== 2 || header[5] !== 1) return [];
   const shoff = header.readBigUInt64LE(0x28);
   const shentsize = header.readUInt16LE(0x3a);
   const shnum = header.readUInt16LE(0x3c);
   if (shoff === 0n || shnum === 0 || shentsize < SECTION_SIZE) return [];
-  const sections = read(fd, shoff, shentsize * shnum);
+  const sections = read(fd, fileSize, shoff, shentsize * shnum);
   const section = (i: number) => {
     const at = i * shentsize;
     return {
@@ -68,8 +75,8 @@ function readDataSymbols(fd: number, wanted: (name: string) => boolean): string[
     const dynsym = section(i);
     if (dynsym.type !== SHT_DYNSYM || dynsym.link >= shnum) continue;
     const strtab = section(dynsym.link);
-    const symbols = read(fd, dynsym.offset, dynsym.size);
-    const names = read(fd, strtab.offset, strtab.size);
+    const symbols = read(fd, fileSize, dynsym.offset, dynsym.size);
+    const names = read(fd, fileSize, strtab.offset, strtab.size);
     for (let at = 0; at + SYM_SIZE <= symbols.length; at += SYM_SIZE) {
       const type = symbols[at + 4]! & 0xf;
       if (!DATA_TYPES.has(type) || symbols.readUInt16LE(at + 6) === SHN_UNDEF) continue;

@@ -15,7 +15,7 @@ import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import { nativeBuildDir, packageRoot } from '../paths.js';
 import { ABI_VERSION } from './abi.js';
 import type { RawFixtureApi, RawNativeApi } from './bindings.js';
-import { bindAbiVersion, bindCore, bindFixture } from './bindings.js';
+import { bindAbiVersion, bindCore, bindFixture, CORE_SYMBOLS, FIXTURE_SYMBOLS } from './bindings.js';
 import { dataSymbols } from './elf-symbols.js';
 import { koffi } from './koffi.js';
 
@@ -99,10 +99,12 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
     throw new LibraryNotFoundError(path, `${path} is not a regular file, so not a native library`);
   }
 
-  // Every name the ABI binds is a function named omni_*: one exported as data would be called
-  // into its bytes (the process dies, SIGSEGV), the version probe first. Read from the file,
-  // before anything is called: dlsym gives an address, not what is there.
-  const data = dataSymbols(path, (name) => name.startsWith('omni_'));
+  // Every name the load binds is a function: one exported as data would be called into its
+  // bytes (the process dies, SIGSEGV), the version probe first. Read from the file, before
+  // anything is called: dlsym gives an address, not what is there. Only those names: a library
+  // may export data of its own under the prefix (a build id), and nothing calls that.
+  const bound = new Set(backend === 'fixture' ? [...CORE_SYMBOLS, ...FIXTURE_SYMBOLS] : CORE_SYMBOLS);
+  const data = dataSymbols(path, (name) => bound.has(name));
   if (data.length > 0) {
     throw new LibraryNotFoundError(
       path,
