@@ -182,9 +182,11 @@ describe('startTimeoutMs and idleTimeout are read once', () => {
         return 0;
       },
     };
+    // Faked from before the start: its own 1000 ms bound, real, failed the start when the thread
+    // took longer than that to load and init on a busy machine.
+    fakeTimers();
     // Runtime.start itself: the harness's start() spreads the options, reading each getter once.
     const rt = await Runtime.start(options);
-    fakeTimers();
     const closing = rt.close();
     try {
       const closedYet = watch(closing);
