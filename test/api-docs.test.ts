@@ -7,32 +7,18 @@
  * Read through the TypeScript compiler's API from the built .d.ts, as a consumer's editor reads
  * them: one program over the two entries. Run `npx tsc -p tsconfig.json` first.
  */
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SyntaxKind } from 'typescript/unstable/ast';
 import { API, type Checker, SymbolFlags, type Symbol as TsSymbol, type Type } from 'typescript/unstable/sync';
 import { afterAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
+import { writeConsumerTsconfig } from './fixtures/consumer-tsconfig.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const dist = join(packageRoot, 'dist', 'src');
 const entries = [join(dist, 'index.d.ts'), join(dist, 'serve', 'index.d.ts')];
 const dir = tempDirs('omni-api-docs-')();
-writeFileSync(
-  join(dir, 'tsconfig.json'),
-  JSON.stringify({
-    compilerOptions: {
-      target: 'ES2022',
-      module: 'NodeNext',
-      moduleResolution: 'NodeNext',
-      strict: true,
-      noEmit: true,
-      types: ['node'],
-      typeRoots: [join(packageRoot, 'node_modules', '@types')],
-    },
-    files: entries,
-  }),
-);
+writeConsumerTsconfig(dir, entries, { typeRoots: [join(packageRoot, 'node_modules', '@types')] });
 
 const api = new API({ cwd: packageRoot });
 afterAll(() => api.close());

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
+import { writeConsumerTsconfig } from './fixtures/consumer-tsconfig.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const dir = tempDirs('omni-package-types-')();
@@ -29,21 +30,8 @@ function typecheck(
   mkdirSync(project);
   const modules = typeof code === 'string' ? { 'main.ts': code } : code;
   for (const [file, text] of Object.entries(modules)) writeFileSync(join(project, file), text);
-  writeFileSync(
-    join(project, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022',
-        module: 'NodeNext',
-        moduleResolution: 'NodeNext',
-        strict: true,
-        noEmit: true,
-        types: ['node'],
-        ...options,
-      },
-      files: Object.keys(modules),
-    }),
-  );
+  writeConsumerTsconfig(project, Object.keys(modules), options);
+
   const tsc = join(packageRoot, 'node_modules', 'typescript', 'bin', 'tsc');
   const run = spawnSync(process.execPath, [tsc, '-p', project, '--pretty', 'false'], {
     cwd: dir,
