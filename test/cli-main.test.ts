@@ -31,6 +31,16 @@ describe('main', () => {
     expect(await run([flag])).toEqual({ code: 0, stdout: `${version}\n` });
   });
 
+  // node:util reads `-vv` as -v -v, and a repeated boolean flag loses nothing (a command's
+  // `--json --json` is fine): `-vv` said "unknown option '-vv'" (exit 2), `-v -v` and
+  // `--version -v` "takes no arguments", though every letter named a known flag.
+  it.each([[['-vv']], [['-vvv']], [['-v', '-v']], [['--version', '-vv']], [['-v', '--version']]])(
+    '%j prints the package version too, exits 0',
+    async (argv) => {
+      expect(await run(argv)).toEqual({ code: 0, stdout: `${version}\n` });
+    },
+  );
+
   it.each([[[]], [['help']], [['-h']], [['--help']]])('%j prints the help, exits 0', async (argv) => {
     expect(await run(argv)).toEqual({ code: 0, stdout: HELP });
   });
@@ -134,6 +144,8 @@ describe('main', () => {
       ['frobnicate'],
       ['--frobnicate'],
       ['--version', 'extra'],
+      ['-vv', 'extra'],
+      ['-v', '-vx'],
       ['-v', '--frobnicate'],
       ['help', 'me'],
       // README: a -h after `--` is not asking for help.

@@ -35,6 +35,12 @@ function version(): string {
 /** Top-level letters take no value; a wrapper, so .some()'s index is not read as isHelpArg's options. */
 const isHelpFlag = (arg: string): boolean => isHelpArg(arg);
 
+/**
+ * --version, or -v alone or repeated in a group (`-vv`): node:util reads `-vv` as -v -v, and a
+ * boolean flag given twice loses nothing, as a command's `--json --json` does not.
+ */
+const isVersionFlag = (arg: string): boolean => arg === '--version' || /^-v+$/.test(arg);
+
 /** The arguments before any `--`: a -h or --help after it is not asking for help. */
 function beforeEnd(args: readonly string[]): readonly string[] {
   const end = args.indexOf('--');
@@ -49,15 +55,16 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (command?.startsWith('-') && beforeEnd(argv).some(isHelpFlag)) {
     return help(argv.filter((arg) => !isHelpFlag(arg)));
   }
+  if (command !== undefined && isVersionFlag(command)) {
+    const other = rest.find((arg) => !isVersionFlag(arg));
+    if (other !== undefined) throw new UsageError(`${command} takes no arguments, got '${other}'`);
+    process.stdout.write(`${version()}\n`);
+    return 0;
+  }
   switch (command) {
     case undefined:
     case 'help':
       return help(rest);
-    case '-v':
-    case '--version':
-      if (rest.length > 0) throw new UsageError(`${command} takes no arguments, got '${rest[0]}'`);
-      process.stdout.write(`${version()}\n`);
-      return 0;
     case 'bench': {
       const admission = rest[0] === 'admission' ? rest.slice(1) : await admissionHelp(rest);
       if (admission !== undefined) {
