@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError, UnavailableError } from '../src/errors.js';
 import type { RuntimeReport } from '../src/runtime/report.js';
 import { type ServeHandle, serve } from '../src/serve/index.js';
+import { reportingServed } from './fixtures/reporting-served.js';
 
 function goodReport(state = 'ready'): RuntimeReport {
   const latency = { p50: 1, p99: 2, max: 3 };
@@ -68,15 +69,8 @@ let answer: () => unknown = goodReport;
 let handle: ServeHandle;
 
 beforeAll(async () => {
-  const served = {
-    run: async () => new Float32Array(1),
-    report: () => answer(),
-    close: async () => {},
-    inFeatures: 1,
-    outFeatures: 1,
-    backend: 'fixture' as const,
-  };
-  handle = await serve(served as never, { host: '127.0.0.1', port: 0, closeRuntime: false });
+  const served = reportingServed(() => answer());
+  handle = await serve(served, { host: '127.0.0.1', port: 0, closeRuntime: false });
 });
 
 afterAll(async () => {

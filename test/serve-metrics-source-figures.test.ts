@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { RuntimeReport } from '../src/runtime/report.js';
 import { ServeMetrics, serve } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
+import { reportingServed } from './fixtures/reporting-served.js';
 
 function goodReport(): RuntimeReport {
   const latency = { p50: 1, p99: 2, max: 3 };
@@ -91,15 +92,8 @@ describe('a ServeMetrics source that answers garbage', () => {
 
   it('GET /metrics: 500 OMNI_ERR_INTERNAL for each, and the server serves on', async () => {
     let answer: () => unknown = goodReport;
-    const served = {
-      run: async () => new Float32Array(1),
-      report: () => answer(),
-      close: async () => {},
-      inFeatures: 1,
-      outFeatures: 1,
-      backend: 'fixture' as const,
-    };
-    const handle = await serve(served as never, { host: '127.0.0.1', port: 0, closeRuntime: false });
+    const served = reportingServed(() => answer());
+    const handle = await serve(served, { host: '127.0.0.1', port: 0, closeRuntime: false });
     try {
       const got: string[] = [];
       for (const [what, report] of [
