@@ -7,7 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import { describeValue } from '../errors.js';
 import type { RuntimeReport } from '../runtime.js';
-import { messageOf } from './status.js';
+import { serverFailure } from './status.js';
 
 /** GET (and HEAD): 200 while the server serves and the runtime is 'ready', else 503. */
 export const HEALTH_PATH = '/health';
@@ -24,9 +24,8 @@ export function healthRoute(app: FastifyInstance, report: () => RuntimeReport): 
     try {
       body = healthBody(report());
     } catch (err) {
-      // Uncoded whatever failed: a report's code (OMNI_ERR_INVALID_ARGUMENT: 400) would blame
-      // the probe. Unchecked, a report that is no report was the not-ready 503, its body `{}`.
-      throw new Error(messageOf(err), { cause: err });
+      // Unchecked, a report that is no report was the not-ready 503, its body `{}`.
+      throw serverFailure(err);
     }
     return reply.code(body.state === 'ready' ? 200 : 503).send(body);
   });

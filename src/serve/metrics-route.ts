@@ -1,7 +1,7 @@
 /** GET /metrics: the server's own Prometheus registry as text (never admission-gated). */
 import type { FastifyInstance } from 'fastify';
 import type { ServeMetrics } from './metrics.js';
-import { messageOf } from './status.js';
+import { serverFailure } from './status.js';
 
 /** GET (and HEAD): the server's Prometheus metrics, in text format; answered while draining. */
 export const METRICS_PATH = '/metrics';
@@ -12,10 +12,8 @@ export function metricsRoute(app: FastifyInstance, metrics: ServeMetrics): void 
     try {
       scraped = await metrics.scrape();
     } catch (err) {
-      // A scrape takes nothing of the client's: whatever failed (the runtime's report, a figure
-      // in it) is the server's own failure, 500 OMNI_ERR_INTERNAL, even where its code alone
-      // would answer otherwise (a report that is no report is OMNI_ERR_INVALID_ARGUMENT: 400).
-      throw new Error(messageOf(err), { cause: err });
+      // Whatever failed (the runtime's report, a figure in it) is the server's, not the scraper's.
+      throw serverFailure(err);
     }
     return reply.type(scraped.contentType).send(scraped.text);
   });

@@ -218,3 +218,13 @@ export function messageOf(error: unknown): string {
     return UNREADABLE;
   }
 }
+
+/**
+ * `error` as the server's own failure, answered 500 OMNI_ERR_INTERNAL whatever its code: for a
+ * route that takes nothing of the client's (GET /health, GET /metrics), where a code of the
+ * caller's report (OMNI_ERR_INVALID_ARGUMENT: 400) would blame the probe. The original is its
+ * cause.
+ */
+export function serverFailure(error: unknown): Error {
+  return new Error(messageOf(error), { cause: error });
+}
