@@ -5,9 +5,9 @@
  * its bytes, and the process died (SIGSEGV) instead of refusing the library.
  *
  * Reads only the ELF header, the section headers and the .dynsym/.dynstr sections (a CUDA
- * library can be hundreds of MiB). Anything it cannot read as a 64-bit little-endian ELF file
- * with a .dynsym (another format, a stripped section table, a truncated file) reports nothing:
- * the load then goes on as before, and dlopen says what it thinks of the file.
+ * library can be hundreds of MiB), each once. Anything it cannot read as a 64-bit little-endian
+ * ELF file with a .dynsym (another format, a stripped section table, a truncated file) reports
+ * nothing: the load then goes on as before, and dlopen says what it thinks of the file.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 
@@ -70,22 +70,26 @@ function readDataSymbols(fd: number, wanted: (name: string) => boolean): string[
       link: sections.readUInt32LE(at + 40),
     };
   };
+  // An object has one .dynsym (the ELF spec's rule): the first is the one. Reading every section
+  // that claims the type read a table of 65,535 claims as 65,535 tables, and named each data
+  // symbol once per claim.
+  let index = 0;
+  while (index < shnum && section(index).type !== SHT_DYNSYM) index++;
+  if (index === shnum) return [];
+  const dynsym = section(index);
+  if (dynsym.link >= shnum) return [];
+  const strtab = section(dynsym.link);
+  const symbols = read(fd, fileSize, dynsym.offset, dynsym.size);
+  const names = read(fd, fileSize, strtab.offset, strtab.size);
   const found: string[] = [];
-  for (let i = 0; i < shnum; i++) {
-    const dynsym = section(i);
-    if (dynsym.type !== SHT_DYNSYM || dynsym.link >= shnum) continue;
-    const strtab = section(dynsym.link);
-    const symbols = read(fd, fileSize, dynsym.offset, dynsym.size);
-    const names = read(fd, fileSize, strtab.offset, strtab.size);
-    for (let at = 0; at + SYM_SIZE <= symbols.length; at += SYM_SIZE) {
-      const type = symbols[at + 4]! & 0xf;
-      if (!DATA_TYPES.has(type) || symbols.readUInt16LE(at + 6) === SHN_UNDEF) continue;
-      const start = symbols.readUInt32LE(at);
-      const end = names.indexOf(0, start);
-      if (start >= names.length || end === -1) continue;
-      const name = names.toString('latin1', start, end);
-      if (wanted(name)) found.push(name);
-    }
+  for (let at = 0; at + SYM_SIZE <= symbols.length; at += SYM_SIZE) {
+    const type = symbols[at + 4]! & 0xf;
+    if (!DATA_TYPES.has(type) || symbols.readUInt16LE(at + 6) === SHN_UNDEF) continue;
+    const start = symbols.readUInt32LE(at);
+    const end = names.indexOf(0, start);
+    if (start >= names.length || end === -1) continue;
+    const name = names.toString('latin1', start, end);
+    if (wanted(name)) found.push(name);
   }
   return found;
 }
