@@ -5,9 +5,10 @@
  * its bytes, and the process died (SIGSEGV) instead of refusing the library.
  *
  * Reads only the ELF header, the section headers and the .dynsym/.dynstr sections (a CUDA
- * library can be hundreds of MiB), each once. Anything it cannot read as a 64-bit little-endian
- * ELF file with a .dynsym (another format, a stripped section table, a truncated file) reports
- * nothing: the load then goes on as before, and dlopen says what it thinks of the file.
+ * library can be hundreds of MiB), each once: its work is bounded by the file's size, however the
+ * file is made. Anything it cannot read as a 64-bit little-endian ELF file with a .dynsym
+ * (another format, a stripped section table, a truncated file) reports nothing: the load then
+ * goes on as before, and dlopen says what it thinks of the file.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 
@@ -19,6 +20,13 @@ const SYM_SIZE = 24;
 const SECTION_SIZE = 64;
 /** Far above any real .dynsym/.dynstr: a corrupt size must not make this allocate gigabytes. */
 const MAX_TABLE = 256 * 1024 * 1024;
+/**
+ * The longest name looked for, in bytes: far above the loader's own (under 40). Each symbol's
+ * name is sought within this many bytes of its start: sought to the table's end, a string table
+ * with no NUL in it cost every symbol the table's length (a crafted 37 MiB file: minutes; the
+ * cost grew with the square of the size).
+ */
+const MAX_NAME = 1024;
 
 /** The names matching `wanted` that the file at `path` defines as data; [] when it cannot tell. */
 export function dataSymbols(path: string, wanted: (name: string) => boolean): string[] {
@@ -86,9 +94,10 @@ function readDataSymbols(fd: number, wanted: (name: string) => boolean): string[
     const type = symbols[at + 4]! & 0xf;
     if (!DATA_TYPES.has(type) || symbols.readUInt16LE(at + 6) === SHN_UNDEF) continue;
     const start = symbols.readUInt32LE(at);
-    const end = names.indexOf(0, start);
-    if (start >= names.length || end === -1) continue;
-    const name = names.toString('latin1', start, end);
+    if (start >= names.length) continue;
+    const length = names.subarray(start, start + MAX_NAME + 1).indexOf(0);
+    if (length === -1) continue;
+    const name = names.toString('latin1', start, start + length);
     if (wanted(name)) found.push(name);
   }
   return found;
