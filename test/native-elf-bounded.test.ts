@@ -3,9 +3,9 @@
  * synchronous, so a hang would hold the test runner's thread with it), which must print its
  * answer and exit 0; one that does not end is killed at the limit (code null). The limit is a
  * bound on a hang, not a measure: each case ends in well under a second, and ran for minutes
- * before its fix.
+ * (a string table) or for ever (a named pipe) before its fix.
  */
-import { type ChildProcess, execFile } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -81,4 +81,10 @@ it('a string table without a NUL: each name is sought a bounded way, not to the 
   // 200,000 symbols x 32 MiB sought each: terabytes of memchr before the fix.
   const path = noNulNames(200_000, 32 << 20);
   expect(await inChild(path)).toEqual({ code: 0, out: '[]' });
+});
+
+it('a named pipe (no writer ever comes): [] at once, not an open() blocked for ever', async () => {
+  const fifo = join(tempDir(), 'fifo.so');
+  execFileSync('mkfifo', [fifo]);
+  expect(await inChild(fifo)).toEqual({ code: 0, out: '[]' });
 });

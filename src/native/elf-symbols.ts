@@ -7,10 +7,10 @@
  * Reads only the ELF header, the section headers and the .dynsym/.dynstr sections (a CUDA
  * library can be hundreds of MiB), each once: its work is bounded by the file's size, however the
  * file is made. Anything it cannot read as a 64-bit little-endian ELF file with a .dynsym
- * (another format, a stripped section table, a truncated file) reports nothing: the load then
- * goes on as before, and dlopen says what it thinks of the file.
+ * (another format, a stripped section table, a truncated file, no regular file at all) reports
+ * nothing: the load then goes on as before, and dlopen says what it thinks of the file.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 
 const SHT_DYNSYM = 11;
 const SHN_UNDEF = 0;
@@ -32,7 +32,9 @@ const MAX_NAME = 1024;
 export function dataSymbols(path: string, wanted: (name: string) => boolean): string[] {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    // Non-blocking: a named pipe's open would wait for a writer (for ever, and the thread with
+    // it); it is refused below, by what the open found. No effect on a regular file's reads.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch {
     return [];
   }
@@ -60,7 +62,10 @@ function read(fd: number, fileSize: number, offset: bigint | number, length: big
 }
 
 function readDataSymbols(fd: number, wanted: (name: string) => boolean): string[] {
-  const fileSize = fstatSync(fd).size;
+  const stat = fstatSync(fd);
+  // The caller's check that a regular file is there came before this open, and may be stale.
+  if (!stat.isFile()) return [];
+  const fileSize = stat.size;
   const header = read(fd, fileSize, 0, 64);
   // \x7fELF, ELFCLASS64, ELFDATA2LSB.
   if (header.readUInt32BE(0) !== 0x7f454c46 || header[4] !== 2 || header[5] !== 1) return [];
