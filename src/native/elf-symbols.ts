@@ -2,7 +2,9 @@
  * Which of a shared library's exported symbols are data, read from its file (the ELF dynamic
  * symbol table) before the library is loaded. dlsym, and so koffi, gives an address and no type:
  * a library that exports an ABI name as a variable (`int omni_abi_version = 1;`) was called into
- * its bytes, and the process died (SIGSEGV) instead of refusing the library.
+ * its bytes, and the process died (SIGSEGV) instead of refusing the library. A name is data when
+ * its symbol type says so (OBJECT, COMMON, TLS) or, having no type (an assembler label, a
+ * --defsym), when it is absolute or lies outside the library's code (a section not executable).
  *
  * Reads only the ELF header, the section headers and the .dynsym/.dynstr sections (a CUDA
  * library can be hundreds of MiB), each once: its work is bounded by the file's size, however the
@@ -13,9 +15,14 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 
 const SHT_DYNSYM = 11;
+const SHF_EXECINSTR = 4n;
 const SHN_UNDEF = 0;
+const SHN_ABS = 0xfff1;
+const SHN_COMMON = 0xfff2;
 /** Symbol types (st_info & 0xf) that name data, never code: OBJECT, COMMON, TLS. */
 const DATA_TYPES = new Set([1, 5, 6]);
+/** A symbol without a type: an assembler label, a linker script's or --defsym's name. */
+const STT_NOTYPE = 0;
 const SYM_SIZE = 24;
 const SECTION_SIZE = 64;
 /** Far above any real .dynsym/.dynstr: a corrupt size must not make this allocate gigabytes. */
@@ -78,6 +85,7 @@ function readDataSymbols(fd: number, wanted: (name: string) => boolean): string[
     const at = i * shentsize;
     return {
       type: sections.readUInt32LE(at + 4),
+      flags: sections.readBigUInt64LE(at + 8),
       offset: sections.readBigUInt64LE(at + 24),
       size: sections.readBigUInt64LE(at + 32),
       link: sections.readUInt32LE(at + 40),
@@ -94,10 +102,18 @@ function readDataSymbols(fd: number, wanted: (name: string) => boolean): string[
   const strtab = section(dynsym.link);
   const symbols = read(fd, fileSize, dynsym.offset, dynsym.size);
   const names = read(fd, fileSize, strtab.offset, strtab.size);
+  // Defined (not SHN_UNDEF) and data: typed so, or untyped and not in code. An untyped name is
+  // called as readily as a typed one: a label in .data, or an absolute address, crashed the load.
+  const isData = (type: number, shndx: number): boolean => {
+    if (shndx === SHN_UNDEF) return false;
+    if (DATA_TYPES.has(type)) return true;
+    if (type !== STT_NOTYPE) return false;
+    if (shndx === SHN_ABS || shndx === SHN_COMMON) return true;
+    return shndx < shnum && (section(shndx).flags & SHF_EXECINSTR) === 0n;
+  };
   const found: string[] = [];
   for (let at = 0; at + SYM_SIZE <= symbols.length; at += SYM_SIZE) {
-    const type = symbols[at + 4]! & 0xf;
-    if (!DATA_TYPES.has(type) || symbols.readUInt16LE(at + 6) === SHN_UNDEF) continue;
+    if (!isData(symbols[at + 4]! & 0xf, symbols.readUInt16LE(at + 6))) continue;
     const start = symbols.readUInt32LE(at);
     if (start >= names.length) continue;
     const length = names.subarray(start, start + MAX_NAME + 1).indexOf(0);
