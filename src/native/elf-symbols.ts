@@ -30,7 +30,7 @@ const MAX_TABLE = 256 * 1024 * 1024;
 /**
  * The longest name looked for, in bytes: far above the loader's own (under 40). Each symbol's
  * name is sought within this many bytes of its start: sought to the table's end, a string table
- * with no NUL in it cost every symbol the table's length (a crafted 37 MiB file: minutes; the
+ * with no NUL in it cost every symbol the table's length (a crafted 42 MB file: minutes; the
  * cost grew with the square of the size).
  */
 const MAX_NAME = 1024;
