@@ -46,6 +46,31 @@ function library(data: string, extra: readonly string[] = []): string {
   return path;
 }
 
+/**
+ * A stand-in CUDA library whose omni_abi_version has no symbol type (STT_NOTYPE): defined by
+ * `asm` (an assembler label) or by the link `flags` (--defsym); every other ABI name a function.
+ */
+function untypedLibrary(asm: string, flags: readonly string[] = []): string {
+  const dir = tempDir();
+  const lines = Object.entries(FUNCTIONS)
+    .filter(([name]) => name !== 'omni_abi_version')
+    .map(([, definition]) => `API ${definition}`);
+  for (const name of REST) lines.push(`API int ${name}(void) { return 1; }`);
+  if (asm !== '') lines.push(`__asm__(${JSON.stringify(asm)});`);
+  const source = join(dir, 'lib.c');
+  writeFileSync(source, `#define API __attribute__((visibility("default")))\n${lines.join('\n')}\n`);
+  const path = join(dir, 'libomni_untyped.so');
+  const cc = process.env.CC || 'cc';
+  execFileSync(cc, ['-shared', '-fPIC', source, ...flags, '-o', path], { stdio: 'pipe' });
+  return path;
+}
+
+/** omni_abi_version as an untyped label: in .data (data), or in .text (code). */
+const DATA_LABEL = '.data\n.globl omni_abi_version\nomni_abi_version: .long 1\n.text\n';
+const CODE_LABEL = '.text\n.globl omni_abi_version\nomni_abi_version: .byte 0\n';
+/** omni_abi_version as an absolute address, set by the linker: no code of the library's. */
+const ABSOLUTE = ['-Wl,--defsym=omni_abi_version=0x1234'];
+
 const FIXTURE_HOOKS = [
   'omni_fixture_fail_alloc_after',
   'omni_fixture_fail_copy_after',
@@ -100,6 +125,14 @@ describe('an ABI name exported as data', () => {
     });
   });
 
+  // No symbol type is no proof of code: the load called these and died (SIGSEGV).
+  it.each([
+    ['an untyped label in .data', () => untypedLibrary(DATA_LABEL)],
+    ['an absolute (--defsym) address', () => untypedLibrary('', ABSOLUTE)],
+  ])('omni_abi_version as %s: OMNI_ERR_LIBRARY_NOT_FOUND at load, the process lives', (_, make) => {
+    expect(loadInChild(make())).toEqual({ stdout: 'OMNI_ERR_LIBRARY_NOT_FOUND', status: 0, signal: null });
+  });
+
   it('the same library with every name a function loads (the check refuses data only)', () => {
     expect(loadInChild(library('none'))).toEqual({ stdout: 'loaded', status: 0, signal: null });
   });
@@ -136,6 +169,13 @@ describe('dataSymbols (the ELF dynamic symbol table, read from the file)', () =>
   it('names the ABI names defined as data, and only those', () => {
     expect(dataSymbols(library('omni_abi_version'), omni)).toEqual(['omni_abi_version']);
     expect(dataSymbols(library('none'), omni)).toEqual([]);
+  });
+
+  it('an untyped name is data unless it is in code: a label in .data or an absolute one', () => {
+    expect(dataSymbols(untypedLibrary(DATA_LABEL), omni)).toEqual(['omni_abi_version']);
+    expect(dataSymbols(untypedLibrary('', ABSOLUTE), omni)).toEqual(['omni_abi_version']);
+    // A hand-written function without a .type directive is a label like these, in .text.
+    expect(dataSymbols(untypedLibrary(CODE_LABEL), omni)).toEqual([]);
   });
 
   it('a thread-local variable is data too (STT_TLS)', () => {

@@ -46,16 +46,18 @@ function layout(path: string) {
   return { elf, shnum, header, index, dynsym: header(index), progbits: ofType(SHT_PROGBITS) };
 }
 
-/** Every Buffer.alloc's size while `read` runs. */
-function allocations<T>(read: () => T): { result: T; largest: number } {
+/** The largest Buffer.alloc, and all of them together, while `read` runs. */
+function allocations<T>(read: () => T): { result: T; largest: number; total: number } {
   let largest = 0;
+  let total = 0;
   const alloc = Buffer.alloc.bind(Buffer);
   const spy = vi.spyOn(Buffer, 'alloc').mockImplementation((size, ...rest) => {
     largest = Math.max(largest, size);
+    total += size;
     return alloc(size, ...rest);
   });
   try {
-    return { result: read(), largest };
+    return { result: read(), largest, total };
   } finally {
     spy.mockRestore();
   }
@@ -155,6 +157,23 @@ describe('dataSymbols on odd and corrupt files', () => {
     expect(dataSymbols(common, omni)).toEqual(['omni_abi_version']);
     const imported = patched('undefined', (b) => b.writeUInt16LE(0, at + 6));
     expect(dataSymbols(imported, omni)).toEqual([]);
+  });
+
+  it('every section header a copy of .dynsym: the table is read once, its data name named once', () => {
+    const { elf, shnum, header, dynsym } = layout(dataLibrary());
+    const strtab = elf.readUInt32LE(dynsym + 40);
+    for (let i = 1; i < shnum; i++) {
+      if (i !== strtab) elf.copy(elf, header(i), dynsym, dynsym + 64);
+    }
+    const path = join(tempDir(), 'claims.so');
+    writeFileSync(path, elf);
+    // Each claim was read as a table of its own: the name came once per claim, and the reads
+    // added up to the table's size times the section count (65,535 claims: hours).
+    const { result, total } = allocations(() => dataSymbols(path, omni));
+    const size = (at: number): number => Number(elf.readBigUInt64LE(at + 32));
+    const once = 64 + shnum * 64 + size(dynsym) + size(header(strtab));
+    expect(shnum).toBeGreaterThan(10);
+    expect({ result, readOnce: total <= once }).toEqual({ result: ['omni_abi_version'], readOnce: true });
   });
 
   it('a folder: [] (dlopen then says what it is)', () => {
