@@ -341,6 +341,34 @@ await lr.run([1, 2, 3]);
     expect(status).toBe(0);
   });
 
+  it('let the buffer of a float array the package made be moved, where typed arrays are generic', () => {
+    // TypeScript 5.7+ types a plain Float32Array's buffer as ArrayBufferLike, which
+    // ctx.transfer and run's transfer (ArrayBuffers alone, as at run time) do not take.
+    const code = `
+import { defineWorker, LinearRuntime, type NativeContext } from 'omni-runtime';
+
+declare const context: NativeContext;
+export default defineWorker(async (x: Float32Array, ctx) => {
+  const y = context.linearGelu(x, 1);
+  ctx.transfer(y.buffer);
+  return y;
+});
+
+const lr = await LinearRuntime.start();
+const y = await lr.run(new Float32Array(256));
+await lr.run(y, { transfer: [y.buffer] });
+
+// An output array given is the one returned, as it was given.
+declare const shared: Float32Array<SharedArrayBuffer>;
+context.linearGelu(new Float32Array(256), 1, shared) satisfies Float32Array<SharedArrayBuffer>;
+declare const maybe: Float32Array | undefined;
+context.linearGelu(new Float32Array(256), 1, maybe) satisfies Float32Array;
+`;
+    const { status, output } = typecheck('moved-floats', code, { ...strictest, ...node16 });
+    expect(output).toBe('');
+    expect(status).toBe(0);
+  });
+
   it('name every type a call takes or returns, under module node16 and under bundler', () => {
     const results = [
       typecheck('named-node16', named, { ...strictest, ...node16 }),

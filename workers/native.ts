@@ -70,7 +70,7 @@ export default defineWorker(
       return null;
     }
     const y = native.linearGelu(input.x, input.rows);
-    ctx.transfer(y.buffer as ArrayBuffer);
+    ctx.transfer(y.buffer);
     return y;
   },
   {

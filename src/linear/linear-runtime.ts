@@ -1,6 +1,7 @@
 import { types } from 'node:util';
 import { describeValue, InvalidArgumentError, TooLargeError, UnavailableError } from '../errors.js';
 import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../native/index.js';
+import type { OwnFloat32Array } from '../native/output.js';
 import { lengthOf } from '../native/validate.js';
 import { checkTransfer, type RunOptions, type RuntimeOptions } from '../runtime/options.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
@@ -116,13 +117,14 @@ export class LinearRuntime {
   }
 
   /**
-   * Runs `rows` rows of x (row-major, inFeatures wide) and resolves with rows x outFeatures.
-   * The cost defaults to rows. Checked before admission, so a mistake holds no capacity: more
-   * rows than one native call takes (`maxRows`) is OMNI_ERR_TOO_LARGE (it can never be served),
-   * any other malformed argument OMNI_ERR_INVALID_ARGUMENT. A runtime that is not ready comes
+   * Runs `rows` rows of x (row-major, inFeatures wide) and resolves with rows x outFeatures, in
+   * an array over a buffer of its own (which a later call's `transfer` can list). The cost
+   * defaults to rows. Checked before admission, so a mistake holds no capacity: more rows than
+   * one native call takes (`maxRows`) is OMNI_ERR_TOO_LARGE (it can never be served), any other
+   * malformed argument OMNI_ERR_INVALID_ARGUMENT. A runtime that is not ready comes
    * first, as in Runtime.run: every call is then OMNI_ERR_UNAVAILABLE, whatever its arguments.
    */
-  run(x: Float32Array, options?: LinearRunOptions): Promise<Float32Array> {
+  run(x: Float32Array, options?: LinearRunOptions): Promise<OwnFloat32Array> {
     const state = this.runtime.state;
     if (state !== 'ready') return this.runtime[kEndedEarly]('unavailable', new UnavailableError(state));
     if (options !== undefined && (typeof options !== 'object' || options === null)) {
@@ -182,7 +184,7 @@ export class LinearRuntime {
       list ??= [sent.buffer as ArrayBuffer]; // the copy is this call's alone: moved, not cloned
     }
     const input: NativeWorkerInput = { x: sent, rows };
-    return this.runtime.run<Float32Array>(input, {
+    return this.runtime.run<OwnFloat32Array>(input, {
       cost: cost === undefined ? rows : cost,
       signal,
       deadlineMs,

@@ -26,7 +26,7 @@ import { DEFAULT_WORKSPACE_BYTES, MAX_FEATURES, MAX_ROWS, MAX_WORKSPACE_COUNT, N
 import type { RawHandle } from './bindings.js';
 import { resolveDevice } from './device.js';
 import type { NativeLibrary } from './library.js';
-import { newOutput } from './output.js';
+import { newOutput, type OwnFloat32Array } from './output.js';
 import { check } from './status.js';
 import { lengthOf, requireFloat32Array, requireInteger, requireLength } from './validate.js';
 
@@ -165,8 +165,11 @@ export class NativeContext {
     this.#rowScratch = 2 * (inFeatures + outFeatures) * Float32Array.BYTES_PER_ELEMENT;
   }
 
-  /** y = GELU(x W^T + b) for `rows` rows of x; writes into `out` when given, else a new array. */
-  linearGelu(x: Float32Array, rows: number, out?: Float32Array): Float32Array {
+  /**
+   * y = GELU(x W^T + b) for `rows` rows of x; writes into `out` when given and returns it, else
+   * returns a new array over a buffer of its own (one a worker can move with ctx.transfer).
+   */
+  linearGelu<Out extends Float32Array = OwnFloat32Array>(x: Float32Array, rows: number, out?: Out): Out {
     const handle = this.#live('linearGelu');
     requireFloat32Array('x', x);
     requireInteger('rows', rows, 1, MAX_ROWS);
@@ -184,7 +187,9 @@ export class NativeContext {
     }
     const status = this.library.raw.omni_linear_gelu(handle, x, lengthOf(x), rows, y, lengthOf(y));
     check(this.library, status, handle, 'omni_linear_gelu');
-    return y;
+    // y is out, or (out not given, so Out is its default) the new output: the status check
+    // threw for EMPTY, which is written only before any weights were uploaded.
+    return y as Out;
   }
 
   #overLimit(rows: number): NativeError {
