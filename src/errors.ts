@@ -396,6 +396,8 @@ export class BadRequestError extends OmniError {
 export function describeValue(value: unknown): string {
   // Quoted: a '1' given for a number would read as the number 1, the one value not wrong.
   if (typeof value === 'string') return JSON.stringify(value);
+  // The same for a BigInt: String(5n) is '5', the number that would have been right.
+  if (typeof value === 'bigint') return `${value}n`;
   try {
     if (typeof value !== 'object' || value === null) return String(value);
     return inspect(value, { depth: 2, customInspect: false });

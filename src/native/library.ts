@@ -69,7 +69,9 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   // Checked like LinearRuntime's `libraries`: null options threw an uncoded TypeError, a
   // primitive or a null path silently loaded the default library, a number reached resolve().
   if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('loadNativeLibrary options must be an object { path? }');
+    throw new InvalidArgumentError(
+      `loadNativeLibrary options must be an object { path? }, got ${describeValue(options)}`,
+    );
   }
   checkOptionKeys('loadNativeLibrary options', options, LOAD_KEYS);
   const given: unknown = options.path;
