@@ -123,6 +123,18 @@ describe('errors crossing a thread', () => {
     expect(rebuilt).toMatchObject({ code: 'X_DEVICE', fatal: true, nativeCode: 7 });
   });
 
+  it('a class of this package rebuilt from its code keeps fatal: true (it failed the runtime)', () => {
+    // The runtime fails on any reply whose error says fatal: true; its failure and the caller's
+    // error must still say so when the code is one of this package's own, not NativeError's.
+    for (const original of [new TaskFailedError('device lost'), new UnavailableError('failed')]) {
+      const rebuilt = crossed(Object.assign(original, { fatal: true }));
+      expect(rebuilt).toBeInstanceOf(original.constructor);
+      expect(rebuilt).toMatchObject({ code: original.code, fatal: true });
+    }
+    // NativeError's own fatal is its field, not an extra one.
+    expect(crossed(new NativeError(8, 'sticky', false))).toMatchObject({ fatal: false, nativeCode: 8 });
+  });
+
   it('an error without a code keeps its plain fields', () => {
     expect(crossed(Object.assign(new Error('not found'), { status: 404 }))).toMatchObject({
       code: 'OMNI_ERR_TASK_FAILED',
