@@ -357,7 +357,9 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   if (admission !== undefined) {
     checkBounds(admission, RUNTIME_ADMISSION_KEYS);
     if (admission.requests > MAX_CLAIM_SLOTS) {
-      throw new InvalidBoundError(`admission.requests may be at most ${MAX_CLAIM_SLOTS} for a runtime`);
+      throw new InvalidBoundError(
+        `admission.requests may be at most ${MAX_CLAIM_SLOTS} for a runtime, got ${admission.requests}`,
+      );
     }
   }
   // Cloned last, once every option has passed: a mistake costs no clone of a large workerData,
