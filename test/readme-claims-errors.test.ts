@@ -134,7 +134,7 @@ describe('README: the error classes', () => {
 });
 
 describe("README: an error answer's body", () => {
-  it('"each with a JSON body { code, message } ..., plus reason, nativeCode, state, and detail"', () => {
+  it('"each with a JSON body { code, message } ..., plus reason, nativeCode, state, cost and unitCapacity, limit, and detail"', () => {
     const at = readme.indexOf('The answers that are not a result, each with a JSON body');
     expect(at).toBeGreaterThan(0);
     const sentence = readme.slice(at, readme.indexOf(':\n', at));
@@ -145,10 +145,22 @@ describe("README: an error answer's body", () => {
       new errors.RejectedError('units', { depth: 1, capacity: 1, rejected: 1 }),
       new errors.NativeError(7, 'native failure'),
       new errors.UnavailableError('failed'),
+      new errors.TooLargeError(9, 4),
+      new errors.BodyTooLargeError(1024),
       fromHttpStack(Object.assign(new Error('bad url'), { code: 'FST_ERR_BAD_URL', statusCode: 400 }), 1),
     ].map((e) => answerFor(e).body);
     const carried = new Set(bodies.flatMap((b) => Object.keys(b)));
-    expect([...carried].sort()).toEqual(['code', 'detail', 'message', 'nativeCode', 'reason', 'state']);
+    expect([...carried].sort()).toEqual([
+      'code',
+      'cost',
+      'detail',
+      'limit',
+      'message',
+      'nativeCode',
+      'reason',
+      'state',
+      'unitCapacity',
+    ]);
     expect([...carried].filter((k) => !named.has(k))).toEqual([]);
   });
 });
