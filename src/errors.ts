@@ -261,10 +261,20 @@ export class UnavailableError extends OmniError {
   /** The runtime's state when it refused ('starting', 'draining', 'stopped' or 'failed'). */
   readonly state: string;
   constructor(state: string, message?: string) {
-    super('OMNI_ERR_UNAVAILABLE', message ?? `runtime is ${state}`);
+    // Own keys only: a state named like an Object.prototype member is no state of the table's.
+    const known = Object.hasOwn(UNAVAILABLE_MESSAGES, state) ? UNAVAILABLE_MESSAGES[state] : undefined;
+    super('OMNI_ERR_UNAVAILABLE', message ?? known ?? `the runtime is ${state}`);
     this.state = state;
   }
 }
+
+/** What each state means for the caller ("runtime is failed" said neither why nor what to do). */
+const UNAVAILABLE_MESSAGES: Readonly<Record<string, string>> = {
+  starting: 'the runtime is still starting',
+  draining: 'the runtime is draining (close() was called): it takes no new calls',
+  stopped: 'the runtime is stopped (close() has finished): start another',
+  failed: 'the runtime has failed (its `failure` says why) and never recovers: close it and start another',
+};
 
 /**
  * A native library is missing, will not load, is not an omni library, is the other backend's, or
