@@ -2,7 +2,7 @@
  * What a user's worker module exports: `export default defineWorker(async (input, ctx) => ...)`.
  * The module runs inside a worker thread, loaded by the runtime's entry.
  */
-import { InvalidArgumentError } from './errors.js';
+import { describeValue, InvalidArgumentError } from './errors.js';
 import { checkOptionKeys, type OptionKeys } from './option-keys.js';
 
 // Symbol.for, not Symbol(): the user's module may load its own copy of this package.
@@ -66,10 +66,13 @@ export function defineWorker<I, O>(
   handler: WorkerHandler<I, O>,
   options: WorkerOptions = {},
 ): WorkerDefinition<I, O> {
-  if (typeof handler !== 'function') throw new InvalidArgumentError('defineWorker needs a handler function');
+  if (typeof handler !== 'function')
+    throw new InvalidArgumentError(`defineWorker needs a handler function, got ${describeValue(handler)}`);
   // Checked where the worker is written: a wrong hook would otherwise fail every thread's start.
   if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('defineWorker options must be an object { init?, close? }');
+    throw new InvalidArgumentError(
+      `defineWorker options must be an object { init?, close? }, got ${describeValue(options)}`,
+    );
   }
   // A misspelt `close` hook would leave every thread's native resources unfreed without a word.
   checkOptionKeys('defineWorker options', options, WORKER_KEYS);
@@ -79,7 +82,9 @@ export function defineWorker<I, O>(
     ['close', close],
   ] as const) {
     if (hook !== undefined && typeof hook !== 'function') {
-      throw new InvalidArgumentError(`defineWorker option ${name} must be a function`);
+      throw new InvalidArgumentError(
+        `defineWorker option ${name} must be a function, got ${describeValue(hook)}`,
+      );
     }
   }
   return { [kDefinition]: true, handler, init, close };

@@ -261,10 +261,20 @@ export class UnavailableError extends OmniError {
   /** The runtime's state when it refused ('starting', 'draining', 'stopped' or 'failed'). */
   readonly state: string;
   constructor(state: string, message?: string) {
-    super('OMNI_ERR_UNAVAILABLE', message ?? `runtime is ${state}`);
+    // Own keys only: a state named like an Object.prototype member is no state of the table's.
+    const known = Object.hasOwn(UNAVAILABLE_MESSAGES, state) ? UNAVAILABLE_MESSAGES[state] : undefined;
+    super('OMNI_ERR_UNAVAILABLE', message ?? known ?? `the runtime is ${state}`);
     this.state = state;
   }
 }
+
+/** What each state means for the caller ("runtime is failed" said neither why nor what to do). */
+const UNAVAILABLE_MESSAGES: Readonly<Record<string, string>> = {
+  starting: 'the runtime is still starting',
+  draining: 'the runtime is draining (close() was called): it takes no new calls',
+  stopped: 'the runtime is stopped (close() has finished): start another',
+  failed: 'the runtime has failed (its `failure` says why) and never recovers: close it and start another',
+};
 
 /**
  * A native library is missing, will not load, is not an omni library, is the other backend's, or
@@ -396,6 +406,8 @@ export class BadRequestError extends OmniError {
 export function describeValue(value: unknown): string {
   // Quoted: a '1' given for a number would read as the number 1, the one value not wrong.
   if (typeof value === 'string') return JSON.stringify(value);
+  // The same for a BigInt: String(5n) is '5', the number that would have been right.
+  if (typeof value === 'bigint') return `${value}n`;
   try {
     if (typeof value !== 'object' || value === null) return String(value);
     return inspect(value, { depth: 2, customInspect: false });

@@ -188,9 +188,14 @@ export function fromWire(wire: WireError): Error {
   const make = code !== undefined && Object.hasOwn(classes, code) ? classes[code] : undefined;
   if (make !== undefined) {
     const rebuilt = make(message, fields, read);
-    // fatal: true failed the runtime whatever the code: the caller sees why (NativeError has its own).
-    if (fatal !== undefined && !('fatal' in rebuilt)) Object.assign(rebuilt, { fatal });
-    return rebuilt;
+    // Whatever else the error carried comes back on it, as on any other error: a field the
+    // worker added, and fatal: true, which failed the runtime whatever the code (the caller sees
+    // why; NativeError has its own). Never over what the class has, own or inherited.
+    const extra: WireFields = {};
+    for (const key of Object.keys(fields)) if (!(key in rebuilt)) extra[key] = fields[key]!;
+    if (nativeCode !== undefined && !('nativeCode' in rebuilt)) extra.nativeCode = nativeCode;
+    if (fatal !== undefined && !('fatal' in rebuilt)) extra.fatal = fatal;
+    return Object.assign(rebuilt, extra);
   }
   const e = code === undefined ? new TaskFailedError(message) : new OmniError(code, message);
   if (name && (code !== undefined || name !== 'Error')) e.name = name;

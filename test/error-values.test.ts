@@ -119,4 +119,10 @@ describe('describeValue', () => {
     expect(describeValue(1)).toBe('1');
     expect(describeValue(undefined)).toBe('undefined');
   });
+
+  it('marks a BigInt as one, so 5n given for a number is not described as the number 5', () => {
+    // "cost must be a non-negative safe integer, got 5" named the one value that was right.
+    expect(describeValue(5n)).toBe('5n');
+    expect(describeValue(-1n)).toBe('-1n');
+  });
 });

@@ -9,6 +9,16 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as errors from '../src/errors.js';
 import { packageRoot } from '../src/paths.js';
+import { answerFor } from '../src/serve/index.js';
+import { fromHttpStack } from '../src/serve/status.js';
+
+const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');
+
+/** The Errors table's rows, as text. */
+function errorsTable(): string[] {
+  const start = readme.indexOf('| code | when |');
+  return readme.slice(start, readme.indexOf('\n\n', start)).split('\n').slice(2);
+}
 
 type ErrorClass = new (...args: never[]) => Error & { code: string };
 
@@ -85,11 +95,8 @@ describe('README: the error classes', () => {
   });
 
   it('"the table below but OMNI_ERR_REQUEST_TIMEOUT, ..., OMNI_ERR_USAGE and OMNI_ERR_BENCH, which no class carries"', () => {
-    const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');
-    const start = readme.indexOf('| code | when |');
-    const table = readme.slice(start, readme.indexOf('\n\n', start));
     const tableCodes = new Set<string>();
-    for (const row of table.split('\n').slice(2)) {
+    for (const row of errorsTable()) {
       const cell = row.split('|')[1] ?? '';
       // A row writes its later codes short (`_BAD_REQUEST` for OMNI_ERR_BAD_REQUEST).
       for (const [, name] of cell.matchAll(/`(?:OMNI_ERR)?(_[A-Z_]+[A-Z])`/g))
@@ -107,5 +114,53 @@ describe('README: the error classes', () => {
       .filter(([name]) => name !== 'OmniError')
       .map(([name, Class]) => instanceOf(name, Class).code);
     expect([...classCodes, ...classless].sort()).toEqual([...tableCodes].sort());
+  });
+
+  it("each class's own fields are named in its row of the Errors table", () => {
+    // A user reads `cost`, `state` or `path` off an error: the table is where they are told of it.
+    const unnamed: string[] = [];
+    for (const [name, Class] of classes.filter(([n]) => n !== 'OmniError')) {
+      const err = instanceOf(name, Class);
+      // Its code in the first cell, in full or short (`_BODY_TOO_LARGE`), not inside a longer one.
+      const short = err.code.replace(/^OMNI_ERR/, '');
+      const row =
+        errorsTable().find((r) => (r.split('|')[1] ?? '').includes(`\`OMNI_ERR${short}\``)) ??
+        errorsTable().find((r) => (r.split('|')[1] ?? '').includes(`\`${short}\``));
+      const fields = Object.keys(err).filter((k) => k !== 'code' && k !== 'name');
+      for (const field of fields) if (!row?.includes(`\`${field}\``)) unnamed.push(`${name}.${field}`);
+    }
+    expect(unnamed).toEqual([]);
+  });
+});
+
+describe("README: an error answer's body", () => {
+  it('"each with a JSON body { code, message } ..., plus reason, nativeCode, state, cost and unitCapacity, limit, and detail"', () => {
+    const at = readme.indexOf('The answers that are not a result, each with a JSON body');
+    expect(at).toBeGreaterThan(0);
+    const sentence = readme.slice(at, readme.indexOf(':\n', at));
+    const named = new Set([...sentence.matchAll(/`([a-zA-Z]+)`/g)].map((m) => m[1]));
+    named.add('code').add('message');
+    // Every field an answer's body can carry, each set once.
+    const bodies = [
+      new errors.RejectedError('units', { depth: 1, capacity: 1, rejected: 1 }),
+      new errors.NativeError(7, 'native failure'),
+      new errors.UnavailableError('failed'),
+      new errors.TooLargeError(9, 4),
+      new errors.BodyTooLargeError(1024),
+      fromHttpStack(Object.assign(new Error('bad url'), { code: 'FST_ERR_BAD_URL', statusCode: 400 }), 1),
+    ].map((e) => answerFor(e).body);
+    const carried = new Set(bodies.flatMap((b) => Object.keys(b)));
+    expect([...carried].sort()).toEqual([
+      'code',
+      'cost',
+      'detail',
+      'limit',
+      'message',
+      'nativeCode',
+      'reason',
+      'state',
+      'unitCapacity',
+    ]);
+    expect([...carried].filter((k) => !named.has(k))).toEqual([]);
   });
 });

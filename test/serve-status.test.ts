@@ -249,7 +249,8 @@ describe('413, 415, 404', () => {
     const { url, g } = await start({ open: true, admission: { requests: 4 } }, { bodyLimit: 256 });
     const octet = await postBytes(url, f32(128));
     expect(octet.status).toBe(413);
-    expect(errorOf(octet).code).toBe('OMNI_ERR_BODY_TOO_LARGE');
+    // The limit in the body: a client can size its uploads without parsing the message.
+    expect(errorOf(octet)).toMatchObject({ code: 'OMNI_ERR_BODY_TOO_LARGE', limit: 256 });
     // No Content-Length: the limit is enforced while reading.
     const chunked = await fetch(`${url}/v1/linear`, {
       method: 'POST',
@@ -274,7 +275,8 @@ describe('413, 415, 404', () => {
     const { url, g } = await start({ open: true, admission: { requests: 4, units: 4 } });
     const a = await postFloats(url, rows(5));
     expect(a.status).toBe(413);
-    expect(errorOf(a).code).toBe('OMNI_ERR_TOO_LARGE');
+    // What would fit, in the body: the client splits its rows by it, not by the message.
+    expect(errorOf(a)).toMatchObject({ code: 'OMNI_ERR_TOO_LARGE', cost: 5, unitCapacity: 4 });
     expect(a.headers.get('retry-after')).toBeNull();
     // Exactly the ceiling fits.
     expect((await postFloats(url, rows(4))).status).toBe(200);
@@ -286,7 +288,11 @@ describe('413, 415, 404', () => {
     const reached = await invocations(g, async () => {
       const a = await postBytes(url, f32((MAX_ROWS + 1) * IN));
       expect(a.status).toBe(413);
-      expect(errorOf(a).code).toBe('OMNI_ERR_TOO_LARGE');
+      expect(errorOf(a)).toMatchObject({
+        code: 'OMNI_ERR_TOO_LARGE',
+        cost: MAX_ROWS + 1,
+        unitCapacity: MAX_ROWS,
+      });
     });
     expect(reached).toBe(0);
   });

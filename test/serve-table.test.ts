@@ -13,7 +13,7 @@ import {
   UnavailableError,
   WorkerExitedError,
 } from '../src/index.js';
-import { answerFor, BadBodyError, statusFor } from '../src/serve/index.js';
+import { answerFor, BadBodyError, BodyTooLargeError, statusFor } from '../src/serve/index.js';
 import { codeOf, fromHttpStack } from '../src/serve/status.js';
 
 const snapshot = { depth: 2, capacity: 2, rejected: 1 };
@@ -52,6 +52,15 @@ describe('answerFor', () => {
       nativeCode: 7,
     });
     expect(answerFor(new UnavailableError('failed')).body).toMatchObject({ state: 'failed' });
+    // A 413 says what would fit; a count that is no finite count (NaN has no JSON) is left out.
+    expect(answerFor(new TooLargeError(9, 4)).body).toMatchObject({ cost: 9, unitCapacity: 4 });
+    expect(answerFor(new BodyTooLargeError(1024)).body).toMatchObject({ limit: 1024 });
+    expect(Object.keys(answerFor(new TooLargeError(Number.NaN, -1)).body)).toEqual(['code', 'message']);
+    // Only for those codes: a cost on another error is not a 413's.
+    expect(Object.keys(answerFor(Object.assign(new DeadlineError(), { cost: 3 })).body)).toEqual([
+      'code',
+      'message',
+    ]);
     expect(answerFor(new Error('?')).body.code).toBe('OMNI_ERR_INTERNAL');
   });
 

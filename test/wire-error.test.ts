@@ -123,6 +123,34 @@ describe('errors crossing a thread', () => {
     expect(rebuilt).toMatchObject({ code: 'X_DEVICE', fatal: true, nativeCode: 7 });
   });
 
+  it('a class of this package rebuilt from its code keeps fatal: true (it failed the runtime)', () => {
+    // The runtime fails on any reply whose error says fatal: true; its failure and the caller's
+    // error must still say so when the code is one of this package's own, not NativeError's.
+    for (const original of [new TaskFailedError('device lost'), new UnavailableError('failed')]) {
+      const rebuilt = crossed(Object.assign(original, { fatal: true }));
+      expect(rebuilt).toBeInstanceOf(original.constructor);
+      expect(rebuilt).toMatchObject({ code: original.code, fatal: true });
+    }
+    // NativeError's own fatal is its field, not an extra one.
+    expect(crossed(new NativeError(8, 'sticky', false))).toMatchObject({ fatal: false, nativeCode: 8 });
+  });
+
+  it('a class of this package keeps the plain fields a worker added to it, as any other error does', () => {
+    // They were dropped: only the class's own fields were rebuilt, though a user's own coded
+    // error and an uncoded one keep theirs.
+    const rebuilt = crossed(
+      Object.assign(new TaskFailedError('fetch failed'), { step: 'fetch', attempt: 2 }),
+    );
+    expect(rebuilt).toBeInstanceOf(TaskFailedError);
+    expect(rebuilt).toMatchObject({ code: 'OMNI_ERR_TASK_FAILED', step: 'fetch', attempt: 2 });
+    // The class's own fields stay the class's, and nothing shadows what the class inherits.
+    const refused = crossed(
+      Object.assign(new RejectedError('units', { depth: 1, capacity: 2, rejected: 3 }), { toString: 'x' }),
+    );
+    expect(refused).toMatchObject({ reason: 'units', depth: 1, capacity: 2, rejected: 3 });
+    expect(Object.hasOwn(refused, 'toString')).toBe(false);
+  });
+
   it('an error without a code keeps its plain fields', () => {
     expect(crossed(Object.assign(new Error('not found'), { status: 404 }))).toMatchObject({
       code: 'OMNI_ERR_TASK_FAILED',

@@ -19,7 +19,9 @@ export interface AdmitOptions {
  */
 export function invalidAdmitOptions(signal: unknown, timeoutMs: unknown): InvalidArgumentError | undefined {
   if (signal !== undefined && !isAbortSignal(signal)) {
-    return new InvalidArgumentError('signal must be an AbortSignal');
+    return new InvalidArgumentError(
+      `signal must be an AbortSignal (a Proxy of one is refused), got ${describeValue(signal)}`,
+    );
   }
   if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0)) {
     return new InvalidArgumentError(

@@ -1,6 +1,7 @@
 import { signalAborted } from '../abort-signal.js';
 import {
   ClosedError,
+  describeValue,
   InvalidArgumentError,
   InvalidClaimError,
   PermitReleasedError,
@@ -239,7 +240,9 @@ export class BoundedAdmission implements PermitOwner {
   admit(cost = 1, options: AdmitOptions = {}): Promise<Permit> {
     if (!isValidCost(cost)) return Promise.reject(invalidCost(cost));
     if (typeof options !== 'object' || options === null) {
-      return Promise.reject(new InvalidArgumentError('admit options must be an object'));
+      return Promise.reject(
+        new InvalidArgumentError(`admit options must be an object, got ${describeValue(options)}`),
+      );
     }
     let signal: AdmitOptions['signal'];
     let timeoutMs: AdmitOptions['timeoutMs'];

@@ -46,7 +46,9 @@ function checkBound(name: string, value: unknown, max: number): number {
  */
 export function checkBounds(bounds: AdmissionBounds, keys: KnownKeys = BOUNDS_KEYS): CheckedBounds {
   if (typeof bounds !== 'object' || bounds === null) {
-    throw new InvalidBoundError('bounds must be an object { requests, units? }');
+    throw new InvalidBoundError(
+      `bounds must be an object { requests, units? }, got ${describeValue(bounds)}`,
+    );
   }
   checkOptionKeys('bounds', bounds, keys);
   // Each read once: a getter read again could answer otherwise than what was checked.
@@ -72,6 +74,5 @@ export function isValidCost(cost: unknown): cost is number {
 }
 
 export function invalidCost(cost: unknown): InvalidCostError {
-  const shown = typeof cost === 'number' ? String(cost) : typeof cost;
-  return new InvalidCostError(`cost must be a non-negative safe integer, got ${shown}`);
+  return new InvalidCostError(`cost must be a non-negative safe integer, got ${describeValue(cost)}`);
 }

@@ -105,7 +105,13 @@ export class WaitingRoom {
       this.#host.setWaitingFlag();
       this.#hold();
       if (timeoutMs !== undefined) {
-        waiter.timer = setLongTimeout((w) => this.#giveUp(w, new TimeoutError(), true), timeoutMs, waiter);
+        const timedOut = (w: Waiter): void =>
+          this.#giveUp(
+            w,
+            new TimeoutError(`admit() found no room within its timeoutMs (${timeoutMs} ms); nothing is held`),
+            true,
+          );
+        waiter.timer = setLongTimeout(timedOut, timeoutMs, waiter);
       }
       if (signal) {
         waiter.signal = signal;

@@ -2,7 +2,7 @@ import { types } from 'node:util';
 import { describeValue, InvalidArgumentError, TooLargeError, UnavailableError } from '../errors.js';
 import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../native/index.js';
 import type { OwnFloat32Array } from '../native/output.js';
-import { lengthOf } from '../native/validate.js';
+import { kindOf, lengthOf } from '../native/validate.js';
 import { checkTransfer, type RunOptions, type RuntimeOptions } from '../runtime/options.js';
 import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
 import { ContextReclaim } from './context-reclaim.js';
@@ -128,10 +128,16 @@ export class LinearRuntime {
     const state = this.runtime.state;
     if (state !== 'ready') return this.runtime[kEndedEarly]('unavailable', new UnavailableError(state));
     if (options !== undefined && (typeof options !== 'object' || options === null)) {
-      return this.runtime[kEndedEarly]('invalid', new InvalidArgumentError('run options must be an object'));
+      return this.runtime[kEndedEarly](
+        'invalid',
+        new InvalidArgumentError(`run options must be an object, got ${describeValue(options)}`),
+      );
     }
     if (!types.isFloat32Array(x))
-      return this.runtime[kEndedEarly]('invalid', new InvalidArgumentError('x must be a Float32Array'));
+      return this.runtime[kEndedEarly](
+        'invalid',
+        new InvalidArgumentError(`x must be a Float32Array, got ${kindOf(x)}`),
+      );
     let givenRows: LinearRunOptions['rows'];
     let cost: LinearRunOptions['cost'];
     let signal: LinearRunOptions['signal'];

@@ -117,7 +117,9 @@ export interface CheckedLinearOptions {
 
 export function checkLinearOptions(options: LinearRuntimeOptions): CheckedLinearOptions {
   if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('LinearRuntime.start options must be an object');
+    throw new InvalidArgumentError(
+      `LinearRuntime.start options must be an object, got ${describeValue(options)}`,
+    );
   }
   checkOptionKeys('LinearRuntime.start options', options, LINEAR_KEYS);
   const {
@@ -205,7 +207,9 @@ function checkLibraries(libraries: NativeLibraryPaths | undefined): {
 } {
   if (libraries === undefined) return {};
   if (typeof libraries !== 'object' || libraries === null) {
-    throw new InvalidArgumentError('libraries must be { fixture?, cuda? } (paths)');
+    throw new InvalidArgumentError(
+      `libraries must be { fixture?, cuda? } (paths), got ${describeValue(libraries)}`,
+    );
   }
   // Its keys were checked first (checkLinearOptions); the paths are read like every other
   // option, inherited ones included (Object.entries alone would skip those silently).

@@ -41,7 +41,9 @@ export function checkWeights(
   wantOut: number | undefined,
 ): LinearWeights {
   if (typeof weights !== 'object' || weights === null) {
-    throw new InvalidArgumentError('weights must be { w, b, inFeatures, outFeatures }');
+    throw new InvalidArgumentError(
+      `weights must be { w, b, inFeatures, outFeatures }, got ${describeValue(weights)}`,
+    );
   }
   const inFeatures = checkFeatures('weights.inFeatures', weights.inFeatures);
   const outFeatures = checkFeatures('weights.outFeatures', weights.outFeatures);

@@ -69,7 +69,7 @@ export function selectBackend(
   // null would throw an uncoded TypeError below, and a primitive would pass for "no options".
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError(
-      'selectBackend options must be an object { device?, fixturePath?, cudaPath? }',
+      `selectBackend options must be an object { device?, fixturePath?, cudaPath? }, got ${describeValue(options)}`,
     );
   }
   checkOptionKeys('selectBackend options', options, SELECT_KEYS);

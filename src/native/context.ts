@@ -97,7 +97,9 @@ export class NativeContext {
     // Checked like LinearRuntime.start's: null would throw an uncoded TypeError below, and a
     // primitive would silently open a context with every default.
     if (typeof options !== 'object' || options === null) {
-      throw new InvalidArgumentError('NativeContext.open options must be an object');
+      throw new InvalidArgumentError(
+        `NativeContext.open options must be an object, got ${describeValue(options)}`,
+      );
     }
     checkOptionKeys('NativeContext.open options', options, OPEN_KEYS);
     // undefined takes resolveDevice's default (process.env); null is refused there, not defaulted.

@@ -69,7 +69,9 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   // Checked like LinearRuntime's `libraries`: null options threw an uncoded TypeError, a
   // primitive or a null path silently loaded the default library, a number reached resolve().
   if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('loadNativeLibrary options must be an object { path? }');
+    throw new InvalidArgumentError(
+      `loadNativeLibrary options must be an object { path? }, got ${describeValue(options)}`,
+    );
   }
   checkOptionKeys('loadNativeLibrary options', options, LOAD_KEYS);
   const given: unknown = options.path;
@@ -86,11 +88,7 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   if (stat === undefined) {
     // The default library is built by the package's install step, which npm may not have run
     // (npm 11 asks before running a dependency's scripts): say how to build it.
-    const hint =
-      given === undefined
-        ? `; build it with: node ${shellWord(join(packageRoot, 'scripts', 'build-native.mjs'))} (needs cc; nvcc for cuda)`
-        : '';
-    throw new LibraryNotFoundError(path, `native library not found at ${path}${hint}`);
+    throw new LibraryNotFoundError(path, `native library not found at ${path}${buildHint(given, 'build')}`);
   }
   // dlopen opens what it is given before it reads a byte: a named pipe blocks that open until a
   // writer comes (forever, and this thread with it: a load is synchronous), a terminal until
@@ -133,7 +131,8 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
     throw new AbiMismatchError(
       ABI_VERSION,
       abiVersion,
-      `native library ${path} has ABI version ${abiVersion}; this package expects ABI version ${ABI_VERSION}`,
+      // The default one is stale when the package was upgraded over a build it did not redo.
+      `native library ${path} has ABI version ${abiVersion}; this package expects ABI version ${ABI_VERSION}${buildHint(given, 'rebuild')}`,
     );
   }
   const raw = bindOrRefuse(path, () => bindCore(handle));
@@ -151,6 +150,12 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   });
   loaded.set(path, library);
   return library;
+}
+
+/** For this package's own library (no path given), how to build it; '' for a library of the caller's. */
+function buildHint(given: string | undefined, verb: 'build' | 'rebuild'): string {
+  if (given !== undefined) return '';
+  return `; ${verb} it with: node ${shellWord(join(packageRoot, 'scripts', 'build-native.mjs'))} (needs cc; nvcc for cuda)`;
 }
 
 /** What is at `path`, or undefined for nothing this process can reach (as existsSync tells it). */

@@ -24,16 +24,19 @@ export function lengthOf(array: Float32Array): number {
 /** isFloat32Array (not instanceof): it also accepts arrays from another realm, and cannot be spoofed. */
 export function requireFloat32Array(name: string, value: unknown): Float32Array {
   if (!types.isFloat32Array(value)) {
-    // Never through the value's own properties: a view without a prototype has no constructor.
-    const got =
-      value === null
-        ? 'null'
-        : ArrayBuffer.isView(value)
-          ? Object.prototype.toString.call(value).slice(8, -1)
-          : typeof value;
-    throw new InvalidArgumentError(`${name} must be a Float32Array, got ${got}`);
+    throw new InvalidArgumentError(`${name} must be a Float32Array, got ${kindOf(value)}`);
   }
   return value;
+}
+
+/**
+ * What kind of value was given where a Float32Array was wanted: a view's own type ('Float64Array'),
+ * else its typeof; never its contents, which may be megabytes of floats.
+ */
+export function kindOf(value: unknown): string {
+  // Never through the value's own properties: a view without a prototype has no constructor.
+  if (value === null) return 'null';
+  return ArrayBuffer.isView(value) ? Object.prototype.toString.call(value).slice(8, -1) : typeof value;
 }
 
 /** An integer in [min, max]; rejects NaN, infinities, fractions and non-numbers. */

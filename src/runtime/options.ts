@@ -165,9 +165,11 @@ export function defaultRunOptions(defaultDeadlineMs: number | undefined): Checke
  */
 export function checkRunOptions(options: unknown, defaultDeadlineMs: number | undefined): CheckedRunOptions {
   if (options === undefined) return defaultRunOptions(defaultDeadlineMs);
-  if (typeof options !== 'object' || options === null) bad('run options must be an object');
+  if (typeof options !== 'object' || options === null)
+    bad(`run options must be an object, got ${describeValue(options)}`);
   const { cost, signal, deadlineMs, transfer } = options as RunOptions;
-  if (signal !== undefined && !isAbortSignal(signal)) bad('signal must be an AbortSignal');
+  if (signal !== undefined && !isAbortSignal(signal))
+    bad(`signal must be an AbortSignal (a Proxy of one is refused), got ${describeValue(signal)}`);
   return {
     cost: cost === undefined ? 1 : cost, // null is a mistake like any other non-number (OMNI_ERR_INVALID_COST)
     signal,
@@ -313,11 +315,12 @@ function snapshot(workerData: unknown): unknown {
 function admissionOf(admission: unknown): RuntimeAdmissionOptions | undefined {
   if (admission === undefined) return undefined;
   if (typeof admission !== 'object' || admission === null) {
-    bad('admission must be an object { requests, units?, wait? }');
+    bad(`admission must be an object { requests, units?, wait? }, got ${describeValue(admission)}`);
   }
   checkOptionKeys('admission', admission, RUNTIME_ADMISSION_KEYS);
   const { requests, units, wait } = admission as RuntimeAdmissionOptions;
-  if (wait !== undefined && typeof wait !== 'boolean') bad('admission.wait must be a boolean');
+  if (wait !== undefined && typeof wait !== 'boolean')
+    bad(`admission.wait must be a boolean, got ${describeValue(wait)}`);
   return { requests, units, wait };
 }
 
@@ -354,7 +357,9 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   if (admission !== undefined) {
     checkBounds(admission, RUNTIME_ADMISSION_KEYS);
     if (admission.requests > MAX_CLAIM_SLOTS) {
-      throw new InvalidBoundError(`admission.requests may be at most ${MAX_CLAIM_SLOTS} for a runtime`);
+      throw new InvalidBoundError(
+        `admission.requests may be at most ${MAX_CLAIM_SLOTS} for a runtime, got ${admission.requests}`,
+      );
     }
   }
   // Cloned last, once every option has passed: a mistake costs no clone of a large workerData,
@@ -377,7 +382,8 @@ export const CLOSE_KEYS: OptionKeys<CloseOptions> = { timeoutMs: true };
 /** close()'s timeout: 0 abandons in-flight work at once; any length is honoured (Infinity: none). */
 export function checkCloseOptions(options: unknown): number | undefined {
   if (options === undefined) return undefined;
-  if (typeof options !== 'object' || options === null) bad('close options must be an object');
+  if (typeof options !== 'object' || options === null)
+    bad(`close options must be an object, got ${describeValue(options)}`);
   checkOptionKeys('close options', options, CLOSE_KEYS);
   const value = (options as { timeoutMs?: unknown }).timeoutMs;
   if (value === undefined) return undefined;

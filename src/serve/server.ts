@@ -263,7 +263,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
   checkOptionKeys('serve options', options, SERVE_KEYS);
   const host = options.host ?? '127.0.0.1';
   if (typeof host !== 'string' || host === '') {
-    throw new InvalidArgumentError('host must be a non-empty string');
+    throw new InvalidArgumentError(`host must be a non-empty string, got ${describeValue(host)}`);
   }
   const port = integer('port', options.port, 8080, 0, 65535);
   const bodyLimit = integer('bodyLimit', options.bodyLimit, DEFAULT_BODY_LIMIT, 1, 2 ** 31 - 1);

@@ -7,8 +7,8 @@
  * | OMNI_ERR_REJECTED requests/units/queued |    503 | Retry-After; answered at once, no worker  |
  * | OMNI_ERR_UNAVAILABLE                   |    503 | starting, draining, stopped or failed; a  |
  * |                                        |        | call a drain abandoned (linear-route.ts)  |
- * | OMNI_ERR_TOO_LARGE                     |    413 | the cost can never fit the unit ceiling   |
- * | OMNI_ERR_BODY_TOO_LARGE                |    413 | the body is over the server's limit       |
+ * | OMNI_ERR_TOO_LARGE                     |    413 | can never fit: body has cost, unitCapacity |
+ * | OMNI_ERR_BODY_TOO_LARGE                |    413 | over the server's limit: body has limit   |
  * | OMNI_ERR_BAD_BODY / _INVALID_ARGUMENT / _INVALID_COST | 400 | malformed, truncated, wrong shape |
  * | OMNI_ERR_BAD_REQUEST                   |    400 | HTTP framing, URL, header values          |
  * | OMNI_ERR_REQUEST_TIMEOUT / _HEADERS_TOO_LARGE | 408 / 431 | node:http's own limits         |
@@ -70,6 +70,12 @@ export interface ErrorBody {
   nativeCode?: number;
   /** OMNI_ERR_UNAVAILABLE: the runtime's (or server's) state. */
   state?: string;
+  /** OMNI_ERR_TOO_LARGE: the cost asked for (the rows, unless the runtime is given a cost). */
+  cost?: number;
+  /** OMNI_ERR_TOO_LARGE: the most one call takes (the unit ceiling, or the rows of one native call). */
+  unitCapacity?: number;
+  /** OMNI_ERR_BODY_TOO_LARGE: the server's body limit, in bytes. */
+  limit?: number;
   /** The lower layer's own code (HPE_*, FST_*) when the error came from the HTTP stack. */
   detail?: string;
 }
@@ -107,6 +113,16 @@ export function answerFor(error: unknown): HttpAnswer {
   if (state !== undefined) body.state = state;
   const detail = stringField(err, 'detail');
   if (detail !== undefined) body.detail = detail;
+  // A 413 says what would fit, so that a client can split its rows without parsing the message.
+  if (code === 'OMNI_ERR_TOO_LARGE') {
+    const cost = countField(err, 'cost');
+    const unitCapacity = countField(err, 'unitCapacity');
+    if (cost !== undefined) body.cost = cost;
+    if (unitCapacity !== undefined) body.unitCapacity = unitCapacity;
+  } else if (code === 'OMNI_ERR_BODY_TOO_LARGE') {
+    const limit = countField(err, 'limit');
+    if (limit !== undefined) body.limit = limit;
+  }
   // Metrics label: the refusal reason, else the code's own words ('too-large', 'unavailable').
   const label =
     reason ??
@@ -195,6 +211,12 @@ function field(err: unknown, key: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** A field that is a count (a finite number >= 0: JSON has no NaN), else undefined. */
+function countField(err: unknown, key: string): number | undefined {
+  const value = field(err, key);
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
 function stringField(err: unknown, key: string): string | undefined {
