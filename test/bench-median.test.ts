@@ -13,6 +13,11 @@ describe('median', () => {
     expect(median([4, 1, 3, 2])).toBe(2.5);
   });
 
+  it('orders by value, not as text (9 sorts before 10)', () => {
+    expect(median([10, 9, 1])).toBe(9);
+    expect(median([100, 20, 3, 1000])).toBe(60);
+  });
+
   it('leaves its input as it was', () => {
     const values = [3, 1, 2];
     median(values);

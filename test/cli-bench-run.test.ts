@@ -209,6 +209,31 @@ describe('runBench', () => {
     await expect(runBench(c, new Progress(1, quiet))).rejects.toMatchObject({ code: 'OMNI_ERR_BENCH' });
   });
 
+  it('runs absolute loads even when calibration completed nothing: they need no capacity', async () => {
+    const c = config([
+      '--rates',
+      '20',
+      '--duration',
+      '0.2',
+      '--calibrate',
+      '0.000001',
+      '--deadline-ms',
+      '5000',
+    ]);
+    const r = await runBench(c, new Progress(1, quiet));
+    expect(r.calibration.completed).toBe(0);
+    expect(r.phases.map((p) => [p.mode, p.offeredRate])).toEqual([
+      ['unbounded', 20],
+      ['bounded', 20],
+    ]);
+  });
+
+  it('refuses a multiple of capacity that would offer more arrivals than a phase may hold', async () => {
+    // Known only once calibrated: any capacity times a million is over the cap in a 0.1 s phase.
+    const c = config(['--rates', '1000000000x', '--duration', '0.2', '--calibrate', '0.2']);
+    await expect(runBench(c, new Progress(1, quiet))).rejects.toMatchObject({ code: 'OMNI_ERR_USAGE' });
+  });
+
   it('warms both modes with the same number of calls before the first phase', async () => {
     // Calibration drives the unbounded runtime alone; the bounded one must not enter the first
     // phase colder (its threads' code and workspace caches). Counted per runtime, not timed.

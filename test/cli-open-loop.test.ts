@@ -204,6 +204,8 @@ describe('openLoop', () => {
     const done = openLoop(rt.lr, work, { ...plan, onSample: () => seen.push(rec.lastSample?.t) }, rec);
     await vi.advanceTimersByTimeAsync(1000);
     const end = await done;
+    // Drained, the phase stops sampling: no timer left to grow its timeline or hold the process.
+    expect(vi.getTimerCount()).toBe(0);
     const { timeline } = rec.result(end);
     expect(timeline.length).toBeGreaterThan(5);
     expect(seen).toEqual(timeline.map((s) => s.t));

@@ -162,13 +162,13 @@ describe('PhaseRecorder', () => {
     rec.failed(new TooLargeError(20, 16));
     rec.failed(new DeadlineError());
     rec.failed(new TaskFailedError('boom'));
-    rec.failed(new Error('no code'));
+    rec.failed(new RangeError('no code')); // uncoded: sorted by its name
     expect(rec.sent).toBe(7);
     expect(rec.settled).toBe(7);
     const r = rec.result(1000);
     expect(r).toMatchObject({ sent: 7, sentUnits: 21, completed: 1, refused: 3, deadline: 1, failed: 2 });
     expect(r.refusedBy).toEqual({ requests: 1, units: 1, 'too-large': 1 });
-    expect(r.failedBy).toEqual({ OMNI_ERR_TASK_FAILED: 1, Error: 1 });
+    expect(r.failedBy).toEqual({ OMNI_ERR_TASK_FAILED: 1, RangeError: 1 });
   });
 
   it('samples cumulative counters, and takes depth statistics from the window only', () => {

@@ -83,6 +83,13 @@ describe('native library loading and the ABI handshake', () => {
     expect(thrown(() => loadNativeLibrary('fixture', { path })).code).toBe('OMNI_ERR_ABI_MISMATCH');
   });
 
+  it('refuses a library of an older ABI version too, not only a newer one', () => {
+    const older = ABI_VERSION - 1;
+    const { path } = buildFixture({ outDir: join(dir, 'older'), defines: [`OMNI_ABI_VERSION=${older}`] });
+    const err = thrown(() => loadNativeLibrary('fixture', { path }));
+    expect(err).toMatchObject({ code: 'OMNI_ERR_ABI_MISMATCH', expected: ABI_VERSION, actual: older });
+  });
+
   it('a missing file is OMNI_ERR_LIBRARY_NOT_FOUND naming the path tried', () => {
     const path = join(dir, 'nowhere', 'libomni_fixture.so');
     expect(thrown(() => loadNativeLibrary('fixture', { path }))).toMatchObject({

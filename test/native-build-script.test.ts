@@ -5,10 +5,20 @@
  * run it from node_modules (a folder install, pnpm, npm link).
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, symlinkSync, utimesSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { buildCuda, buildFixture } from '../scripts/build-native.mjs';
+import { buildCuda, buildFixture, findNvcc } from '../scripts/build-native.mjs';
 import { defaultLibraryPath, loadNativeLibrary, NativeContext, seededFloats } from '../src/native/index.js';
 import { packageRoot } from '../src/paths.js';
 import { maxViolation } from './fixtures/native-tolerance.js';
@@ -60,6 +70,29 @@ describe('a library older than its sources', () => {
       built: false,
       stale: false,
     });
+  });
+
+  it('without nvcc and without a library, nothing is reported stale (there is nothing to be old)', () => {
+    expect(buildCuda({ outDir: tempDir(), nvcc: null })).toMatchObject({ built: false, stale: false });
+  });
+
+  it('a compiler that fails after writing part of its output leaves no temporary file behind', () => {
+    const dir = tempDir();
+    const cc = join(tempDir(), 'cc-fails-late');
+    writeFileSync(
+      cc,
+      '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && echo partial > "$2"; shift; done\nexit 1\n',
+    );
+    chmodSync(cc, 0o755);
+    const saved = process.env.CC;
+    process.env.CC = cc;
+    try {
+      expect(() => buildFixture({ outDir: dir })).toThrow();
+    } finally {
+      if (saved === undefined) delete process.env.CC;
+      else process.env.CC = saved;
+    }
+    expect(readdirSync(dir)).toEqual([]);
   });
 
   it('an up-to-date library stays when a forced rebuild fails', () => {
@@ -131,6 +164,64 @@ describe('run through a symlinked path', () => {
       encoding: 'utf8',
     });
     expect(run.stderr).toContain('native: fixture build FAILED (cc)');
+    expect(run.status).toBe(1);
+  });
+});
+
+describe('findNvcc', () => {
+  /** A folder holding an executable `nvcc` (under bin/ when `bin`), and that nvcc's path. */
+  function withNvcc(bin: boolean): { home: string; nvcc: string } {
+    const home = tempDir();
+    const dir = bin ? join(home, 'bin') : home;
+    mkdirSync(dir, { recursive: true });
+    const nvcc = join(dir, 'nvcc');
+    writeFileSync(nvcc, '#!/bin/sh\n');
+    chmodSync(nvcc, 0o755);
+    return { home, nvcc };
+  }
+
+  it('takes nvcc from PATH first, then CUDA_HOME/bin, then CUDA_PATH/bin; none: null', () => {
+    const onPath = withNvcc(false);
+    const home = withNvcc(true);
+    const cudaPath = withNvcc(true);
+    const empty = tempDir();
+    expect(findNvcc({ PATH: `${empty}:${onPath.home}`, CUDA_HOME: home.home })).toBe(onPath.nvcc);
+    expect(findNvcc({ PATH: empty, CUDA_HOME: home.home, CUDA_PATH: cudaPath.home })).toBe(home.nvcc);
+    expect(findNvcc({ PATH: empty, CUDA_PATH: cudaPath.home })).toBe(cudaPath.nvcc);
+    expect(findNvcc({ PATH: empty })).toBeNull();
+  });
+
+  it('passes over an nvcc that is not executable, or not a file', () => {
+    const onPath = withNvcc(false);
+    const home = withNvcc(true);
+    chmodSync(onPath.nvcc, 0o644);
+    chmodSync(home.nvcc, 0o644);
+    expect(findNvcc({ PATH: onPath.home, CUDA_HOME: home.home })).toBeNull();
+    const folder = tempDir();
+    mkdirSync(join(folder, 'bin', 'nvcc'), { recursive: true }); // searchable, so "executable"
+    expect(findNvcc({ PATH: join(folder, 'bin'), CUDA_HOME: folder })).toBeNull();
+  });
+});
+
+describe('--require-cuda', () => {
+  it('fails (exit 1) where there is no nvcc and no CUDA library to use, the fixture built', () => {
+    // A copy of the package's build inputs with a fixture newer than them: nothing to compile.
+    const pkg = tempDir();
+    mkdirSync(join(pkg, 'scripts'), { recursive: true });
+    cpSync(join(packageRoot, 'native'), join(pkg, 'native'), {
+      recursive: true,
+      filter: (src) => !src.endsWith(join('native', 'build')),
+    });
+    copyFileSync(join(packageRoot, 'scripts', 'build-native.mjs'), join(pkg, 'scripts', 'build-native.mjs'));
+    mkdirSync(join(pkg, 'native', 'build'));
+    copyFileSync(defaultLibraryPath('fixture'), join(pkg, 'native', 'build', 'libomni_fixture.so'));
+    const run = spawnSync(process.execPath, [join(pkg, 'scripts', 'build-native.mjs'), '--require-cuda'], {
+      cwd: pkg,
+      env: { PATH: tempDir(), CC: '/bin/false' },
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toContain('native: fixture up to date');
+    expect(run.stderr).toContain('native: cuda skipped');
     expect(run.status).toBe(1);
   });
 });

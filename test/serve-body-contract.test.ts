@@ -46,6 +46,7 @@ describe('JSON bodies', () => {
     ['a row wider than inFeatures', { rows: [[1, 2, 3, 4, 5]] }, {}],
     ['a second row wider than inFeatures', { rows: [ROW, [...ROW, 5]] }, {}],
     ['x-omni-rows disagreeing with the rows', { rows: [ROW] }, { 'x-omni-rows': '2' }],
+    ['x-omni-rows saying fewer rows than the body has', { rows: [ROW, ROW] }, { 'x-omni-rows': '1' }],
     ['null', 'null', {}],
   ])('%s: 400 OMNI_ERR_BAD_BODY, no worker call', async (_name, value, headers) => {
     const { g, url } = await shared();

@@ -246,6 +246,17 @@ describe('clientErrorHandler', () => {
     }
   }
 
+  it('an error answered at once: its answer, never out, is bounded by sendTimeoutMs', () => {
+    onFakeClock(() => {
+      const socket = fakeSocket();
+      clientErrorHandler(metrics(), ledger(), 50)(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
+      expect(parse(socket.written).status).toBe(400);
+      // Never out (no 'finish': a client that takes none of it), and well before the linger's end.
+      vi.advanceTimersByTime(50);
+      expect(socket.destroyed).toBe(true);
+    });
+  });
+
   it('an answer out (the connection said finish) is not cut by sendTimeoutMs while it lingers', () => {
     onFakeClock(() => {
       const socket = fakeSocket();

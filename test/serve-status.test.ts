@@ -73,6 +73,9 @@ describe('400: malformed, truncated, unreadable bodies and wrong shapes never re
     ['?rows= disagreeing with the body', () => ({ body: f32(8), query: '?rows=3' }), 'OMNI_ERR_BAD_BODY'],
     ['?rows=abc', () => ({ body: f32(8), query: '?rows=abc' }), 'OMNI_ERR_BAD_REQUEST'],
     ['?rows=0', () => ({ body: f32(8), query: '?rows=0' }), 'OMNI_ERR_BAD_REQUEST'],
+    // Digits only: Number() would read these as the 2 rows the body holds.
+    ['?rows=2e0', () => ({ body: f32(8), query: '?rows=2e0' }), 'OMNI_ERR_BAD_REQUEST'],
+    ['?rows=2.0', () => ({ body: f32(8), query: '?rows=2.0' }), 'OMNI_ERR_BAD_REQUEST'],
     [
       '?rows= and x-omni-rows disagreeing',
       () => ({ body: f32(8), query: '?rows=2', headers: { 'x-omni-rows': '1' } }),

@@ -151,6 +151,20 @@ describe('errors crossing a thread', () => {
     expect(Object.hasOwn(refused, 'toString')).toBe(false);
   });
 
+  it('an Error whose message or name is not a string keeps its code and fields, not only a description', () => {
+    const odd = Object.assign(new Error('x'), { code: 'X_ODD', message: 42, name: 7, tenant: 't1' });
+    expect(toWire(odd)).toEqual({ name: 'Error', message: '', code: 'X_ODD', fields: { tenant: 't1' } });
+    expect(crossed(odd)).toMatchObject({ code: 'X_ODD', name: 'Error', message: '', tenant: 't1' });
+  });
+
+  it('a hand-made wire without its fields: numbers unknown (NaN, not a plausible 0), not fatal', () => {
+    const tooLarge = fromWire({ name: 'TooLargeError', message: 'm', code: 'OMNI_ERR_TOO_LARGE' });
+    expect(tooLarge).toBeInstanceOf(TooLargeError);
+    expect(tooLarge).toMatchObject({ cost: Number.NaN, unitCapacity: Number.NaN });
+    const native = fromWire({ name: 'NativeError', message: 'm', code: 'OMNI_ERR_NATIVE', nativeCode: 3 });
+    expect(native).toMatchObject({ code: 'OMNI_ERR_NATIVE', nativeCode: 3, fatal: false });
+  });
+
   it('an error without a code keeps its plain fields', () => {
     expect(crossed(Object.assign(new Error('not found'), { status: 404 }))).toMatchObject({
       code: 'OMNI_ERR_TASK_FAILED',
@@ -167,6 +181,14 @@ describe('errors crossing a thread', () => {
       code: 'OMNI_ERR_TASK_FAILED',
     });
     expect(crossed(Object.create(null))).toBeInstanceOf(TaskFailedError);
+    // A plain Error's name says nothing: the class's own name stands.
+    expect(crossed(new Error('plain'))).toMatchObject({ name: 'TaskFailedError', message: 'plain' });
+  });
+
+  it('UnavailableError keeps whichever state refused the call, not one state for all', () => {
+    for (const state of ['starting', 'draining', 'stopped', 'failed']) {
+      expect(crossed(new UnavailableError(state))).toMatchObject({ code: 'OMNI_ERR_UNAVAILABLE', state });
+    }
   });
 });
 
@@ -184,4 +206,18 @@ describe('fromWire of something that is no WireError', () => {
       expect(code).toBe('OMNI_ERR_INVALID_ARGUMENT');
     },
   );
+
+  it.each([
+    ['a Symbol message', { name: 'Error', message: Symbol('m') }],
+    ['a number message', { name: 'Error', message: 5, code: 'OMNI_ERR_TIMEOUT' }],
+    ['a Symbol code', { name: 'Error', message: 'm', code: Symbol('c') }],
+  ])('%s: OMNI_ERR_INVALID_ARGUMENT, never a TypeError', (_name, wire) => {
+    let code: unknown;
+    try {
+      fromWire(wire as unknown as Parameters<typeof fromWire>[0]);
+    } catch (err) {
+      code = (err as { code?: unknown }).code;
+    }
+    expect(code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+  });
 });
