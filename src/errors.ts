@@ -399,23 +399,47 @@ export class BadRequestError extends OmniError {
 
 /**
  * Any value as text, for an error message about it: a string quoted, another primitive as
- * itself, an object inspected ("[object Object]" says nothing, and String() or a template
- * literal even throws for an object without a prototype, as a template literal does for a
- * Symbol). Never throws.
+ * itself, an object or a function inspected ("[object Object]" says nothing, and String() or a
+ * template literal even throws for an object without a prototype, as a template literal does for
+ * a Symbol). At most about MAX_DESCRIBED characters: the value may be megabytes (a string quoted
+ * whole made a message as large, or threw a RangeError past V8's longest string). Never throws,
+ * and runs none of the value's own conversions (a function's toString, a Proxy's traps).
  */
 export function describeValue(value: unknown): string {
   // Quoted: a '1' given for a number would read as the number 1, the one value not wrong.
-  if (typeof value === 'string') return JSON.stringify(value);
-  // The same for a BigInt: String(5n) is '5', the number that would have been right.
-  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'string') {
+    if (value.length <= MAX_DESCRIBED) return JSON.stringify(value);
+    return `${JSON.stringify(value.slice(0, MAX_DESCRIBED))}... (${value.length} characters)`;
+  }
   try {
-    if (typeof value !== 'object' || value === null) return String(value);
-    return inspect(value, { depth: 2, customInspect: false });
+    // The same for a BigInt: String(5n) is '5', the number that would have been right.
+    if (typeof value === 'bigint') return shortened(`${value}n`);
+    if (typeof value !== 'object' && typeof value !== 'function') return shortened(String(value));
+    // inspect, not String(): it calls no Symbol.toPrimitive or toString of the value's, and looks
+    // through a Proxy to its target without running a trap.
+    return shortened(inspect(value, INSPECT_OPTIONS));
   } catch {
-    // A getter inspect reads (Symbol.toStringTag on a foreign prototype) may still throw, as
-    // may a function's own Symbol.toPrimitive that String() calls.
+    // A getter inspect reads (Symbol.toStringTag on a foreign prototype, a function's `name`)
+    // may still throw.
     return `${typeof value === 'function' ? 'a function' : 'an object'} that cannot be described`;
   }
+}
+
+/** The most characters of a value an error message shows (a string's, quoted, or a description). */
+const MAX_DESCRIBED = 1000;
+
+const INSPECT_OPTIONS = {
+  depth: 2,
+  customInspect: false,
+  maxStringLength: 200,
+  maxArrayLength: 20,
+  breakLength: Number.POSITIVE_INFINITY,
+} as const;
+
+/** `text`, cut to MAX_DESCRIBED characters (an object of a million keys inspects to megabytes). */
+function shortened(text: string): string {
+  if (text.length <= MAX_DESCRIBED) return text;
+  return `${text.slice(0, MAX_DESCRIBED)}... (${text.length} characters)`;
 }
 
 /**

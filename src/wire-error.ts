@@ -180,28 +180,54 @@ export function fromWire(wire: WireError): Error {
       `fromWire needs a string code and message, got ${describeValue(code)} and ${describeValue(message)}`,
     );
   }
-  const fields = given ?? {};
+  const fields = plainFields(given);
   const read: WireError = { name, message, fields };
   if (code !== undefined) read.code = code;
   if (nativeCode !== undefined) read.nativeCode = nativeCode;
   if (fatal !== undefined) read.fatal = fatal;
   const make = code !== undefined && Object.hasOwn(classes, code) ? classes[code] : undefined;
   if (make !== undefined) {
-    const rebuilt = make(message, fields, read);
-    // Whatever else the error carried comes back on it, as on any other error: a field the
-    // worker added, and fatal: true, which failed the runtime whatever the code (the caller sees
-    // why; NativeError has its own). Never over what the class has, own or inherited.
-    const extra: WireFields = {};
-    for (const key of Object.keys(fields)) if (!(key in rebuilt)) extra[key] = fields[key]!;
-    if (nativeCode !== undefined && !('nativeCode' in rebuilt)) extra.nativeCode = nativeCode;
-    if (fatal !== undefined && !('fatal' in rebuilt)) extra.fatal = fatal;
-    return Object.assign(rebuilt, extra);
+    // fatal: true failed the runtime whatever the code: the caller sees why (NativeError has its own).
+    return carry(make(message, fields, read), fields, nativeCode, fatal);
   }
   const e = code === undefined ? new TaskFailedError(message) : new OmniError(code, message);
-  if (name && (code !== undefined || name !== 'Error')) e.name = name;
-  // Whatever the error carried comes back on it, fatal included (it failed the runtime).
-  const carried: WireFields = { ...fields };
-  if (nativeCode !== undefined) carried.nativeCode = nativeCode;
-  if (fatal !== undefined) carried.fatal = fatal;
-  return Object.assign(e, carried);
+  // A string only: a Symbol or an object as the name made the error's toString throw, or run it.
+  if (typeof name === 'string' && name !== '' && (code !== undefined || name !== 'Error')) e.name = name;
+  return carry(e, fields, nativeCode, fatal);
+}
+
+/**
+ * `error` with whatever else the wire carried: the fields a worker added, nativeCode and fatal
+ * (it failed the runtime). Never over what the error has, own or inherited: a field named code,
+ * toString or constructor made a TaskFailedError's code another's, or `${err}` throw.
+ */
+function carry(error: Error, fields: WireFields, nativeCode: unknown, fatal: unknown): Error {
+  const extra: Record<string, unknown> = {};
+  for (const key of Object.keys(fields)) if (!(key in error)) extra[key] = fields[key];
+  if (nativeCode !== undefined && !('nativeCode' in error)) extra.nativeCode = nativeCode;
+  if (fatal !== undefined && !('fatal' in error)) extra.fatal = fatal;
+  return Object.assign(error, extra);
+}
+
+/**
+ * The wire's fields as plain data, each read once: its string, number and boolean values (as
+ * toWire sends), none that throws as it is read. A Proxy's trap or a getter threw out of fromWire
+ * uncoded, and an object under `__proto__` (a parsed wire's own key) became the error's prototype.
+ */
+function plainFields(given: unknown): WireFields {
+  const fields: WireFields = Object.create(null);
+  if (typeof given !== 'object' || given === null) return fields;
+  let keys: string[] = [];
+  try {
+    keys = Object.keys(given);
+  } catch {
+    return fields;
+  }
+  for (const key of keys) {
+    const value = read(given as Record<string, unknown>, key);
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+      fields[key] = value;
+    }
+  }
+  return fields;
 }

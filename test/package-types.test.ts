@@ -363,6 +363,11 @@ declare const shared: Float32Array<SharedArrayBuffer>;
 context.linearGelu(new Float32Array(256), 1, shared) satisfies Float32Array<SharedArrayBuffer>;
 declare const maybe: Float32Array | undefined;
 context.linearGelu(new Float32Array(256), 1, maybe) satisfies Float32Array;
+// One that may be absent: the array returned may be a new one, over an ArrayBuffer of its own.
+declare const maybeShared: Float32Array<SharedArrayBuffer> | undefined;
+// @ts-expect-error -- not necessarily the shared array given
+context.linearGelu(new Float32Array(256), 1, maybeShared) satisfies Float32Array<SharedArrayBuffer>;
+context.linearGelu(new Float32Array(256), 1, undefined).buffer satisfies ArrayBuffer;
 `;
     const { status, output } = typecheck('moved-floats', code, { ...strictest, ...node16 });
     expect(output).toBe('');

@@ -171,7 +171,16 @@ export class NativeContext {
    * y = GELU(x W^T + b) for `rows` rows of x; writes into `out` when given and returns it, else
    * returns a new array over a buffer of its own (one a worker can move with ctx.transfer).
    */
-  linearGelu<Out extends Float32Array = OwnFloat32Array>(x: Float32Array, rows: number, out?: Out): Out {
+  linearGelu(x: Float32Array, rows: number): OwnFloat32Array;
+  // `out` required here, so that Out keeps the undefined of one that may be absent, and the result
+  // is typed as either array: one `out?: Out` took out's type without it, and so named a new array
+  // over an ArrayBuffer as one over the SharedArrayBuffer of the `out` that was not given.
+  linearGelu<Out extends Float32Array | undefined>(
+    x: Float32Array,
+    rows: number,
+    out: Out,
+  ): Out extends Float32Array ? Out : OwnFloat32Array;
+  linearGelu(x: Float32Array, rows: number, out?: Float32Array): Float32Array {
     const handle = this.#live('linearGelu');
     requireFloat32Array('x', x);
     requireInteger('rows', rows, 1, MAX_ROWS);
@@ -189,9 +198,9 @@ export class NativeContext {
     }
     const status = this.library.raw.omni_linear_gelu(handle, x, lengthOf(x), rows, y, lengthOf(y));
     check(this.library, status, handle, 'omni_linear_gelu');
-    // y is out, or (out not given, so Out is its default) the new output: the status check
-    // threw for EMPTY, which is written only before any weights were uploaded.
-    return y as Out;
+    // y is out, or (out undefined) the new output: the status check threw for EMPTY, which is
+    // written only before any weights were uploaded.
+    return y;
   }
 
   #overLimit(rows: number): NativeError {

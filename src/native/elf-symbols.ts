@@ -17,8 +17,8 @@ import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 const SHT_DYNSYM = 11;
 const SHF_EXECINSTR = 4n;
 const SHN_UNDEF = 0;
-const SHN_ABS = 0xfff1;
-const SHN_COMMON = 0xfff2;
+/** The first reserved section index: none from here on names a section of the table. */
+const SHN_LORESERVE = 0xff00;
 /** Symbol types (st_info & 0xf) that name data, never code: OBJECT, COMMON, TLS. */
 const DATA_TYPES = new Set([1, 5, 6]);
 /** A symbol without a type: an assembler label, a linker script's or --defsym's name. */
@@ -108,8 +108,10 @@ function readDataSymbols(fd: number, wanted: (name: string) => boolean): string[
     if (shndx === SHN_UNDEF) return false;
     if (DATA_TYPES.has(type)) return true;
     if (type !== STT_NOTYPE) return false;
-    if (shndx === SHN_ABS || shndx === SHN_COMMON) return true;
-    return shndx < shnum && (section(shndx).flags & SHF_EXECINSTR) === 0n;
+    // A reserved index (SHN_ABS, SHN_COMMON, SHN_XINDEX, a processor's own) or one past the
+    // table names no code section this file shows; dlsym still hands out an address for it.
+    if (shndx >= SHN_LORESERVE || shndx >= shnum) return true;
+    return (section(shndx).flags & SHF_EXECINSTR) === 0n;
   };
   const found: string[] = [];
   for (let at = 0; at + SYM_SIZE <= symbols.length; at += SYM_SIZE) {

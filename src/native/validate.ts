@@ -34,10 +34,19 @@ export function requireFloat32Array(name: string, value: unknown): Float32Array 
  * else its typeof; never its contents, which may be megabytes of floats.
  */
 export function kindOf(value: unknown): string {
-  // Never through the value's own properties: a view without a prototype has no constructor.
+  // Never through the value's own properties: a view without a prototype has no constructor,
+  // and one's own Symbol.toStringTag (which Object.prototype.toString reads) ran the caller's
+  // getter, whose throw left run() uncoded.
   if (value === null) return 'null';
-  return ArrayBuffer.isView(value) ? Object.prototype.toString.call(value).slice(8, -1) : typeof value;
+  if (!ArrayBuffer.isView(value)) return typeof value;
+  return typedArrayName.call(value) ?? 'DataView';
 }
+
+/** The built-in TypedArray toStringTag getter: the view's own type, from its internal slot. */
+const typedArrayName = Object.getOwnPropertyDescriptor(
+  Object.getPrototypeOf(Int8Array.prototype),
+  Symbol.toStringTag,
+)!.get as (this: ArrayBufferView) => string | undefined;
 
 /** An integer in [min, max]; rejects NaN, infinities, fractions and non-numbers. */
 export function requireInteger(name: string, value: unknown, min: number, max: number): number {

@@ -1,0 +1,98 @@
+/**
+ * An untyped ABI name (STT_NOTYPE) whose section index names no section of the file: a reserved
+ * index (SHN_XINDEX, a processor's own) or one past the section table. dlsym resolves it all the
+ * same (base + value), so a label in .data given such an index was called into its bytes and the
+ * load died (SIGSEGV). Nothing in the file shows it to be code: it is refused as data.
+ * Run in a child process: on a loader without the check the load crashes the process.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { dataSymbols } from '../src/native/elf-symbols.js';
+import { packageRoot } from '../src/paths.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
+
+const tempDir = tempDirs('omni-untyped-index-');
+const omni = (name: string): boolean => name.startsWith('omni_');
+
+/** A stand-in CUDA library: omni_abi_version an untyped label in .data, every other name a function. */
+function labelLibrary(): string {
+  const names = ['omni_open', 'omni_close', 'omni_upload_weights', 'omni_linear_gelu', 'omni_stats'];
+  const lines = [
+    '#define API __attribute__((visibility("default")))',
+    'API const char *omni_backend_name(void) { return "cuda"; }',
+    'API const char *omni_last_error(void) { return ""; }',
+    ...names.map((name) => `API int ${name}(void) { return 1; }`),
+    `__asm__(${JSON.stringify('.data\n.globl omni_abi_version\nomni_abi_version: .long 1\n.text\n')});`,
+  ];
+  const dir = tempDir();
+  const source = join(dir, 'lib.c');
+  writeFileSync(source, `${lines.join('\n')}\n`);
+  const path = join(dir, 'liblabel.so');
+  execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', path], { stdio: 'pipe' });
+  return path;
+}
+
+/** A copy of `path` with omni_abi_version's .dynsym section index set to `shndx`. */
+function withIndex(path: string, shndx: (shnum: number) => number): string {
+  const elf = readFileSync(path);
+  const shoff = Number(elf.readBigUInt64LE(0x28));
+  const shnum = elf.readUInt16LE(0x3c);
+  const header = (i: number): number => shoff + i * 64;
+  let dynsym = 0;
+  while (elf.readUInt32LE(header(dynsym) + 4) !== 11) dynsym++;
+  const offset = Number(elf.readBigUInt64LE(header(dynsym) + 24));
+  const size = Number(elf.readBigUInt64LE(header(dynsym) + 32));
+  const names = Number(elf.readBigUInt64LE(header(elf.readUInt32LE(header(dynsym) + 40)) + 24));
+  let patched = 0;
+  for (let at = offset; at < offset + size; at += 24) {
+    const start = names + elf.readUInt32LE(at);
+    if (elf.toString('latin1', start, elf.indexOf(0, start)) !== 'omni_abi_version') continue;
+    elf.writeUInt16LE(shndx(shnum), at + 6);
+    patched++;
+  }
+  expect(patched).toBe(1);
+  const out = join(tempDir(), 'libpatched.so');
+  writeFileSync(out, elf);
+  return out;
+}
+
+/** Loads `path` as the cuda library in a child process; what it printed, and how it ended. */
+function loadInChild(path: string): { stdout: string; status: number | null; signal: string | null } {
+  const native = pathToFileURL(join(packageRoot, 'dist', 'src', 'native', 'index.js')).href;
+  const script = `
+    const { loadNativeLibrary } = await import(${JSON.stringify(native)});
+    try {
+      loadNativeLibrary('cuda', { path: ${JSON.stringify(path)} });
+      console.log('loaded');
+    } catch (err) {
+      console.log(err.code);
+    }`;
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { stdout: run.stdout.trim(), status: run.status, signal: run.signal };
+}
+
+describe('an untyped ABI name whose section index names no section', () => {
+  const cases: Array<[string, (shnum: number) => number]> = [
+    ['SHN_XINDEX', () => 0xffff],
+    ['a processor-reserved index (SHN_X86_64_LCOMMON)', () => 0xff02],
+    ['an index past the section table', (shnum) => shnum + 3],
+  ];
+
+  it.each(cases)('%s: named as data', (_, shndx) => {
+    expect(dataSymbols(withIndex(labelLibrary(), shndx), omni)).toEqual(['omni_abi_version']);
+  });
+
+  it('the load refuses it coded, and the process lives', () => {
+    expect(loadInChild(withIndex(labelLibrary(), () => 0xff02))).toEqual({
+      stdout: 'OMNI_ERR_LIBRARY_NOT_FOUND',
+      status: 0,
+      signal: null,
+    });
+  });
+});
