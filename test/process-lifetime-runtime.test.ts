@@ -2,8 +2,9 @@
  * A runtime and the life of the process that holds it (README, "A runtime with your own
  * worker"): each scenario runs in its own process (lifetime-runtime.ts), which must end by
  * itself (exit code 0) once nothing is left to do, having printed what it saw; `held []` says
- * nothing was left holding the process when close() or start() settled. A process that does not
- * end is killed at the scenario's limit and reads code null.
+ * nothing was left holding the process when close() or start() settled (read once the handles
+ * closed by then have finished closing: heldOnceClosed). A process that does not end is killed at
+ * the scenario's limit and reads code null.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { killChildren, runScenario } from './fixtures/lifetime-child.js';
