@@ -5,15 +5,14 @@
  * the file's dynamic symbol table before it calls anything, and refuses such a library coded.
  * Run in a child process: on a loader without the check the load crashes the process.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CORE_SYMBOLS, FIXTURE_SYMBOLS } from '../src/native/bindings.js';
 import { dataSymbols } from '../src/native/elf-symbols.js';
 import { loadNativeLibrary } from '../src/native/index.js';
-import { packageRoot } from '../src/paths.js';
+import { loadInChild } from './fixtures/load-in-child.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-data-symbol-');
@@ -93,27 +92,6 @@ function fixtureWithDataHook(): string {
   const path = join(dir, 'libomni_fixture_data_hook.so');
   execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', path], { stdio: 'pipe' });
   return path;
-}
-
-/** Loads `path` as the `backend` library in a child process; what it printed, and how it ended. */
-function loadInChild(
-  path: string,
-  backend: 'cuda' | 'fixture' = 'cuda',
-): { stdout: string; status: number | null; signal: string | null } {
-  const native = pathToFileURL(join(packageRoot, 'dist', 'src', 'native', 'index.js')).href;
-  const script = `
-    const { loadNativeLibrary } = await import(${JSON.stringify(native)});
-    try {
-      loadNativeLibrary(${JSON.stringify(backend)}, { path: ${JSON.stringify(path)} });
-      console.log('loaded');
-    } catch (err) {
-      console.log(err.code);
-    }`;
-  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
-  return { stdout: run.stdout.trim(), status: run.status, signal: run.signal };
 }
 
 describe('an ABI name exported as data', () => {

@@ -5,13 +5,12 @@
  * load died (SIGSEGV). Nothing in the file shows it to be code: it is refused as data.
  * Run in a child process: on a loader without the check the load crashes the process.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { dataSymbols } from '../src/native/elf-symbols.js';
-import { packageRoot } from '../src/paths.js';
+import { loadInChild } from './fixtures/load-in-child.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-untyped-index-');
@@ -57,24 +56,6 @@ function withIndex(path: string, shndx: (shnum: number) => number): string {
   const out = join(tempDir(), 'libpatched.so');
   writeFileSync(out, elf);
   return out;
-}
-
-/** Loads `path` as the cuda library in a child process; what it printed, and how it ended. */
-function loadInChild(path: string): { stdout: string; status: number | null; signal: string | null } {
-  const native = pathToFileURL(join(packageRoot, 'dist', 'src', 'native', 'index.js')).href;
-  const script = `
-    const { loadNativeLibrary } = await import(${JSON.stringify(native)});
-    try {
-      loadNativeLibrary('cuda', { path: ${JSON.stringify(path)} });
-      console.log('loaded');
-    } catch (err) {
-      console.log(err.code);
-    }`;
-  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
-  return { stdout: run.stdout.trim(), status: run.status, signal: run.signal };
 }
 
 describe('an untyped ABI name whose section index names no section', () => {

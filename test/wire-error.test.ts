@@ -193,21 +193,12 @@ describe('errors crossing a thread', () => {
 });
 
 describe('fromWire of something that is no WireError', () => {
-  it.each([null, undefined, 5, 'OMNI_ERR_REJECTED'])(
-    '%s: OMNI_ERR_INVALID_ARGUMENT, never a TypeError',
-    (wire) => {
-      // null threw "Cannot read properties of null"; 5 passed for a TaskFailedError of no message.
-      let code: unknown;
-      try {
-        fromWire(wire as unknown as Parameters<typeof fromWire>[0]);
-      } catch (err) {
-        code = (err as { code?: unknown }).code;
-      }
-      expect(code).toBe('OMNI_ERR_INVALID_ARGUMENT');
-    },
-  );
-
+  // null threw "Cannot read properties of null"; 5 passed for a TaskFailedError of no message.
   it.each([
+    ['null', null],
+    ['undefined', undefined],
+    ['5', 5],
+    ["'OMNI_ERR_REJECTED'", 'OMNI_ERR_REJECTED'],
     ['a Symbol message', { name: 'Error', message: Symbol('m') }],
     ['a number message', { name: 'Error', message: 5, code: 'OMNI_ERR_TIMEOUT' }],
     ['a Symbol code', { name: 'Error', message: 'm', code: Symbol('c') }],
