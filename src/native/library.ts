@@ -17,7 +17,6 @@ import { ABI_VERSION } from './abi.js';
 import type { RawFixtureApi, RawNativeApi } from './bindings.js';
 import { bindAbiVersion, bindCore, bindFixture, CORE_SYMBOLS, FIXTURE_SYMBOLS } from './bindings.js';
 import { inCode } from './code-addresses.js';
-import { dataSymbols } from './elf-symbols.js';
 import { koffi } from './koffi.js';
 
 /** A native backend: 'fixture' (the CPU library) or 'cuda'. */
@@ -96,19 +95,6 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   // input does. Only a regular file (or a link to one) can be a library.
   if (!stat.isFile()) {
     throw new LibraryNotFoundError(path, `${path} is not a regular file, so not a native library`);
-  }
-
-  // Every name the load binds is a function: one exported as data would be called into its
-  // bytes (the process dies, SIGSEGV), the version probe first. Read from the file, before
-  // anything is called: dlsym gives an address, not what is there. Only those names: a library
-  // may export data of its own under the prefix (a build id), and nothing calls that.
-  const bound = new Set(backend === 'fixture' ? [...CORE_SYMBOLS, ...FIXTURE_SYMBOLS] : CORE_SYMBOLS);
-  const data = dataSymbols(path, (name) => bound.has(name));
-  if (data.length > 0) {
-    throw new LibraryNotFoundError(
-      path,
-      `${path} is not an omni native library: it exports ${data.join(', ')} as data, not a function`,
-    );
   }
 
   // Outside the try below: koffi's own missing native module is not this library's fault.
