@@ -1,16 +1,15 @@
 /**
  * A library whose ABI names are exported as data, not functions (a foreign library that happens
  * to define `int omni_abi_version = 1;`): calling one jumps into its bytes, which killed the
- * whole process (SIGSEGV) at load, or at the first call. The loader reads the symbol types from
- * the file's dynamic symbol table before it calls anything, and refuses such a library coded.
+ * whole process (SIGSEGV) at load, or at the first call. Before it calls anything, the loader
+ * looks each bound name up and refuses, coded, a library where one lies outside code.
  * Run in a child process: on a loader without the check the load crashes the process.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CORE_SYMBOLS, FIXTURE_SYMBOLS } from '../src/native/bindings.js';
-import { dataSymbols } from '../src/native/elf-symbols.js';
 import { loadNativeLibrary } from '../src/native/index.js';
 import { loadInChild } from './fixtures/load-in-child.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
@@ -64,9 +63,8 @@ function untypedLibrary(asm: string, flags: readonly string[] = []): string {
   return path;
 }
 
-/** omni_abi_version as an untyped label: in .data (data), or in .text (code). */
+/** omni_abi_version as an untyped label in .data. */
 const DATA_LABEL = '.data\n.globl omni_abi_version\nomni_abi_version: .long 1\n.text\n';
-const CODE_LABEL = '.text\n.globl omni_abi_version\nomni_abi_version: .byte 0\n';
 /** omni_abi_version as an absolute address, set by the linker: no code of the library's. */
 const ABSOLUTE = ['-Wl,--defsym=omni_abi_version=0x1234'];
 
@@ -138,47 +136,5 @@ describe('the names the check reads', () => {
     const lib = loadNativeLibrary('fixture');
     expect(Object.keys(lib.raw).sort()).toEqual([...CORE_SYMBOLS].sort());
     expect(Object.keys(lib.fixture ?? {}).sort()).toEqual([...FIXTURE_SYMBOLS].sort());
-  });
-});
-
-describe('dataSymbols (the ELF dynamic symbol table, read from the file)', () => {
-  const omni = (name: string): boolean => name.startsWith('omni_');
-
-  it('names the ABI names defined as data, and only those', () => {
-    expect(dataSymbols(library('omni_abi_version'), omni)).toEqual(['omni_abi_version']);
-    expect(dataSymbols(library('none'), omni)).toEqual([]);
-  });
-
-  it('an untyped name is data unless it is in code: a label in .data or an absolute one', () => {
-    expect(dataSymbols(untypedLibrary(DATA_LABEL), omni)).toEqual(['omni_abi_version']);
-    expect(dataSymbols(untypedLibrary('', ABSOLUTE), omni)).toEqual(['omni_abi_version']);
-    // A hand-written function without a .type directive is a label like these, in .text.
-    expect(dataSymbols(untypedLibrary(CODE_LABEL), omni)).toEqual([]);
-  });
-
-  it('a thread-local variable is data too (STT_TLS)', () => {
-    const dir = tempDir();
-    const source = join(dir, 'tls.c');
-    writeFileSync(source, '__attribute__((visibility("default"))) __thread int omni_stats = 1;\n');
-    const path = join(dir, 'libtls.so');
-    execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', path], { stdio: 'pipe' });
-    expect(dataSymbols(path, omni)).toEqual(['omni_stats']);
-  });
-
-  it('a file it cannot read as ELF64 reports nothing (dlopen then says what it is)', () => {
-    const dir = tempDir();
-    const elf = readFileSync(library('omni_open'));
-    const files: Array<[string, Buffer]> = [
-      ['text', Buffer.from('not a library\n')],
-      ['empty', Buffer.alloc(0)],
-      ['header only', elf.subarray(0, 64)],
-      // The section headers at the end cut off, then the .dynsym offset pointing past the end.
-      ['truncated', elf.subarray(0, elf.length - 100)],
-    ];
-    for (const [name, bytes] of files) {
-      writeFileSync(join(dir, name), bytes);
-      expect({ name, found: dataSymbols(join(dir, name), omni) }).toEqual({ name, found: [] });
-    }
-    expect(dataSymbols(join(dir, 'missing'), omni)).toEqual([]);
   });
 });

@@ -2,19 +2,17 @@
  * An untyped ABI name (STT_NOTYPE) whose section index names no section of the file: a reserved
  * index (SHN_XINDEX, a processor's own) or one past the section table. dlsym resolves it all the
  * same (base + value), so a label in .data given such an index was called into its bytes and the
- * load died (SIGSEGV). Nothing in the file shows it to be code: it is refused as data.
+ * load died (SIGSEGV). Its address lies outside code: it is refused as data.
  * Run in a child process: on a loader without the check the load crashes the process.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { dataSymbols } from '../src/native/elf-symbols.js';
 import { loadInChild } from './fixtures/load-in-child.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-untyped-index-');
-const omni = (name: string): boolean => name.startsWith('omni_');
 
 /** A stand-in CUDA library: omni_abi_version an untyped label in .data, every other name a function. */
 function labelLibrary(): string {
@@ -65,12 +63,8 @@ describe('an untyped ABI name whose section index names no section', () => {
     ['an index past the section table', (shnum) => shnum + 3],
   ];
 
-  it.each(cases)('%s: named as data', (_, shndx) => {
-    expect(dataSymbols(withIndex(labelLibrary(), shndx), omni)).toEqual(['omni_abi_version']);
-  });
-
-  it('the load refuses it coded, and the process lives', () => {
-    expect(loadInChild(withIndex(labelLibrary(), () => 0xff02))).toEqual({
+  it.each(cases)('%s: the load refuses it coded, and the process lives', (_, shndx) => {
+    expect(loadInChild(withIndex(labelLibrary(), shndx))).toEqual({
       stdout: 'OMNI_ERR_LIBRARY_NOT_FOUND',
       status: 0,
       signal: null,

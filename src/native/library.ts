@@ -3,7 +3,7 @@
  *
  * Throws: LibraryNotFoundError (no file at the path, or not a regular file there, koffi has no
  * native module of its own, the file would not load, it lacks a symbol of the ABI, or it is the
- * other backend's library, or it exports an ABI name as data, not a function),
+ * other backend's library, or an ABI name it binds resolves to an address outside code),
  * AbiMismatchError (the library's omni_abi_version() differs from ABI_VERSION; both versions
  * are named).
  */
@@ -16,7 +16,7 @@ import { nativeBuildDir, packageRoot } from '../paths.js';
 import { ABI_VERSION } from './abi.js';
 import type { RawFixtureApi, RawNativeApi } from './bindings.js';
 import { bindAbiVersion, bindCore, bindFixture, CORE_SYMBOLS, FIXTURE_SYMBOLS } from './bindings.js';
-import { dataSymbols } from './elf-symbols.js';
+import { inCode } from './code-addresses.js';
 import { koffi } from './koffi.js';
 
 /** A native backend: 'fixture' (the CPU library) or 'cuda'. */
@@ -97,19 +97,6 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
     throw new LibraryNotFoundError(path, `${path} is not a regular file, so not a native library`);
   }
 
-  // Every name the load binds is a function: one exported as data would be called into its
-  // bytes (the process dies, SIGSEGV), the version probe first. Read from the file, before
-  // anything is called: dlsym gives an address, not what is there. Only those names: a library
-  // may export data of its own under the prefix (a build id), and nothing calls that.
-  const bound = new Set(backend === 'fixture' ? [...CORE_SYMBOLS, ...FIXTURE_SYMBOLS] : CORE_SYMBOLS);
-  const data = dataSymbols(path, (name) => bound.has(name));
-  if (data.length > 0) {
-    throw new LibraryNotFoundError(
-      path,
-      `${path} is not an omni native library: it exports ${data.join(', ')} as data, not a function`,
-    );
-  }
-
   // Outside the try below: koffi's own missing native module is not this library's fault.
   const ffi = koffi();
   let handle: LibraryHandle;
@@ -121,6 +108,7 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
       `native library at ${path} could not be loaded: ${(err as Error).message}`,
     );
   }
+  refuseNonCode(ffi, handle, path, backend);
   let abiVersion: number;
   try {
     abiVersion = bindAbiVersion(handle)();
@@ -150,6 +138,46 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   });
   loaded.set(path, library);
   return library;
+}
+
+/**
+ * Every name the load binds is called as a function: one that resolves to data (a variable of
+ * the library's, or of a library it depends on, where dlsym also looks) would be called into its
+ * bytes and the process would die (SIGSEGV), the version probe first. So before any call, each
+ * bound name's address must lie in an executable mapping of this process; else the library is
+ * unloaded and refused. Only those names: a library may export data of its own under the prefix
+ * (a build id), and nothing calls that. A name that does not resolve is left to the binding,
+ * which says it is missing. Where the maps cannot be read (not Linux) it cannot tell: the load
+ * goes on.
+ */
+function refuseNonCode(
+  ffi: ReturnType<typeof koffi>,
+  handle: LibraryHandle,
+  path: string,
+  backend: BackendName,
+): void {
+  const bound = backend === 'fixture' ? [...CORE_SYMBOLS, ...FIXTURE_SYMBOLS] : CORE_SYMBOLS;
+  const names: string[] = [];
+  const addresses: bigint[] = [];
+  for (const name of bound) {
+    let address: bigint;
+    try {
+      address = ffi.address(handle.symbol(name));
+    } catch {
+      continue;
+    }
+    names.push(name);
+    addresses.push(address);
+  }
+  const code = inCode(addresses);
+  if (code === undefined) return;
+  const data = names.filter((_, i) => !code[i]);
+  if (data.length === 0) return;
+  handle.unload();
+  throw new LibraryNotFoundError(
+    path,
+    `${path} is not an omni native library: ${data.join(', ')} ${data.length === 1 ? 'resolves' : 'resolve'} to data, not code`,
+  );
 }
 
 /** For this package's own library (no path given), how to build it; '' for a library of the caller's. */
