@@ -24,6 +24,16 @@ function codeOf(make: () => Error): unknown {
 }
 
 describe("fromWire: the wire's fields never shadow the error's own", () => {
+  it.each([
+    ['a string', 'ab'],
+    ['a number', 5],
+  ])('fields that are %s carry nothing', (_, fields) => {
+    // Object.keys of a string is its indices: '0' and '1' came back as the error's fields.
+    const rebuilt = fromWire(wire(fields));
+    expect(rebuilt).toBeInstanceOf(TaskFailedError);
+    expect(Object.hasOwn(rebuilt, '0')).toBe(false);
+  });
+
   it('a thrown error of no code, with a field named toString: String(err) still works', () => {
     const rebuilt = crossed(Object.assign(new Error('x'), { toString: 'oops', step: 'fetch' }));
     expect(rebuilt).toBeInstanceOf(TaskFailedError);
