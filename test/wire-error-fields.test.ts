@@ -6,7 +6,15 @@
  * wire's `__proto__` became the error's prototype; a name that is no string made toString throw.
  */
 import { describe, expect, it } from 'vitest';
-import { fromWire, OmniError, TaskFailedError, TooLargeError, toWire, type WireError } from '../src/index.js';
+import {
+  fromWire,
+  NativeError,
+  OmniError,
+  TaskFailedError,
+  TooLargeError,
+  toWire,
+  type WireError,
+} from '../src/index.js';
 
 const crossed = (err: unknown): Error => fromWire(structuredClone(toWire(err)));
 
@@ -24,6 +32,12 @@ function codeOf(make: () => Error): unknown {
 }
 
 describe("fromWire: the wire's fields never shadow the error's own", () => {
+  it("a NativeError's fatal stays its own boolean: a wire's fatal that is not true is not copied over it", () => {
+    const rebuilt = fromWire(wire({}, { code: 'OMNI_ERR_NATIVE', nativeCode: 3, fatal: 'yes' as never }));
+    expect(rebuilt).toBeInstanceOf(NativeError);
+    expect((rebuilt as NativeError).fatal).toBe(false);
+  });
+
   it.each([
     ['a string', 'ab'],
     ['a number', 5],
