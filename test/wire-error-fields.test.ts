@@ -32,6 +32,12 @@ function codeOf(make: () => Error): unknown {
 }
 
 describe("fromWire: the wire's fields never shadow the error's own", () => {
+  it('a boolean field comes back; an object or a function field does not (toWire sends neither)', () => {
+    const rebuilt = fromWire(wire({ retryable: true, nested: { a: 1 }, run: () => 1 }));
+    expect(rebuilt).toMatchObject({ retryable: true });
+    expect(Object.hasOwn(rebuilt, 'nested') || Object.hasOwn(rebuilt, 'run')).toBe(false);
+  });
+
   it("a NativeError's fatal stays its own boolean: a wire's fatal that is not true is not copied over it", () => {
     const rebuilt = fromWire(wire({}, { code: 'OMNI_ERR_NATIVE', nativeCode: 3, fatal: 'yes' as never }));
     expect(rebuilt).toBeInstanceOf(NativeError);
