@@ -63,7 +63,6 @@ describe('an untyped ABI name whose section index names no section', () => {
     ['SHN_XINDEX', () => 0xffff],
     ['a processor-reserved index (SHN_X86_64_LCOMMON)', () => 0xff02],
     ['an index past the section table', (shnum) => shnum + 3],
-    ['the index one past the last section (shnum itself)', (shnum) => shnum],
   ];
 
   it.each(cases)('%s: named as data', (_, shndx) => {
