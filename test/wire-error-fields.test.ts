@@ -6,7 +6,15 @@
  * wire's `__proto__` became the error's prototype; a name that is no string made toString throw.
  */
 import { describe, expect, it } from 'vitest';
-import { fromWire, OmniError, TaskFailedError, TooLargeError, toWire, type WireError } from '../src/index.js';
+import {
+  fromWire,
+  NativeError,
+  OmniError,
+  TaskFailedError,
+  TooLargeError,
+  toWire,
+  type WireError,
+} from '../src/index.js';
 
 const crossed = (err: unknown): Error => fromWire(structuredClone(toWire(err)));
 
@@ -24,6 +32,28 @@ function codeOf(make: () => Error): unknown {
 }
 
 describe("fromWire: the wire's fields never shadow the error's own", () => {
+  it('a boolean field comes back; an object or a function field does not (toWire sends neither)', () => {
+    const rebuilt = fromWire(wire({ retryable: true, nested: { a: 1 }, run: () => 1 }));
+    expect(rebuilt).toMatchObject({ retryable: true });
+    expect(Object.hasOwn(rebuilt, 'nested') || Object.hasOwn(rebuilt, 'run')).toBe(false);
+  });
+
+  it("a NativeError's fatal stays its own boolean: a wire's fatal that is not true is not copied over it", () => {
+    const rebuilt = fromWire(wire({}, { code: 'OMNI_ERR_NATIVE', nativeCode: 3, fatal: 'yes' as never }));
+    expect(rebuilt).toBeInstanceOf(NativeError);
+    expect((rebuilt as NativeError).fatal).toBe(false);
+  });
+
+  it.each([
+    ['a string', 'ab'],
+    ['a number', 5],
+  ])('fields that are %s carry nothing', (_, fields) => {
+    // Object.keys of a string is its indices: '0' and '1' came back as the error's fields.
+    const rebuilt = fromWire(wire(fields));
+    expect(rebuilt).toBeInstanceOf(TaskFailedError);
+    expect(Object.hasOwn(rebuilt, '0')).toBe(false);
+  });
+
   it('a thrown error of no code, with a field named toString: String(err) still works', () => {
     const rebuilt = crossed(Object.assign(new Error('x'), { toString: 'oops', step: 'fetch' }));
     expect(rebuilt).toBeInstanceOf(TaskFailedError);
