@@ -183,17 +183,19 @@ export function fromWire(wire: WireError): Error {
   const fields = plainFields(given);
   const read: WireError = { name, message, fields };
   if (code !== undefined) read.code = code;
-  if (nativeCode !== undefined) read.nativeCode = nativeCode;
-  if (fatal !== undefined) read.fatal = fatal;
+  // Of the types toWire sends, else as if absent: a string nativeCode made a NativeError whose
+  // nativeCode, typed a number, was a string.
+  if (typeof nativeCode === 'number') read.nativeCode = nativeCode;
+  if (typeof fatal === 'boolean') read.fatal = fatal;
   const make = code !== undefined && Object.hasOwn(classes, code) ? classes[code] : undefined;
   if (make !== undefined) {
     // fatal: true failed the runtime whatever the code: the caller sees why (NativeError has its own).
-    return carry(make(message, fields, read), fields, nativeCode, fatal);
+    return carry(make(message, fields, read), fields, read.nativeCode, read.fatal);
   }
   const e = code === undefined ? new TaskFailedError(message) : new OmniError(code, message);
   // A string only: a Symbol or an object as the name made the error's toString throw, or run it.
   if (typeof name === 'string' && name !== '' && (code !== undefined || name !== 'Error')) e.name = name;
-  return carry(e, fields, nativeCode, fatal);
+  return carry(e, fields, read.nativeCode, read.fatal);
 }
 
 /**

@@ -116,3 +116,24 @@ describe('fromWire: fields that throw as they are read', () => {
     expect(rebuilt).toMatchObject({ step: 'fetch' });
   });
 });
+
+describe('fromWire: nativeCode and fatal of the types toWire sends, else as if absent', () => {
+  const odd = { nativeCode: '7', fatal: 'yes' } as unknown as Partial<WireError>;
+
+  it('a NativeError rebuilt from a string nativeCode has a number, not the string', () => {
+    const rebuilt = fromWire(wire({}, { code: 'OMNI_ERR_NATIVE', ...odd }));
+    expect(rebuilt).toBeInstanceOf(NativeError);
+    expect(typeof (rebuilt as NativeError).nativeCode).toBe('number');
+    expect(rebuilt).toMatchObject({ fatal: false });
+  });
+
+  it.each([
+    ['an uncoded error', {}],
+    ["a user's code", { code: 'X_OWN' }],
+    ['a class without its own nativeCode', { code: 'OMNI_ERR_TIMEOUT' }],
+  ])('%s carries neither', (_, rest) => {
+    const rebuilt = fromWire(wire({}, { ...rest, ...odd }));
+    expect(Object.hasOwn(rebuilt, 'nativeCode')).toBe(false);
+    expect(Object.hasOwn(rebuilt, 'fatal')).toBe(false);
+  });
+});
