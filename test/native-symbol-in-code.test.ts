@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { describe, expect, it } from 'vitest';
+import { CORE_SYMBOLS } from '../src/native/bindings.js';
 import { inCode } from '../src/native/code-addresses.js';
 import { defaultLibraryPath } from '../src/native/index.js';
 import { loadInChild } from './fixtures/load-in-child.js';
@@ -20,14 +21,7 @@ const API = '#define API __attribute__((visibility("default")))';
 
 /** Every CUDA ABI function but omni_abi_version, whose definition (if any) is `version`. */
 function cudaSource(version: string): string {
-  const rest = [
-    'omni_open',
-    'omni_close',
-    'omni_upload_weights',
-    'omni_linear_gelu',
-    'omni_stats',
-    'omni_last_error',
-  ];
+  const rest = CORE_SYMBOLS.filter((name) => name !== 'omni_abi_version' && name !== 'omni_backend_name');
   return [
     API,
     version,
