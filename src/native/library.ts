@@ -108,7 +108,31 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
       `native library at ${path} could not be loaded: ${(err as Error).message}`,
     );
   }
-  refuseNonCode(ffi, handle, path, backend);
+  // A refused library is unloaded now, whatever refused it: left to koffi, its mapping stayed
+  // until a garbage collection took the handle, and dlopen answered a load of that path (the
+  // library rebuilt as the refusal said) with it: the same refusal, for as long as none ran.
+  let library: NativeLibrary;
+  try {
+    library = handshake(handle, path, backend, given);
+  } catch (err) {
+    handle.unload();
+    throw err;
+  }
+  loaded.set(path, library);
+  return library;
+}
+
+/**
+ * The checks a loaded library must pass before anything else calls it: ABI names in code, the
+ * version, every symbol, the backend's own name. Throws the refusal; the caller unloads it.
+ */
+function handshake(
+  handle: LibraryHandle,
+  path: string,
+  backend: BackendName,
+  given: string | undefined,
+): NativeLibrary {
+  refuseNonCode(handle, path, backend);
   let abiVersion: number;
   try {
     abiVersion = bindAbiVersion(handle)();
@@ -128,7 +152,7 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   // A path given for one backend may hold the other's library (same ABI, same symbols): using
   // it would report the wrong backend and, for the fixture, miss its fault hooks.
   if (backendName !== backend) throw wrongBackend(path, backendName, backend);
-  const library: NativeLibrary = Object.freeze({
+  return Object.freeze({
     backend,
     path,
     abiVersion,
@@ -136,8 +160,6 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
     raw,
     fixture: backend === 'fixture' ? bindOrRefuse(path, () => bindFixture(handle)) : null,
   });
-  loaded.set(path, library);
-  return library;
 }
 
 /**
@@ -150,12 +172,8 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
  * which says it is missing. Where the maps cannot be read (not Linux) it cannot tell: the load
  * goes on.
  */
-function refuseNonCode(
-  ffi: ReturnType<typeof koffi>,
-  handle: LibraryHandle,
-  path: string,
-  backend: BackendName,
-): void {
+function refuseNonCode(handle: LibraryHandle, path: string, backend: BackendName): void {
+  const ffi = koffi();
   const bound = backend === 'fixture' ? [...CORE_SYMBOLS, ...FIXTURE_SYMBOLS] : CORE_SYMBOLS;
   const names: string[] = [];
   const addresses: bigint[] = [];
@@ -173,7 +191,6 @@ function refuseNonCode(
   if (code === undefined) return;
   const data = names.filter((_, i) => !code[i]);
   if (data.length === 0) return;
-  handle.unload();
   throw new LibraryNotFoundError(
     path,
     `${path} is not an omni native library: ${data.join(', ')} ${data.length === 1 ? 'resolves' : 'resolve'} to data, not code`,
