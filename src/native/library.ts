@@ -18,6 +18,7 @@ import type { RawFixtureApi, RawNativeApi } from './bindings.js';
 import { bindAbiVersion, bindCore, bindFixture, CORE_SYMBOLS, FIXTURE_SYMBOLS } from './bindings.js';
 import { inCode } from './code-addresses.js';
 import { koffi } from './koffi.js';
+import { inDataSymbol } from './symbol-types.js';
 
 /** A native backend: 'fixture' (the CPU library) or 'cuda'. */
 export type BackendName = 'fixture' | 'cuda';
@@ -108,7 +109,31 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
       `native library at ${path} could not be loaded: ${(err as Error).message}`,
     );
   }
-  refuseNonCode(ffi, handle, path, backend);
+  // A refused library is unloaded now, whatever refused it: left to koffi, its mapping stayed
+  // until a garbage collection took the handle, and dlopen answered a load of that path (the
+  // library rebuilt as the refusal said) with it: the same refusal, for as long as none ran.
+  let library: NativeLibrary;
+  try {
+    library = handshake(handle, path, backend, given);
+  } catch (err) {
+    handle.unload();
+    throw err;
+  }
+  loaded.set(path, library);
+  return library;
+}
+
+/**
+ * The checks a loaded library must pass before anything else calls it: ABI names in code, the
+ * version, every symbol, the backend's own name. Throws the refusal; the caller unloads it.
+ */
+function handshake(
+  handle: LibraryHandle,
+  path: string,
+  backend: BackendName,
+  given: string | undefined,
+): NativeLibrary {
+  refuseNonCode(handle, path, backend);
   let abiVersion: number;
   try {
     abiVersion = bindAbiVersion(handle)();
@@ -128,7 +153,7 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
   // A path given for one backend may hold the other's library (same ABI, same symbols): using
   // it would report the wrong backend and, for the fixture, miss its fault hooks.
   if (backendName !== backend) throw wrongBackend(path, backendName, backend);
-  const library: NativeLibrary = Object.freeze({
+  return Object.freeze({
     backend,
     path,
     abiVersion,
@@ -136,26 +161,21 @@ export function loadNativeLibrary(backend: BackendName, options: LoadOptions = {
     raw,
     fixture: backend === 'fixture' ? bindOrRefuse(path, () => bindFixture(handle)) : null,
   });
-  loaded.set(path, library);
-  return library;
 }
 
 /**
  * Every name the load binds is called as a function: one that resolves to data (a variable of
  * the library's, or of a library it depends on, where dlsym also looks) would be called into its
  * bytes and the process would die (SIGSEGV), the version probe first. So before any call, each
- * bound name's address must lie in an executable mapping of this process; else the library is
- * unloaded and refused. Only those names: a library may export data of its own under the prefix
- * (a build id), and nothing calls that. A name that does not resolve is left to the binding,
- * which says it is missing. Where the maps cannot be read (not Linux) it cannot tell: the load
- * goes on.
+ * bound name's address must lie in an executable mapping of this process, and not in a symbol
+ * the dynamic linker types as data (read-only data may share the code's mapping); else the
+ * library is unloaded and refused. Only those names: a library may export data of its own under
+ * the prefix (a build id), and nothing calls that. A name that does not resolve is left to the
+ * binding, which says it is missing. Where neither can be read (not Linux) it cannot tell: the
+ * load goes on.
  */
-function refuseNonCode(
-  ffi: ReturnType<typeof koffi>,
-  handle: LibraryHandle,
-  path: string,
-  backend: BackendName,
-): void {
+function refuseNonCode(handle: LibraryHandle, path: string, backend: BackendName): void {
+  const ffi = koffi();
   const bound = backend === 'fixture' ? [...CORE_SYMBOLS, ...FIXTURE_SYMBOLS] : CORE_SYMBOLS;
   const names: string[] = [];
   const addresses: bigint[] = [];
@@ -170,10 +190,9 @@ function refuseNonCode(
     addresses.push(address);
   }
   const code = inCode(addresses);
-  if (code === undefined) return;
-  const data = names.filter((_, i) => !code[i]);
+  const typed = inDataSymbol(addresses);
+  const data = names.filter((_, i) => code?.[i] === false || typed?.[i] === true);
   if (data.length === 0) return;
-  handle.unload();
   throw new LibraryNotFoundError(
     path,
     `${path} is not an omni native library: ${data.join(', ')} ${data.length === 1 ? 'resolves' : 'resolve'} to data, not code`,
