@@ -13,7 +13,7 @@ import { buildFixture } from '../scripts/build-native.mjs';
 import { CORE_SYMBOLS } from '../src/native/bindings.js';
 import { inCode } from '../src/native/code-addresses.js';
 import { koffi } from '../src/native/koffi.js';
-import { inDataSymbol } from '../src/native/symbol-types.js';
+import { inData } from '../src/native/symbol-types.js';
 import { loadInChild } from './fixtures/load-in-child.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
@@ -51,7 +51,7 @@ describe.skipIf(process.platform !== 'linux')('an ABI name as const data in an e
     try {
       const address = ffi.address(handle.symbol(name));
       expect(inCode([address])).toEqual([true]);
-      expect(inDataSymbol([address])).toEqual([true]);
+      expect(inData([address])).toEqual([true]);
     } finally {
       handle.unload();
     }
@@ -68,7 +68,7 @@ describe.skipIf(process.platform !== 'linux')('an ABI name as const data in an e
     const handle = ffi.load(buildFixture().path);
     try {
       const addresses = CORE_SYMBOLS.map((name) => ffi.address(handle.symbol(name)));
-      expect(inDataSymbol(addresses)).toEqual(CORE_SYMBOLS.map(() => false));
+      expect(inData(addresses)).toEqual(CORE_SYMBOLS.map(() => false));
     } finally {
       handle.unload();
     }
