@@ -13,7 +13,8 @@ import { buildFixture } from '../scripts/build-native.mjs';
 import { CORE_SYMBOLS } from '../src/native/bindings.js';
 import { inCode } from '../src/native/code-addresses.js';
 import { koffi } from '../src/native/koffi.js';
-import { inDataSymbol } from '../src/native/symbol-types.js';
+import { inData } from '../src/native/symbol-types.js';
+import { onGlibc } from './fixtures/glibc.js';
 import { loadInChild } from './fixtures/load-in-child.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
@@ -41,7 +42,8 @@ function library(data: string): string {
   return path;
 }
 
-describe.skipIf(process.platform !== 'linux')('an ABI name as const data in an executable mapping', () => {
+// glibc only: elsewhere (musl lacks dladdr1) the check cannot tell, and the load calls the data.
+describe.skipIf(!onGlibc)('an ABI name as const data in an executable mapping', () => {
   it.each(Object.keys(CONST_DATA))('%s: OMNI_ERR_LIBRARY_NOT_FOUND at load, the process lives', (name) => {
     const path = library(name);
     // The case itself: the mappings call it code (else this would test nothing new). Only
@@ -51,7 +53,7 @@ describe.skipIf(process.platform !== 'linux')('an ABI name as const data in an e
     try {
       const address = ffi.address(handle.symbol(name));
       expect(inCode([address])).toEqual([true]);
-      expect(inDataSymbol([address])).toEqual([true]);
+      expect(inData([address])).toEqual([true]);
     } finally {
       handle.unload();
     }
@@ -68,7 +70,7 @@ describe.skipIf(process.platform !== 'linux')('an ABI name as const data in an e
     const handle = ffi.load(buildFixture().path);
     try {
       const addresses = CORE_SYMBOLS.map((name) => ffi.address(handle.symbol(name)));
-      expect(inDataSymbol(addresses)).toEqual(CORE_SYMBOLS.map(() => false));
+      expect(inData(addresses)).toEqual(CORE_SYMBOLS.map(() => false));
     } finally {
       handle.unload();
     }

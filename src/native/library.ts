@@ -3,7 +3,7 @@
  *
  * Throws: LibraryNotFoundError (no file at the path, or not a regular file there, koffi has no
  * native module of its own, the file would not load, it lacks a symbol of the ABI, or it is the
- * other backend's library, or an ABI name it binds resolves to an address outside code),
+ * other backend's library, or an ABI name it binds resolves to data, not code),
  * AbiMismatchError (the library's omni_abi_version() differs from ABI_VERSION; both versions
  * are named).
  */
@@ -18,7 +18,7 @@ import type { RawFixtureApi, RawNativeApi } from './bindings.js';
 import { bindAbiVersion, bindCore, bindFixture, CORE_SYMBOLS, FIXTURE_SYMBOLS } from './bindings.js';
 import { inCode } from './code-addresses.js';
 import { koffi } from './koffi.js';
-import { inDataSymbol } from './symbol-types.js';
+import { inData } from './symbol-types.js';
 
 /** A native backend: 'fixture' (the CPU library) or 'cuda'. */
 export type BackendName = 'fixture' | 'cuda';
@@ -167,12 +167,12 @@ function handshake(
  * Every name the load binds is called as a function: one that resolves to data (a variable of
  * the library's, or of a library it depends on, where dlsym also looks) would be called into its
  * bytes and the process would die (SIGSEGV), the version probe first. So before any call, each
- * bound name's address must lie in an executable mapping of this process, and not in a symbol
- * the dynamic linker types as data (read-only data may share the code's mapping); else the
- * library is unloaded and refused. Only those names: a library may export data of its own under
- * the prefix (a build id), and nothing calls that. A name that does not resolve is left to the
- * binding, which says it is missing. Where neither can be read (not Linux) it cannot tell: the
- * load goes on.
+ * bound name's address must lie in an executable mapping of this process, and the dynamic linker
+ * must not place it in data: a symbol it types as data (read-only data may share the code's
+ * mapping), or no loaded object at all (a thread-local variable's); else the library is unloaded
+ * and refused. Only those names: a library may export data of its own under the prefix (a build
+ * id), and nothing calls that. A name that does not resolve is left to the binding, which says
+ * it is missing. Where neither can be read (not Linux) it cannot tell: the load goes on.
  */
 function refuseNonCode(handle: LibraryHandle, path: string, backend: BackendName): void {
   const ffi = koffi();
@@ -190,12 +190,12 @@ function refuseNonCode(handle: LibraryHandle, path: string, backend: BackendName
     addresses.push(address);
   }
   const code = inCode(addresses);
-  const typed = inDataSymbol(addresses);
-  const data = names.filter((_, i) => code?.[i] === false || typed?.[i] === true);
-  if (data.length === 0) return;
+  const data = inData(addresses);
+  const refused = names.filter((_, i) => code?.[i] === false || data?.[i] === true);
+  if (refused.length === 0) return;
   throw new LibraryNotFoundError(
     path,
-    `${path} is not an omni native library: ${data.join(', ')} ${data.length === 1 ? 'resolves' : 'resolve'} to data, not code`,
+    `${path} is not an omni native library: ${refused.join(', ')} ${refused.length === 1 ? 'resolves' : 'resolve'} to data, not code`,
   );
 }
 
