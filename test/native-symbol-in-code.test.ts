@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { CORE_SYMBOLS } from '../src/native/bindings.js';
 import { inCode } from '../src/native/code-addresses.js';
 import { defaultLibraryPath } from '../src/native/index.js';
+import { onGlibc } from './fixtures/glibc.js';
 import { loadInChild } from './fixtures/load-in-child.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
@@ -85,7 +86,8 @@ describe('an ABI name that resolves outside code', () => {
   });
 });
 
-describe('inCode (/proc/self/maps)', () => {
+// libc.so.6 by that name, and /proc: glibc Linux only.
+describe.skipIf(!onGlibc)('inCode (/proc/self/maps)', () => {
   it("libc's malloc is in code; its environ (data) and address 0 are not", () => {
     const libc = koffi.load('libc.so.6');
     try {
