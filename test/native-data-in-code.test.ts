@@ -5,8 +5,6 @@
  * passed it as code and the load called into it (SIGILL); the dynamic symbol's own type, as the
  * loaded library has it, says data. Loaded in a child process: unfixed, the load kills it.
  */
-import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
@@ -16,6 +14,7 @@ import { koffi } from '../src/native/koffi.js';
 import { inData } from '../src/native/symbol-types.js';
 import { onGlibc } from './fixtures/glibc.js';
 import { loadInChild } from './fixtures/load-in-child.js';
+import { compileLibrary } from './fixtures/stand-in-library.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-data-in-code-');
@@ -33,13 +32,7 @@ function library(data: string): string {
     if (name === 'omni_backend_name') return 'API const char *omni_backend_name(void) { return "cuda"; }';
     return `API int ${name}(void) { return 1; }`;
   });
-  const dir = tempDir();
-  const source = join(dir, 'lib.c');
-  writeFileSync(source, `#define API __attribute__((visibility("default")))\n${lines.join('\n')}\n`);
-  const path = join(dir, `libomni_rodata_${data}.so`);
-  const cc = process.env.CC || 'cc';
-  execFileSync(cc, ['-shared', '-fPIC', source, '-Wl,-z,noseparate-code', '-o', path], { stdio: 'pipe' });
-  return path;
+  return compileLibrary(join(tempDir(), `libomni_rodata_${data}.so`), lines, ['-Wl,-z,noseparate-code']);
 }
 
 // glibc only: elsewhere (musl lacks dladdr1) the check cannot tell, and the load calls the data.

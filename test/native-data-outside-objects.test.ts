@@ -5,8 +5,6 @@
  * where they cannot (no /proc), dladdr1 finding no object must, or the load calls into the TLS
  * block (SIGSEGV). Loaded in a child process: unfixed, the load kills it.
  */
-import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CORE_SYMBOLS } from '../src/native/bindings.js';
@@ -15,6 +13,7 @@ import { koffi } from '../src/native/koffi.js';
 import { inData } from '../src/native/symbol-types.js';
 import { onGlibc } from './fixtures/glibc.js';
 import { loadInChild } from './fixtures/load-in-child.js';
+import { compileLibrary } from './fixtures/stand-in-library.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-outside-objects-');
@@ -26,12 +25,7 @@ function threadLocalVersion(): string {
     if (name === 'omni_backend_name') return 'API const char *omni_backend_name(void) { return "cuda"; }';
     return `API int ${name}(void) { return 1; }`;
   });
-  const dir = tempDir();
-  const source = join(dir, 'lib.c');
-  writeFileSync(source, `#define API __attribute__((visibility("default")))\n${lines.join('\n')}\n`);
-  const path = join(dir, 'libomni_tls.so');
-  execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', path], { stdio: 'pipe' });
-  return path;
+  return compileLibrary(join(tempDir(), 'libomni_tls.so'), lines);
 }
 
 describe.skipIf(!onGlibc)('an ABI name in no loaded object', () => {

@@ -5,13 +5,12 @@
  * looks each bound name up and refuses, coded, a library where one lies outside code.
  * Run in a child process: on a loader without the check the load crashes the process.
  */
-import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CORE_SYMBOLS, FIXTURE_SYMBOLS } from '../src/native/bindings.js';
 import { loadNativeLibrary } from '../src/native/index.js';
 import { loadInChild } from './fixtures/load-in-child.js';
+import { compileLibrary } from './fixtures/stand-in-library.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-data-symbol-');
@@ -33,15 +32,10 @@ const REST = ['omni_close', 'omni_upload_weights', 'omni_linear_gelu', 'omni_sta
  * `extra` lines are more exports of its own.
  */
 function library(data: string, extra: readonly string[] = []): string {
-  const dir = tempDir();
   const lines = Object.keys(FUNCTIONS).map((name) => `API ${name === data ? DATA[name] : FUNCTIONS[name]}`);
   for (const name of REST) lines.push(`API int ${name}(void) { return 1; }`);
   for (const line of extra) lines.push(`API ${line}`);
-  const source = join(dir, 'lib.c');
-  writeFileSync(source, `#define API __attribute__((visibility("default")))\n${lines.join('\n')}\n`);
-  const path = join(dir, `libomni_data_${data}.so`);
-  execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', path], { stdio: 'pipe' });
-  return path;
+  return compileLibrary(join(tempDir(), `libomni_data_${data}.so`), lines);
 }
 
 /**
@@ -49,18 +43,12 @@ function library(data: string, extra: readonly string[] = []): string {
  * `asm` (an assembler label) or by the link `flags` (--defsym); every other ABI name a function.
  */
 function untypedLibrary(asm: string, flags: readonly string[] = []): string {
-  const dir = tempDir();
   const lines = Object.entries(FUNCTIONS)
     .filter(([name]) => name !== 'omni_abi_version')
     .map(([, definition]) => `API ${definition}`);
   for (const name of REST) lines.push(`API int ${name}(void) { return 1; }`);
   if (asm !== '') lines.push(`__asm__(${JSON.stringify(asm)});`);
-  const source = join(dir, 'lib.c');
-  writeFileSync(source, `#define API __attribute__((visibility("default")))\n${lines.join('\n')}\n`);
-  const path = join(dir, 'libomni_untyped.so');
-  const cc = process.env.CC || 'cc';
-  execFileSync(cc, ['-shared', '-fPIC', source, ...flags, '-o', path], { stdio: 'pipe' });
-  return path;
+  return compileLibrary(join(tempDir(), 'libomni_untyped.so'), lines, flags);
 }
 
 /** omni_abi_version as an untyped label in .data. */
@@ -84,12 +72,7 @@ function fixtureWithDataHook(): string {
     ...[...REST, ...FIXTURE_HOOKS].map((name) => `API int ${name}(void) { return 1; }`),
     'API int omni_fixture_inject_fatal = 0;',
   ];
-  const dir = tempDir();
-  const source = join(dir, 'lib.c');
-  writeFileSync(source, `#define API __attribute__((visibility("default")))\n${lines.join('\n')}\n`);
-  const path = join(dir, 'libomni_fixture_data_hook.so');
-  execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', path], { stdio: 'pipe' });
-  return path;
+  return compileLibrary(join(tempDir(), 'libomni_fixture_data_hook.so'), lines);
 }
 
 describe('an ABI name exported as data', () => {

@@ -6,12 +6,13 @@
  * the old library's answer, for as long as no collection had run.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import { CORE_SYMBOLS } from '../src/native/bindings.js';
 import { ABI_VERSION, defaultLibraryPath, loadNativeLibrary } from '../src/native/index.js';
+import { compileLibrary } from './fixtures/stand-in-library.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 import { thrownCode } from './fixtures/thrown.js';
 
@@ -29,11 +30,8 @@ function standIn(path: string, names: readonly string[]): void {
       ? 'API const char *omni_backend_name(void) { return "cuda"; }'
       : `API int ${name}(void) { return 1; }`,
   );
-  const source = `${path}.c`;
-  writeFileSync(source, `#define API __attribute__((visibility("default")))\n${lines.join('\n')}\n`);
   // To a new file renamed over the old, as a build does: the old one may still be mapped.
-  execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', `${path}.new`], { stdio: 'pipe' });
-  execFileSync('mv', ['-f', `${path}.new`, path]);
+  execFileSync('mv', ['-f', compileLibrary(`${path}.new`, lines), path]);
 }
 
 describe.skipIf(process.platform !== 'linux')('a refused library is unloaded', () => {

@@ -5,7 +5,6 @@
  * into data (SIGSEGV): a name left undefined here and defined as data by a dependency, a symbol
  * typed FUNC that lies in .data. Run in a child process: a loader without the check dies.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
@@ -15,29 +14,23 @@ import { inCode } from '../src/native/code-addresses.js';
 import { defaultLibraryPath } from '../src/native/index.js';
 import { onGlibc } from './fixtures/glibc.js';
 import { loadInChild } from './fixtures/load-in-child.js';
+import { compileLibrary } from './fixtures/stand-in-library.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-symbol-in-code-');
-const API = '#define API __attribute__((visibility("default")))';
 
 /** Every CUDA ABI function but omni_abi_version, whose definition (if any) is `version`. */
-function cudaSource(version: string): string {
+function cudaSource(version: string): string[] {
   const rest = CORE_SYMBOLS.filter((name) => name !== 'omni_abi_version' && name !== 'omni_backend_name');
   return [
-    API,
     version,
     'API const char *omni_backend_name(void) { return "cuda"; }',
     ...rest.map((name) => `API int ${name}(void) { return 1; }`),
-    '',
-  ].join('\n');
+  ];
 }
 
-function compile(dir: string, name: string, source: string, flags: readonly string[] = []): string {
-  writeFileSync(join(dir, `${name}.c`), source);
-  const path = join(dir, `lib${name}.so`);
-  const args = ['-shared', '-fPIC', join(dir, `${name}.c`), ...flags, '-o', path];
-  execFileSync(process.env.CC || 'cc', args, { stdio: 'pipe' });
-  return path;
+function compile(dir: string, name: string, lines: readonly string[], flags: readonly string[] = []): string {
+  return compileLibrary(join(dir, `lib${name}.so`), lines, flags);
 }
 
 const refused = { stdout: 'OMNI_ERR_LIBRARY_NOT_FOUND', status: 0, signal: null };
@@ -45,7 +38,7 @@ const refused = { stdout: 'OMNI_ERR_LIBRARY_NOT_FOUND', status: 0, signal: null 
 describe('an ABI name that resolves outside code', () => {
   it('left undefined, defined as data by a library it depends on: refused, the process lives', () => {
     const dir = tempDir();
-    compile(dir, 'dep', `${API}\nAPI int omni_abi_version = 1;\n`);
+    compile(dir, 'dep', ['API int omni_abi_version = 1;']);
     // --no-as-needed: the library uses nothing of dep's, and the link would drop it otherwise.
     const flags = ['-Wl,--no-as-needed', '-L', dir, '-ldep', `-Wl,-rpath,${dir}`];
     expect(loadInChild(compile(dir, 'omni', cudaSource(''), flags))).toEqual(refused);

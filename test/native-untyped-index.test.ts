@@ -5,11 +5,11 @@
  * load died (SIGSEGV). Its address lies outside code: it is refused as data.
  * Run in a child process: on a loader without the check the load crashes the process.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadInChild } from './fixtures/load-in-child.js';
+import { compileLibrary } from './fixtures/stand-in-library.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-untyped-index-');
@@ -18,18 +18,12 @@ const tempDir = tempDirs('omni-untyped-index-');
 function labelLibrary(): string {
   const names = ['omni_open', 'omni_close', 'omni_upload_weights', 'omni_linear_gelu', 'omni_stats'];
   const lines = [
-    '#define API __attribute__((visibility("default")))',
     'API const char *omni_backend_name(void) { return "cuda"; }',
     'API const char *omni_last_error(void) { return ""; }',
     ...names.map((name) => `API int ${name}(void) { return 1; }`),
     `__asm__(${JSON.stringify('.data\n.globl omni_abi_version\nomni_abi_version: .long 1\n.text\n')});`,
   ];
-  const dir = tempDir();
-  const source = join(dir, 'lib.c');
-  writeFileSync(source, `${lines.join('\n')}\n`);
-  const path = join(dir, 'liblabel.so');
-  execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', source, '-o', path], { stdio: 'pipe' });
-  return path;
+  return compileLibrary(join(tempDir(), 'liblabel.so'), lines);
 }
 
 /** A copy of `path` with omni_abi_version's .dynsym section index set to `shndx`. */
