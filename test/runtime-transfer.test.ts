@@ -73,6 +73,15 @@ describe('transfer', () => {
     expect(value.b.byteLength).toBe(128);
   });
 
+  // An empty buffer has no bytes, as a detached one: only its refusing a view tells them apart.
+  it('an empty buffer listed moves as any other, not refused as detached', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const empty = new ArrayBuffer(0);
+    const reply = await rt.run<TransferReply>({ mode: 'echo', value: empty }, { transfer: [empty] });
+    expect(() => new Uint8Array(empty)).toThrow(TypeError); // detached by the move
+    expect((reply as unknown as ArrayBuffer).byteLength).toBe(0);
+  });
+
   it('a refused call moves nothing: the buffer stays with the caller', async () => {
     const rt = await start({ threads: 1, admission: { requests: 1, units: 10 } });
     const sent = pattern(256);

@@ -99,6 +99,17 @@ describe('drain', () => {
     expect([503, 'connection closed']).toContain(await stuck);
   });
 
+  // The signal handler's second SIGINT calls it, but any caller may: with no drain begun there
+  // is no wait to cut short, and the runtime the server owns must not be closed under it.
+  it('expireDrain() before any drain has nothing to cut short: the server keeps serving', async () => {
+    const { g, s } = await start();
+    g.open();
+    s.expireDrain();
+    expect(g.lr.report().state).toBe('ready');
+    expect((await postFloats(s.address, [1, 2, 3, 4])).status).toBe(200);
+    expect(await s.drain()).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+
   it('expireDrain() while the runtime closes: a close() that rejects a second call is not an unhandled rejection', async () => {
     const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, threads: 1, open: true });
     // A hand-written runtime that refuses a second close(), as many libraries do.

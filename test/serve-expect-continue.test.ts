@@ -146,6 +146,28 @@ describe('Expect: 100-continue edges', () => {
     expect(answer.body).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
   });
 
+  // Both are bodies the server reads: without their 100 a client that waits for it stalls.
+  it.each([
+    [
+      'a chunked body (no Content-Length)',
+      'Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked',
+      Buffer.concat([Buffer.from(`${BODY.length.toString(16)}\r\n`), BODY, Buffer.from('\r\n0\r\n\r\n')]),
+    ],
+    [
+      'a media type in capitals',
+      `Content-Type: Application/Octet-Stream\r\nContent-Length: ${BODY.length}`,
+      BODY,
+    ],
+  ])('%s hears 100 Continue before its answer', async (_, headers, body) => {
+    const { s } = await shared();
+    const answer = await rawExchange(s.port, [
+      `POST /v1/linear HTTP/1.1\r\nHost: x\r\n${headers}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+      body,
+    ]);
+    expect(answer.status).toBe(100);
+    expect(answer.body).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  });
+
   // A body of exactly the limit is read and served: without its 100 a client that waits for it
   // never sends it (kills `Number(length) <= bodyLimit` turned into `<`).
   it('a body of exactly the limit hears 100 Continue: the limit is inclusive', async () => {

@@ -123,6 +123,16 @@ describe('answerFor', () => {
     expect(statusFor('OMNI_ERR_DEADLINE')).toBe(504);
     expect(statusFor('OMNI_ERR_SOMETHING_NEW')).toBe(500);
   });
+
+  // A handler's own code is any string: one naming a property every object inherits found that
+  // property (a function) as its row, and the answer had no status.
+  it('a code that names an Object.prototype property is a 500 like any code it does not know', () => {
+    for (const code of ['constructor', 'toString', '__proto__']) {
+      expect(statusFor(code)).toBe(500);
+      expect(answerFor(Object.assign(new Error('x'), { code })).status).toBe(500);
+      expect(statusFor('OMNI_ERR_REJECTED', code)).toBe(503);
+    }
+  });
 });
 
 describe('fromHttpStack', () => {
