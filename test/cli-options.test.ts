@@ -108,7 +108,8 @@ describe('bench flags', () => {
       { value: 2, relative: true },
       { value: 0.5, relative: true },
     ]);
-    for (const bad of ['', 'x', 'fast', '1,,2', '-1', '0x', 'Infinity', '2xx']) {
+    // Number() takes hexadecimal, binary and octal too: '0x10' would offer 16 requests/s.
+    for (const bad of ['', 'x', 'fast', '1,,2', '-1', '0x', 'Infinity', '2xx', '0x10', '0b11x', '0o7']) {
       expect(() => rateListFlag(bad), bad).toThrow(UsageError);
     }
   });
@@ -168,6 +169,8 @@ describe('bench flags', () => {
       expect((err as UsageError).code).toBe('OMNI_ERR_USAGE');
       // The one line a user sees must name the flag (the issue asks for exactly that).
       expect((err as UsageError).message.startsWith(`${flag} `)).toBe(true);
+      // And the value's own mistake, as `--flag=value` says it, not a missing value.
+      expect(() => config([`${flag}=${value}`])).toThrow((err as UsageError).message);
     }
   });
 });
