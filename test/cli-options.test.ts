@@ -152,6 +152,25 @@ describe('bench flags', () => {
     );
   });
 
+  // node:util says the two apart ("argument missing", "argument is ambiguous"); the user made
+  // one mistake, told as the CLI tells the others, naming the flag.
+  it('a value flag without its value: one mistake, whether the line ends or a flag follows', () => {
+    const mistake = (argv: string[]): UsageError => {
+      try {
+        config(argv);
+      } catch (err) {
+        expect(err).toBeInstanceOf(UsageError);
+        return err as UsageError;
+      }
+      throw new Error('no usage mistake');
+    };
+    const atEnd = mistake(['--duration']);
+    const beforeFlag = mistake(['--duration', '--json']);
+    expect(atEnd.code).toBe('OMNI_ERR_USAGE');
+    expect(beforeFlag.message).toBe(atEnd.message);
+    expect(atEnd.message.startsWith('--duration ')).toBe(true);
+  });
+
   it('gives negative numbers to their flag, so the error names the flag', () => {
     // '-.5' too: a value that starts '-.' is a number, not a flag that took the value's place.
     for (const [flag, value] of [
