@@ -1,7 +1,8 @@
 /** `omni-runtime bench admission`: both sides measured and a ratio; its flags' edges; its table. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { runAdmissionBenchCommand } from '../src/cli/admission-bench-command.js';
+import { parseAdmissionBenchArgs, runAdmissionBenchCommand } from '../src/cli/admission-bench-command.js';
 import { runCli } from './fixtures/cli-process.js';
+import { thrownCode } from './fixtures/thrown.js';
 
 interface Side {
   name: string;
@@ -43,6 +44,18 @@ describe('bench admission flags', () => {
     // The tiny pairs less the one of the flag under test (a flag given twice is its own mistake).
     const argv = [...tiny.filter((_, i, a) => a[i - (i % 2)] !== flag), flag, value];
     await expect(runAdmissionBenchCommand(argv)).rejects.toMatchObject({ code: 'OMNI_ERR_USAGE' });
+  });
+});
+
+// Parsed only: were the mistake taken, the command would run for as long as it says.
+describe('bench admission flags, parsed', () => {
+  it('--duration takes up to 3600 s, not more', () => {
+    expect(parseAdmissionBenchArgs(['--duration', '3600'])).toMatchObject({ durationS: 3600 });
+    expect(thrownCode(() => parseAdmissionBenchArgs(['--duration', '3601']))).toBe('OMNI_ERR_USAGE');
+  });
+
+  it('takes no positional argument', () => {
+    expect(thrownCode(() => parseAdmissionBenchArgs(['sideways']))).toBe('OMNI_ERR_USAGE');
   });
 });
 

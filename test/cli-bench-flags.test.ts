@@ -11,6 +11,7 @@ import {
   MAX_PHASE_ARRIVALS,
   parseBenchArgs,
 } from '../src/cli/bench-options.js';
+import { MAX_DEVICE } from '../src/native/device.js';
 
 function config(argv: string[]): BenchConfig {
   const parsed = parseBenchArgs(argv, {});
@@ -158,6 +159,19 @@ describe('bench flag ranges', () => {
     expect(
       config(['--threads', '2.0', '--requests', '1e1', '--units', '2.5e1', '--seed', '0e-400']),
     ).toMatchObject({ threads: 2, requests: 10, units: 25, seed: 0 });
+  });
+
+  // The bound resolveDevice takes: device 0 is the default one, not a mistake.
+  it('--device takes 0 to MAX_DEVICE', () => {
+    expect(config(['--device', '0']).device).toBe(0);
+    expect(config(['--device', String(MAX_DEVICE)]).device).toBe(MAX_DEVICE);
+    expect(usageCode(['--device', String(MAX_DEVICE + 1)])).toBe('OMNI_ERR_USAGE');
+  });
+
+  // Blank would be resolved as a folder named by its spaces (or the current one), not refused.
+  it('--out must not be blank', () => {
+    for (const out of ['', '  '])
+      expect(usageCode(['--out', out]), JSON.stringify(out)).toBe('OMNI_ERR_USAGE');
   });
 
   it('takes no positional argument', () => {

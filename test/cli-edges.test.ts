@@ -13,6 +13,7 @@ import { formatTable } from '../src/cli/bench-report.js';
 import { failureLine } from '../src/cli/failure-watch.js';
 import { parseServeArgs, runServeCommand } from '../src/cli/serve-command.js';
 import { ShutdownSignals } from '../src/cli/shutdown-signals.js';
+import { MAX_DEVICE } from '../src/native/device.js';
 import { benchPhase, benchResult } from './fixtures/bench-result.js';
 import { codeOf } from './fixtures/runtime-harness.js';
 import { FAIL_FATAL } from './fixtures/serve-gate-layout.js';
@@ -40,6 +41,31 @@ describe('bench flags', () => {
 });
 
 describe('serve flags', () => {
+  // Kills: a stray word after `serve` taken silently (only a second one refused).
+  it('takes no positional argument', () => {
+    expect(thrownCode(() => parseServeArgs(['sideways'], {}))).toBe('OMNI_ERR_USAGE');
+  });
+
+  // Kills: --device's minimum 0 turned into 1 (device 0 is the default one).
+  it('--device takes 0 to MAX_DEVICE', () => {
+    for (const device of [0, MAX_DEVICE]) {
+      const config = parseServeArgs(['--device', String(device)], {});
+      expect(config !== 'help' && config.device).toBe(device);
+    }
+    expect(thrownCode(() => parseServeArgs(['--device', String(MAX_DEVICE + 1)], {}))).toBe('OMNI_ERR_USAGE');
+  });
+
+  // Kills: the environment left out of the library flags' check (serve's default is then auto).
+  it('a library for the backend OMNI_BACKEND picks against is a usage mistake; --backend overrides it', () => {
+    expect(thrownCode(() => parseServeArgs(['--cuda-library', 'c.so'], { OMNI_BACKEND: 'fixture' }))).toBe(
+      'OMNI_ERR_USAGE',
+    );
+    const config = parseServeArgs(['--backend', 'auto', '--cuda-library', 'c.so'], {
+      OMNI_BACKEND: 'fixture',
+    });
+    expect(config !== 'help' && config.libraries.cuda).toBe('c.so');
+  });
+
   // Kills: --retry-after's inclusive minimum 0 turned into 1.
   it('--retry-after 0 is accepted (serve() takes 0 too)', () => {
     const config = parseServeArgs(['--retry-after', '0'], {});

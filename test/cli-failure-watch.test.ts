@@ -132,6 +132,22 @@ describe('watchFailure with whenFailed()', () => {
     expect(await settled(watch.failed)).toBe(false);
   });
 
+  // A stopped watch must not start the poll a later rejection would have started: it would read
+  // a runtime the command has moved on from, and resolve `failed` after stop().
+  it('stop() before a hand-written whenFailed() rejects: no poll starts, nothing is read', async () => {
+    let reject: (reason: Error) => void = () => {};
+    const whenFailed = new Promise<never>((_, rejectIt) => {
+      reject = rejectIt;
+    });
+    const runtime = Object.assign(scripted(['failed']), { runtime: { whenFailed: () => whenFailed } });
+    const watch = watchFailure(runtime);
+    watch.stop();
+    reject(new Error('no event here'));
+    expect(await settled(watch.failed)).toBe(false);
+    expect(runtime.reads).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('a hand-written whenFailed() that throws or rejects: the state is polled instead', async () => {
     for (const whenFailed of [
       () => {

@@ -108,7 +108,8 @@ describe('bench flags', () => {
       { value: 2, relative: true },
       { value: 0.5, relative: true },
     ]);
-    for (const bad of ['', 'x', 'fast', '1,,2', '-1', '0x', 'Infinity', '2xx']) {
+    // Number() takes hexadecimal, binary and octal too: '0x10' would offer 16 requests/s.
+    for (const bad of ['', 'x', 'fast', '1,,2', '-1', '0x', 'Infinity', '2xx', '0x10', '0b11x', '0o7']) {
       expect(() => rateListFlag(bad), bad).toThrow(UsageError);
     }
   });
@@ -151,6 +152,25 @@ describe('bench flags', () => {
     );
   });
 
+  // node:util says the two apart ("argument missing", "argument is ambiguous"); the user made
+  // one mistake, told as the CLI tells the others, naming the flag.
+  it('a value flag without its value: one mistake, whether the line ends or a flag follows', () => {
+    const mistake = (argv: string[]): UsageError => {
+      try {
+        config(argv);
+      } catch (err) {
+        expect(err).toBeInstanceOf(UsageError);
+        return err as UsageError;
+      }
+      throw new Error('no usage mistake');
+    };
+    const atEnd = mistake(['--duration']);
+    const beforeFlag = mistake(['--duration', '--json']);
+    expect(atEnd.code).toBe('OMNI_ERR_USAGE');
+    expect(beforeFlag.message).toBe(atEnd.message);
+    expect(atEnd.message.startsWith('--duration ')).toBe(true);
+  });
+
   it('gives negative numbers to their flag, so the error names the flag', () => {
     // '-.5' too: a value that starts '-.' is a number, not a flag that took the value's place.
     for (const [flag, value] of [
@@ -168,6 +188,8 @@ describe('bench flags', () => {
       expect((err as UsageError).code).toBe('OMNI_ERR_USAGE');
       // The one line a user sees must name the flag (the issue asks for exactly that).
       expect((err as UsageError).message.startsWith(`${flag} `)).toBe(true);
+      // And the value's own mistake, as `--flag=value` says it, not a missing value.
+      expect(() => config([`${flag}=${value}`])).toThrow((err as UsageError).message);
     }
   });
 });

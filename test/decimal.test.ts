@@ -50,6 +50,8 @@ describe('isWholeDecimal', () => {
       '2.55e1',
       '.5',
       '1.5',
+      // An exponent that puts the point before every digit (0.01): none of them is whole.
+      '10e-3',
       '0x10',
       '',
       'Infinity',

@@ -21,6 +21,8 @@ describe('nearestName', () => {
     ['three letters left out', 'thre', ['threads']],
     ['three letters too many', 'threadsxyz', ['threads']],
     ['three letters replaced', 'thxyzds', ['threads']],
+    // Letters left out at the front count as those at the end do.
+    ['three leading letters left out', 'eads', ['threads']],
   ])('%s: another word, no guess', (_what, name, valid) => {
     expect(nearestName(name, valid)).toBeUndefined();
   });

@@ -121,7 +121,7 @@ describe('serve flags', () => {
 const SMALL = ['--port', '0', '--in-features', '2'];
 
 describe('runServeCommand in-process', () => {
-  it('every flag reaches what it configures: threads, bounds, body limit, Retry-After', async () => {
+  it('every flag reaches what it configures: threads, device, bounds, body limit, Retry-After', async () => {
     const run = runInProcess([
       '--port',
       '0',
@@ -135,6 +135,8 @@ describe('runServeCommand in-process', () => {
       'fixture',
       '--fixture-library',
       '/opt/omni/libomni_fixture.so',
+      '--device',
+      '3',
       '--body-limit',
       '64',
       '--retry-after',
@@ -151,6 +153,7 @@ describe('runServeCommand in-process', () => {
       outFeatures: 2,
       backend: 'fixture',
       libraries: { fixture: '/opt/omni/libomni_fixture.so', cuda: undefined },
+      device: 3,
       admission: { requests: 1, units: 2 },
     });
     // More rows than --units: never fits.
