@@ -297,6 +297,11 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     const failure = await serveOrError(g, port);
     // Before: serve resolved, listening on 127.0.0.1 alone.
     expect(failure?.code).toBe('EADDRINUSE');
+    // Refused at once: only port 0 picks again (a port given would have been bound 8 times).
+    const tries = listen.mock.calls.filter(
+      ([o]) => typeof o === 'object' && o.host === 'localhost' && o.port === port,
+    );
+    expect(tries).toHaveLength(1);
     const made = (listen.mock.contexts as NetServer[]).filter((server) => !squatters.includes(server));
     expect(made.length).toBeGreaterThan(0);
     expect(made.filter((server) => server.listening)).toEqual([]);
