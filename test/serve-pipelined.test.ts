@@ -158,9 +158,12 @@ describe('pipelined requests', () => {
     socket.destroy();
     await until(() => g.lr.report().aborted === 1, 'the call to hear the client leave');
     g.open();
-    await until(async () => sample((await s.metrics.scrape()).text, 'omni_http_inflight') === 0, 'both to close');
+    await until(
+      async () => sample((await s.metrics.scrape()).text, 'omni_http_inflight') === 0,
+      'both to close',
+    );
     const text = (await s.metrics.scrape()).text;
-    // None of the 404 left: recorded as the status its head said, it read as answered.
+    // None of the 404 left the server: recorded as 404, the status its head said, it read as sent.
     const series = (code: number): string =>
       `omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="${code}"}`;
     expect(sample(text, series(499))).toBe(1);
