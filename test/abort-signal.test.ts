@@ -3,7 +3,7 @@
  * listener per signal, however many follow it, and each hears the abort once.
  */
 import { getEventListeners } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type AbortFollower, followAbort, unfollowAbort } from '../src/abort-signal.js';
 
 function recorder(heard: string[], name: string, also?: () => void): AbortFollower {
@@ -50,5 +50,31 @@ describe('followAbort', () => {
     expect(heard).toEqual(['a', 'c']);
     expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
     expect(getEventListeners(other.signal, 'abort')).toHaveLength(1);
+  });
+
+  it('a follower that throws: the others still hear it, and its error is reported on a later tick', () => {
+    const ac = new AbortController();
+    const heard: string[] = [];
+    const failure = new Error('a follower threw');
+    followAbort(ac.signal, {
+      handleEvent() {
+        throw failure;
+      },
+    });
+    followAbort(ac.signal, recorder(heard, 'after'));
+    // The tick it is thrown on is caught here: thrown there, it would fail the test run.
+    const later: Array<() => void> = [];
+    const nextTick = vi.spyOn(process, 'nextTick').mockImplementation((fn) => {
+      later.push(fn as () => void);
+    });
+    try {
+      ac.abort();
+    } finally {
+      nextTick.mockRestore();
+    }
+    expect(heard).toEqual(['after']);
+    // As EventTarget does for a listener that throws: never swallowed.
+    expect(later).toHaveLength(1);
+    expect(() => later[0]!()).toThrow(failure);
   });
 });

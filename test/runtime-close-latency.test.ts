@@ -4,7 +4,12 @@
  * reply, so the drain is often heard first, and a summary kept then would miss the last calls.
  */
 import { afterEach, expect, it } from 'vitest';
-import { cleanup, start } from './fixtures/runtime-harness.js';
+import { builtModuleUrl } from '../src/paths.js';
+import type { RuntimeReport } from '../src/runtime.js';
+import { INVOKED, open, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, control, start, until } from './fixtures/runtime-harness.js';
+
+const CLOSE_COUNT_WORKER = builtModuleUrl('test/fixtures/close-count-worker.js');
 
 afterEach(cleanup);
 
@@ -20,4 +25,24 @@ it('the last call, whose reply trails the drain, is in the summary close() keeps
     // The one call's run time is in the kept summary: a summary of no call reads max 0.
     expect(rt.report().runTimeMs.max).toBeGreaterThan(0);
   }
+});
+
+it("the close hooks' rounds are no calls: the summaries stay as the calls left them", async () => {
+  const closed = control();
+  const rt = await start({
+    worker: CLOSE_COUNT_WORKER,
+    threads: 1,
+    workerData: { closed: closed.buffer, closeGate: true },
+  });
+  await expect(rt.run({ mode: 'echo', value: 1 })).resolves.toBe(1);
+  const latency = (r: RuntimeReport) => ({ wait: r.waitTimeMs, run: r.runTimeMs });
+  const calls = latency(rt.report());
+  const closing = rt.close();
+  await waitFor(closed, INVOKED);
+  // The hook's round is held past the longest call: piscina times it as a call, a new max.
+  const began = performance.now();
+  await until(() => performance.now() - began > calls.run.max + 20, 'the hook to outlast the call');
+  open(closed);
+  await closing;
+  expect(latency(rt.report())).toEqual(calls);
 });

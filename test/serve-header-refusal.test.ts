@@ -138,6 +138,15 @@ const CASES: readonly Case[] = [
     ...BAD_BODY,
   },
   {
+    // Media types are case-insensitive (RFC 9110 8.3.1): read as another type, it was uploaded.
+    name: 'the octet-stream type in capitals, a Content-Length that is not whole rows',
+    target: '/v1/linear',
+    headers: '',
+    type: 'Application/Octet-Stream',
+    body: Buffer.alloc((IN + 1) * 4),
+    ...BAD_BODY,
+  },
+  {
     name: 'no hint, a Content-Length that is not whole floats',
     target: '/v1/linear',
     headers: '',

@@ -102,3 +102,20 @@ describe('GET /health over a report() that is no report', () => {
     expect(await probe()).toEqual({ status: 200, body: { state: 'ready', ...fields, capacity: null } });
   });
 });
+
+describe('a server that drains', () => {
+  it('reports a ready runtime as draining, and one in any other state as it is', async () => {
+    let state = 'failed';
+    const s = await serve(
+      reportingServed(() => goodReport(state)),
+      { port: 0, closeRuntime: false },
+    );
+    await s.drain({ timeoutMs: 10_000 });
+    const shown = async (): Promise<string | undefined> =>
+      /^omni_runtime_state\{state="(\w+)"\} 1$/m.exec((await s.metrics.scrape()).text)?.[1];
+    // A failed runtime read as merely draining: the failure was hidden once a drain began.
+    expect(await shown()).toBe('failed');
+    state = 'ready';
+    expect(await shown()).toBe('draining');
+  });
+});

@@ -252,6 +252,32 @@ describe('a large JSON answer meeting the older machinery', () => {
     expect(await recorded(s, 200)).toBeUndefined();
   });
 
+  it('queued behind a call still running, its turn comes, then its client leaves: the 200 it was sent', async () => {
+    const { g, s } = await startWith({ threads: 2, admission: { requests: 4 } }, {});
+    const first = nthRequest(s, 1);
+    const second = nthRequest(s, 2);
+    const c = client(s);
+    let heard = '';
+    const heads = new Promise<void>((resolve) => {
+      c.on('data', (chunk: Buffer) => {
+        heard += chunk.toString('latin1');
+        if (heard.split('HTTP/1.1 200').length > 2) resolve();
+      });
+    });
+    c.write(jsonRequest(1, { first: HELD_INPUT }) + jsonRequest(512));
+    const { res: held } = await first;
+    const { res } = await second;
+    const source = await piped(res);
+    g.open();
+    // Its head has reached the client: it was attached to the connection when its turn came.
+    await heads;
+    c.destroy();
+    await Promise.all([closed(held), closed(res), closed(source)]);
+    // Taken for still queued, it read as a client that left before any of it was sent.
+    expect(await recorded(s, 200)).toBe(2);
+    expect(await recorded(s, 499)).toBeUndefined();
+  });
+
   it('pipelined behind a call still running, its send timeout starts with its turn: the connection stays', async () => {
     const sendTimeoutMs = 1_000;
     const { g, s } = await startWith({ threads: 2, admission: { requests: 4 } }, { sendTimeoutMs });

@@ -297,11 +297,30 @@ describe.skipIf(!hasIpv6Loopback)("host 'localhost' on both loopbacks", () => {
     const failure = await serveOrError(g, port);
     // Before: serve resolved, listening on 127.0.0.1 alone.
     expect(failure?.code).toBe('EADDRINUSE');
+    // Refused at once: only port 0 picks again (a port given would have been bound 8 times).
+    const tries = listen.mock.calls.filter(
+      ([o]) => typeof o === 'object' && o.host === 'localhost' && o.port === port,
+    );
+    expect(tries).toHaveLength(1);
     const made = (listen.mock.contexts as NetServer[]).filter((server) => !squatters.includes(server));
     expect(made.length).toBeGreaterThan(0);
     expect(made.filter((server) => server.listening)).toEqual([]);
     // The runtime is still the caller's, as after any listen error.
     expect(g.lr.report().state).toBe('ready');
+  });
+
+  it('a port held on ::1 as fastify bound, free again when serve checks: still EADDRINUSE', async () => {
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
+    const port = await squat(0);
+    const squatter = squatters.at(-1)!;
+    // fastify's lookup comes first (it then misses ::1); the other program leaves during serve's.
+    beforeOthersBind = async () => {
+      beforeOthersBind = () => new Promise((resolve) => squatter.close(resolve));
+    };
+    const failure = await serveOrError(g, port);
+    // Found free, ::1 was taken as bound: serve resolved on 127.0.0.1 alone.
+    expect(failure?.code).toBe('EADDRINUSE');
+    expect(squatter.listening).toBe(false);
   });
 
   it('a port taken on ::1: a request that reached 127.0.0.1 before the refusal is answered 503, and never runs', async () => {
@@ -417,6 +436,31 @@ describe("host 'localhost' naming an address that is not this machine's", () => 
     const { g, s } = await start();
     g.open();
     expect(listeningServers(s.app)).toHaveLength(1);
+    expect(
+      await exchange('127.0.0.1', s.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    ).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});
+
+describe("host 'localhost' whose second lookup fails", () => {
+  it('is no missed binding: serve listens on what fastify bound', async () => {
+    addressesOfLocalhost = [BOTH[0]!];
+    let lookups = 0;
+    const inner = dns.lookup;
+    dns.lookup = ((host: string, options: unknown, callback?: unknown) => {
+      const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
+      if (host === 'localhost' && all && ++lookups === 2) {
+        const failed = Object.assign(new Error('lookup failed'), { code: 'ENOTFOUND' });
+        process.nextTick(callback as (err: Error) => void, failed);
+        return;
+      }
+      return (inner as (...args: unknown[]) => void)(host, options, callback);
+    }) as typeof dns.lookup;
+    const g = await gatedForTest({ inFeatures: 4, outFeatures: 2, admission: { requests: 2 } });
+    // Its error read as a list of addresses, serve rejected with an uncoded TypeError.
+    const s = await serveForTest(g.lr, { host: 'localhost' });
+    g.open();
+    expect(lookups).toBe(2);
     expect(
       await exchange('127.0.0.1', s.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
     ).toMatch(/^HTTP\/1\.1 200 /);

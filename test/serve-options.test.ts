@@ -5,6 +5,7 @@
  */
 import { networkInterfaces } from 'node:os';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { MAX_FEATURES } from '../src/native/abi.js';
 import {
   type DrainOptions,
   type Served,
@@ -168,6 +169,18 @@ describe('option ranges', () => {
     // null was an uncoded TypeError; {} was listened on, and every request then failed with a 500.
     const outcome = await outcomeOf((async () => serve(runtime as unknown as Served, { port: 0 }))());
     expect(outcome).toBe('OMNI_ERR_INVALID_ARGUMENT');
+  });
+
+  it('a runtime of the widest layer (MAX_FEATURES in and out) is served', async () => {
+    const widest = {
+      run: async () => new Float32Array(MAX_FEATURES),
+      report: () => ({}),
+      close: async () => ({}),
+      inFeatures: MAX_FEATURES,
+      outFeatures: MAX_FEATURES,
+    };
+    // The bound is inclusive, as the native library's own (OMNI_MAX_FEATURES) is.
+    expect(await outcomeOf(serve(widest as unknown as Served, { port: 0 }))).toBe('listening');
   });
 
   it('a misspelt option is refused before anything listens', async () => {

@@ -146,6 +146,30 @@ describe('pipelined requests', () => {
     expect(await s.drain({ timeoutMs: 600_000 })).toEqual({ clean: true, abandonedRequests: 0 });
   });
 
+  it('an answer queued behind a held call, its head written, is a 499 when the client leaves', async () => {
+    const { g, s, first } = await servedWithOneThread();
+    const responses: ServerResponse[] = [];
+    s.app.server.on('request', (_req, res: ServerResponse) => responses.push(res));
+    const socket = await connected(s.port);
+    socket.write(Buffer.concat([first, Buffer.from('GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n')]));
+    await g.reach(ENTERED, 1); // the first call is held in the worker
+    // The 404 is answered at once, into node's buffer: its turn on the connection never comes.
+    await until(() => responses[1]?.headersSent === true, 'the 404 to be written behind the call');
+    socket.destroy();
+    await until(() => g.lr.report().aborted === 1, 'the call to hear the client leave');
+    g.open();
+    await until(
+      async () => sample((await s.metrics.scrape()).text, 'omni_http_inflight') === 0,
+      'both to close',
+    );
+    const text = (await s.metrics.scrape()).text;
+    // None of the 404 left the server: recorded as 404, the status its head said, it read as sent.
+    const series = (code: number): string =>
+      `omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="${code}"}`;
+    expect(sample(text, series(499))).toBe(1);
+    expect(sample(text, series(404))).toBeUndefined();
+  });
+
   it.each([
     [
       'headers too large',

@@ -54,6 +54,17 @@ describe('headers', () => {
     expect(g.entered()).toBe(0);
   });
 
+  it('a deadline header not in decimal (hex, binary, Infinity) is a bad request', async () => {
+    const { g, url } = await start({ open: true, admission: { requests: 4 } });
+    for (const deadline of ['0x10', '0b11', 'Infinity']) {
+      // Read by Number() alone, each was a deadline (16 ms, 3 ms, none) and the call was served.
+      const a = await postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': deadline } });
+      expect([deadline, a.status]).toEqual([deadline, 400]);
+      expect(errorOf(a)).toMatchObject({ code: 'OMNI_ERR_BAD_REQUEST' });
+    }
+    expect(g.entered()).toBe(0);
+  });
+
   it('an Expect header other than 100-continue: 417 in JSON, nothing reaches a worker', async () => {
     const { g, url } = await start({ open: true, admission: { requests: 4 } });
     const a = await rawExchange(Number(new URL(url).port), [

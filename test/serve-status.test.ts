@@ -189,6 +189,17 @@ describe('400: malformed, truncated, unreadable bodies and wrong shapes never re
     expect((await postFloats(url, rows(1))).status).toBe(200);
   });
 
+  it('a field whose value is "Host" is no second Host line: served', async () => {
+    const { s } = await shared();
+    const raw = await rawExchange(s.port, [
+      'POST /v1/linear HTTP/1.1\r\nHost: a\r\nX-Name: Host\r\nConnection: close\r\n' +
+        'Content-Type: application/octet-stream\r\nContent-Length: 16\r\n\r\n',
+      Buffer.from(new Float32Array(rows(1)).buffer),
+    ]);
+    // Counted by every raw entry (names and values alike), that value read as a second Host.
+    expect(raw.status).toBe(200);
+  });
+
   it("a malformed URL: 400 OMNI_ERR_BAD_REQUEST (not fastify's own code), counted, no worker invocation", async () => {
     const { s, g } = await shared();
     const before = g.entered();

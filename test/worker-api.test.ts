@@ -181,6 +181,14 @@ describe('defineWorker options', () => {
     );
     expect(thrownCode(() => defineWorker(handler, null as unknown as {}))).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });
+
+  it('a handler that is not a function fails where it is written, not at every call', () => {
+    for (const handler of [null, 42, { handler: () => 1 }]) {
+      expect(thrownCode(() => defineWorker(handler as unknown as () => number))).toBe(
+        'OMNI_ERR_INVALID_ARGUMENT',
+      );
+    }
+  });
 });
 
 describe('results that look postable but are not', () => {
