@@ -8,9 +8,9 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CORE_SYMBOLS } from '../src/native/bindings.js';
+import { inData } from '../src/native/data-addresses.js';
 import { defaultLibraryPath } from '../src/native/index.js';
 import { koffi } from '../src/native/koffi.js';
-import { inData } from '../src/native/symbol-types.js';
 import { onGlibc } from './fixtures/glibc.js';
 import { loadInChild } from './fixtures/load-in-child.js';
 import { compileLibrary } from './fixtures/stand-in-library.js';

@@ -17,7 +17,7 @@ vi.mock('../src/native/koffi.js', async (importOriginal) => {
   return { ...real, koffi };
 });
 
-const { inData } = await import('../src/native/symbol-types.js');
+const { inData } = await import('../src/native/data-addresses.js');
 const { loadNativeLibrary } = await import('../src/native/index.js');
 
 describe('dladdr1 unavailable', () => {

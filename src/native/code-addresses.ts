@@ -5,7 +5,7 @@
  * into those bytes and the process dies (SIGSEGV). Where the name resolves is the runtime's own
  * answer, whatever the file's symbol or section tables claim (or lack): its address must lie in
  * a mapping with execute permission. Necessary, not enough: read-only data may share the code's
- * mapping, which symbol-types.ts catches where the symbol says it is data.
+ * mapping, which data-addresses.ts catches where the symbol says it is data.
  *
  * Where the maps cannot be read (not Linux, no /proc, an error, a table past the bound) it
  * cannot tell: it answers undefined and the caller goes on as if all were code.

@@ -17,8 +17,8 @@ import { ABI_VERSION } from './abi.js';
 import type { RawFixtureApi, RawNativeApi } from './bindings.js';
 import { bindAbiVersion, bindCore, bindFixture, CORE_SYMBOLS, FIXTURE_SYMBOLS } from './bindings.js';
 import { inCode } from './code-addresses.js';
+import { inData } from './data-addresses.js';
 import { koffi } from './koffi.js';
-import { inData } from './symbol-types.js';
 
 /** A native backend: 'fixture' (the CPU library) or 'cuda'. */
 export type BackendName = 'fixture' | 'cuda';
