@@ -56,8 +56,8 @@ import { answerFor, fromHttpStack } from './status.js';
 
 /**
  * What the server needs of a LinearRuntime, and all it reads of one (serve() checks for the
- * five members; a wrapper of any Runtime will do). Its `deadlineMs`, the default deadline of
- * its calls, bounds what a client's deadline may ask for.
+ * five members; tests wrap any Runtime in one). Its `deadlineMs`, the default deadline of its
+ * calls, bounds what a client's deadline may ask for.
  */
 export type Served = Pick<LinearRuntime, 'run' | 'report' | 'close' | 'inFeatures' | 'outFeatures'> &
   Partial<Pick<LinearRuntime, 'deadlineMs'>>;
