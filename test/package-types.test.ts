@@ -341,6 +341,30 @@ await lr.run([1, 2, 3]);
     expect(status).toBe(0);
   });
 
+  // serve() checks for run, report, close, inFeatures and outFeatures and reads nothing else;
+  // the type once also asked for a LinearRuntime's `backend`, which a wrapper had to make up.
+  it("take a Served of one's own that holds only what serve() checks for", () => {
+    const code = `
+import { Runtime } from 'omni-runtime';
+import { serve, type Served } from 'omni-runtime/serve';
+
+declare const rt: Runtime;
+const own: Served = {
+  run: (x, options) => rt.run(x, options),
+  report: () => rt.report(),
+  close: (options) => rt.close(options),
+  inFeatures: 4,
+  outFeatures: 2,
+};
+export const server = await serve(own, { port: 0 });
+// @ts-expect-error outFeatures is one of them
+export const short: Served = { run: own.run, report: own.report, close: own.close, inFeatures: 4 };
+`;
+    const { status, output } = typecheck('own-served', code, { ...strictest, ...node16 });
+    expect(output).toBe('');
+    expect(status).toBe(0);
+  });
+
   it('let the buffer of a float array the package made be moved, where typed arrays are generic', () => {
     // TypeScript 5.7+ types a plain Float32Array's buffer as ArrayBufferLike, which
     // ctx.transfer and run's transfer (ArrayBuffers alone, as at run time) do not take.

@@ -189,7 +189,6 @@ describe('the worker answer', () => {
     const wrong: Served = {
       inFeatures: IN,
       outFeatures: OUT,
-      backend: 'fixture',
       // One row in, one float short of a row out.
       run: async () => new Float32Array(OUT - 1),
       report: () => {

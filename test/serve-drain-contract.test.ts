@@ -43,7 +43,6 @@ function withClose(g: Gated, close: Served['close']): Served {
     report: () => g.lr.report(),
     inFeatures: g.lr.inFeatures,
     outFeatures: g.lr.outFeatures,
-    backend: g.lr.backend,
     close,
   };
 }

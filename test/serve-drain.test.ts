@@ -276,7 +276,6 @@ describe('drain', () => {
       close: (options) => g.lr.close(options),
       inFeatures: g.lr.inFeatures,
       outFeatures: g.lr.outFeatures,
-      backend: g.lr.backend,
     };
     const s = await serve(served, { port: 0 });
     const answer = postFloats(s.address, [1, 2, 3, 4]);
@@ -315,7 +314,6 @@ describe('drain', () => {
       }) as Served['close'],
       inFeatures: 2,
       outFeatures: 2,
-      backend: g.lr.backend,
     };
     const s = await serveForTest(served);
     const answer = postFloats(s.address, [1, 2]);

@@ -61,7 +61,6 @@ describe('drain', () => {
       }) as unknown as Served['close'],
       inFeatures: lr.inFeatures,
       outFeatures: lr.outFeatures,
-      backend: lr.backend,
     };
     const s = await serve(runtime, { port: 0 });
     expect((await postFloats(s.address, [1, 2, 3, 4])).status).toBe(200);

@@ -81,7 +81,6 @@ function server(): Promise<Wrapped> {
       close: lr.close.bind(lr),
       inFeatures: 2,
       outFeatures: 2,
-      backend: lr.backend,
     };
     const s = await serveForTest(runtime);
     return {

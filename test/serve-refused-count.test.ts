@@ -50,7 +50,6 @@ describe('omni_http_refused_total', () => {
       }) as Served['close'],
       inFeatures: 2,
       outFeatures: 2,
-      backend: lr.backend,
     };
     const s = await serveForTest(runtime);
     const answer = postFloats(s.address, [1, 2]);

@@ -95,6 +95,8 @@ export interface ServeConfig {
 export interface ServeCommandDeps {
   readonly startRuntime?: (options: LinearRuntimeOptions) => Promise<
     Served & {
+      /** Named in the start line, as is the reason for it. */
+      backend: LinearRuntime['backend'];
       backendReason?: string;
       libraryPath?: string | null;
       /**

@@ -55,13 +55,11 @@ import { boundSend, DEFAULT_SEND_TIMEOUT_MS, sendTimedOut } from './send-timeout
 import { answerFor, fromHttpStack } from './status.js';
 
 /**
- * What the server needs of a LinearRuntime (tests may wrap any Runtime in one). Its
- * `deadlineMs`, the default deadline of its calls, bounds what a client's deadline may ask for.
+ * What the server needs of a LinearRuntime, and all it reads of one (serve() checks for the
+ * five members; tests wrap any Runtime in one). Its `deadlineMs`, the default deadline of its
+ * calls, bounds what a client's deadline may ask for.
  */
-export type Served = Pick<
-  LinearRuntime,
-  'run' | 'report' | 'close' | 'inFeatures' | 'outFeatures' | 'backend'
-> &
+export type Served = Pick<LinearRuntime, 'run' | 'report' | 'close' | 'inFeatures' | 'outFeatures'> &
   Partial<Pick<LinearRuntime, 'deadlineMs'>>;
 
 /**
