@@ -50,7 +50,7 @@ import { refuseOtherMethods } from './method-not-allowed.js';
 import { CUT_OFF_STATUS, ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
 import { missedBinding } from './missed-binding.js';
-import { closeWithConnection } from './pipelined-close.js';
+import { closedByEarlierAnswer, closeWithConnection, noteClosingAnswer } from './pipelined-close.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, httpTimeouts } from './request-timeout.js';
 import { boundSend, DEFAULT_SEND_TIMEOUT_MS, sendTimedOut } from './send-timeout.js';
 import { answerFor, fromHttpStack } from './status.js';
@@ -206,7 +206,8 @@ function closeIfUnread(request: IncomingMessage, reply: FastifyReply): void {
 /**
  * The status recorded for a response that closed before its answer was out: CUT_OFF_STATUS when
  * the server cut it (the drain, or a send timeout on its connection: its own, or that of an
- * answer it was queued behind; a streamed answer closes, never finishes, when cut), else the
+ * answer it was queued behind; a streamed answer closes, never finishes, when cut; or an answer
+ * ahead of it closed the connection once it was out, pipelined-close.ts), else the
  * client left: 499 before its answer began to leave (`left`: answer-left.ts), and after that the
  * status its head said, as for a whole answer (node says 'finish' for one handed to the
  * connection, however little of it the client took) and as nginx logs it.
@@ -217,7 +218,7 @@ function closedStatus(
   left: boolean,
   drainCut: boolean,
 ): number {
-  if (drainCut || sendTimedOut(res, connection)) return CUT_OFF_STATUS;
+  if (drainCut || sendTimedOut(res, connection) || closedByEarlierAnswer(connection)) return CUT_OFF_STATUS;
   return left ? res.statusCode : 499;
 }
 
@@ -399,6 +400,7 @@ async function listenOnce(
       );
     });
     closeWithConnection(reply.raw, request.raw.socket);
+    noteClosingAnswer(reply.raw, request.raw.socket);
     boundSend(reply.raw, sendTimeoutMs);
   };
   /**
