@@ -405,6 +405,6 @@ export function connectHandler(
 }
 
 /** Whether node closes the connection after this answer (it said `Connection: close`). */
-function closesConnection(res: ServerResponse): boolean {
+export function closesConnection(res: ServerResponse): boolean {
   return (res as ServerResponse & { _last?: boolean })._last === true;
 }

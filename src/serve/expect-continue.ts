@@ -77,6 +77,14 @@ export function continueOwed(req: IncomingMessage, res: ServerResponse): boolean
   return deferred.has(req) && !continued.has(res);
 }
 
+/**
+ * Whether `res` wrote its 100 Continue (handed to its connection, unless that was no longer
+ * writable: see answer-left.ts).
+ */
+export function continueWritten(res: ServerResponse): boolean {
+  return continued.has(res);
+}
+
 /** Sends the deferred 100 Continue for a request whose body will be read. */
 export function continueWhenRead(app: FastifyInstance, bodyLimit: number): void {
   app.addHook('preParsing', (request, reply, payload, done) => {

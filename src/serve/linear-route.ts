@@ -128,6 +128,9 @@ async function refuseFromHeaders(
   }
   parseDeadline(request.headers[DEADLINE_HEADER], serverDeadlineMs);
   const length = Number(declared ?? 0);
+  // An empty body is the handler's 400 whatever the hint says (decoded before any admission):
+  // refused here as too many rows, it was a 413 counted as the runtime's refusal.
+  if (length === 0 && request.headers['transfer-encoding'] === undefined) return;
   if (octets && length > 0) {
     const badLength = octetLengthRefusal(length, rows, inFeatures);
     if (badLength !== undefined) throw badLength;

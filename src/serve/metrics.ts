@@ -17,8 +17,9 @@ const OUTCOMES = ['completed', 'failed', 'aborted', 'deadline', 'refused', 'inva
 /**
  * The latency histogram's status for a request the server cut off before its answer was out (a
  * client stalled mid-upload or not reading its answer, a call still running at the drain's
- * timeout; the drain or the send timeout closed the connection): nginx's 444, "closed without a
- * response", beside its 499 for a client that left. It is never sent.
+ * timeout; the drain or the send timeout closed the connection; a request queued behind an
+ * answer that closed it): nginx's 444, "closed without a response", beside its 499 for a client
+ * that left. It is never sent.
  */
 export const CUT_OFF_STATUS = 444;
 
@@ -175,7 +176,7 @@ export class ServeMetrics {
     }
     this.#latency = new Histogram({
       name: 'omni_http_request_duration_seconds',
-      help: `Time from request to answer, by route, method and status (never sent: 499, the client left unanswered; ${CUT_OFF_STATUS}, the server (its drain or send timeout) cut it off before the answer was out).`,
+      help: `Time from request to answer, by route, method and status (never sent: 499, the client left unanswered; ${CUT_OFF_STATUS}, the server (its drain, its send timeout, or a closing answer ahead of it) cut it off before the answer was out).`,
       labelNames: ['route', 'method', 'status'],
       buckets: LATENCY_BUCKETS,
       registers: [registry],

@@ -6,6 +6,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { closesConnection } from './client-error.js';
 
 /**
  * The responses of a connection still queued behind an earlier one. One 'close' listener per
@@ -53,4 +54,23 @@ export function closeWithConnection(res: ServerResponse, connection: Socket): vo
   };
   res.once('socket', detach);
   res.once('close', detach);
+}
+
+/** Connections an answer closed once it was all out (it said `Connection: close`). */
+const closedByAnswer = new WeakSet<Socket>();
+
+/**
+ * Notes, once `res` is all out, whether its answer closes `connection`. A request routed before
+ * that was known (a JSON answer streamed to HTTP/1.0 has no length, so it closes: json-answer.ts)
+ * is queued behind it, answered or not, and never sent: the server cut it off, not its client.
+ */
+export function noteClosingAnswer(res: ServerResponse, connection: Socket): void {
+  res.once('finish', () => {
+    if (closesConnection(res)) closedByAnswer.add(connection);
+  });
+}
+
+/** Whether an answer on `connection` closed it (noteClosingAnswer): those behind it were cut off. */
+export function closedByEarlierAnswer(connection: Socket | null): boolean {
+  return connection !== null && closedByAnswer.has(connection);
 }

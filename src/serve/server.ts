@@ -26,6 +26,7 @@ import type { LinearRuntime } from '../linear/linear-runtime.js';
 import { MAX_FEATURES } from '../native/abi.js';
 import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import type { RuntimeReport } from '../runtime.js';
+import { answerLeft } from './answer-left.js';
 import { notUtf8Json, OCTET_STREAM } from './body.js';
 import {
   ANSWERED_AT,
@@ -49,7 +50,7 @@ import { refuseOtherMethods } from './method-not-allowed.js';
 import { CUT_OFF_STATUS, ServeMetrics } from './metrics.js';
 import { metricsRoute } from './metrics-route.js';
 import { missedBinding } from './missed-binding.js';
-import { closeWithConnection } from './pipelined-close.js';
+import { closedByEarlierAnswer, closeWithConnection, noteClosingAnswer } from './pipelined-close.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, httpTimeouts } from './request-timeout.js';
 import { boundSend, DEFAULT_SEND_TIMEOUT_MS, sendTimedOut } from './send-timeout.js';
 import { answerFor, fromHttpStack } from './status.js';
@@ -203,19 +204,20 @@ function closeIfUnread(request: IncomingMessage, reply: FastifyReply): void {
 /**
  * The status recorded for a response that closed before its answer was out: CUT_OFF_STATUS when
  * the server cut it (the drain, or a send timeout on its connection: its own, or that of an
- * answer it was queued behind; a streamed answer closes, never finishes, when cut), else the
- * client left: 499 before its answer began to leave, and after that the status its head said,
- * as for a whole answer (node says 'finish' for one handed to the connection, however little of
- * it the client took) and as nginx logs it.
+ * answer it was queued behind; a streamed answer closes, never finishes, when cut; or an answer
+ * ahead of it closed the connection once it was out, pipelined-close.ts), else the
+ * client left: 499 before its answer began to leave (`left`: answer-left.ts), and after that the
+ * status its head said, as for a whole answer (node says 'finish' for one handed to the
+ * connection, however little of it the client took) and as nginx logs it.
  */
 function closedStatus(
   res: ServerResponse,
   connection: Socket | null,
-  attached: boolean,
+  left: boolean,
   drainCut: boolean,
 ): number {
-  if (drainCut || sendTimedOut(res, connection)) return CUT_OFF_STATUS;
-  return attached && res.headersSent ? res.statusCode : 499;
+  if (drainCut || sendTimedOut(res, connection) || closedByEarlierAnswer(connection)) return CUT_OFF_STATUS;
+  return left ? res.statusCode : 499;
 }
 
 /** The layer's shape, as serve() read and checked it once. */
@@ -380,10 +382,7 @@ async function listenOnce(
     // The request's socket, not the response's: a response queued behind earlier answers on its
     // connection has none yet.
     const socket = request.raw.socket as AnsweredSocket | null;
-    // A response queued behind earlier answers writes its head into node's buffer alone: none
-    // of it left unless its turn on the connection came.
-    let attached = reply.raw.socket !== null;
-    if (!attached) reply.raw.once('socket', () => (attached = true));
+    const left = answerLeft(reply.raw, request.raw.socket);
     reply.raw.once('close', () => {
       if (reply.raw.writableFinished) return;
       // Answered raw: its time ended when that answer was out, not at this close, which waited
@@ -394,11 +393,12 @@ async function listenOnce(
         request.routeOptions.url ?? 'unmatched',
         request.method,
         socket?.[ANSWERED_STATUS] ??
-          closedStatus(reply.raw, request.raw.socket, attached, drain.cutOff(reply.raw)),
+          closedStatus(reply.raw, request.raw.socket, left(), drain.cutOff(reply.raw)),
         (reply.elapsedTime - lingered) / 1000,
       );
     });
     closeWithConnection(reply.raw, request.raw.socket);
+    noteClosingAnswer(reply.raw, request.raw.socket);
     boundSend(reply.raw, sendTimeoutMs);
   };
   /**
@@ -419,14 +419,13 @@ async function listenOnce(
     const connection = req.socket;
     const seconds = (): number => (performance.now() - began) / 1000;
     drain.track(res);
-    let attached = res.socket !== null;
-    if (!attached) res.once('socket', () => (attached = true));
+    const left = answerLeft(res, connection);
     res.once('finish', () => {
       metrics.observe('unmatched', req.method ?? '', finishedStatus(res, connection), seconds());
     });
     res.once('close', () => {
       if (res.writableFinished) return;
-      const status = closedStatus(res, connection, attached, drain.cutOff(res));
+      const status = closedStatus(res, connection, left(), drain.cutOff(res));
       metrics.observe('unmatched', req.method ?? '', status, seconds());
     });
     closeWithConnection(res, connection);
