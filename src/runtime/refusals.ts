@@ -57,6 +57,8 @@ export function waitFailed(
   }
   if (err instanceof TooLargeError) return refused('too-large', cost, admission, state, outcomes);
   if (hasCode(err, 'OMNI_ERR_ABORTED')) outcomes.aborted++;
-  else if (hasCode(err, 'OMNI_ERR_INVALID_COST')) outcomes.invalid++;
+  // OMNI_ERR_INVALID_COST, or the caller's own error: a signal that takes no listener throws
+  // as the wait follows it (see followAbort). Uncounted, the outcomes fell short of the calls.
+  else outcomes.invalid++;
   return err;
 }
