@@ -116,12 +116,12 @@ export class Shutdown {
   async #forced(): Promise<boolean> {
     const { guard, live } = this.#host;
     for (const task of [...live]) task.abandon();
-    // Those whose work had ended stay, until their replies come (see #repliesHeard).
-    await this.#repliesHeard();
     const cut = new Promise<void>((resolve) => {
       this.#force = resolve;
     });
     this.#forceAt = Number.POSITIVE_INFINITY;
+    // Those whose work had ended stay, until their replies come (see #repliesHeard).
+    await this.#repliesHeard();
     await this.#teardown(cut, () => idleThreads(guard.pool));
     return destroyPool(guard.pool, this.#host.startTimeoutMs, 'removed');
   }
