@@ -77,21 +77,35 @@ function tellFollowers(this: AbortSignal): void {
   followers.delete(this);
 }
 
-/** `follower` hears `signal`'s abort once, unless unfollowAbort() comes first. */
+/**
+ * `follower` hears `signal`'s abort once, unless unfollowAbort() comes first. Throws, leaving
+ * nothing behind, when the signal takes no listener: Node's method reads the signal's own
+ * `constructor`, the caller's to make throw. A set recorded before a listener that failed was
+ * found by the next follower of that signal, which then never heard its abort.
+ */
 export function followAbort(signal: AbortSignal, follower: AbortFollower): void {
   let following = followers.get(signal);
   if (following === undefined) {
+    addListener.call(signal, 'abort', tellFollowers, { once: true });
     following = new Set();
     followers.set(signal, following);
-    addListener.call(signal, 'abort', tellFollowers, { once: true });
   }
   following.add(follower);
 }
 
-/** Stops `follower` hearing `signal`; the last to go removes the listener. */
+/**
+ * Stops `follower` hearing `signal`; the last to go removes the listener. Never throws: it runs
+ * as a call or a waiter ends, and a signal whose removal throws (its own `constructor`, as
+ * above) threw out of the call's reply, which then never settled. Such a listener stays,
+ * finding no followers if it fires; a later follower shares it.
+ */
 export function unfollowAbort(signal: AbortSignal, follower: AbortFollower): void {
   const following = followers.get(signal);
   if (following === undefined || !following.delete(follower) || following.size !== 0) return;
   followers.delete(signal);
-  removeListener.call(signal, 'abort', tellFollowers);
+  try {
+    removeListener.call(signal, 'abort', tellFollowers);
+  } catch {
+    // Left attached: see above.
+  }
 }

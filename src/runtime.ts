@@ -364,7 +364,8 @@ export class Runtime {
 
   /**
    * Stops admitting (run() rejects OMNI_ERR_UNAVAILABLE), lets in-flight and queued work
-   * finish, then stops the threads. With `timeoutMs`, work still running then is abandoned:
+   * finish, then stops the threads. With `timeoutMs`, work still running then is abandoned (a
+   * call whose work has ended is answered: its reply is waited for, see Shutdown):
    * its callers reject, its capacity is reclaimed, and its threads are terminated without their
    * close hooks (the other threads run theirs first, see Shutdown). Termination cannot interrupt a
    * native call: close() resolves once the threads have stopped, so a thread inside one holds

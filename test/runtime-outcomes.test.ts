@@ -55,6 +55,27 @@ describe('outcomes of waiters ended late', () => {
     expect(r).toMatchObject({ completed: 1, unavailable: 1 });
     expect(total(r)).toBe(2);
   });
+
+  // A call whose options getter closes the runtime finds the admission closed: without `wait`
+  // its refusal ('closed', answered OMNI_ERR_UNAVAILABLE) was counted `refused`, with `wait`
+  // `unavailable`; the same call, told the same, counts the same.
+  it('a call whose options close the runtime as they are read counts as unavailable, either way', async () => {
+    for (const wait of [false, true]) {
+      const rt = await start({ threads: 1, admission: { requests: 1, wait } });
+      let closing: Promise<unknown> | undefined;
+      const options = {
+        get cost() {
+          closing = rt.close();
+          return 1;
+        },
+      };
+      expect(await codeOf(rt.run({ mode: 'echo' }, options))).toBe('OMNI_ERR_UNAVAILABLE');
+      await closing;
+      const r = rt.report();
+      expect(r).toMatchObject({ refused: 0, unavailable: 1 });
+      expect(total(r)).toBe(1);
+    }
+  });
 });
 
 describe('running and queued', () => {

@@ -164,7 +164,13 @@ export class WorkerTaskContext implements TaskContext {
     }
   }
 
-  /** Ends the task: a pending signal wait and deadline timer are released so they cannot outlive it. */
+  /**
+   * Ends the task: a pending signal wait and deadline timer are released so they cannot outlive it.
+   * The notify's wake-up, like any, is delivered on this thread's next loop turn, and an idle
+   * piscina thread blocks in Atomics.wait ('sync' atomics) until its next task: a context whose
+   * wait was armed stays held until a later task turns the loop. One per thread at most, since
+   * arming a wait takes a turn, which delivers every wake-up pending.
+   */
   finish(): void {
     this.#done = true;
     clearLongTimeout(this.#deadlineTimer);

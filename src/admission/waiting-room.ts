@@ -99,6 +99,14 @@ export class WaitingRoom {
   wait(cost: number, signal: AbortSignal | undefined, timeoutMs: number | undefined): Promise<Permit> {
     return new Promise<Permit>((resolve, reject) => {
       const waiter = new Waiter(cost, resolve, reject);
+      // Followed before anything is queued or counted: a signal that takes no listener throws
+      // (see followAbort), which rejects this promise, and left queued the waiter would hold
+      // the WAITING flag and then a permit nobody has.
+      if (signal) {
+        waiter.signal = signal;
+        waiter.onAbort = () => this.#giveUp(waiter, abortError(signal), false);
+        followAbort(signal, waiter);
+      }
       this.#queue.push(waiter);
       // Count, then flag, both before the head's try: see BoundedAdmission, "Memory ordering".
       Atomics.add(this.#i32, WAITERS_I32, 1);
@@ -112,11 +120,6 @@ export class WaitingRoom {
             true,
           );
         waiter.timer = setLongTimeout(timedOut, timeoutMs, waiter);
-      }
-      if (signal) {
-        waiter.signal = signal;
-        waiter.onAbort = () => this.#giveUp(waiter, abortError(signal), false);
-        followAbort(signal, waiter);
       }
       this.onChange();
     });

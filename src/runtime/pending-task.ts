@@ -168,10 +168,13 @@ export class PendingTask {
    * though a thread may still be running it (that thread is terminated next, a native call
    * only once it returns). Asked to stop first: a call still queued is then skipped, never
    * run, by a thread that takes it before the pool is gone. What piscina reports for it later
-   * finds the call over.
+   * finds the call over. A call whose worker has released its claim is left to its reply: its
+   * work ended before the cut, and only the reply is on its way (piscina posts it once the
+   * thread's stdout and stderr have drained, which takes turns of this thread's loop).
    */
   abandon(): void {
     this.#askToStop();
+    if (!this.#owner.admission.reclaim(this.#claim)) return;
     this.#ended();
     this.#failedWith(new WorkerExitedError("close()'s timeout abandoned the call before it ended"));
   }

@@ -33,9 +33,14 @@ export function refused(
   state: RuntimeState,
   outcomes: Outcomes,
 ): Error {
+  // Closed under a call that found the runtime ready (its own options getter closed it): told
+  // OMNI_ERR_UNAVAILABLE, and counted so, as a waiting call that close() wakes is.
+  if (reason === 'closed') {
+    outcomes.unavailable++;
+    return new UnavailableError(state);
+  }
   outcomes.refused++;
   if (reason === 'too-large') return new TooLargeError(cost, admission.report().unitCapacity ?? 0);
-  if (reason === 'closed') return new UnavailableError(state);
   return new RejectedError(reason, admission.report());
 }
 
@@ -57,6 +62,8 @@ export function waitFailed(
   }
   if (err instanceof TooLargeError) return refused('too-large', cost, admission, state, outcomes);
   if (hasCode(err, 'OMNI_ERR_ABORTED')) outcomes.aborted++;
-  else if (hasCode(err, 'OMNI_ERR_INVALID_COST')) outcomes.invalid++;
+  // OMNI_ERR_INVALID_COST, or the caller's own error: a signal that takes no listener throws
+  // as the wait follows it (see followAbort). Uncounted, the outcomes fell short of the calls.
+  else outcomes.invalid++;
   return err;
 }

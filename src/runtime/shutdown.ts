@@ -8,6 +8,7 @@ import type { PendingTask } from './pending-task.js';
 import { destroyPool, idleThreads, teardown, tellStopped } from './pool.js';
 import type { PoolGuard } from './pool-guard.js';
 import type { ThreadEnds } from './thread-ends.js';
+import { within } from './within.js';
 
 /** What a runtime's close() works on. */
 export interface ShutdownHost {
@@ -101,7 +102,8 @@ export class Shutdown {
 
   /**
    * close()'s timeout passed with calls outstanding: they are abandoned now (callers reject,
-   * capacity comes back, a call still queued never runs). A thread running one is terminated
+   * capacity comes back, a call still queued never runs), but for those whose work has ended,
+   * whose replies are waited for first (see #repliesHeard). A thread running one is terminated
    * without its close hook, since a native call cannot be interrupted; every other thread runs
    * its hook first, in the rounds a clean close runs, bounded as those are: by startTimeoutMs,
    * or cut short by a later close timeout (the spent one no longer applies). A round reaches
@@ -118,8 +120,22 @@ export class Shutdown {
       this.#force = resolve;
     });
     this.#forceAt = Number.POSITIVE_INFINITY;
+    // Those whose work had ended stay, until their replies come (see #repliesHeard).
+    await this.#repliesHeard();
     await this.#teardown(cut, () => idleThreads(guard.pool));
     return destroyPool(guard.pool, this.#host.startTimeoutMs, 'removed');
+  }
+
+  /**
+   * Waits for the replies of calls whose work has ended (their claims released, so none is
+   * abandoned): not cut short by a close timeout, as the threads' termination would lose
+   * results posted or about to be, failing calls whose work ended before it while close()
+   * counted none abandoned. A reply trails its release by the thread's stdout and stderr
+   * draining (piscina posts once they have), which takes turns of this thread's loop. Bounded
+   * as the hooks are, against a thread stuck after its release (a handler's microtask).
+   */
+  async #repliesHeard(): Promise<void> {
+    if (this.#host.live.size !== 0) await within(this.#host.callsEnded(), this.#host.startTimeoutMs);
   }
 
   async #shutdown(): Promise<CloseResult> {
@@ -137,8 +153,8 @@ export class Shutdown {
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!guard.abandoned && clean) {
       // The last calls' replies may still be on their way: report() keeps the latency summaries
-      // as the hooks begin, and would miss those calls. A close timeout stops the wait.
-      await Promise.race([host.callsEnded(), expired]);
+      // as the hooks begin, and would miss those calls.
+      await this.#repliesHeard();
       // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
       // hook that never returns is not waited for past startTimeoutMs. A close timeout given so
       // far bounded the wait for work, not the hooks (a 0 ms one on an idle runtime must not

@@ -1,0 +1,69 @@
+/**
+ * close()'s timeout and a call whose work ended before it: the worker released the call's claim
+ * (its capacity is back) but the reply is still on its way, which piscina posts only once the
+ * thread's stdout has drained, through this thread's event loop. The timeout abandons work still
+ * running, not such a call: it is answered with its result, and close() counts it not abandoned.
+ * The timeout fires on a fake clock (setTimeout only) at the moment under test.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Runtime } from '../src/runtime.js';
+import { STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanupOnRealClock, codeOf, control, gate, start } from './fixtures/runtime-harness.js';
+
+afterEach(cleanupOnRealClock);
+
+/**
+ * Blocks this thread until `depth` calls hold capacity: a worker releasing a stdout-echo call's
+ * claim then waits for this thread to take its line before it posts the reply, so the reply
+ * cannot have come. Bounded polling of shared state, not an ordering by time.
+ */
+function blockUntilDepth(rt: Runtime, depth: number): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const limit = Date.now() + 20_000;
+  while (rt.report().depth !== depth) {
+    if (Date.now() > limit) throw new Error(`timed out waiting for depth ${depth}`);
+    Atomics.wait(pause, 0, 0, 1);
+  }
+}
+
+/** Lets close() run up to its next wait on another thread or a timer. */
+async function microtasks(): Promise<void> {
+  for (let i = 0; i < 50; i++) await Promise.resolve();
+}
+
+describe("close()'s timeout and a reply that trails its call's release", () => {
+  // The clean path raced the wait for replies against the timeout, then terminated the thread:
+  // the call rejected OMNI_ERR_TASK_FAILED ("Terminating worker thread") though close() said clean.
+  it('after a clean drain: the call resolves with its result', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1 } });
+    const call = rt.run({ mode: 'stdout-echo', value: 'done' });
+    blockUntilDepth(rt, 0);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const closing = rt.close({ timeoutMs: 0 });
+    await microtasks(); // the drain, heard at once, comes first
+    vi.advanceTimersByTime(1); // then the timeout, with the reply still unheard
+    vi.useRealTimers();
+    await expect(call).resolves.toBe('done');
+    expect(await closing).toEqual({ clean: true, abandoned: 0 });
+    expect(rt.report()).toMatchObject({ depth: 0, completed: 1, failed: 0 });
+  });
+
+  // The forced path abandoned every call not yet answered: this one rejected
+  // OMNI_ERR_WORKER_EXITED though its work had ended and close() counted one abandoned.
+  it('beside a call still running: only the running one is abandoned', async () => {
+    const rt = await start({ threads: 2, admission: { requests: 2 } });
+    const stuck = control();
+    const held = codeOf(rt.run(gate(stuck, { sync: true })));
+    await waitFor(stuck, STARTED);
+    const call = rt.run({ mode: 'stdout-echo', value: 'done' });
+    blockUntilDepth(rt, 1);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const closing = rt.close({ timeoutMs: 0 });
+    vi.advanceTimersByTime(1);
+    vi.useRealTimers();
+    await expect(call).resolves.toBe('done');
+    expect(await held).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await closing).toEqual({ clean: false, abandoned: 1 });
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 1, failed: 1 });
+  });
+});
