@@ -38,7 +38,10 @@ export interface PhaseResult {
   rateLabel: string;
   /** Seconds arrivals were offered. */
   windowS: number;
-  /** Seconds from the phase's start until every request had settled and the runtime was empty. */
+  /**
+   * Seconds from the phase's start until every request had settled and the runtime was empty, as
+   * seen by the depth samples: up to one sampling interval (10-100 ms) after it happened.
+   */
   totalS: number;
   sent: number;
   /** Units (rows) the sent requests asked for. */
