@@ -30,7 +30,7 @@ const idle = benchPhase({
   mode: 'bounded',
   completed: 0,
   refused: 1000,
-  latencyMs: { count: 0, p50: 0, p99: 0, p999: 0, max: 0, mean: 0 },
+  latencyMs: { count: 0, p50: null, p99: null, p999: null, max: null, mean: null },
 });
 
 /** The table's cells, row by row (cells are separated by two or more spaces). */

@@ -43,7 +43,9 @@ const phases: PhaseResult[] = [
   phase('unbounded', 500, '0.5x', {
     latencyMs: { count: 9, p50: 2.5, p99: 8.2, p999: 14.3, max: 15, mean: 3 },
   }),
-  phase('bounded', 500, '0.5x', { latencyMs: { count: 0, p50: 0, p99: 0, p999: 0, max: 0, mean: 0 } }),
+  phase('bounded', 500, '0.5x', {
+    latencyMs: { count: 0, p50: null, p99: null, p999: null, max: null, mean: null },
+  }),
   phase('unbounded', 2000, '2x', {
     achievedRate: 950,
     latencyMs: { count: 9, p50: 540, p99: 1001, p999: 1003, max: 1004, mean: 600 },

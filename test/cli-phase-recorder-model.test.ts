@@ -88,7 +88,7 @@ describe('PhaseRecorder against an independent count', () => {
         const latencies = completed.map((o) => o.latencyUs).toSorted((a, b) => a - b);
         expect(r.latencyMs.count).toBe(latencies.length);
         if (latencies.length === 0) {
-          expect(r.latencyMs).toMatchObject({ p50: 0, p99: 0, p999: 0, max: 0 });
+          expect(r.latencyMs).toMatchObject({ p50: null, p99: null, p999: null, max: null, mean: null });
         } else {
           const max = latencies.at(-1)!;
           expect(r.latencyMs.max).toBe(Math.round(max) / 1000);
@@ -98,7 +98,7 @@ describe('PhaseRecorder against an independent count', () => {
             ['p999', 99.9],
           ] as const) {
             const exact = nearestRank(latencies, p);
-            const shown = r.latencyMs[key] * 1000;
+            const shown = r.latencyMs[key]! * 1000;
             // HdrHistogram answers with its bucket's top (< 0.1 % above), capped at the max.
             expect(shown, key).toBeGreaterThanOrEqual(exact - 0.5);
             expect(shown, key).toBeLessThanOrEqual(Math.min(max, exact * 1.001) + 0.5);

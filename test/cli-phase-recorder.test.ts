@@ -23,7 +23,7 @@ describe('PhaseRecorder', () => {
     const { latencyMs } = rec.result(10_000);
     expect(latencyMs.count).toBe(1000);
     // HdrHistogram keeps three significant digits: allow its 0.1 % bucket width.
-    const near = (actual: number, expected: number): void => {
+    const near = (actual: number | null, expected: number): void => {
       expect(actual).toBeGreaterThanOrEqual(expected * 0.999);
       expect(actual).toBeLessThanOrEqual(expected * 1.001);
     };
@@ -57,7 +57,7 @@ describe('PhaseRecorder', () => {
       }
       const { latencyMs } = rec.result(10_000);
       expect(latencyMs.max).toBe(count);
-      return latencyMs.p999;
+      return latencyMs.p999!;
     };
     expect(p999(999)).toBe(999);
     expect(p999(10)).toBe(10);
@@ -224,11 +224,18 @@ describe('PhaseRecorder', () => {
     }
   });
 
-  it('reports zeros, not NaN, for a phase with no completions', () => {
+  it('reports no latency (null in results.json), not 0 ms or NaN, for a phase with no completions', () => {
+    // A p99 of 0 ms read as the fastest phase of the run, where nothing was measured at all.
     const rec = new PhaseRecorder('bounded', 10, '10/s');
     rec.begin(0, 1000);
+    rec.sample(0, 0, 0);
+    rec.sentOne(4);
+    rec.failed(new RejectedError('requests', snapshot));
     const r = rec.result(1000);
-    expect(r.latencyMs).toEqual({ count: 0, p50: 0, p99: 0, p999: 0, max: 0, mean: 0 });
+    const none = { count: 0, p50: null, p99: null, p999: null, max: null, mean: null };
+    expect(r.latencyMs).toEqual(none);
+    expect(JSON.parse(JSON.stringify(r)).latencyMs).toEqual(none);
+    // Counts and rates are real zeros: nothing completed, depth sampled at 0.
     expect(r.depth).toEqual({ mean: 0, max: 0 });
     expect(r.achievedRate).toBe(0);
   });

@@ -97,9 +97,9 @@ function places(x: number): 0 | 1 | 2 | 3 {
   return x >= 1 ? 2 : 3;
 }
 
-/** A latency in ms, or '-' for a phase that completed nothing. */
-function ms(x: number, count: number): string {
-  return count === 0 ? '-' : figures(x);
+/** A latency in ms, or '-' for a phase that completed nothing (null in results.json). */
+function ms(x: number | null): string {
+  return x === null ? '-' : figures(x);
 }
 
 function table(rows: string[][], rightAligned: (col: number) => boolean): string {
@@ -147,9 +147,9 @@ export function formatTable(r: BenchResult): string {
     figures(p.offeredRate),
     p.rateLabel,
     figures(p.achievedRate),
-    ms(p.latencyMs.p50, p.latencyMs.count),
-    ms(p.latencyMs.p99, p.latencyMs.count),
-    ms(p.latencyMs.p999, p.latencyMs.count),
+    ms(p.latencyMs.p50),
+    ms(p.latencyMs.p99),
+    ms(p.latencyMs.p999),
     // From the counts, not from pct(): rounding to two decimals and then to one misrounds.
     shareText(p.refused, p.sent),
     shareText(p.deadline, p.sent),

@@ -32,22 +32,19 @@ const OFFERED_X = { field: 'offered', type: 'quantitative', title: 'offered load
 
 /** p50 / p99 / p99.9 of completed requests against offered load, one line per mode and percentile. */
 export function latencySpec(r: BenchResult): ChartSpec {
+  // A phase that completed nothing has no latency (null): no point, rather than one at 0 ms.
   const values = r.phases.flatMap((p) =>
-    p.latencyMs.count === 0
-      ? []
-      : (['p50', 'p99', 'p99.9'] as const).map((percentile) => ({
-          offered: p.offeredRate,
-          mode: p.mode,
-          percentile,
-          latencyMs: Math.max(
-            0.001,
-            percentile === 'p50'
-              ? p.latencyMs.p50
-              : percentile === 'p99'
-                ? p.latencyMs.p99
-                : p.latencyMs.p999,
-          ),
-        })),
+    (
+      [
+        ['p50', p.latencyMs.p50],
+        ['p99', p.latencyMs.p99],
+        ['p99.9', p.latencyMs.p999],
+      ] as const
+    ).flatMap(([percentile, ms]) =>
+      ms === null
+        ? []
+        : [{ offered: p.offeredRate, mode: p.mode, percentile, latencyMs: Math.max(0.001, ms) }],
+    ),
   );
   return {
     $schema: SCHEMA,

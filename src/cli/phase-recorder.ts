@@ -6,13 +6,17 @@ import * as hdr from 'hdr-histogram-js';
 
 export type Mode = 'unbounded' | 'bounded';
 
+/**
+ * Latency of the completed requests. With none completed (count 0) there is no latency, and
+ * every figure is null: a 0 read as "0 ms" in results.json, where nothing measured it.
+ */
 export interface LatencyMs {
   count: number;
-  p50: number;
-  p99: number;
-  p999: number;
-  max: number;
-  mean: number;
+  p50: number | null;
+  p99: number | null;
+  p999: number | null;
+  max: number | null;
+  mean: number | null;
 }
 
 /** One periodic sample; counters are cumulative since the phase began. */
@@ -34,7 +38,10 @@ export interface PhaseResult {
   rateLabel: string;
   /** Seconds arrivals were offered. */
   windowS: number;
-  /** Seconds from the phase's start until every request had settled and the runtime was empty. */
+  /**
+   * Seconds from the phase's start until every request had settled and the runtime was empty, as
+   * seen by the depth samples: up to one sampling interval (10-100 ms) after it happened.
+   */
   totalS: number;
   sent: number;
   /** Units (rows) the sent requests asked for. */
@@ -172,14 +179,16 @@ export class PhaseRecorder {
       // Unrounded, like depth.mean: the table rounds it to three figures, and rounding to three
       // decimals first misrounded (2.38468 became 2.385, then 2.39).
       achievedRate: this.#completedInWindow / windowS,
-      latencyMs: {
-        count: h.totalCount,
-        p50: h.totalCount ? ms(percentile(50)) : 0,
-        p99: h.totalCount ? ms(percentile(99)) : 0,
-        p999: h.totalCount ? ms(percentile(99.9)) : 0,
-        max: h.totalCount ? ms(h.maxValue) : 0,
-        mean: h.totalCount ? ms(h.mean) : 0,
-      },
+      latencyMs: h.totalCount
+        ? {
+            count: h.totalCount,
+            p50: ms(percentile(50)),
+            p99: ms(percentile(99)),
+            p999: ms(percentile(99.9)),
+            max: ms(h.maxValue),
+            mean: ms(h.mean),
+          }
+        : { count: 0, p50: null, p99: null, p999: null, max: null, mean: null },
       depth: {
         mean: depths.length ? depths.reduce((a, b) => a + b, 0) / depths.length : 0,
         // Not Math.max(...depths): a long phase has more samples than a call takes arguments.
