@@ -25,6 +25,8 @@ const EMPTY = [
   ['an octet-stream Content-Length: 0', 'application/octet-stream', 'Content-Length: 0\r\n'],
   ['an octet-stream with no body at all', 'application/octet-stream', ''],
   ['a JSON Content-Length: 0', 'application/json', 'Content-Length: 0\r\n'],
+  // node takes an empty Transfer-Encoding for none: no body, the next request read after it.
+  ['an octet-stream with an empty Transfer-Encoding', 'application/octet-stream', 'Transfer-Encoding:\r\n'],
 ] as const;
 
 async function exchange(port: number, rows: number, type: string, length: string) {
@@ -52,5 +54,18 @@ describe('an empty body with a rows hint', () => {
     const text = (await s.metrics.scrape()).text;
     expect(sample(text, 'omni_http_refused_total{reason="too-large",status="413"}')).toBeUndefined();
     expect(g.entered()).toBe(0);
+  });
+});
+
+describe('an empty Transfer-Encoding (no body) with a rows hint', () => {
+  it("past what the body limit can hold: the handler's 400, not the 413 of a chunked body", async () => {
+    const { s } = await shared();
+    const fits = await exchange(s.port, 1, 'application/octet-stream', 'Transfer-Encoding:\r\n');
+    expect(fits.status).toBe(400);
+    // More rows of 4 floats than the default 8 MiB body limit holds.
+    const over = await exchange(s.port, 2 ** 20, 'application/octet-stream', 'Transfer-Encoding:\r\n');
+    expect(over).toEqual(fits);
+    const text = (await s.metrics.scrape()).text;
+    expect(sample(text, 'omni_http_refused_total{reason="body-too-large",status="413"}')).toBeUndefined();
   });
 });

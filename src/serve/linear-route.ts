@@ -115,9 +115,12 @@ async function refuseFromHeaders(
   const rows = parseRowsHint(query?.rows, request.headers[ROWS_HEADER]);
   const octets = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() === OCTET_STREAM;
   const declared = request.headers['content-length'];
+  // Chunked (checkEncoding let no other coding through): node takes an empty Transfer-Encoding
+  // for none, a request without a body.
+  const chunked = (request.headers['transfer-encoding'] ?? '') !== '';
   // A chunked body is measured only as it arrives: fastify's 413 comes once the limit is passed,
   // before the handler reads the deadline. A declared length over the limit never gets here.
-  if (rows !== undefined && declared === undefined && request.headers['transfer-encoding'] !== undefined) {
+  if (rows !== undefined && declared === undefined && chunked) {
     const least = leastBodyBytes(rows, inFeatures, octets ? 'octet' : 'json');
     if (least > bodyLimit) {
       throw new BodyTooLargeError(
@@ -130,7 +133,7 @@ async function refuseFromHeaders(
   const length = Number(declared ?? 0);
   // An empty body is the handler's 400 whatever the hint says (decoded before any admission):
   // refused here as too many rows, it was a 413 counted as the runtime's refusal.
-  if (length === 0 && request.headers['transfer-encoding'] === undefined) return;
+  if (length === 0 && !chunked) return;
   if (octets && length > 0) {
     const badLength = octetLengthRefusal(length, rows, inFeatures);
     if (badLength !== undefined) throw badLength;
