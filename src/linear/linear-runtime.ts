@@ -152,6 +152,19 @@ export class LinearRuntime {
     } catch (err) {
       return this.runtime[kEndedEarly]('invalid', err);
     }
+    let list: readonly ArrayBuffer[] | undefined;
+    try {
+      // The caller's list read once, here: the copy is decided on the list that then moves. Read
+      // again by run(), a list whose answers change per read moved x's whole buffer after paying
+      // for its rows' copy, or cloned the whole buffer it had said it moved. run() copies this
+      // snapshot again, which is ours and reads the same. Read before x is measured: reading it
+      // may run the caller's code (an element's getter, an iterator), the last that run() runs,
+      // and x resized or detached by it was sent as it was then, to fail after admission.
+      if (transfer !== undefined) list = checkTransfer(transfer);
+    } catch (err) {
+      // Not an array of ArrayBuffers, or it threw as it was read: as an option's getter does.
+      return this.runtime[kEndedEarly]('invalid', err);
+    }
     const length = lengthOf(x);
     // Only undefined means "from x": a null rows is a mistake like a null cost, not the default.
     const rows = givenRows === undefined ? length / this.inFeatures : givenRows;
@@ -173,17 +186,6 @@ export class LinearRuntime {
       );
     }
     if (rows > this.maxRows) return this.#tooManyRows(rows);
-    let list: readonly ArrayBuffer[] | undefined;
-    try {
-      // The caller's list read once, here: the copy is decided on the list that then moves. Read
-      // again by run(), a list whose answers change per read moved x's whole buffer after paying
-      // for its rows' copy, or cloned the whole buffer it had said it moved. run() copies this
-      // snapshot again, which is ours and reads the same.
-      if (transfer !== undefined) list = checkTransfer(transfer);
-    } catch (err) {
-      // Not an array of ArrayBuffers, or it threw as it was read: as an option's getter does.
-      return this.runtime[kEndedEarly]('invalid', err);
-    }
     let sent = x;
     if (sendsRowsCopy(x, list)) {
       sent = rowsCopy(x);

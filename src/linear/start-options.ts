@@ -166,6 +166,10 @@ export function checkLinearOptions(options: LinearRuntimeOptions): CheckedLinear
     admission: copies.admission,
     resourceLimits: copies.resourceLimits,
   };
+  // Before the weights: a path's getter is the last caller code start() runs, and the weights
+  // must reach sharedCopy as they were checked (a getter that shrank or detached them ran between
+  // the two: the threads got zero-filled weights, or start() threw uncoded).
+  const paths = checkLibraries(libraries);
   const weights = given === undefined ? undefined : checkWeights(given, inFeatures, outFeatures);
   // Only undefined takes the default: a null shape is a mistake, as a null seed or device is.
   const inF = weights?.inFeatures ?? checkFeatures('inFeatures', inFeatures === undefined ? 256 : inFeatures);
@@ -189,7 +193,7 @@ export function checkLinearOptions(options: LinearRuntimeOptions): CheckedLinear
     runtime,
     worker,
     preference,
-    selection: { device: resolvedDevice, ...checkLibraries(libraries) },
+    selection: { device: resolvedDevice, ...paths },
     weights,
     inFeatures: inF,
     outFeatures: outF,
