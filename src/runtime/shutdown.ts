@@ -152,16 +152,18 @@ export class Shutdown {
     let exited: boolean;
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!guard.abandoned && clean) {
-      // The last calls' replies may still be on their way: report() keeps the latency summaries
-      // as the hooks begin, and would miss those calls.
-      await this.#repliesHeard();
       // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
       // hook that never returns is not waited for past startTimeoutMs. A close timeout given so
       // far bounded the wait for work, not the hooks (a 0 ms one on an idle runtime must not
       // skip them); one given while they run (a server's second signal: stop waiting) cuts them
-      // short instead of leaving close() to wait out startTimeoutMs.
+      // short instead of leaving close() to wait out startTimeoutMs. Disarmed before the wait
+      // for trailing replies, which it does not cut either: firing during that wait, it left
+      // the cut below settled, and the hooks' round ended at once.
       clearLongTimeout(this.#forceTimer);
       this.#forceAt = Number.POSITIVE_INFINITY;
+      // The last calls' replies may still be on their way: report() keeps the latency summaries
+      // as the hooks begin, and would miss those calls.
+      await this.#repliesHeard();
       const cut = expired.then(() => undefined);
       await this.#teardown(cut, () => guard.watch.servingNow());
       // destroy(), not piscina's close(): the work has drained and every thread's turn came after
