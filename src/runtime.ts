@@ -39,7 +39,10 @@ export type { LatencySummary, RuntimeReport, RuntimeState } from './runtime/repo
 export interface CloseResult {
   /** True when every call ended on its own; false when a close timeout abandoned work. */
   readonly clean: boolean;
-  /** Calls still outstanding (running or queued) when the timeout cut the wait short. */
+  /**
+   * Calls the timeout cut off: still running or queued then (one whose work had ended is
+   * answered with its result, and not counted).
+   */
   readonly abandoned: number;
 }
 

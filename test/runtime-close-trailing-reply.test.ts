@@ -5,12 +5,15 @@
  * running, not such a call: it is answered with its result, and close() counts it not abandoned.
  * The timeout fires on a fake clock (setTimeout only) at the moment under test.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { builtModuleUrl } from '../src/paths.js';
 import type { Runtime } from '../src/runtime.js';
-import { STARTED, waitFor } from './fixtures/runtime-control.js';
+import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanupOnRealClock, codeOf, control, gate, start } from './fixtures/runtime-harness.js';
 
 afterEach(cleanupOnRealClock);
+
+const CLOSE_COUNT_WORKER = builtModuleUrl('test/fixtures/close-count-worker.js');
 
 /**
  * Blocks this thread until `depth` calls hold capacity: a worker releasing a stdout-echo call's
@@ -65,5 +68,40 @@ describe("close()'s timeout and a reply that trails its call's release", () => {
     expect(await held).toBe('OMNI_ERR_WORKER_EXITED');
     expect(await closing).toEqual({ clean: false, abandoned: 1 });
     expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 1, failed: 1 });
+  });
+
+  // A timeout given before the drain bounds the wait for work, not the hooks (README, "Close
+  // hooks and `startTimeoutMs`"). Left armed through the wait for the reply, it fired there and
+  // settled the cut the hooks' round then took: the round ended at once ("did not finish before
+  // close()'s timeout") and the thread was terminated, its hook not waited for.
+  it('after a clean drain: the close hooks still run, and are waited for', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => {
+      if (warning.name === 'OmniRuntimeWarning') warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    onTestFinished(() => {
+      process.off('warning', onWarning);
+    });
+    const closed = control();
+    const rt = await start({
+      worker: CLOSE_COUNT_WORKER,
+      threads: 1,
+      admission: { requests: 1 },
+      workerData: { closed: closed.buffer, closeGate: true },
+    });
+    const call = rt.run({ mode: 'stdout-echo', value: 'done' });
+    blockUntilDepth(rt, 0);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const closing = rt.close({ timeoutMs: 0 });
+    await microtasks();
+    vi.advanceTimersByTime(1);
+    vi.useRealTimers();
+    await expect(call).resolves.toBe('done');
+    await Promise.race([closing, waitFor(closed, INVOKED)]);
+    open(closed);
+    expect(await closing).toEqual({ clean: true, abandoned: 0 });
+    expect(Atomics.load(closed, STARTED)).toBe(1); // the hook ran to its end
+    expect(warnings).toEqual([]);
   });
 });

@@ -171,12 +171,14 @@ export class PendingTask {
    * finds the call over. A call whose worker has released its claim is left to its reply: its
    * work ended before the cut, and only the reply is on its way (piscina posts it once the
    * thread's stdout and stderr have drained, which takes turns of this thread's loop).
+   * Returns true when it cut the call off (close()'s `abandoned` counts those).
    */
-  abandon(): void {
+  abandon(): boolean {
     this.#askToStop();
-    if (!this.#owner.admission.reclaim(this.#claim)) return;
+    if (!this.#owner.admission.reclaim(this.#claim)) return false;
     this.#ended();
     this.#failedWith(new WorkerExitedError("close()'s timeout abandoned the call before it ended"));
+    return true;
   }
 
   /**

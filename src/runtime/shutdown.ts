@@ -101,9 +101,9 @@ export class Shutdown {
   }
 
   /**
-   * close()'s timeout passed with calls outstanding: they are abandoned now (callers reject,
-   * capacity comes back, a call still queued never runs), but for those whose work has ended,
-   * whose replies are waited for first (see #repliesHeard). A thread running one is terminated
+   * close()'s timeout passed with calls outstanding, abandoned just before (#abandon: callers
+   * reject, capacity comes back, a call still queued never runs), but for those whose work has
+   * ended, whose replies are waited for first (see #repliesHeard). A thread running one is terminated
    * without its close hook, since a native call cannot be interrupted; every other thread runs
    * its hook first, in the rounds a clean close runs, bounded as those are: by startTimeoutMs,
    * or cut short by a later close timeout (the spent one no longer applies). A round reaches
@@ -114,8 +114,7 @@ export class Shutdown {
    * running a call then is terminated without its hook. Resolves as destroyPool does.
    */
   async #forced(): Promise<boolean> {
-    const { guard, live } = this.#host;
-    for (const task of [...live]) task.abandon();
+    const { guard } = this.#host;
     const cut = new Promise<void>((resolve) => {
       this.#force = resolve;
     });
@@ -124,6 +123,13 @@ export class Shutdown {
     await this.#repliesHeard();
     await this.#teardown(cut, () => idleThreads(guard.pool));
     return destroyPool(guard.pool, this.#host.startTimeoutMs, 'removed');
+  }
+
+  /** Abandons the calls outstanding at close()'s timeout (see #forced); returns those cut off. */
+  #abandon(): number {
+    let cutOff = 0;
+    for (const task of [...this.#host.live]) if (task.abandon()) cutOff++;
+    return cutOff;
   }
 
   /**
@@ -147,21 +153,23 @@ export class Shutdown {
       this.#force = () => resolve(false);
     });
     const clean = await Promise.race([drained, expired]);
-    const abandoned = clean ? 0 : admission.report().depth;
+    let abandoned = clean ? 0 : admission.report().depth;
     guard.tearDown();
     let exited: boolean;
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!guard.abandoned && clean) {
-      // The last calls' replies may still be on their way: report() keeps the latency summaries
-      // as the hooks begin, and would miss those calls.
-      await this.#repliesHeard();
       // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
       // hook that never returns is not waited for past startTimeoutMs. A close timeout given so
       // far bounded the wait for work, not the hooks (a 0 ms one on an idle runtime must not
       // skip them); one given while they run (a server's second signal: stop waiting) cuts them
-      // short instead of leaving close() to wait out startTimeoutMs.
+      // short instead of leaving close() to wait out startTimeoutMs. Disarmed before the wait
+      // for trailing replies, which it does not cut either: firing during that wait, it left
+      // the cut below settled, and the hooks' round ended at once.
       clearLongTimeout(this.#forceTimer);
       this.#forceAt = Number.POSITIVE_INFINITY;
+      // The last calls' replies may still be on their way: report() keeps the latency summaries
+      // as the hooks begin, and would miss those calls.
+      await this.#repliesHeard();
       const cut = expired.then(() => undefined);
       await this.#teardown(cut, () => guard.watch.servingNow());
       // destroy(), not piscina's close(): the work has drained and every thread's turn came after
@@ -170,6 +178,9 @@ export class Shutdown {
       // buffers reachable for 30 s after close() resolved.
       exited = await destroyPool(guard.pool, host.startTimeoutMs, 'removed');
     } else if (!guard.abandoned) {
+      // Counted as they are cut off: a worker may release its claim after the depth read above
+      // (another thread), and that call, left to its reply, is answered with its result.
+      abandoned = this.#abandon();
       exited = await this.#forced();
     } else {
       exited = (await guard.destroyed) === true;
