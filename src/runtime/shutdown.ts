@@ -138,10 +138,23 @@ export class Shutdown {
    * results posted or about to be, failing calls whose work ended before it while close()
    * counted none abandoned. A reply trails its release by the thread's stdout and stderr
    * draining (piscina posts once they have), which takes turns of this thread's loop. Bounded
-   * as the hooks are, against a thread stuck after its release (a handler's microtask).
+   * as the hooks are, against a thread stuck after its release (a handler's microtask). A wait
+   * that lapses says so, as the hooks' does: those callers then reject as their threads stop,
+   * while close() counted none abandoned, and nothing else would tell an operator why.
    */
   async #repliesHeard(): Promise<void> {
-    if (this.#host.live.size !== 0) await within(this.#host.callsEnded(), this.#host.startTimeoutMs);
+    const { live, startTimeoutMs } = this.#host;
+    if (live.size === 0) return;
+    const heard = await within(
+      this.#host.callsEnded().then(() => true),
+      startTimeoutMs,
+    );
+    if (heard === undefined) {
+      process.emitWarning(
+        `the replies of ${live.size} call(s) whose work had ended did not come within startTimeoutMs (${startTimeoutMs} ms): their threads are stopped without them`,
+        'OmniRuntimeWarning',
+      );
+    }
   }
 
   async #shutdown(): Promise<CloseResult> {
