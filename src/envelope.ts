@@ -43,7 +43,7 @@ export function taskPost<I>(
     deadlineAt,
   ];
   if (transfer.length === 0) return message;
-  return moveEnvelope(new TaskEnvelope(checkedAtPost(message, input, transfer), transfer));
+  return moveEnvelope(new TaskEnvelope(checkedAtPost(message, input, deadlineAt, transfer), transfer));
 }
 
 /**
@@ -70,25 +70,41 @@ class TaskEnvelope<I> {
 }
 
 /**
- * The message with `input` read through a getter, which structured clone calls when piscina
- * posts the task: for a queued call that is after run() returned, so a listed buffer may have
- * been detached since (given to another call, or moved elsewhere). Node then posts a view of it
- * without complaint and the worker fails to read the message, which kills its thread (skipping
- * its close hook). Refused here instead, as the platform's structured clone refuses a detached
- * buffer in a transfer list: the post throws and the caller hears OMNI_ERR_INVALID_ARGUMENT.
+ * The message with its first and last elements read through getters, which structured clone
+ * calls when piscina posts the task: for a queued call that is after run() returned, so a listed
+ * buffer may have been detached since (given to another call, or moved elsewhere). Node then
+ * posts a view of it without complaint and the worker fails to read the message, which kills
+ * its thread (skipping its close hook). Refused here instead, as the platform's structured clone
+ * refuses a detached buffer in a transfer list: the post throws and the caller hears
+ * OMNI_ERR_INVALID_ARGUMENT. Checked after the input, which clone reads between the two (an
+ * array's elements in order): reading it runs the caller's getters, and one that detached a
+ * listed buffer, or shrank a resizable one under a view clone had already written, killed the
+ * thread all the same. The lengths are taken as the input's reading begins.
  */
 function checkedAtPost<I>(
   message: TaskMessage<I>,
   input: I,
+  deadlineAt: number,
   transfer: readonly ArrayBuffer[],
 ): TaskMessage<I> {
-  return Object.defineProperty(message, 0, {
+  let before: number[] = [];
+  Object.defineProperty(message, 0, {
     enumerable: true,
     get(): I {
-      if (transfer.some(isDetached)) {
-        throw new DOMException('an ArrayBuffer listed for transfer is detached', 'DataCloneError');
-      }
+      before = transfer.map((buffer) => bufferBytes.call(buffer));
       return input;
+    },
+  });
+  return Object.defineProperty(message, 5, {
+    enumerable: true,
+    get(): number {
+      if (transfer.some((buffer, i) => isDetached(buffer) || bufferBytes.call(buffer) < (before[i] ?? 0))) {
+        throw new DOMException(
+          'an ArrayBuffer listed for transfer is detached, or shrank as the input was read',
+          'DataCloneError',
+        );
+      }
+      return deadlineAt;
     },
   });
 }

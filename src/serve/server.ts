@@ -22,7 +22,7 @@ import {
   NotFoundError,
   UnavailableError,
 } from '../errors.js';
-import type { LinearRuntime } from '../linear/linear-runtime.js';
+import { kRowsRefusal, type LinearRuntime } from '../linear/linear-runtime.js';
 import { MAX_FEATURES } from '../native/abi.js';
 import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import type { RuntimeReport } from '../runtime.js';
@@ -56,8 +56,8 @@ import { boundSend, DEFAULT_SEND_TIMEOUT_MS, sendTimedOut } from './send-timeout
 import { answerFor, fromHttpStack } from './status.js';
 
 /**
- * What the server needs of a LinearRuntime, and all it reads of one (serve() checks for the
- * five members; tests wrap any Runtime in one). Its `deadlineMs`, the default deadline of its
+ * What the server needs of a LinearRuntime, and all it reads of one (serve() reads and checks
+ * the five members once, and calls the methods it checked; tests wrap any Runtime in one). Its `deadlineMs`, the default deadline of its
  * calls, bounds what a client's deadline may ask for.
  */
 export type Served = Pick<LinearRuntime, 'run' | 'report' | 'close' | 'inFeatures' | 'outFeatures'> &
@@ -229,10 +229,12 @@ interface Widths {
 /**
  * What serve() needs of its runtime, checked before anything listens: a server over something
  * else would answer every request with a 500 (and null met its first read as an uncoded TypeError).
- * The widths are read here once and the routes use these: read again per request, a getter
- * could answer otherwise than what was checked.
+ * Each member is read here once, and the server uses what was checked: the widths as read, and
+ * the functions called as the runtime's methods. Read again per request, a getter could answer
+ * otherwise than what was checked, and so could a method a later option's getter replaced:
+ * every call, health check or drain then failed on a runtime that had passed.
  */
-function checkServed(runtime: Served): Widths {
+function checkServed(runtime: Served): { served: Served; widths: Widths } {
   const r = runtime as Partial<Record<keyof Served, unknown>> | null;
   const width = (value: unknown): value is number =>
     typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_FEATURES;
@@ -245,7 +247,16 @@ function checkServed(runtime: Served): Widths {
       width(inFeatures) &&
       width(outFeatures)
     ) {
-      return { inFeatures, outFeatures };
+      const served: Served & Pick<LinearRuntime, typeof kRowsRefusal> = {
+        run: (...args) => Reflect.apply(run, runtime, args),
+        report: () => Reflect.apply(report, runtime, []),
+        close: (...args) => Reflect.apply(close, runtime, args),
+        inFeatures,
+        outFeatures,
+        // A LinearRuntime's own, found on it per request as before: absent on a test's wrapper.
+        [kRowsRefusal]: (rows) => (runtime as Partial<LinearRuntime>)[kRowsRefusal]?.(rows),
+      };
+      return { served, widths: { inFeatures, outFeatures } };
     }
   }
   throw new InvalidArgumentError(
@@ -259,7 +270,7 @@ function checkServed(runtime: Served): Widths {
  * option or runtime, or with what listening throws (EADDRINUSE, ...).
  */
 export async function serve(runtime: Served, options: ServeOptions = {}): Promise<ServeHandle> {
-  const widths = checkServed(runtime);
+  const { served, widths } = checkServed(runtime);
   checkOptionKeys('serve options', options, SERVE_KEYS);
   const host = options.host ?? '127.0.0.1';
   if (typeof host !== 'string' || host === '') {
@@ -295,7 +306,7 @@ export async function serve(runtime: Served, options: ServeOptions = {}): Promis
     widths,
   };
   for (let attempt = 1; ; attempt++) {
-    const listened = await listenOnce(runtime, settings);
+    const listened = await listenOnce(served, settings);
     if (!('missed' in listened)) return listened.handle;
     // Port 0 asks for a port free on every address: the one the kernel found free on the first
     // was not on another (missed-binding.ts), so it picks again. A port given is refused.
