@@ -57,8 +57,8 @@ import { answerFor, fromHttpStack } from './status.js';
 
 /**
  * What the server needs of a LinearRuntime, and all it reads of one (serve() reads and checks
- * the five members once, and calls the methods it checked; tests wrap any Runtime in one). Its `deadlineMs`, the default deadline of its
- * calls, bounds what a client's deadline may ask for.
+ * the five members once, and calls the methods it checked; tests wrap any Runtime in one). Its
+ * `deadlineMs`, the default deadline of its calls, bounds what a client's deadline may ask for.
  */
 export type Served = Pick<LinearRuntime, 'run' | 'report' | 'close' | 'inFeatures' | 'outFeatures'> &
   Partial<Pick<LinearRuntime, 'deadlineMs'>>;
