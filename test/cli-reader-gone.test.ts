@@ -61,7 +61,8 @@ describe('serve whose stdout reader has gone', () => {
       ...['--drain-timeout-ms', '600000'],
     ]);
     const stderr = collect(child.stderr!);
-    const exit = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    // 'close', not 'exit': stderr may still hold output at 'exit', which the check would miss.
+    const exit = once(child, 'close') as Promise<[number | null, NodeJS.Signals | null]>;
     const lines = createInterface({ input: child.stdout! });
     const [first] = (await once(lines, 'line')) as [string];
     const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(first)![1]!;

@@ -53,7 +53,9 @@ function launch(script: string, args: string[]): Child {
     events.emit('line', l);
   });
   createInterface({ input: child.stderr }).on('line', (l) => stderr.push(l));
-  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the output pipes may still hold lines at 'exit' (Node's docs), which a
+  // check of the last line or of stderr would then miss.
+  const exit = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const line = (pattern: RegExp): Promise<RegExpExecArray> =>
     new Promise((resolve, reject) => {
       const seen = stdout.map((l) => pattern.exec(l)).find((m) => m !== null);
@@ -249,8 +251,8 @@ describe('serve flags', () => {
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d));
     child.stderr.on('data', (d: Buffer) => (stderr += d));
-    const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
-      child.once('exit', (c, s) => resolve([c, s])),
+    const [code, signal] = await new Promise<[number | null, string | null]>(
+      (resolve) => child.once('close', (c, s) => resolve([c, s])), // all its output read: see launch()
     );
     expect(stderr).toContain('sigterm-while-loading: sent');
     expect({ code, signal }).toEqual({ code: 0, signal: null });
