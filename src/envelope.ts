@@ -79,7 +79,10 @@ class TaskEnvelope<I> {
  * OMNI_ERR_INVALID_ARGUMENT. Checked after the input, which clone reads between the two (an
  * array's elements in order): reading it runs the caller's getters, and one that detached a
  * listed buffer, or shrank a resizable one under a view clone had already written, killed the
- * thread all the same. The lengths are taken as the input's reading begins.
+ * thread all the same. The lengths are taken as the input's reading begins. Only those two
+ * moments are seen: getters that grow a listed resizable buffer, have a view over the new bytes
+ * written, then shrink it to no less than its first length still kill the thread (clone gives
+ * no hook inside the input, and refusing every change of length would refuse a harmless growth).
  */
 function checkedAtPost<I>(
   message: TaskMessage<I>,

@@ -1,4 +1,5 @@
 import { types } from 'node:util';
+import { type AbortFollower, followAbort, isAbortSignal, unfollowAbort } from '../abort-signal.js';
 import { describeValue, InvalidArgumentError, TooLargeError, UnavailableError } from '../errors.js';
 import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../native/index.js';
 import type { OwnFloat32Array } from '../native/output.js';
@@ -10,6 +11,9 @@ import type { NativeWorkerData, NativeWorkerInput } from './protocol.js';
 import { rowsCopy, sendsRowsCopy } from './sent-rows.js';
 import { checkLinearOptions, type LinearRuntimeOptions } from './start-options.js';
 import { seededWeights, sharedCopy } from './weights.js';
+
+/** A held follow's follower: the call's own follow hears the abort. */
+const noop = (): void => {};
 
 /**
  * @internal For a front that learns a call's row count before its input (the HTTP rows hint):
@@ -158,13 +162,42 @@ export class LinearRuntime {
       // again by run(), a list whose answers change per read moved x's whole buffer after paying
       // for its rows' copy, or cloned the whole buffer it had said it moved. run() copies this
       // snapshot again, which is ours and reads the same. Read before x is measured: reading it
-      // may run the caller's code (an element's getter, an iterator), the last that run() runs,
-      // and x resized or detached by it was sent as it was then, to fail after admission.
+      // may run the caller's code (an element's getter, an iterator), and x resized or detached
+      // by it was sent as it was then, to fail after admission.
       if (transfer !== undefined) list = checkTransfer(transfer);
     } catch (err) {
       // Not an array of ArrayBuffers, or it threw as it was read: as an option's getter does.
       return this.runtime[kEndedEarly]('invalid', err);
     }
+    // Following the signal runs the caller's code too (Node's addEventListener reads its own
+    // `constructor`), at the dispatch, after x was measured. Followed here first and held until
+    // the call ends, the dispatch's follow finds it followed and adds no listener, so x is
+    // measured after the last caller code. One that is no signal is left to run()'s check.
+    if (signal === undefined || !isAbortSignal(signal)) {
+      return this.#measured(x, givenRows, cost, signal, deadlineMs, list);
+    }
+    const held: AbortFollower = { handleEvent: noop };
+    try {
+      followAbort(signal, held);
+    } catch (err) {
+      // A signal that takes no listener: refused by every follow, run()'s too, before admission.
+      return this.runtime[kEndedEarly]('invalid', err);
+    }
+    const called = this.#measured(x, givenRows, cost, signal, deadlineMs, list);
+    const letGo = (): void => unfollowAbort(signal, held);
+    called.then(letGo, letGo);
+    return called;
+  }
+
+  /** run() once every option has been read and the signal followed: x is measured here. */
+  #measured(
+    x: Float32Array,
+    givenRows: LinearRunOptions['rows'],
+    cost: LinearRunOptions['cost'],
+    signal: LinearRunOptions['signal'],
+    deadlineMs: LinearRunOptions['deadlineMs'],
+    list: readonly ArrayBuffer[] | undefined,
+  ): Promise<OwnFloat32Array> {
     const length = lengthOf(x);
     // Only undefined means "from x": a null rows is a mistake like a null cost, not the default.
     const rows = givenRows === undefined ? length / this.inFeatures : givenRows;
