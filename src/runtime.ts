@@ -37,11 +37,15 @@ export type { LatencySummary, RuntimeReport, RuntimeState } from './runtime/repo
 
 /** How close() ended: told by the runtime, since its teardown takes time of its own. */
 export interface CloseResult {
-  /** True when every call ended on its own; false when a close timeout abandoned work. */
+  /**
+   * True when every call ended on its own; false when close() cut work off (its timeout, or a
+   * reply that did not come within startTimeoutMs).
+   */
   readonly clean: boolean;
   /**
-   * Calls the timeout cut off: still running or queued then (one whose work had ended is
-   * answered with its result, and not counted).
+   * Calls close() cut off: still running or queued at its timeout (one whose work had ended is
+   * answered with its result, and not counted), and those whose work had ended but whose reply
+   * did not come within startTimeoutMs after (their threads stuck after, or inside, the release).
    */
   readonly abandoned: number;
 }

@@ -106,10 +106,10 @@ describe("close()'s timeout and a reply that trails its call's release", () => {
   });
 
   // A reply that never comes (its thread stuck after the release; here this thread's loop held
-  // past the bound on a fake clock) is waited for at most startTimeoutMs. The lapse was silent:
-  // its caller could reject as the thread stopped while close() said clean, with nothing to say
-  // why. It now warns, as the hooks' lapse does.
-  it('a reply that does not come within startTimeoutMs: an OmniRuntimeWarning says so', async () => {
+  // past the bound on a fake clock) is waited for at most startTimeoutMs. The lapse was silent
+  // and uncounted: its caller rejected as the thread stopped while close() said clean. It is now
+  // cut off with a warning, and counted abandoned.
+  it('a reply that does not come within startTimeoutMs: cut off, counted, and a warning says so', async () => {
     const warnings: Error[] = [];
     const onWarning = (warning: Error): void => {
       if (warning.name === 'OmniRuntimeWarning') warnings.push(warning);
@@ -119,20 +119,20 @@ describe("close()'s timeout and a reply that trails its call's release", () => {
       process.off('warning', onWarning);
     });
     const rt = await start({ threads: 1, admission: { requests: 1 } });
-    const call = rt.run({ mode: 'stdout-echo', value: 'done' }).catch(() => undefined);
+    const call = codeOf(rt.run({ mode: 'stdout-echo', value: 'done' }));
     blockUntilDepth(rt, 0);
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const closing = rt.close();
     await microtasks(); // the drain, heard at once, comes first
     vi.advanceTimersByTime(30_000); // startTimeoutMs's default, with the reply still unheard
     vi.useRealTimers();
-    await closing;
-    await call;
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await closing).toEqual({ clean: false, abandoned: 1 });
     expect(warnings.map((w) => w.message)).toEqual([
       expect.stringContaining(
         'the replies of 1 call(s) whose work had ended did not come within startTimeoutMs',
       ),
     ]);
-    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0 });
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 0, failed: 1 });
   });
 });

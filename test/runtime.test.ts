@@ -472,13 +472,25 @@ describe('Runtime.close', () => {
   it("with timeoutMs, returns the capacity of a thread terminated inside its claim's release", async () => {
     // The release frees the slot, then gives the counts back: a termination between the two
     // left depth 1 and units 3 behind for good (nobody was left to give them back).
+    // The slot freed, the call is left to a reply that never comes: close() waits startTimeoutMs
+    // for it (on a fake clock here), then cuts it off, counted.
     const rt = await start({ worker: TORN_RELEASE_WORKER, threads: 1, admission: { requests: 2, units: 5 } });
     const c = control();
-    const call = rejection(rt.run({ control: c.buffer }, { cost: 3 }));
+    const call = codeOf(rt.run({ control: c.buffer }, { cost: 3 }));
     await waitFor(c, STARTED);
     expect(rt.report()).toMatchObject({ depth: 1, units: 3 });
-    expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
-    await call;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let closing: Promise<unknown>;
+    try {
+      closing = rt.close({ timeoutMs: 0 });
+      vi.advanceTimersByTime(1); // the close timeout
+      for (let i = 0; i < 50; i++) await Promise.resolve(); // to the wait for the reply
+      vi.advanceTimersByTime(30_000); // startTimeoutMs's default
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(await closing).toEqual({ clean: false, abandoned: 1 });
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, units: 0, leaked: 0 });
   });
 

@@ -182,6 +182,19 @@ export class PendingTask {
   }
 
   /**
+   * close() waited for this call's reply as long as it waits (see Shutdown) after the worker
+   * released its claim, and none came: its thread is stuck after the release, or inside it (its
+   * counts then come back with close()'s recount). Cut off as abandon() cuts, so its caller
+   * hears close()'s decision, counted in `abandoned`, before the thread is stopped; a reply that
+   * comes later finds the call over.
+   */
+  replyNotHeard(): void {
+    this.#askToStop();
+    this.#ended();
+    this.#failedWith(new WorkerExitedError('close() stopped its thread before its reply came'));
+  }
+
+  /**
    * The work has ended (or was abandoned; then once only). Returns true when this call, not
    * the worker, gave the capacity back.
    */

@@ -113,16 +113,16 @@ export class Shutdown {
    * has heard it end) before the last round is over, is idle for the next round. One still
    * running a call then is terminated without its hook. Resolves as destroyPool does.
    */
-  async #forced(): Promise<boolean> {
+  async #forced(): Promise<{ exited: boolean; unheard: number }> {
     const { guard } = this.#host;
     const cut = new Promise<void>((resolve) => {
       this.#force = resolve;
     });
     this.#forceAt = Number.POSITIVE_INFINITY;
     // Those whose work had ended stay, until their replies come (see #repliesHeard).
-    await this.#repliesHeard();
+    const unheard = await this.#repliesHeard();
     await this.#teardown(cut, () => idleThreads(guard.pool));
-    return destroyPool(guard.pool, this.#host.startTimeoutMs, 'removed');
+    return { exited: await destroyPool(guard.pool, this.#host.startTimeoutMs, 'removed'), unheard };
   }
 
   /** Abandons the calls outstanding at close()'s timeout (see #forced); returns those cut off. */
@@ -138,23 +138,27 @@ export class Shutdown {
    * results posted or about to be, failing calls whose work ended before it while close()
    * counted none abandoned. A reply trails its release by the thread's stdout and stderr
    * draining (piscina posts once they have), which takes turns of this thread's loop. Bounded
-   * as the hooks are, against a thread stuck after its release (a handler's microtask). A wait
-   * that lapses says so, as the hooks' does: those callers then reject as their threads stop,
-   * while close() counted none abandoned, and nothing else would tell an operator why.
+   * as the hooks are, against a thread stuck after its release (a handler's microtask), or
+   * inside it (terminated there, or blocked as a test's worker is). The calls whose replies
+   * have not come then are cut off (PendingTask.replyNotHeard) and returned as a count, which
+   * close() adds to `abandoned`: left to the threads' termination, their callers rejected while
+   * close() counted none, and a lapse that said nothing left an operator nothing to see why.
    */
-  async #repliesHeard(): Promise<void> {
+  async #repliesHeard(): Promise<number> {
     const { live, startTimeoutMs } = this.#host;
-    if (live.size === 0) return;
+    if (live.size === 0) return 0;
     const heard = await within(
       this.#host.callsEnded().then(() => true),
       startTimeoutMs,
     );
-    if (heard === undefined) {
-      process.emitWarning(
-        `the replies of ${live.size} call(s) whose work had ended did not come within startTimeoutMs (${startTimeoutMs} ms): their threads are stopped without them`,
-        'OmniRuntimeWarning',
-      );
-    }
+    if (heard !== undefined || live.size === 0) return 0;
+    const unheard = [...live];
+    process.emitWarning(
+      `the replies of ${unheard.length} call(s) whose work had ended did not come within startTimeoutMs (${startTimeoutMs} ms): they are cut off, and their threads stopped`,
+      'OmniRuntimeWarning',
+    );
+    for (const task of unheard) task.replyNotHeard();
+    return unheard.length;
   }
 
   async #shutdown(): Promise<CloseResult> {
@@ -181,8 +185,8 @@ export class Shutdown {
       clearLongTimeout(this.#forceTimer);
       this.#forceAt = Number.POSITIVE_INFINITY;
       // The last calls' replies may still be on their way: report() keeps the latency summaries
-      // as the hooks begin, and would miss those calls.
-      await this.#repliesHeard();
+      // as the hooks begin, and would miss those calls. Those that never came were cut off.
+      abandoned = await this.#repliesHeard();
       const cut = expired.then(() => undefined);
       await this.#teardown(cut, () => guard.watch.servingNow());
       // destroy(), not piscina's close(): the work has drained and every thread's turn came after
@@ -194,7 +198,9 @@ export class Shutdown {
       // Counted as they are cut off: a worker may release its claim after the depth read above
       // (another thread), and that call, left to its reply, is answered with its result.
       abandoned = this.#abandon();
-      exited = await this.#forced();
+      const forced = await this.#forced();
+      exited = forced.exited;
+      abandoned += forced.unheard;
     } else {
       exited = (await guard.destroyed) === true;
     }
@@ -207,6 +213,6 @@ export class Shutdown {
     this.#force = undefined;
     clearLongTimeout(this.#forceTimer);
     host.stopped();
-    return { clean, abandoned };
+    return { clean: clean && abandoned === 0, abandoned };
   }
 }
