@@ -7,23 +7,13 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PoolGuard } from '../src/runtime/pool-guard.js';
-import type { Runtime } from '../src/runtime.js';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, control, gate, start } from './fixtures/runtime-harness.js';
+import { blockUntilDepth, cleanup, control, gate, start } from './fixtures/runtime-harness.js';
 
 afterEach(async () => {
   vi.restoreAllMocks();
   await cleanup();
 });
-
-function blockUntilDepth(rt: Runtime, depth: number): void {
-  const pause = new Int32Array(new SharedArrayBuffer(4));
-  const limit = Date.now() + 20_000;
-  while (rt.report().depth !== depth) {
-    if (Date.now() > limit) throw new Error(`timed out waiting for depth ${depth}`);
-    Atomics.wait(pause, 0, 0, 1);
-  }
-}
 
 describe("close()'s abandoned count", () => {
   // The count was the admission's depth, read as the timeout fired, before the calls were

@@ -5,29 +5,22 @@
  * running, not such a call: it is answered with its result, and close() counts it not abandoned.
  * The timeout fires on a fake clock (setTimeout only) at the moment under test.
  */
-import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { builtModuleUrl } from '../src/paths.js';
-import type { Runtime } from '../src/runtime.js';
 import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanupOnRealClock, codeOf, control, gate, start } from './fixtures/runtime-harness.js';
+import {
+  blockUntilDepth,
+  cleanupOnRealClock,
+  codeOf,
+  control,
+  gate,
+  runtimeWarnings,
+  start,
+} from './fixtures/runtime-harness.js';
 
 afterEach(cleanupOnRealClock);
 
 const CLOSE_COUNT_WORKER = builtModuleUrl('test/fixtures/close-count-worker.js');
-
-/**
- * Blocks this thread until `depth` calls hold capacity: a worker releasing a stdout-echo call's
- * claim then waits for this thread to take its line before it posts the reply, so the reply
- * cannot have come. Bounded polling of shared state, not an ordering by time.
- */
-function blockUntilDepth(rt: Runtime, depth: number): void {
-  const pause = new Int32Array(new SharedArrayBuffer(4));
-  const limit = Date.now() + 20_000;
-  while (rt.report().depth !== depth) {
-    if (Date.now() > limit) throw new Error(`timed out waiting for depth ${depth}`);
-    Atomics.wait(pause, 0, 0, 1);
-  }
-}
 
 /** Lets close() run up to its next wait on another thread or a timer. */
 async function microtasks(): Promise<void> {
@@ -75,14 +68,7 @@ describe("close()'s timeout and a reply that trails its call's release", () => {
   // settled the cut the hooks' round then took: the round ended at once ("did not finish before
   // close()'s timeout") and the thread was terminated, its hook not waited for.
   it('after a clean drain: the close hooks still run, and are waited for', async () => {
-    const warnings: Error[] = [];
-    const onWarning = (warning: Error): void => {
-      if (warning.name === 'OmniRuntimeWarning') warnings.push(warning);
-    };
-    process.on('warning', onWarning);
-    onTestFinished(() => {
-      process.off('warning', onWarning);
-    });
+    const warnings = runtimeWarnings();
     const closed = control();
     const rt = await start({
       worker: CLOSE_COUNT_WORKER,
@@ -110,14 +96,7 @@ describe("close()'s timeout and a reply that trails its call's release", () => {
   // and uncounted: its caller rejected as the thread stopped while close() said clean. It is now
   // cut off with a warning, and counted abandoned.
   it('a reply that does not come within startTimeoutMs: cut off, counted, and a warning says so', async () => {
-    const warnings: Error[] = [];
-    const onWarning = (warning: Error): void => {
-      if (warning.name === 'OmniRuntimeWarning') warnings.push(warning);
-    };
-    process.on('warning', onWarning);
-    onTestFinished(() => {
-      process.off('warning', onWarning);
-    });
+    const warnings = runtimeWarnings();
     const rt = await start({ threads: 1, admission: { requests: 1 } });
     const call = codeOf(rt.run({ mode: 'stdout-echo', value: 'done' }));
     blockUntilDepth(rt, 0);
@@ -128,7 +107,7 @@ describe("close()'s timeout and a reply that trails its call's release", () => {
     vi.useRealTimers();
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     expect(await closing).toEqual({ clean: false, abandoned: 1 });
-    expect(warnings.map((w) => w.message)).toEqual([
+    expect(warnings).toEqual([
       expect.stringContaining(
         'the replies of 1 call(s) whose work had ended did not come within startTimeoutMs',
       ),

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { LinearRuntime } from '../src/linear/linear-runtime.js';
 import { type Served, serve } from '../src/serve/index.js';
 import { get, postFloats } from './fixtures/serve-client.js';
-import { closeServed, gatedForTest } from './fixtures/serve-harness.js';
+import { closeServed, gatedForTest, servedOf } from './fixtures/serve-harness.js';
 
 afterEach(closeServed);
 
@@ -17,13 +17,7 @@ type Method = 'run' | 'report' | 'close';
 /** `lr` as a Served whose `name` answers the runtime's method on its first read, then undefined. */
 function methodReadOnce(lr: LinearRuntime, name: Method): { served: Served; reads: () => number } {
   let reads = 0;
-  const served: Served = {
-    run: lr.run.bind(lr),
-    report: lr.report.bind(lr),
-    close: lr.close.bind(lr),
-    inFeatures: lr.inFeatures,
-    outFeatures: lr.outFeatures,
-  };
+  const served = servedOf(lr);
   const method = served[name];
   Object.defineProperty(served, name, { get: () => (reads++ === 0 ? method : undefined) });
   return { served, reads: () => reads };
@@ -66,13 +60,7 @@ describe('the runtime methods serve() checked', () => {
 
   it('run replaced by a later option getter: the checked one serves', async () => {
     const lr = await gatedRuntime();
-    const served: Served = {
-      run: lr.run.bind(lr),
-      report: lr.report.bind(lr),
-      close: lr.close.bind(lr),
-      inFeatures: lr.inFeatures,
-      outFeatures: lr.outFeatures,
-    };
+    const served = servedOf(lr);
     const options = {
       get port(): number {
         (served as { run: unknown }).run = undefined;
