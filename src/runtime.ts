@@ -38,8 +38,9 @@ export type { LatencySummary, RuntimeReport, RuntimeState } from './runtime/repo
 /** How close() ended: told by the runtime, since its teardown takes time of its own. */
 export interface CloseResult {
   /**
-   * True when every call ended on its own; false when close() cut work off (its timeout, or a
-   * reply that did not come within startTimeoutMs).
+   * True when every call ended on its own; false when close()'s timeout passed before the work
+   * drained (even if it then found nothing left to cut off: `abandoned` 0), or when a reply did
+   * not come within startTimeoutMs (that call is cut off).
    */
   readonly clean: boolean;
   /**

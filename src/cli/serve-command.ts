@@ -5,7 +5,8 @@
  * runtime that fails (it never recovers) is drained the same way, after one line on stderr.
  *
  * Exit status: 0 after a clean drain; 1 when the drain timeout abandoned work (or a second
- * signal cut the wait short), and whenever the runtime failed. Usage mistakes throw
+ * signal cut the wait short, or the runtime's close cut off a call whose reply did not come
+ * within startTimeoutMs), and whenever the runtime failed. Usage mistakes throw
  * UsageError (one line, exit 2); a runtime or listener that cannot start throws its coded
  * error (one line, exit 1).
  */

@@ -74,7 +74,8 @@ export class Shutdown {
   }
 
   /**
-   * One teardown turn per thread `reach` names (every thread that serves, for a clean close): a
+   * One teardown turn per thread `reach` names (every thread that serves, for a clean close; the
+   * idle ones, for a forced close or a clean one whose wait for replies lapsed): a
    * lost thread's replacement that never came up would never take its turn, and close() would
    * wait out startTimeoutMs for it. One that comes up during a round got no turn, nor did one
    * that another thread's turn went to (a thread that ends in its hook lets the others leave the
@@ -188,7 +189,11 @@ export class Shutdown {
       // as the hooks begin, and would miss those calls. Those that never came were cut off.
       abandoned = await this.#repliesHeard();
       const cut = expired.then(() => undefined);
-      await this.#teardown(cut, () => guard.watch.servingNow());
+      // A thread whose reply never came is stuck: a round counting it queued a turn it never
+      // took, and waited out startTimeoutMs again. Then the idle threads are reached, as a
+      // forced close reaches them (one whose reply comes meanwhile is idle for the next round).
+      const reach = abandoned > 0 ? () => idleThreads(guard.pool) : () => guard.watch.servingNow();
+      await this.#teardown(cut, reach);
       // destroy(), not piscina's close(): the work has drained and every thread's turn came after
       // its last task, so there is nothing left for close() to wait for, and close() leaves its
       // own 30 s timeout armed, which (through the pool's listeners) kept this runtime and its

@@ -1,0 +1,56 @@
+/**
+ * A clean close whose wait for a trailing reply lapses: the thread that owes it is stuck after
+ * its call's release (its loop blocked before piscina could post the reply). close() cuts that
+ * call off; the close hooks' rounds then reach the other threads only, as a forced close's
+ * reach the idle ones: a round that counted the stuck thread queued a turn it would never take,
+ * so the round waited out startTimeoutMs a second time and ended with a warning that the hooks
+ * did not finish. The lapse of the reply's wait is on a fake clock; the rounds run on the real one.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { STARTED } from './fixtures/runtime-control.js';
+import {
+  blockUntilDepth,
+  cleanupOnRealClock,
+  codeOf,
+  control,
+  runtimeWarnings,
+  start,
+} from './fixtures/runtime-harness.js';
+
+afterEach(cleanupOnRealClock);
+
+function blockUntilStarted(c: Int32Array): void {
+  const limit = Date.now() + 20_000;
+  while (Atomics.load(c, STARTED) === 0) {
+    if (Date.now() > limit) throw new Error('timed out waiting for STARTED');
+    Atomics.wait(c, STARTED, 0, 100);
+  }
+}
+
+describe('a clean close whose reply never comes', () => {
+  it("runs the other threads' hooks without waiting for the stuck thread's turn", async () => {
+    const warnings = runtimeWarnings();
+    const rt = await start({ threads: 2, admission: { requests: 1 } });
+    const stuck = control();
+    const call = codeOf(rt.run({ mode: 'stuck-after-release', control: stuck.buffer, value: 'done' }));
+    // Both synchronous: this thread's loop stays still, so the line's acknowledgement (which the
+    // reply waits for) is not sent before the worker's thread has blocked.
+    blockUntilStarted(stuck);
+    blockUntilDepth(rt, 0);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let closing: Promise<unknown>;
+    try {
+      closing = rt.close();
+      for (let i = 0; i < 50; i++) await Promise.resolve(); // to the wait for the reply
+      vi.advanceTimersByTime(30_000); // startTimeoutMs's default
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(await closing).toEqual({ clean: false, abandoned: 1 });
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(warnings).toEqual([
+      expect.stringContaining('the replies of 1 call(s) whose work had ended did not come'),
+    ]);
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 0, failed: 1 });
+  });
+});
