@@ -6,11 +6,12 @@
  * so the round waited out startTimeoutMs a second time and ended with a warning that the hooks
  * did not finish. The lapse of the reply's wait is on a fake clock; the rounds run on the real one.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { STARTED } from './fixtures/runtime-control.js';
 import {
   blockUntilDepth,
   cleanupOnRealClock,
+  closePastRepliesWait,
   codeOf,
   control,
   runtimeWarnings,
@@ -37,16 +38,7 @@ describe('a clean close whose reply never comes', () => {
     // reply waits for) is not sent before the worker's thread has blocked.
     blockUntilStarted(stuck);
     blockUntilDepth(rt, 0);
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    let closing: Promise<unknown>;
-    try {
-      closing = rt.close();
-      for (let i = 0; i < 50; i++) await Promise.resolve(); // to the wait for the reply
-      vi.advanceTimersByTime(30_000); // startTimeoutMs's default
-    } finally {
-      vi.useRealTimers();
-    }
-    expect(await closing).toEqual({ clean: false, abandoned: 1 });
+    expect(await closePastRepliesWait(rt)).toEqual({ clean: false, abandoned: 1 });
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     expect(warnings).toEqual([
       expect.stringContaining('the replies of 1 call(s) whose work had ended did not come'),

@@ -11,6 +11,7 @@ import { INVOKED, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
   blockUntilDepth,
   cleanupOnRealClock,
+  closePastRepliesWait,
   codeOf,
   control,
   gate,
@@ -100,11 +101,7 @@ describe("close()'s timeout and a reply that trails its call's release", () => {
     const rt = await start({ threads: 1, admission: { requests: 1 } });
     const call = codeOf(rt.run({ mode: 'stdout-echo', value: 'done' }));
     blockUntilDepth(rt, 0);
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const closing = rt.close();
-    await microtasks(); // the drain, heard at once, comes first
-    vi.advanceTimersByTime(30_000); // startTimeoutMs's default, with the reply still unheard
-    vi.useRealTimers();
+    const closing = closePastRepliesWait(rt);
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     expect(await closing).toEqual({ clean: false, abandoned: 1 });
     expect(warnings).toEqual([

@@ -7,11 +7,16 @@
  */
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { JSON_CHUNK_FLOATS } from '../src/serve/json-answer.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
-import { closeServed, gatedForTest, listeningClient, serveForTest } from './fixtures/serve-harness.js';
+import {
+  closeServed,
+  gatedForTest,
+  healthBehindStreamedJson,
+  listeningClient,
+  serveForTest,
+} from './fixtures/serve-harness.js';
 
 afterEach(closeServed);
 
@@ -23,16 +28,9 @@ describe('a request pipelined behind an answer that closes its connection once i
     const s = await serveForTest(g.lr);
     const responses: ServerResponse[] = [];
     s.app.server.on('request', (_req, res: ServerResponse) => responses.push(res));
-    // One row more than a whole answer holds: streamed, without a length for HTTP/1.0.
-    const rows = JSON_CHUNK_FLOATS / OUT + 1;
-    const body = JSON.stringify({ rows: Array.from({ length: rows }, () => [0, 0, 0, 0]) });
     const client = listeningClient(s.port);
     const closed = new Promise<void>((resolve) => client.socket.once('close', () => resolve()));
-    client.socket.write(
-      'POST /v1/linear HTTP/1.0\r\nConnection: keep-alive\r\nContent-Type: application/json\r\n' +
-        `Content-Length: ${body.length}\r\n\r\n${body}` +
-        'GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n',
-    );
+    client.socket.write(healthBehindStreamedJson(OUT));
     // The call is held until the request behind it is answered into node's buffer.
     await g.reach(ENTERED, 1);
     await until(() => responses[1]?.headersSent === true, 'the /health answer to be written');

@@ -11,13 +11,13 @@
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ServeHandle } from '../src/serve/index.js';
-import { JSON_CHUNK_FLOATS } from '../src/serve/json-answer.js';
 import { sample } from './fixtures/metrics-text.js';
 import { until } from './fixtures/runtime-harness.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import {
   closeServed,
   gatedForTest,
+  healthBehindStreamedJson,
   holdNextConnection,
   listeningClient,
   serveForTest,
@@ -38,16 +38,9 @@ async function closingAnswerHeld() {
   const responses: ServerResponse[] = [];
   s.app.server.on('request', (_req, res: ServerResponse) => responses.push(res));
   const hold = holdNextConnection(s);
-  // Two chunks: streamed, without a length for HTTP/1.0.
-  const rows = JSON_CHUNK_FLOATS / OUT + 1;
-  const body = JSON.stringify({ rows: Array.from({ length: rows }, () => [0, 0, 0, 0]) });
   const client = listeningClient(s.port);
   const { connection, held, step, release } = await hold;
-  client.socket.write(
-    'POST /v1/linear HTTP/1.0\r\nConnection: keep-alive\r\nContent-Type: application/json\r\n' +
-      `Content-Length: ${body.length}\r\n\r\n${body}` +
-      'GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n',
-  );
+  client.socket.write(healthBehindStreamedJson(OUT));
   await g.reach(ENTERED, 1);
   await until(() => responses[1]?.headersSent === true, 'the /health answer to be written');
   g.open();
