@@ -14,6 +14,7 @@ import {
   codeOf,
   control,
   gate,
+  settledWhenAsked,
   start,
   turns,
   until,
@@ -35,20 +36,6 @@ function fakeTimers(): void {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
 }
 
-/** Whether `promise` has settled, without waiting for it. */
-function watch(promise: Promise<unknown>): () => boolean {
-  let settled = false;
-  promise.then(
-    () => {
-      settled = true;
-    },
-    () => {
-      settled = true;
-    },
-  );
-  return () => settled;
-}
-
 describe('a deadline of 2^31 ms or more', () => {
   for (const [mode, admission] of [
     ['bounded', { requests: 2 }],
@@ -61,7 +48,7 @@ describe('a deadline of 2^31 ms or more', () => {
       fakeTimers();
       const call = rt.run(gate(c, { value: 'late' }), { deadlineMs: LONG + MARGIN });
       const code = codeOf(call);
-      const settled = watch(call);
+      const settled = settledWhenAsked(call);
       await waitFor(c, STARTED);
       vi.advanceTimersByTime(10);
       await turns();
@@ -81,7 +68,7 @@ describe('a deadline of 2^31 ms or more', () => {
     const c = control();
     fakeTimers();
     const call = rt.run(gate(c, { value: 'done' }), { deadlineMs: Number.POSITIVE_INFINITY });
-    const settled = watch(call);
+    const settled = settledWhenAsked(call);
     await waitFor(c, STARTED);
     vi.advanceTimersByTime(2 ** 40);
     await turns();
@@ -99,7 +86,7 @@ describe('a deadline of 2^31 ms or more', () => {
     await waitFor(held, STARTED);
     fakeTimers();
     const waiting = rt.run({ mode: 'echo', value: 'second' }, { deadlineMs: LONG });
-    const settled = watch(waiting);
+    const settled = settledWhenAsked(waiting);
     vi.advanceTimersByTime(10);
     await turns();
     expect(settled()).toBe(false);
@@ -121,7 +108,7 @@ describe('close({ timeoutMs }) of 2^31 ms or more, or Infinity (none)', () => {
     await waitFor(c, STARTED);
     fakeTimers();
     const closing = rt.close({ timeoutMs });
-    const closed = watch(closing);
+    const closed = settledWhenAsked(closing);
     vi.advanceTimersByTime(10);
     await turns();
     expect(closed()).toBe(false);
@@ -150,7 +137,7 @@ describe('startTimeoutMs of 2^31 ms or more, or Infinity (none)', () => {
     await expect(rt.run(null)).resolves.toBeUndefined();
     fakeTimers();
     const closing = rt.close();
-    const closedYet = watch(closing);
+    const closedYet = settledWhenAsked(closing);
     await waitFor(closed, INVOKED); // the hook runs, held at its gate
     // Short of the bound; for Infinity, far past any finite one (the 30 s default included).
     // Mutant: Infinity read as the default 30 s (options.ts): the hook was cut after 30 s.
@@ -189,7 +176,7 @@ describe('startTimeoutMs and idleTimeout are read once', () => {
     const rt = await Runtime.start(options);
     const closing = rt.close();
     try {
-      const closedYet = watch(closing);
+      const closedYet = settledWhenAsked(closing);
       await waitFor(closed, INVOKED); // the hook runs, held at its gate
       vi.advanceTimersByTime(1_000);
       await turns();

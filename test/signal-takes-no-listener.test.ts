@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { followAbort, unfollowAbort } from '../src/abort-signal.js';
 import { BoundedAdmission } from '../src/admission/index.js';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanup, control, gate, rejection, start } from './fixtures/runtime-harness.js';
+import { cleanup, control, gate, rejection, settledWhenAsked, start } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
 
@@ -27,20 +27,6 @@ function refusingSignal(refusingFromStart = true) {
     },
   });
   return { controller, signal, refusal, state };
-}
-
-/** Whether `promise` has settled, read when asked. */
-function watched(promise: Promise<unknown>): { settled: () => boolean } {
-  let settled = false;
-  promise.then(
-    () => {
-      settled = true;
-    },
-    () => {
-      settled = true;
-    },
-  );
-  return { settled: () => settled };
 }
 
 describe('followAbort and unfollowAbort', () => {
@@ -96,10 +82,10 @@ describe('Runtime.run with a signal that takes no listener', () => {
     const { signal, refusal } = refusingSignal();
     for (let i = 0; i < 2; i++) {
       const call = rt.run({ mode: 'echo', value: i }, { signal });
-      const seen = watched(call);
+      const settled = settledWhenAsked(call);
       // One thread, calls in order: this call's answer comes after the one above would have.
       await expect(rt.run({ mode: 'echo', value: 'next' })).resolves.toBe('next');
-      expect(seen.settled()).toBe(true);
+      expect(settled()).toBe(true);
       expect(await rejection(call)).toBe(refusal);
     }
     expect(rt.report()).toMatchObject({ depth: 0, queued: 0, running: 0, completed: 2, failed: 2 });
@@ -112,10 +98,10 @@ describe('Runtime.run with a signal that takes no listener', () => {
     const call = rt.run(gate(c, { value: 'done' }), { signal });
     await waitFor(c, STARTED);
     state.refusing = true;
-    const seen = watched(call);
+    const settled = settledWhenAsked(call);
     open(c);
     await expect(rt.run({ mode: 'echo', value: 'next' })).resolves.toBe('next');
-    expect(seen.settled()).toBe(true);
+    expect(settled()).toBe(true);
     await expect(call).resolves.toBe('done');
     expect(rt.report()).toMatchObject({ depth: 0, queued: 0, running: 0, completed: 2, failed: 0 });
   });

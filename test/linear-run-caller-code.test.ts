@@ -1,12 +1,14 @@
 /**
- * Following a call's signal runs the caller's code: Node's addEventListener reads the signal's
- * own `constructor`. LinearRuntime.run measured x before that follow, at the dispatch: x resized
- * or detached by such a getter was sent as it was after, admitted, to fail in the worker or at
- * its post, counted `failed` (a grown x failed too, where a transfer list's getter that grows it
- * has its rows run). The signal is now followed before x is measured.
+ * LinearRuntime.run measures x after the last of the caller's code it runs. Two of its reads run
+ * such code: the transfer list's (an element's getter) and the signal's follow (Node's
+ * addEventListener reads the signal's own `constructor`). x was measured before either, then sent
+ * as it was after: resized or detached, it was admitted and failed in the worker or at its post,
+ * counted `failed`, having held capacity (a grown x failed too, where it should have its rows
+ * run). Measured after both, x is checked as it is sent.
  */
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { LinearRunOptions } from '../src/index.js';
 import { closeRuntimes, start } from './fixtures/native-runtime-harness.js';
 import { rejection } from './fixtures/thrown.js';
 
@@ -22,38 +24,62 @@ function signalThat(change: () => void): AbortSignal {
   return signal;
 }
 
+/** A transfer list whose one element's getter calls `change` as run() reads it. */
+function listThat(change: () => void): ArrayBuffer[] {
+  const other = new ArrayBuffer(8);
+  const list = [other];
+  Object.defineProperty(list, 0, {
+    enumerable: true,
+    get(): ArrayBuffer {
+      change();
+      return other;
+    },
+  });
+  return list;
+}
+
 /** One 4-wide row, in a length-tracking view over a resizable buffer. */
 function oneRow(): { x: Float32Array; buffer: ArrayBuffer } {
   const buffer = new ArrayBuffer(16, { maxByteLength: 64 });
   return { x: new Float32Array(buffer).fill(1), buffer };
 }
 
-describe("LinearRuntime.run measures x after the caller's signal has been followed", () => {
-  afterEach(closeRuntimes);
+afterEach(closeRuntimes);
 
+describe.each<[string, (change: () => void) => LinearRunOptions]>([
+  ['a transfer list whose getter', (change) => ({ transfer: listThat(change) })],
+  ['a signal whose follow', (change) => ({ signal: signalThat(change) })],
+])('LinearRuntime.run measures x after %s runs', (what, options) => {
   it.each<[string, (buffer: ArrayBuffer) => void]>([
     ['detaches', (buffer) => structuredClone(buffer, { transfer: [buffer] })],
     ['empties', (buffer) => buffer.resize(0)],
-  ])(
-    'a signal whose follow %s x: OMNI_ERR_INVALID_ARGUMENT, counted invalid, never admitted',
-    async (_what, change) => {
-      const lr = await start({ inFeatures: 4, outFeatures: 3, admission: { requests: 4, units: 8 } });
-      const { x, buffer } = oneRow();
-      const err = await rejection(lr.run(x, { signal: signalThat(() => change(buffer)) }));
-      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
-      const report = lr.report();
-      expect([report.invalid, report.failed, report.completed]).toEqual([1, 0, 0]);
-    },
-  );
+  ])(`${what} %s x: OMNI_ERR_INVALID_ARGUMENT, counted invalid, never admitted`, async (_how, change) => {
+    const lr = await start({ inFeatures: 4, outFeatures: 3, admission: { requests: 4, units: 8 } });
+    const { x, buffer } = oneRow();
+    const err = await rejection(
+      lr.run(
+        x,
+        options(() => change(buffer)),
+      ),
+    );
+    expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+    const report = lr.report();
+    expect([report.invalid, report.failed, report.completed]).toEqual([1, 0, 0]);
+  });
 
-  it('a signal whose follow grows x to two rows: the two rows are run', async () => {
+  it(`${what} grows x to two rows: the two rows are run`, async () => {
     const lr = await start({ inFeatures: 4, outFeatures: 3 });
     const { x, buffer } = oneRow();
-    const y = await lr.run(x, { signal: signalThat(() => buffer.resize(32)) });
+    const y = await lr.run(
+      x,
+      options(() => buffer.resize(32)),
+    );
     expect(y.length).toBe(2 * 3);
     expect([lr.report().failed, lr.report().completed]).toEqual([0, 1]);
   });
+});
 
+describe("LinearRuntime.run's own follow of the signal", () => {
   it('a signal that takes no listener: its error, counted invalid before admission, nothing held', async () => {
     // Followed first at the dispatch, it was counted failed (the call had been admitted).
     const lr = await start({ inFeatures: 4, outFeatures: 3, admission: { requests: 1, units: 4 } });
