@@ -90,7 +90,9 @@ let attaching: SharedArrayBuffer | undefined;
  * - Arithmetic is checked: the unit test is `held <= ceiling - cost` (exact, as cost <=
  *   ceiling), never `held + cost`, which could round above 2^53; request-only mode keeps no
  *   unit accounting at all.
- * - A permit is released exactly once (see Permit, ClaimTable); refusals allocate nothing.
+ * - A permit is released exactly once (see Permit, ClaimTable). A refusal is a frozen
+ *   constant; counting it (the 64-bit `rejected` word) makes one short-lived BigInt, the
+ *   Atomics.add's old value, which V8 allocates though nothing reads it.
  * - `tryAdmit` does not barge: while any instance has waiters it refuses, with 'queued' when the
  *   counts have room for it and 'requests' or 'units' when they do not (see refusalFor32).
  * - Waiters are FIFO per instance; only the head tries, so small requests cannot starve a
