@@ -111,7 +111,7 @@ let attaching: SharedArrayBuffer | undefined;
  *
  * Waiting needs a running event loop: an instance with queued waiters in a thread whose loop
  * is blocked (a piscina worker with atomics 'sync' between tasks) keeps WAITING set and makes
- * every tryAdmit refuse 'queued'. Use admit() only where the loop runs.
+ * every tryAdmit refuse ('queued' whenever there is room). Use admit() only where the loop runs.
  *
  * Abort safety: an abort or timeout removes the waiter from the queue before rejecting; a
  * waiter that was already admitted has had its listeners removed, so nothing is taken late.
