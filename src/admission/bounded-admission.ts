@@ -90,7 +90,9 @@ let attaching: SharedArrayBuffer | undefined;
  * - Arithmetic is checked: the unit test is `held <= ceiling - cost` (exact, as cost <=
  *   ceiling), never `held + cost`, which could round above 2^53; request-only mode keeps no
  *   unit accounting at all.
- * - A permit is released exactly once (see Permit, ClaimTable); refusals allocate nothing.
+ * - A permit is released exactly once (see Permit, ClaimTable). A refusal is a frozen
+ *   constant; counting it (the 64-bit `rejected` word) makes one short-lived BigInt, the
+ *   Atomics.add's old value, which V8 allocates though nothing reads it.
  * - `tryAdmit` does not barge: while any instance has waiters it refuses, with 'queued' when the
  *   counts have room for it and 'requests' or 'units' when they do not (see refusalFor32).
  * - Waiters are FIFO per instance; only the head tries, so small requests cannot starve a
@@ -109,7 +111,7 @@ let attaching: SharedArrayBuffer | undefined;
  *
  * Waiting needs a running event loop: an instance with queued waiters in a thread whose loop
  * is blocked (a piscina worker with atomics 'sync' between tasks) keeps WAITING set and makes
- * every tryAdmit refuse 'queued'. Use admit() only where the loop runs.
+ * every tryAdmit refuse ('queued' whenever there is room). Use admit() only where the loop runs.
  *
  * Abort safety: an abort or timeout removes the waiter from the queue before rejecting; a
  * waiter that was already admitted has had its listeners removed, so nothing is taken late.

@@ -22,10 +22,10 @@ import {
  * holds a later one) never matches. Exhaustion is exact: a claim first reserves one of the
  * slots in CLAIMS and is refused only when all are reserved; once reserved, a free slot
  * exists at every instant (a slot is held only under a reservation, and freed before its
- * reservation is given back), so acquire scans until it takes one. The generation is 53 bits so that it never wraps in
- * practice (2^53 reuses of one slot take decades at ten million a second): a 30-bit one wrapped
- * after ~10^9 reuses, a minute or two of one slot reused nonstop, and a stale copy could then
- * match the new holder.
+ * reservation is given back), so acquire scans until it takes one. The generation is 53 bits so
+ * that it never wraps in practice (2^53 reuses of one slot take decades at ten million a
+ * second): a 30-bit one wrapped after ~10^9 reuses, a minute or two of one slot reused nonstop,
+ * and a stale copy could then match the new holder.
  * Claims are off the admit/release hot path (one per task that crosses threads), so the BigInt
  * word costs nothing that matters here.
  * Each block of slots counts its held ones (see BLOCK_SLOTS): a slot is taken, then counted;

@@ -19,14 +19,18 @@ export const STATE_U64 = 0;
 
 /**
  * Int32 index: how many waiters sit in the FIFO queues of all attached instances. While it is
- * non-zero the state word carries the WAITING flag (see below); the count itself is only read
- * by whoever clears the flag and by report().
+ * non-zero the state word carries the WAITING flag (see below), but for two moments: a new
+ * waiter counts itself before it sets the flag, and whoever takes the count to zero clears the
+ * flag before it re-checks the count (StateFlags.clearWaiting). The count itself is only read by
+ * whoever clears the flag and by report().
  */
 export const WAITERS_I32 = 2;
 /**
- * Int32 index: wake sequence. Bumped (then notified) by every release that happens while
- * waiters exist or after close; waiters block on it with Atomics.waitAsync, so a release on
- * any thread wakes them and a change between "read seq" and "wait" is never lost.
+ * Int32 index: wake sequence. Bumped (then notified) by every release whose subtract finds the
+ * WAITING or CLOSED flag in the state word, by close(), and by a re-set of WAITING (which stands
+ * in for a release that found the flag briefly down, see StateFlags.clearWaiting); waiters and
+ * drains block on it with Atomics.waitAsync, so a release on any thread wakes them and a change
+ * between "read seq" and "wait" is never lost.
  */
 export const SEQ_I32 = 3;
 /** Int32 index 4 is unused: it held the leak count before that moved to LEAKED_U64. */

@@ -1,6 +1,9 @@
 import type { RefusalReason } from '../errors.js';
 
-/** An admission refused at once. Frozen constants: a refusal storm allocates nothing. */
+/**
+ * An admission refused at once. Frozen constants: a refusal storm makes no refusal objects
+ * (its count still allocates a BigInt each, see BoundedAdmission's Invariants).
+ */
 export interface Refusal {
   /** Always false: tells a Refusal from a Permit. */
   readonly ok: false;
