@@ -111,8 +111,8 @@ Flags:
   -h, --help         this help
 Exit status: 0 once measured; 2 for a usage mistake; 1 for any other failure, such as
 OMNI_ERR_BENCH (a calibration that completed nothing while --rates are multiples of it, a
-phase that did not drain) or a native library that will not load. A failure is one line on
-stderr.
+phase that did not drain, requests that failed: their results are written and printed first)
+or a native library that will not load. A failure is one line on stderr.
 `;
 
 /**
