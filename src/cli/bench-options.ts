@@ -106,7 +106,8 @@ Flags:
   --device N         CUDA device (default: OMNI_CUDA_DEVICE if set, else 0)
   --seed N           seed for arrival times, costs and the layer's weights (default 1): same
                      seed, same load
-  --out DIR          where results.json and the charts go (default ./bench-results)
+  --out DIR          where results.json and the charts go (default ./bench-results); an
+                     earlier run's there are replaced (its charts removed if these are skipped)
   --json             print a machine-readable summary on stdout instead of the table
   -h, --help         this help
 Exit status: 0 once measured; 2 for a usage mistake; 1 for any other failure, such as
