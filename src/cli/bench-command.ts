@@ -1,7 +1,8 @@
 /**
  * `omni-runtime bench`: parse flags, run the load, then write results.json and the charts and
  * print the table (or, with --json, the summary) on stdout. Without the optional chart
- * packages the charts are skipped with one line on stderr; the run still succeeds.
+ * packages the charts are skipped with one line on stderr; the run still succeeds. A run whose
+ * requests failed is written and printed, then fails (OMNI_ERR_BENCH).
  */
 import { BenchError } from './bench-error.js';
 import { BENCH_HELP, parseBenchArgs } from './bench-options.js';

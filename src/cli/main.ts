@@ -197,7 +197,7 @@ export function errorLine(err: unknown): string {
 
 /**
  * A stdout that refused the output (not a reader that left): the error for its one line,
- * saying where the write went, with the system's code (ENOSPC, EIO) first.
+ * saying where the write went, its system code (ENOSPC, EIO) kept.
  */
 export function outputLost(err: NodeJS.ErrnoException): Error {
   return Object.assign(new Error(`cannot write to stdout: ${err.message}`), { code: err.code });
