@@ -72,6 +72,11 @@ async function table(argv: string[]): Promise<string> {
 }
 
 describe('the bench admission table', () => {
+  it('says how long a short round runs, to three figures, not 0.00 s', async () => {
+    const text = await table(['--threads', '1', '--rounds', '1', '--duration', '0.003']);
+    expect(text.split('\n')[0]).toContain('1 round(s) x 0.002 s per side');
+  });
+
   it.each([
     [['--threads', '2'], 2, '0.7'],
     [['--threads', '1', '--cost', '3'], 1, '0.8'],
@@ -79,7 +84,7 @@ describe('the bench admission table', () => {
     const text = await table([...extra, '--rounds', '1', '--duration', '0.2']);
     const lines = text.trimEnd().split('\n');
     expect(lines[0]).toContain(
-      `${threads} thread(s) contending on one shared word, 1 round(s) x 0.10 s per side`,
+      `${threads} thread(s) contending on one shared word, 1 round(s) x 0.100 s per side`,
     );
     const rows = lines.slice(2, 5).map((l) => l.trim().split(/\s{2,}/));
     expect(rows[0]).toEqual(['case', 'pairs/s (median)', 'ns/pair per thread', 'vs raw']);

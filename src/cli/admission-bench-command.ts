@@ -19,6 +19,7 @@ import {
 } from './admission-bench-protocol.js';
 import { numberFlag, parseFlags, UsageError } from './args.js';
 import { BenchError } from './bench-error.js';
+import { figures } from './bench-report.js';
 
 export const ADMISSION_HELP = `Usage: omni-runtime bench admission [flags]
 
@@ -208,8 +209,9 @@ export async function runAdmissionBenchCommand(argv: readonly string[]): Promise
   const lines = rows.map((row) =>
     row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '),
   );
+  // A round's length in three figures, as bench's phase length: one under 5 ms showed as 0.00 s.
   process.stdout.write(
-    `omni-runtime bench admission: ${threads} thread(s) contending on one shared word, ${rounds} round(s) x ${(roundMs / 1000).toFixed(2)} s per side, interleaved\n\n` +
+    `omni-runtime bench admission: ${threads} thread(s) contending on one shared word, ${rounds} round(s) x ${figures(roundMs / 1000)} s per side, interleaved\n\n` +
       `${lines.join('\n')}\n\nratio ${result.ratio.toFixed(2)} (admission pairs/s / raw pairs/s; target >= ${cost === 0 ? '0.7' : '0.8'})\n`,
   );
   return 0;

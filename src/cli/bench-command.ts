@@ -1,8 +1,10 @@
 /**
  * `omni-runtime bench`: parse flags, run the load, then write results.json and the charts and
  * print the table (or, with --json, the summary) on stdout. Without the optional chart
- * packages the charts are skipped with one line on stderr; the run still succeeds.
+ * packages the charts are skipped with one line on stderr; the run still succeeds. A run whose
+ * requests failed is written and printed, then fails (OMNI_ERR_BENCH).
  */
+import { BenchError } from './bench-error.js';
 import { BENCH_HELP, parseBenchArgs } from './bench-options.js';
 import { formatReport, summarize } from './bench-report.js';
 import { runBench } from './bench-run.js';
@@ -72,5 +74,27 @@ export async function runBenchCommand(
     process.stdout.write(formatReport(result, files));
   }
   if (chartError !== undefined) throw chartError;
+  const failure = failedRequests(result);
+  if (failure !== undefined) throw failure;
   return 0;
+}
+
+/**
+ * A run whose requests failed (a native error, a runtime that failed and refuses every call
+ * after it) measured a broken runtime, not a scheduler: its failures are the fastest calls in
+ * the table. Its figures are still written and printed, but it is no success (exit 1), so a
+ * script or CI job that runs the benchmark is told.
+ */
+function failedRequests(result: Awaited<ReturnType<typeof runBench>>): BenchError | undefined {
+  const byCode = new Map<string, number>();
+  for (const phase of result.phases) {
+    for (const [code, count] of Object.entries(phase.failedBy))
+      byCode.set(code, (byCode.get(code) ?? 0) + count);
+  }
+  const total = result.phases.reduce((sum, phase) => sum + phase.failed, 0);
+  if (total === 0) return undefined;
+  const codes = [...byCode].map(([code, count]) => `${count} ${code}`).join(', ');
+  return new BenchError(
+    `${total} ${total === 1 ? 'request' : 'requests'} failed (${codes}): the figures measure a failing runtime`,
+  );
 }

@@ -77,13 +77,14 @@ export async function main(argv: readonly string[]): Promise<number> {
     case 'serve': {
       // Listen before loading the HTTP stack (~0.2 s): a SIGTERM meanwhile stops, not kills.
       const listening = new ShutdownSignals(process);
-      serving = true;
+      const logging = (): void => {
+        serving = true;
+      };
       try {
         // Loaded on demand, like the bench commands: `bench` does not pay for the HTTP stack.
         const { runServeCommand } = await import('./serve-command.js');
-        return await inCommand('serve', () => runServeCommand(rest, { listening }));
+        return await inCommand('serve', () => runServeCommand(rest, { listening, logging }));
       } finally {
-        serving = false;
         listening.dispose();
       }
     }
@@ -92,14 +93,19 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-/** Whether `serve` runs: see endsWhenReaderLeaves. */
+/**
+ * Whether `serve` has begun its log (its --help is not one): see endsWhenReaderLeaves. Never
+ * reset: a failed write's 'error' comes a tick after it, and the drain's last line is written
+ * just before the command returns: reset there, that line's error would end the process.
+ */
 let serving = false;
 
 /**
  * Whether a stdout reader that left (EPIPE: `| head -1`, a log shipper that died) ends the
- * process. It does for a command whose work is what it prints; not while `serve` runs, whose
+ * process. It does for a command whose work is what it prints; not once `serve` runs, whose
  * lines are a log of its work: exiting there skipped the drain a SIGTERM owes its in-flight
- * requests, and said 0 for work it cut off.
+ * requests, and said 0 for work it cut off. The same holds for a stdout that refuses writes
+ * (a full disk): a log lost is no reason to stop serving.
  */
 export function endsWhenReaderLeaves(): boolean {
   return !serving;
@@ -187,6 +193,14 @@ export function errorLine(err: unknown): string {
   const command = usage && err.command !== undefined ? `${err.command}: ` : '';
   const hint = usage ? ' (see --help)' : '';
   return `omni-runtime: ${command}${code}${message}${hint}`.replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * A stdout that refused the output (not a reader that left): the error for its one line,
+ * saying where the write went, its system code (ENOSPC, EIO) kept.
+ */
+export function outputLost(err: NodeJS.ErrnoException): Error {
+  return Object.assign(new Error(`cannot write to stdout: ${err.message}`), { code: err.code });
 }
 
 /** Exit status for a failure: 2 for usage mistakes, 1 for the rest. */

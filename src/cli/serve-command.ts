@@ -113,6 +113,11 @@ export interface ServeCommandDeps {
   readonly signals?: SignalSource;
   /** Listeners already installed (the CLI installs them before loading this module); kept, not disposed. */
   readonly listening?: ShutdownSignals;
+  /**
+   * Called once the command's output becomes a log (not for --help): from then on a line that
+   * cannot be written must not end the process (the CLI's stdout 'error' handler asks).
+   */
+  readonly logging?: () => void;
 }
 
 const FLAGS = {
@@ -221,6 +226,7 @@ export async function runServeCommand(argv: string[], deps: ServeCommandDeps = {
     out(SERVE_HELP.trimEnd());
     return 0;
   }
+  deps.logging?.();
   // Listen for signals from the start: a SIGTERM while the runtime starts stops it, not kills.
   const signals = deps.listening ?? new ShutdownSignals(deps.signals ?? process);
   try {
