@@ -72,6 +72,8 @@ function addSanitizer(bin: string): void {
       '  *) break ;;\n' +
       'esac; done\n' +
       'echo "sanitizer $tool runs: $*"\n' +
+      // As seen on a gVisor machine: the tool refuses the device, then the check's calls fail.
+      '[ -n "$SANITIZER_REFUSES" ] && { echo "========= Error: Device not supported"; exit "$code"; }\n' +
       '[ "$tool" = "$SANITIZER_REPORTS" ] && exit "$code"\n' +
       'exec "$@"\n',
   );
@@ -141,6 +143,20 @@ describe('gpu-check.sh', () => {
     expect(existsSync(join(root, 'native', 'build', 'sanitizer-racecheck.log'))).toBe(true);
     expect(lines).toContain('gpu-check: initcheck ok');
     expect(run.status).toBe(1);
+  });
+
+  // KINDS.md: under gVisor compute-sanitizer answers "Device not supported", then error 999. The
+  // tool checked nothing there: no verdict, as for one that cannot start, and the other tools
+  // (which would be refused the same way) are not run.
+  it('a sanitizer that refuses the device gives no verdict: the main check decides (exit 0)', () => {
+    const { root, bin } = gpuMachineTree();
+    addSanitizer(bin);
+    const run = runCheck(root, bin, { SANITIZER_REFUSES: '1' });
+    const lines = run.stdout.split('\n');
+    expect(lines).toContain('gpu-check: memcheck: compute-sanitizer does not support this device; no verdict');
+    expect(run.stdout).not.toContain('FAILED');
+    expect(run.stdout).not.toContain('sanitizer racecheck runs');
+    expect(run.status).toBe(0);
   });
 
   it('a main check that could not open the device (exit 2) runs no sanitizer and keeps its exit code', () => {
