@@ -159,6 +159,42 @@ describe('gpu-check.sh', () => {
     expect(run.status).toBe(0);
   });
 
+  // The device tool returns only the end of the output: a long sanitizer report printed after
+  // the main figures can push them out of it, so they are kept in a log of their own too.
+  it('the main check output also goes to GPU_CHECK_LOGS/gpu-check.log, and its exit code is kept', () => {
+    const { root, bin } = gpuMachineTree();
+    const logs = join(root, 'logs');
+    const run = runCheck(root, bin, { GPU_CHECK_LOGS: logs, CHECK_EXIT: '1' });
+    expect(run.stdout).toContain('check ran with []');
+    expect(readFileSync(join(logs, 'gpu-check.log'), 'utf8').split('\n')).toEqual([
+      'libomni_cuda.so: built here',
+      'libomni_fixture.so: carried',
+      'check ran with []',
+      '',
+    ]);
+    expect(run.status).toBe(1);
+  });
+
+  // The sanitizer runs are optional: they get what is left of the check's time budget.
+  it('with its time budget spent, the sanitizer runs are skipped without a verdict', () => {
+    const { root, bin } = gpuMachineTree();
+    addSanitizer(bin);
+    const run = runCheck(root, bin, { GPU_CHECK_BUDGET_S: '0' });
+    const lines = run.stdout.split('\n');
+    for (const tool of SANITIZED) {
+      expect(lines).toContain(`gpu-check: ${tool} skipped: the 0 s budget is spent; no verdict`);
+    }
+    expect(run.stdout).not.toContain('sanitizer ');
+    expect(run.status).toBe(0);
+  });
+
+  it('a GPU_CHECK_BUDGET_S that is not whole seconds is a setup error (exit 3) before any work', () => {
+    const { root, bin } = gpuMachineTree();
+    const run = runCheck(root, bin, { GPU_CHECK_BUDGET_S: '5m' });
+    expect(run.stdout).not.toContain('check ran with');
+    expect(run.status).toBe(3);
+  });
+
   it('a main check that could not open the device (exit 2) runs no sanitizer and keeps its exit code', () => {
     const { root, bin } = gpuMachineTree();
     addSanitizer(bin);
