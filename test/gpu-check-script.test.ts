@@ -153,7 +153,9 @@ describe('gpu-check.sh', () => {
     addSanitizer(bin);
     const run = runCheck(root, bin, { SANITIZER_REFUSES: '1' });
     const lines = run.stdout.split('\n');
-    expect(lines).toContain('gpu-check: memcheck: compute-sanitizer does not support this device; no verdict');
+    expect(lines).toContain(
+      'gpu-check: memcheck: compute-sanitizer does not support this device; no verdict',
+    );
     expect(run.stdout).not.toContain('FAILED');
     expect(run.stdout).not.toContain('sanitizer racecheck runs');
     expect(run.status).toBe(0);
