@@ -72,6 +72,8 @@ function addSanitizer(bin: string): void {
       '  *) break ;;\n' +
       'esac; done\n' +
       'echo "sanitizer $tool runs: $*"\n' +
+      // As seen on a gVisor machine: the tool refuses the device, then the check's calls fail.
+      '[ -n "$SANITIZER_REFUSES" ] && { echo "========= Error: Device not supported"; exit "$code"; }\n' +
       '[ "$tool" = "$SANITIZER_REPORTS" ] && exit "$code"\n' +
       'exec "$@"\n',
   );
@@ -141,6 +143,58 @@ describe('gpu-check.sh', () => {
     expect(existsSync(join(root, 'native', 'build', 'sanitizer-racecheck.log'))).toBe(true);
     expect(lines).toContain('gpu-check: initcheck ok');
     expect(run.status).toBe(1);
+  });
+
+  // KINDS.md: under gVisor compute-sanitizer answers "Device not supported", then error 999. The
+  // tool checked nothing there: no verdict, as for one that cannot start, and the other tools
+  // (which would be refused the same way) are not run.
+  it('a sanitizer that refuses the device gives no verdict: the main check decides (exit 0)', () => {
+    const { root, bin } = gpuMachineTree();
+    addSanitizer(bin);
+    const run = runCheck(root, bin, { SANITIZER_REFUSES: '1' });
+    const lines = run.stdout.split('\n');
+    expect(lines).toContain(
+      'gpu-check: memcheck: compute-sanitizer does not support this device; no verdict',
+    );
+    expect(run.stdout).not.toContain('FAILED');
+    expect(run.stdout).not.toContain('sanitizer racecheck runs');
+    expect(run.status).toBe(0);
+  });
+
+  // The device tool returns only the end of the output: a long sanitizer report printed after
+  // the main figures can push them out of it, so they are kept in a log of their own too.
+  it('the main check output also goes to GPU_CHECK_LOGS/gpu-check.log, and its exit code is kept', () => {
+    const { root, bin } = gpuMachineTree();
+    const logs = join(root, 'logs');
+    const run = runCheck(root, bin, { GPU_CHECK_LOGS: logs, CHECK_EXIT: '1' });
+    expect(run.stdout).toContain('check ran with []');
+    expect(readFileSync(join(logs, 'gpu-check.log'), 'utf8').split('\n')).toEqual([
+      'libomni_cuda.so: built here',
+      'libomni_fixture.so: carried',
+      'check ran with []',
+      '',
+    ]);
+    expect(run.status).toBe(1);
+  });
+
+  // The sanitizer runs are optional: they get what is left of the check's time budget.
+  it('with its time budget spent, the sanitizer runs are skipped without a verdict', () => {
+    const { root, bin } = gpuMachineTree();
+    addSanitizer(bin);
+    const run = runCheck(root, bin, { GPU_CHECK_BUDGET_S: '0' });
+    const lines = run.stdout.split('\n');
+    for (const tool of SANITIZED) {
+      expect(lines).toContain(`gpu-check: ${tool} skipped: the 0 s budget is spent; no verdict`);
+    }
+    expect(run.stdout).not.toContain('sanitizer ');
+    expect(run.status).toBe(0);
+  });
+
+  it('a GPU_CHECK_BUDGET_S that is not whole seconds is a setup error (exit 3) before any work', () => {
+    const { root, bin } = gpuMachineTree();
+    const run = runCheck(root, bin, { GPU_CHECK_BUDGET_S: '5m' });
+    expect(run.stdout).not.toContain('check ran with');
+    expect(run.status).toBe(3);
   });
 
   it('a main check that could not open the device (exit 2) runs no sanitizer and keeps its exit code', () => {
