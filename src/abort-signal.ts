@@ -89,8 +89,13 @@ export function followAbort(signal: AbortSignal, follower: AbortFollower): void 
   let following = followers.get(signal);
   if (following === undefined) {
     addListener.call(signal, 'abort', tellFollowers, { once: true });
-    following = new Set();
-    followers.set(signal, following);
+    // That getter may have followed this signal itself (a call made from it): its set is kept,
+    // not replaced, or its follower never heard the abort.
+    following = followers.get(signal);
+    if (following === undefined) {
+      following = new Set();
+      followers.set(signal, following);
+    }
     if (abortedSlot.call(signal)) queueMicrotask(tellFollowers.bind(signal));
   }
   following.add(follower);
