@@ -110,10 +110,27 @@ export function followAbort(signal: AbortSignal, follower: AbortFollower): void 
 export function unfollowAbort(signal: AbortSignal, follower: AbortFollower): void {
   const following = followers.get(signal);
   if (following === undefined || !following.delete(follower) || following.size !== 0) return;
-  followers.delete(signal);
+  let removed = true;
   try {
     removeListener.call(signal, 'abort', tellFollowers);
   } catch {
-    // Left attached: see above.
+    removed = false; // Left attached: see above.
   }
+  // The set stays recorded while the listener goes: the removal reads that getter first, which
+  // may follow the signal again (a call made from it). Such a follower joined this set and
+  // found the listener still there, which then went: it gets one again, or it never heard the
+  // abort. One that getter aborted has told them all already.
+  if (followers.get(signal) !== following) return;
+  if (following.size === 0 || !removed) {
+    if (following.size === 0) followers.delete(signal);
+    return;
+  }
+  try {
+    addListener.call(signal, 'abort', tellFollowers, { once: true });
+  } catch {
+    // That getter throws from then on: no listener takes, and those followers hear nothing.
+    followers.delete(signal);
+    return;
+  }
+  if (abortedSlot.call(signal)) queueMicrotask(tellFollowers.bind(signal));
 }
