@@ -80,10 +80,11 @@ function tellFollowers(this: AbortSignal): void {
 /**
  * `follower` hears `signal`'s abort once, unless unfollowAbort() comes first. Throws, leaving
  * nothing behind, when the signal takes no listener: Node's method reads the signal's own
- * `constructor`, the caller's to make throw. A set recorded before a listener that failed was
- * found by the next follower of that signal, which then never heard its abort. A signal that
- * aborted as it was followed (that getter aborted it) is heard on a microtask: its event came
- * before the set existed, and told nobody (a call then ran on, a waiter stayed queued).
+ * `constructor` (first, before it adds anything), the caller's to make throw. A set recorded
+ * before a listener that failed was found by the next follower of that signal, which then never
+ * heard its abort. A signal that aborted as it was followed (that getter aborted it) is heard on
+ * a microtask: its event came before the listener was added, and told nobody (a call then ran
+ * on, a waiter stayed queued).
  */
 export function followAbort(signal: AbortSignal, follower: AbortFollower): void {
   let following = followers.get(signal);
