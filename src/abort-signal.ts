@@ -80,17 +80,23 @@ function tellFollowers(this: AbortSignal): void {
 /**
  * `follower` hears `signal`'s abort once, unless unfollowAbort() comes first. Throws, leaving
  * nothing behind, when the signal takes no listener: Node's method reads the signal's own
- * `constructor`, the caller's to make throw. A set recorded before a listener that failed was
- * found by the next follower of that signal, which then never heard its abort. A signal that
- * aborted as it was followed (that getter aborted it) is heard on a microtask: its event came
- * before the set existed, and told nobody (a call then ran on, a waiter stayed queued).
+ * `constructor` (first, before it adds anything), the caller's to make throw. A set recorded
+ * before a listener that failed was found by the next follower of that signal, which then never
+ * heard its abort. A signal that aborted as it was followed (that getter aborted it) is heard on
+ * a microtask: its event came before the listener was added, and told nobody (a call then ran
+ * on, a waiter stayed queued).
  */
 export function followAbort(signal: AbortSignal, follower: AbortFollower): void {
   let following = followers.get(signal);
   if (following === undefined) {
     addListener.call(signal, 'abort', tellFollowers, { once: true });
-    following = new Set();
-    followers.set(signal, following);
+    // That getter may have followed this signal itself (a call made from it): its set is kept,
+    // not replaced, or its follower never heard the abort.
+    following = followers.get(signal);
+    if (following === undefined) {
+      following = new Set();
+      followers.set(signal, following);
+    }
     if (abortedSlot.call(signal)) queueMicrotask(tellFollowers.bind(signal));
   }
   following.add(follower);
@@ -105,10 +111,27 @@ export function followAbort(signal: AbortSignal, follower: AbortFollower): void 
 export function unfollowAbort(signal: AbortSignal, follower: AbortFollower): void {
   const following = followers.get(signal);
   if (following === undefined || !following.delete(follower) || following.size !== 0) return;
-  followers.delete(signal);
+  let removed = true;
   try {
     removeListener.call(signal, 'abort', tellFollowers);
   } catch {
-    // Left attached: see above.
+    removed = false; // Left attached: see above.
   }
+  // The set stays recorded while the listener goes: the removal reads that getter first, which
+  // may follow the signal again (a call made from it). Such a follower joined this set and
+  // found the listener still there, which then went: it gets one again, or it never heard the
+  // abort. One that getter aborted has told them all already.
+  if (followers.get(signal) !== following) return;
+  if (following.size === 0 || !removed) {
+    if (following.size === 0) followers.delete(signal);
+    return;
+  }
+  try {
+    addListener.call(signal, 'abort', tellFollowers, { once: true });
+  } catch {
+    // That getter throws from then on: no listener takes, and those followers hear nothing.
+    followers.delete(signal);
+    return;
+  }
+  if (abortedSlot.call(signal)) queueMicrotask(tellFollowers.bind(signal));
 }

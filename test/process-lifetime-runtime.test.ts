@@ -30,6 +30,19 @@ describe('a runtime closed', () => {
   });
 });
 
+describe('a runtime whose close() cuts a call off', () => {
+  it.each(['timeout', 'reply'])(
+    '(%s): the call rejects, close() says so, and the process ends',
+    async (how) => {
+      const ended = await runScenario('close-cuts-off', [how]);
+      expect(ended).toEqual({
+        code: 0,
+        lines: ['closed {"clean":false,"abandoned":1}', 'call OMNI_ERR_WORKER_EXITED', 'held []', 'exit []'],
+      });
+    },
+  );
+});
+
 describe('a start() that fails', () => {
   it.each([
     ['entry', 'ERR_MODULE_NOT_FOUND'],

@@ -112,7 +112,8 @@ export class Shutdown {
    * is no call queued, so the round's messages go one to each at once). A lost thread's
    * replacement that comes up during a round, or a thread whose abandoned call ends (piscina
    * has heard it end) before the last round is over, is idle for the next round. One still
-   * running a call then is terminated without its hook. Resolves as destroyPool does.
+   * running a call then is terminated without its hook. Resolves with destroyPool's answer
+   * (`exited`) and the calls cut off whose replies never came (`unheard`, see #repliesHeard).
    */
   async #forced(): Promise<{ exited: boolean; unheard: number }> {
     const { guard } = this.#host;
