@@ -2,10 +2,11 @@
  * Graceful shutdown of one server.
  *
  * Order: (1) the server reports 'draining' (on connections that are already open, GET /health
- * and the run route answer 503, GET /metrics still 200, 404 and 405 as while serving; each
- * connection's last answer says `Connection: close`); (2) the listening sockets
- * close (every address of host 'localhost'), so no new connection is accepted (open keep-alive
- * connections are left to hear their 503 rather than being reset under a request in flight);
+ * and the run route answer 503, GET /metrics still 200, 404 and 405 as while serving, though
+ * before any body is read; each connection's last answer says `Connection: close`); (2) the
+ * listening sockets close (every address of host 'localhost'), so no new connection is accepted
+ * (open keep-alive connections are left to hear their 503 rather than being reset under a
+ * request in flight);
  * (3) requests already being answered run to their end (the last answer of each connection
  * closes it, when the drain makes it: one made before, queued behind a call the drain waits
  * for, said keep-alive, and leaves its connection idle like those idle when the drain began);
@@ -261,8 +262,9 @@ export class Drain {
       );
     }
     // A request that came while the runtime closed (an old connection's, answered as any other
-    // while draining: a 404 reads its body) and is still unanswered now is cut off as those the
-    // timeout abandoned are: the drain that ended it is neither clean nor silent about it.
+    // while draining, to a client that does not read its answer) and is still unanswered now is
+    // cut off as those the timeout abandoned are: the drain that ended it is neither clean nor
+    // silent about it.
     let late = 0;
     for (const res of this.#open) {
       // Written whole: its every byte is with the kernel (node's 'finish' comes a tick later, so

@@ -220,6 +220,11 @@ function closedStatus(
   return left ? res.statusCode : 499;
 }
 
+/** The 404 of a request for a path, or a method, no route serves. */
+function notFound(request: FastifyRequest): NotFoundError {
+  return new NotFoundError(`no route for ${request.method} ${request.url.split('?')[0]}`);
+}
+
 /** The layer's shape, as serve() read and checked it once. */
 interface Widths {
   readonly inFeatures: number;
@@ -531,6 +536,10 @@ async function listenOnce(
       reply.raw.shouldKeepAlive = false;
       throw new UnavailableError('starting', 'the server did not start');
     }
+    // A draining server closes every connection after its answer: a 404's body, read while
+    // serving so that its connection can go on, would be read for nothing, and a client stalled
+    // mid-upload to an unknown path held the drain for a request with no work, to its timeout.
+    if (drain.state !== 'serving' && request.is404) throw notFound(request);
   });
   app.addHook('onResponse', async (request, reply) => {
     metrics.observe(
@@ -574,9 +583,7 @@ async function listenOnce(
     return reply.code(answer.status).send(answer.body);
   });
   app.setNotFoundHandler(async (request, reply) => {
-    const answer = answerFor(
-      new NotFoundError(`no route for ${request.method} ${request.url.split('?')[0]}`),
-    );
+    const answer = answerFor(notFound(request));
     return reply.code(answer.status).send(answer.body);
   });
 
