@@ -24,7 +24,8 @@
  * until its answer written raw on the connection is out (settle()), and every answer owed to a
  * request that reached no route (owe()) until it is out or its connection closed; the drain
  * resolves only once all of them ended, so every routed request the server received is in the
- * metrics (those cut off as 444) and `inflight` is 0 when it does.
+ * metrics (those cut off as 444) and `inflight` is 0 when it does, as is the count of open
+ * connections (the constructor's `disconnected`).
  * Throws: nothing; the returned result says whether everything ended within the timeout.
  */
 import type { ServerResponse } from 'node:http';
@@ -107,9 +108,16 @@ export class Drain {
   /** Connections node:http handed over (a CONNECT's), which closeAllConnections no longer reaches. */
   readonly #handedOver = new Set<Socket>();
 
-  /** `runtime` is closed by the drain when given (the server owns it). */
-  constructor(runtime: Closable | undefined) {
+  /** The drain's last wait: every connection the server held said 'close'. */
+  readonly #disconnected: () => Promise<void>;
+
+  /**
+   * `runtime` is closed by the drain when given (the server owns it); `disconnected` resolves
+   * once the server's connections have all closed (by default, at once).
+   */
+  constructor(runtime: Closable | undefined, disconnected: () => Promise<void> = () => Promise.resolve()) {
     this.#runtime = runtime;
+    this.#disconnected = disconnected;
   }
 
   get state(): ServerState {
@@ -288,6 +296,8 @@ export class Drain {
     // event loop later, after app.close() resolved: a caller reading the metrics right after the
     // drain missed them.
     await this.#closed(true);
+    // And to the connections themselves: omni_http_connections still counted them.
+    await this.#disconnected();
     this.#state = 'closed';
     return { clean: requestsDone && runtimeDone && late === 0, abandonedRequests: abandonedRequests + late };
   }

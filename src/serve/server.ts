@@ -40,6 +40,7 @@ import {
   markAfterClose,
   rememberResponse,
 } from './client-error.js';
+import { OpenConnections } from './connections.js';
 import { DRAIN_KEYS, Drain, type DrainOptions, type DrainResult, type ServerState } from './drain.js';
 import { continueOwed, continueWhenRead, deferContinue } from './expect-continue.js';
 import { healthRoute } from './health-route.js';
@@ -354,7 +355,8 @@ async function listenOnce(
     widths,
   }: Settings,
 ): Promise<{ handle: ServeHandle } | { missed: NodeJS.ErrnoException }> {
-  const drain = new Drain(closeRuntime ? runtime : undefined);
+  const connections = new OpenConnections();
+  const drain = new Drain(closeRuntime ? runtime : undefined, () => connections.allClosed());
   // Requests are heard once the first address listens, before every address is known to be
   // bound: they wait for that. On a server torn down then they are refused (503, their
   // connections closed): the runtime serve() hands back was never used, and no kept-alive
@@ -371,20 +373,10 @@ async function listenOnce(
     if (drain.state !== 'serving' && r.state === 'ready') r.state = 'draining';
     return r;
   };
-  // Every connection accepted and not yet closed, on each address: a client holding one with no
-  // request in flight (a slow head, an idle or lingering connection) is seen nowhere else.
-  let connections = 0;
-  const connectionClosed = (): void => {
-    connections--;
-  };
-  const countConnection = (socket: Socket): void => {
-    connections++;
-    socket.once('close', connectionClosed);
-  };
   const metrics = new ServeMetrics({
     report,
     inflight: () => drain.inflight,
-    connections: () => connections,
+    connections: () => connections.count,
   });
   const clientErrors = clientErrorHandler(metrics, drain, sendTimeoutMs);
   /**
@@ -494,7 +486,7 @@ async function listenOnce(
   app.server.prependListener('request', markAfterClose);
   app.server.on('request', rememberResponse);
   app.server.on('connection', lingerOnClose);
-  app.server.on('connection', countConnection);
+  app.server.on('connection', connections.add);
   continueWhenRead(app, bodyLimit);
   // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
   app.removeContentTypeParser('text/plain');
@@ -616,7 +608,7 @@ async function listenOnce(
     other.prependListener('request', markAfterClose);
     other.on('request', rememberResponse);
     other.on('connection', lingerOnClose);
-    other.on('connection', countConnection);
+    other.on('connection', connections.add);
   }
   const missed = await missedBinding(app, host, (app.server.address() as AddressInfo).port);
   if (missed !== undefined) {
