@@ -380,9 +380,28 @@ async function listenOnce(
   });
   const clientErrors = clientErrorHandler(metrics, drain, sendTimeoutMs);
   /**
-   * Counts a request in flight until its response closes, and records one that closes before
-   * its answer finished (fastify's onResponse runs on 'finish', which an answer to a client
-   * that already left never reaches); bounds its answer's departure (send-timeout.ts).
+   * The responses in the latency histogram: each is recorded once, when its answer finished
+   * (fastify's onResponse, which a response's 'error' runs too), or else when it closes. Not
+   * told by writableFinished: node drops an answer written on a connection already destroyed (a
+   * reset or a failed write heard, its 'close' not yet said) without 'finish', though the
+   * response then reads finished (nothing left in its buffer), and that request went unrecorded.
+   */
+  const recorded = new WeakSet<ServerResponse>();
+  const record = (
+    res: ServerResponse,
+    route: string,
+    method: string,
+    status: number,
+    seconds: number,
+  ): void => {
+    if (recorded.has(res)) return;
+    recorded.add(res);
+    metrics.observe(route, method, status, seconds);
+  };
+  /**
+   * Counts a request in flight until its response closes, and records one that closes
+   * unrecorded (fastify's onResponse runs on 'finish', which an answer to a client that already
+   * left never reaches); bounds its answer's departure (send-timeout.ts).
    */
   const follow = (request: FastifyRequest, reply: FastifyReply): void => {
     drain.track(reply.raw);
@@ -392,12 +411,13 @@ async function listenOnce(
     const socket = request.raw.socket as AnsweredSocket | null;
     const left = answerLeft(reply.raw, request.raw.socket);
     reply.raw.once('close', () => {
-      if (reply.raw.writableFinished) return;
+      if (recorded.has(reply.raw)) return;
       // Answered raw: its time ended when that answer was out, not at this close, which waited
       // for its connection's linger (up to LINGER_MS).
       const answeredAt = socket?.[ANSWERED_AT];
       const lingered = answeredAt === undefined ? 0 : performance.now() - answeredAt;
-      metrics.observe(
+      record(
+        reply.raw,
         request.routeOptions.url ?? 'unmatched',
         request.method,
         socket?.[ANSWERED_STATUS] ??
@@ -429,12 +449,12 @@ async function listenOnce(
     drain.track(res);
     const left = answerLeft(res, connection);
     res.once('finish', () => {
-      metrics.observe('unmatched', req.method ?? '', finishedStatus(res, connection), seconds());
+      record(res, 'unmatched', req.method ?? '', finishedStatus(res, connection), seconds());
     });
     res.once('close', () => {
-      if (res.writableFinished) return;
+      if (recorded.has(res)) return;
       const status = closedStatus(res, connection, left(), drain.cutOff(res));
-      metrics.observe('unmatched', req.method ?? '', status, seconds());
+      record(res, 'unmatched', req.method ?? '', status, seconds());
     });
     closeWithConnection(res, connection);
     boundSend(res, sendTimeoutMs);
@@ -466,7 +486,8 @@ async function listenOnce(
       // timeout) then cut off stayed a 400 never sent, outside the gauge and the drain's count.
       follow(request as unknown as FastifyRequest, answered);
       answered.raw.once('finish', () => {
-        metrics.observe(
+        record(
+          answered.raw,
           'unmatched',
           request.method,
           finishedStatus(answered.raw, request.raw.socket),
@@ -534,7 +555,8 @@ async function listenOnce(
     if (drain.state !== 'serving' && request.is404) throw notFound(request);
   });
   app.addHook('onResponse', async (request, reply) => {
-    metrics.observe(
+    record(
+      reply.raw,
       request.routeOptions.url ?? 'unmatched',
       request.method,
       finishedStatus(reply.raw, request.raw.socket),
