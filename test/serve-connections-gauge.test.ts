@@ -40,6 +40,18 @@ describe('omni_http_connections', () => {
     await until(async () => (await scraped(s, 'omni_http_connections')) === 0, 'both connections closed');
   });
 
+  it('is 0 once a drain resolves: every connection it closed has left the gauge', async () => {
+    const { s } = await startServed({ inFeatures: 2, outFeatures: 2, open: true });
+    const slow = await opened(s.port);
+    slow.write('GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+    const idle = await opened(s.port);
+    idle.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+    await until(async () => (await scraped(s, 'omni_http_connections')) === 2, 'both connections counted');
+    expect(await s.close()).toEqual({ clean: true, abandonedRequests: 0 });
+    // Before: 2, as the drain resolved before node said 'close' to the connections it destroyed.
+    expect(await scraped(s, 'omni_http_connections')).toBe(0);
+  });
+
   it('a ServeMetrics of your own: the series only with connections(), which must be a function', () => {
     const report = (): never => {
       throw new Error('not scraped here');

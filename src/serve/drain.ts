@@ -2,10 +2,11 @@
  * Graceful shutdown of one server.
  *
  * Order: (1) the server reports 'draining' (on connections that are already open, GET /health
- * and the run route answer 503, GET /metrics still 200, 404 and 405 as while serving; each
- * connection's last answer says `Connection: close`); (2) the listening sockets
- * close (every address of host 'localhost'), so no new connection is accepted (open keep-alive
- * connections are left to hear their 503 rather than being reset under a request in flight);
+ * and the run route answer 503, GET /metrics still 200, 404 and 405 as while serving, though
+ * before any body is read; each connection's last answer says `Connection: close`); (2) the
+ * listening sockets close (every address of host 'localhost'), so no new connection is accepted
+ * (open keep-alive connections are left to hear their 503 rather than being reset under a
+ * request in flight);
  * (3) requests already being answered run to their end (the last answer of each connection
  * closes it, when the drain makes it: one made before, queued behind a call the drain waits
  * for, said keep-alive, and leaves its connection idle like those idle when the drain began);
@@ -23,7 +24,8 @@
  * until its answer written raw on the connection is out (settle()), and every answer owed to a
  * request that reached no route (owe()) until it is out or its connection closed; the drain
  * resolves only once all of them ended, so every routed request the server received is in the
- * metrics (those cut off as 444) and `inflight` is 0 when it does.
+ * metrics (those cut off as 444) and `inflight` is 0 when it does, as is the count of open
+ * connections (the constructor's `disconnected`).
  * Throws: nothing; the returned result says whether everything ended within the timeout.
  */
 import type { ServerResponse } from 'node:http';
@@ -106,9 +108,16 @@ export class Drain {
   /** Connections node:http handed over (a CONNECT's), which closeAllConnections no longer reaches. */
   readonly #handedOver = new Set<Socket>();
 
-  /** `runtime` is closed by the drain when given (the server owns it). */
-  constructor(runtime: Closable | undefined) {
+  /** The drain's last wait: every connection the server held said 'close'. */
+  readonly #disconnected: () => Promise<void>;
+
+  /**
+   * `runtime` is closed by the drain when given (the server owns it); `disconnected` resolves
+   * once the server's connections have all closed (by default, at once).
+   */
+  constructor(runtime: Closable | undefined, disconnected: () => Promise<void> = () => Promise.resolve()) {
     this.#runtime = runtime;
+    this.#disconnected = disconnected;
   }
 
   get state(): ServerState {
@@ -261,8 +270,9 @@ export class Drain {
       );
     }
     // A request that came while the runtime closed (an old connection's, answered as any other
-    // while draining: a 404 reads its body) and is still unanswered now is cut off as those the
-    // timeout abandoned are: the drain that ended it is neither clean nor silent about it.
+    // while draining, to a client that does not read its answer) and is still unanswered now is
+    // cut off as those the timeout abandoned are: the drain that ended it is neither clean nor
+    // silent about it.
     let late = 0;
     for (const res of this.#open) {
       // Written whole: its every byte is with the kernel (node's 'finish' comes a tick later, so
@@ -286,6 +296,8 @@ export class Drain {
     // event loop later, after app.close() resolved: a caller reading the metrics right after the
     // drain missed them.
     await this.#closed(true);
+    // And to the connections themselves: omni_http_connections still counted them.
+    await this.#disconnected();
     this.#state = 'closed';
     return { clean: requestsDone && runtimeDone && late === 0, abandonedRequests: abandonedRequests + late };
   }

@@ -40,6 +40,7 @@ import {
   markAfterClose,
   rememberResponse,
 } from './client-error.js';
+import { OpenConnections } from './connections.js';
 import { DRAIN_KEYS, Drain, type DrainOptions, type DrainResult, type ServerState } from './drain.js';
 import { continueOwed, continueWhenRead, deferContinue } from './expect-continue.js';
 import { healthRoute } from './health-route.js';
@@ -220,6 +221,11 @@ function closedStatus(
   return left ? res.statusCode : 499;
 }
 
+/** The 404 of a request for a path, or a method, no route serves. */
+function notFound(request: FastifyRequest): NotFoundError {
+  return new NotFoundError(`no route for ${request.method} ${request.url.split('?')[0]}`);
+}
+
 /** The layer's shape, as serve() read and checked it once. */
 interface Widths {
   readonly inFeatures: number;
@@ -349,7 +355,8 @@ async function listenOnce(
     widths,
   }: Settings,
 ): Promise<{ handle: ServeHandle } | { missed: NodeJS.ErrnoException }> {
-  const drain = new Drain(closeRuntime ? runtime : undefined);
+  const connections = new OpenConnections();
+  const drain = new Drain(closeRuntime ? runtime : undefined, () => connections.allClosed());
   // Requests are heard once the first address listens, before every address is known to be
   // bound: they wait for that. On a server torn down then they are refused (503, their
   // connections closed): the runtime serve() hands back was never used, and no kept-alive
@@ -366,26 +373,35 @@ async function listenOnce(
     if (drain.state !== 'serving' && r.state === 'ready') r.state = 'draining';
     return r;
   };
-  // Every connection accepted and not yet closed, on each address: a client holding one with no
-  // request in flight (a slow head, an idle or lingering connection) is seen nowhere else.
-  let connections = 0;
-  const connectionClosed = (): void => {
-    connections--;
-  };
-  const countConnection = (socket: Socket): void => {
-    connections++;
-    socket.once('close', connectionClosed);
-  };
   const metrics = new ServeMetrics({
     report,
     inflight: () => drain.inflight,
-    connections: () => connections,
+    connections: () => connections.count,
   });
   const clientErrors = clientErrorHandler(metrics, drain, sendTimeoutMs);
   /**
-   * Counts a request in flight until its response closes, and records one that closes before
-   * its answer finished (fastify's onResponse runs on 'finish', which an answer to a client
-   * that already left never reaches); bounds its answer's departure (send-timeout.ts).
+   * The responses in the latency histogram: each is recorded once, when its answer finished
+   * (fastify's onResponse, which a response's 'error' runs too), or else when it closes. Not
+   * told by writableFinished: node drops an answer written on a connection already destroyed (a
+   * reset or a failed write heard, its 'close' not yet said) without 'finish', though the
+   * response then reads finished (nothing left in its buffer), and that request went unrecorded.
+   */
+  const recorded = new WeakSet<ServerResponse>();
+  const record = (
+    res: ServerResponse,
+    route: string,
+    method: string,
+    status: number,
+    seconds: number,
+  ): void => {
+    if (recorded.has(res)) return;
+    recorded.add(res);
+    metrics.observe(route, method, status, seconds);
+  };
+  /**
+   * Counts a request in flight until its response closes, and records one that closes
+   * unrecorded (fastify's onResponse runs on 'finish', which an answer to a client that already
+   * left never reaches); bounds its answer's departure (send-timeout.ts).
    */
   const follow = (request: FastifyRequest, reply: FastifyReply): void => {
     drain.track(reply.raw);
@@ -395,12 +411,13 @@ async function listenOnce(
     const socket = request.raw.socket as AnsweredSocket | null;
     const left = answerLeft(reply.raw, request.raw.socket);
     reply.raw.once('close', () => {
-      if (reply.raw.writableFinished) return;
+      if (recorded.has(reply.raw)) return;
       // Answered raw: its time ended when that answer was out, not at this close, which waited
       // for its connection's linger (up to LINGER_MS).
       const answeredAt = socket?.[ANSWERED_AT];
       const lingered = answeredAt === undefined ? 0 : performance.now() - answeredAt;
-      metrics.observe(
+      record(
+        reply.raw,
         request.routeOptions.url ?? 'unmatched',
         request.method,
         socket?.[ANSWERED_STATUS] ??
@@ -432,12 +449,12 @@ async function listenOnce(
     drain.track(res);
     const left = answerLeft(res, connection);
     res.once('finish', () => {
-      metrics.observe('unmatched', req.method ?? '', finishedStatus(res, connection), seconds());
+      record(res, 'unmatched', req.method ?? '', finishedStatus(res, connection), seconds());
     });
     res.once('close', () => {
-      if (res.writableFinished) return;
+      if (recorded.has(res)) return;
       const status = closedStatus(res, connection, left(), drain.cutOff(res));
-      metrics.observe('unmatched', req.method ?? '', status, seconds());
+      record(res, 'unmatched', req.method ?? '', status, seconds());
     });
     closeWithConnection(res, connection);
     boundSend(res, sendTimeoutMs);
@@ -469,7 +486,8 @@ async function listenOnce(
       // timeout) then cut off stayed a 400 never sent, outside the gauge and the drain's count.
       follow(request as unknown as FastifyRequest, answered);
       answered.raw.once('finish', () => {
-        metrics.observe(
+        record(
+          answered.raw,
           'unmatched',
           request.method,
           finishedStatus(answered.raw, request.raw.socket),
@@ -489,7 +507,7 @@ async function listenOnce(
   app.server.prependListener('request', markAfterClose);
   app.server.on('request', rememberResponse);
   app.server.on('connection', lingerOnClose);
-  app.server.on('connection', countConnection);
+  app.server.on('connection', connections.add);
   continueWhenRead(app, bodyLimit);
   // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
   app.removeContentTypeParser('text/plain');
@@ -531,9 +549,14 @@ async function listenOnce(
       reply.raw.shouldKeepAlive = false;
       throw new UnavailableError('starting', 'the server did not start');
     }
+    // A draining server closes every connection after its answer: a 404's body, read while
+    // serving so that its connection can go on, would be read for nothing, and a client stalled
+    // mid-upload to an unknown path held the drain for a request with no work, to its timeout.
+    if (drain.state !== 'serving' && request.is404) throw notFound(request);
   });
   app.addHook('onResponse', async (request, reply) => {
-    metrics.observe(
+    record(
+      reply.raw,
       request.routeOptions.url ?? 'unmatched',
       request.method,
       finishedStatus(reply.raw, request.raw.socket),
@@ -574,9 +597,7 @@ async function listenOnce(
     return reply.code(answer.status).send(answer.body);
   });
   app.setNotFoundHandler(async (request, reply) => {
-    const answer = answerFor(
-      new NotFoundError(`no route for ${request.method} ${request.url.split('?')[0]}`),
-    );
+    const answer = answerFor(notFound(request));
     return reply.code(answer.status).send(answer.body);
   });
 
@@ -609,7 +630,7 @@ async function listenOnce(
     other.prependListener('request', markAfterClose);
     other.on('request', rememberResponse);
     other.on('connection', lingerOnClose);
-    other.on('connection', countConnection);
+    other.on('connection', connections.add);
   }
   const missed = await missedBinding(app, host, (app.server.address() as AddressInfo).port);
   if (missed !== undefined) {
