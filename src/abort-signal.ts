@@ -111,26 +111,29 @@ export function followAbort(signal: AbortSignal, follower: AbortFollower): void 
 export function unfollowAbort(signal: AbortSignal, follower: AbortFollower): void {
   const following = followers.get(signal);
   if (following === undefined || !following.delete(follower) || following.size !== 0) return;
-  let removed = true;
   try {
     removeListener.call(signal, 'abort', tellFollowers);
   } catch {
-    removed = false; // Left attached: see above.
+    // Left attached: see above.
+    if (following.size === 0 && followers.get(signal) === following) followers.delete(signal);
+    return;
   }
   // The set stays recorded while the listener goes: the removal reads that getter first, which
-  // may follow the signal again (a call made from it). Such a follower joined this set and
-  // found the listener still there, which then went: it gets one again, or it never heard the
-  // abort. One that getter aborted has told them all already.
-  if (followers.get(signal) !== following) return;
-  if (following.size === 0 || !removed) {
-    if (following.size === 0) followers.delete(signal);
+  // may follow the signal again (a call made from it), joining this set, or let go of it and
+  // follow anew, recording another set with a listener of its own. Either way the listener the
+  // removal then took was theirs: they get one again, or they never hear the abort. None left
+  // (that getter aborted the signal and told them all, or let go of them): nothing to do.
+  const current = followers.get(signal);
+  if (current === undefined) return;
+  if (current.size === 0) {
+    followers.delete(signal);
     return;
   }
   try {
     addListener.call(signal, 'abort', tellFollowers, { once: true });
   } catch {
     // That getter throws from then on: no listener takes, and those followers hear nothing.
-    followers.delete(signal);
+    if (followers.get(signal) === current) followers.delete(signal);
     return;
   }
   if (abortedSlot.call(signal)) queueMicrotask(tellFollowers.bind(signal));
