@@ -111,28 +111,24 @@ export function followAbort(signal: AbortSignal, follower: AbortFollower): void 
 export function unfollowAbort(signal: AbortSignal, follower: AbortFollower): void {
   const following = followers.get(signal);
   if (following === undefined || !following.delete(follower) || following.size !== 0) return;
+  // Unrecorded before the listener goes: the removal reads that getter first, which may follow
+  // the signal again (a call made from it). That follow finds no set and adds the listener
+  // itself, refused as any follow is when the signal takes none (joining this set instead, it
+  // was lost when the listener could not be given back). The removal then takes that listener:
+  // it is given back, or those followers never hear the abort.
+  followers.delete(signal);
   try {
     removeListener.call(signal, 'abort', tellFollowers);
   } catch {
-    // Left attached: see above.
-    if (following.size === 0 && followers.get(signal) === following) followers.delete(signal);
-    return;
+    return; // Left attached (see above), for any follower made meanwhile.
   }
-  // The set stays recorded while the listener goes: the removal reads that getter first, which
-  // may follow the signal again (a call made from it), joining this set, or let go of it and
-  // follow anew, recording another set with a listener of its own. Either way the listener the
-  // removal then took was theirs: they get one again, or they never hear the abort. None left
-  // (that getter aborted the signal and told them all, or let go of them): nothing to do.
   const current = followers.get(signal);
   if (current === undefined) return;
-  if (current.size === 0) {
-    followers.delete(signal);
-    return;
-  }
   try {
     addListener.call(signal, 'abort', tellFollowers, { once: true });
   } catch {
-    // That getter throws from then on: no listener takes, and those followers hear nothing.
+    // That getter throws from then on: no listener takes, and those followers hear nothing. A
+    // set it recorded as it was read, with a listener of its own, is left to them.
     if (followers.get(signal) === current) followers.delete(signal);
     return;
   }

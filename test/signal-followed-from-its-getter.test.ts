@@ -181,6 +181,34 @@ describe('a signal let go of and followed anew from its getter as its last follo
     expect(heard).toEqual(['anew']);
   });
 
+  // A follow made there joined the set silently; the listener, gone with the removal, then
+  // could not be given back (the getter throws from then on): the follower, told it followed,
+  // never heard the abort. It adds the listener itself now, and is refused as any follow is.
+  it('a follow made there, when the signal takes no listener next, is refused, not lost', () => {
+    const heard: string[] = [];
+    const refusal = new Error('no listener from now on');
+    const first = { handleEvent: () => heard.push('first') };
+    const { controller, signal, onNextRead } = reentrantSignal();
+    followAbort(signal, first);
+    let outcome: unknown;
+    onNextRead((s) => {
+      onNextRead(() => {
+        throw refusal;
+      });
+      try {
+        followAbort(s, { handleEvent: () => heard.push('again') });
+        outcome = 'followed';
+      } catch (err) {
+        outcome = err;
+      }
+    });
+    unfollowAbort(signal, first);
+    expect(outcome).toBe(refusal);
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+    controller.abort();
+    expect(heard).toEqual([]);
+  });
+
   // Through admit(): a release admits a waiter synchronously, which lets go of the signal.
   it('an admission wait made anew from it rejects aborted, uncounted', async () => {
     const admission = new BoundedAdmission({ requests: 2 });
