@@ -111,26 +111,25 @@ export function followAbort(signal: AbortSignal, follower: AbortFollower): void 
 export function unfollowAbort(signal: AbortSignal, follower: AbortFollower): void {
   const following = followers.get(signal);
   if (following === undefined || !following.delete(follower) || following.size !== 0) return;
-  let removed = true;
+  // Unrecorded before the listener goes: the removal reads that getter first, which may follow
+  // the signal again (a call made from it). That follow finds no set and adds the listener
+  // itself, refused as any follow is when the signal takes none (joining this set instead, it
+  // was lost when the listener could not be given back). The removal then takes that listener:
+  // it is given back, or those followers never hear the abort.
+  followers.delete(signal);
   try {
     removeListener.call(signal, 'abort', tellFollowers);
   } catch {
-    removed = false; // Left attached: see above.
+    return; // Left attached (see above), for any follower made meanwhile.
   }
-  // The set stays recorded while the listener goes: the removal reads that getter first, which
-  // may follow the signal again (a call made from it). Such a follower joined this set and
-  // found the listener still there, which then went: it gets one again, or it never heard the
-  // abort. One that getter aborted has told them all already.
-  if (followers.get(signal) !== following) return;
-  if (following.size === 0 || !removed) {
-    if (following.size === 0) followers.delete(signal);
-    return;
-  }
+  const current = followers.get(signal);
+  if (current === undefined) return;
   try {
     addListener.call(signal, 'abort', tellFollowers, { once: true });
   } catch {
-    // That getter throws from then on: no listener takes, and those followers hear nothing.
-    followers.delete(signal);
+    // That getter throws from then on: no listener takes, and those followers hear nothing. A
+    // set it recorded as it was read, with a listener of its own, is left to them.
+    if (followers.get(signal) === current) followers.delete(signal);
     return;
   }
   if (abortedSlot.call(signal)) queueMicrotask(tellFollowers.bind(signal));

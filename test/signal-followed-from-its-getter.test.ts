@@ -138,3 +138,107 @@ describe('a signal followed again from its own getter as its last follower lets 
     expect(rt.report()).toMatchObject({ depth: 0, completed: 2, aborted: 1, failed: 0 });
   });
 });
+
+// The getter, read as the last follower's listener goes, lets go of the set and follows anew:
+// the new follower's own listener, added there, was the one the outer removal then took away.
+describe('a signal let go of and followed anew from its getter as its last follower goes', () => {
+  it('the new follower hears its abort, through one listener', () => {
+    const heard: string[] = [];
+    const first = { handleEvent: () => heard.push('first') };
+    const passing = { handleEvent: () => heard.push('passing') };
+    const { controller, signal, onNextRead } = reentrantSignal();
+    followAbort(signal, first);
+    onNextRead((s) => {
+      followAbort(s, passing);
+      unfollowAbort(s, passing);
+      followAbort(s, { handleEvent: () => heard.push('anew') });
+    });
+    unfollowAbort(signal, first);
+    expect(getEventListeners(signal, 'abort')).toHaveLength(1);
+    controller.abort();
+    expect(heard).toEqual(['anew']);
+  });
+
+  // Read again as the listener is given back, it lets go of that follower, follows anew (a
+  // listener of its own), then throws: the set recorded anew was dropped with the listener's.
+  it('the new follower hears its abort when the getter then throws', () => {
+    const heard: string[] = [];
+    const first = { handleEvent: () => heard.push('first') };
+    const passing = { handleEvent: () => heard.push('passing') };
+    const { controller, signal, onNextRead } = reentrantSignal();
+    followAbort(signal, first);
+    onNextRead((s) => {
+      followAbort(s, passing);
+      onNextRead((again) => {
+        unfollowAbort(again, passing);
+        followAbort(again, { handleEvent: () => heard.push('anew') });
+        throw new Error('no listener this time');
+      });
+    });
+    unfollowAbort(signal, first);
+    expect(getEventListeners(signal, 'abort')).toHaveLength(1);
+    controller.abort();
+    expect(heard).toEqual(['anew']);
+  });
+
+  // A follow made there joined the set silently; the listener, gone with the removal, then
+  // could not be given back (the getter throws from then on): the follower, told it followed,
+  // never heard the abort. It adds the listener itself now, and is refused as any follow is.
+  it('a follow made there, when the signal takes no listener next, is refused, not lost', () => {
+    const heard: string[] = [];
+    const refusal = new Error('no listener from now on');
+    const first = { handleEvent: () => heard.push('first') };
+    const { controller, signal, onNextRead } = reentrantSignal();
+    followAbort(signal, first);
+    let outcome: unknown;
+    onNextRead((s) => {
+      onNextRead(() => {
+        throw refusal;
+      });
+      try {
+        followAbort(s, { handleEvent: () => heard.push('again') });
+        outcome = 'followed';
+      } catch (err) {
+        outcome = err;
+      }
+    });
+    unfollowAbort(signal, first);
+    expect(outcome).toBe(refusal);
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+    controller.abort();
+    expect(heard).toEqual([]);
+  });
+
+  // Through admit(): a release admits a waiter synchronously, which lets go of the signal.
+  it('an admission wait made anew from it rejects aborted, uncounted', async () => {
+    const admission = new BoundedAdmission({ requests: 2 });
+    const held = [admission.tryAdmit(), admission.tryAdmit()];
+    const [one, two] = held.map((p) => {
+      if (!p.ok) throw new Error('a first permit was refused');
+      return p;
+    });
+    const { controller, signal, onNextRead } = reentrantSignal();
+    const first = admission.admit(1, { signal });
+    const waits: Promise<Permit>[] = [];
+    onNextRead((s) => {
+      waits.push(admission.admit(1, { signal: s }));
+      two!.release(); // admits that wait: it lets go of the signal, the set's last
+      waits.push(admission.admit(1, { signal: s }));
+    });
+    one!.release(); // admits `first`, the signal's last follower then
+    const [passing, anew] = waits;
+    const settled = settledWhenAsked(anew!);
+    // The releases' wakes, whose look at the queue would find an aborted head, pass first.
+    await turns();
+    expect(settled()).toBe(false);
+    expect(admission.report()).toMatchObject({ depth: 2, waiting: 1 });
+    controller.abort();
+    await turns();
+    expect(settled()).toBe(true);
+    expect(await codeOf(anew!)).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report()).toMatchObject({ depth: 2, waiting: 0, rejected: 0 });
+    (await first).release();
+    (await passing!).release();
+    expect(admission.report()).toMatchObject({ depth: 0, waiting: 0 });
+  });
+});

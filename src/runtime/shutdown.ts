@@ -214,7 +214,11 @@ export class Shutdown {
     // may still be using what it holds (its exit tells the owner, after close() has resolved).
     tellStopped(guard.pool, exited, host.ends);
     // Every thread has stopped. One terminated inside a claim's release (a forced close) left
-    // that claim's counts behind, which nobody else would ever give back.
+    // that claim's counts behind, which nobody else would ever give back. One not yet exited
+    // (`exited` false) is terminated too, held in a native call, after which it runs none of
+    // the worker's code (a termination skips the `finally` that releases); a call it was in was
+    // cut off, its claim reclaimed here, and a release makes no native call between its two
+    // steps: no thread is part-way through one that it will still finish.
     admission[kRecount]();
     this.#force = undefined;
     clearLongTimeout(this.#forceTimer);
