@@ -4,7 +4,8 @@
  * clients that send in pieces, half-close, reset mid-body or leave before their answer. Checks
  * that every answer is well-formed HTTP in order, that error answers carry a documented code
  * with its status, and that once every socket is closed nothing is left in flight, every
- * request is in the latency histogram once and a drain is clean. A fixed seed and run count (printed) make a failure reproducible.
+ * request is in the latency histogram once and a drain is clean. A fixed seed and run count
+ * (printed) make a failure reproducible.
  *
  * The requests are made in test/fixtures/serve-fuzz-requests.ts, sent and checked in
  * test/fixtures/serve-fuzz-answers.ts.
