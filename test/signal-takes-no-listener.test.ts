@@ -9,25 +9,11 @@ import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { followAbort, unfollowAbort } from '../src/abort-signal.js';
 import { BoundedAdmission } from '../src/admission/index.js';
+import { refusingSignal } from './fixtures/refusing-signal.js';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, control, gate, rejection, settledWhenAsked, start } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
-
-/** A signal whose own `constructor` throws `refusal` while `state.refusing` (at first, by default). */
-function refusingSignal(refusingFromStart = true) {
-  const controller = new AbortController();
-  const signal = controller.signal;
-  const refusal = new Error('this signal takes no listener');
-  const state = { refusing: refusingFromStart };
-  Object.defineProperty(signal, 'constructor', {
-    get() {
-      if (state.refusing) throw refusal;
-      return AbortSignal;
-    },
-  });
-  return { controller, signal, refusal, state };
-}
 
 describe('followAbort and unfollowAbort', () => {
   // The set of followers was recorded before the listener that failed: the next follower of
