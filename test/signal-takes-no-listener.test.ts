@@ -74,7 +74,7 @@ describe('Runtime.run with a signal that takes no listener', () => {
       expect(settled()).toBe(true);
       expect(await rejection(call)).toBe(refusal);
     }
-    expect(rt.report()).toMatchObject({ depth: 0, queued: 0, running: 0, completed: 2, failed: 2 });
+    expect(rt.report()).toMatchObject({ depth: 0, queued: 0, running: 0, completed: 2, invalid: 2 });
   });
 
   it('a call whose signal stops taking listeners while it runs still settles once', async () => {
