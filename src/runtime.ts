@@ -262,9 +262,9 @@ export class Runtime {
     const called = signalAborted(signal)
       ? Promise.reject(abortedBeforeDispatch(signal, this.#outcomes))
       : this.#admitThenRun(input, call);
-    const letGo = (): void => unfollowAbort(signal, held);
-    called.then(letGo, letGo);
-    return called as Promise<O>;
+    // Let go in a finally: the promise handed back is its own, so a caller who drops a failed
+    // call's promise still hears of it (an unhandled rejection), as without a signal.
+    return called.finally(() => unfollowAbort(signal, held)) as Promise<O>;
   }
 
   /** run() once its options are checked and its signal, if any, followed. */
