@@ -1,5 +1,5 @@
 import type { Piscina } from 'piscina';
-import { signalAborted } from './abort-signal.js';
+import { type AbortFollower, followAbort, signalAborted, unfollowAbort } from './abort-signal.js';
 import { BoundedAdmission, type Claim, type Permit } from './admission/index.js';
 import { MAX_CLAIM_SLOTS } from './admission/layout.js';
 import { taskPost } from './envelope.js';
@@ -60,6 +60,9 @@ const SERIAL_WINDOW = MAX_CLAIM_SLOTS;
 
 /** @internal Not exported from the package: LinearRuntime's way to count its own early ends. */
 export const kEndedEarly = Symbol('omni.runtime.endedEarly');
+
+/** run()'s held follower: the call's own follow (its wait's, its task's) hears the abort. */
+const noop = (): void => {};
 
 /**
  * A piscina pool whose calls carry an admission permit into the worker that does the work.
@@ -240,11 +243,35 @@ export class Runtime {
     } catch (err) {
       return this[kEndedEarly]('invalid', err);
     }
-    const { cost, signal, deadlineMs } = call;
-    if (signal !== undefined && signalAborted(signal))
-      return Promise.reject(abortedBeforeDispatch(signal, this.#outcomes));
+    const signal = call.signal;
+    if (signal === undefined) return this.#admitThenRun(input, call) as Promise<O>;
+    if (signalAborted(signal)) return Promise.reject(abortedBeforeDispatch(signal, this.#outcomes));
+    // Followed here, before admission, and held until the call ends: a signal that takes no
+    // listener (Node's addEventListener reads its own `constructor`, the caller's to make throw)
+    // is then refused whatever the load. Followed first by whichever step came to it, it was
+    // `failed` when admitted at once (the dispatch's follow), `invalid` when it had to queue (the
+    // wait's), `refused` when the runtime was full. The later follows find it followed and run no
+    // caller code; one listener still serves the signal.
+    const held: AbortFollower = { handleEvent: noop };
+    try {
+      followAbort(signal, held);
+    } catch (err) {
+      return this[kEndedEarly]('invalid', err);
+    }
+    // That getter may have aborted it: caught before anything is admitted, as an abort is above.
+    const called = signalAborted(signal)
+      ? Promise.reject(abortedBeforeDispatch(signal, this.#outcomes))
+      : this.#admitThenRun(input, call);
+    // Let go in a finally: the promise handed back is its own, so a caller who drops a failed
+    // call's promise still hears of it (an unhandled rejection), as without a signal.
+    return called.finally(() => unfollowAbort(signal, held)) as Promise<O>;
+  }
+
+  /** run() once its options are checked and its signal, if any, followed. */
+  #admitThenRun(input: unknown, call: CheckedRunOptions): Promise<unknown> {
+    const { cost, deadlineMs } = call;
     const deadlineAt = deadlineMs === undefined ? 0 : Date.now() + deadlineMs;
-    if (this.#waits) return this.#admitThenDispatch(input, call, deadlineAt) as Promise<O>;
+    if (this.#waits) return this.#admitThenDispatch(input, call, deadlineAt);
     let admitted: ReturnType<BoundedAdmission['tryAdmit']>;
     try {
       admitted = this.#admission.tryAdmit(cost);
@@ -253,7 +280,7 @@ export class Runtime {
     }
     if (!admitted.ok)
       return Promise.reject(refused(admitted.reason, cost, this.#admission, this.#state, this.#outcomes));
-    return this.#dispatch(admitted, input, call, deadlineAt, deadlineMs) as Promise<O>;
+    return this.#dispatch(admitted, input, call, deadlineAt, deadlineMs);
   }
 
   async #admitThenDispatch(input: unknown, call: CheckedRunOptions, deadlineAt: number): Promise<unknown> {

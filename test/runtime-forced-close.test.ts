@@ -260,7 +260,8 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
 describe('close({ timeoutMs }) and a call that never reached a worker', () => {
   // PendingTask joined the calls a close timeout abandons before it followed the caller's
   // signal: a signal that could not be followed ended the call then (rejected, capacity back),
-  // yet left it among them, and the close timeout ended it a second time.
+  // yet left it among them, and the close timeout ended it a second time. run() now follows the
+  // signal before admission (counted invalid, no task made); the close must still end only one.
   it('a call whose signal could not be followed is not abandoned again', async () => {
     const rt = await start({ threads: 1, admission: { requests: 2 } });
     const stuck = control();
@@ -276,10 +277,10 @@ describe('close({ timeoutMs }) and a call that never reached a worker', () => {
       },
     });
     expect(await rejection(rt.run(gate(control()), { signal }))).toBe(refusal);
-    expect(rt.report()).toMatchObject({ depth: 1, failed: 1, running: 1, queued: 0 });
+    expect(rt.report()).toMatchObject({ depth: 1, invalid: 1, failed: 0, running: 1, queued: 0 });
     expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
     expect(await held).toBe('OMNI_ERR_WORKER_EXITED');
-    // One failure each: the calls made still add up.
-    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, failed: 2, running: 0, queued: 0 });
+    // Each counted once: the calls made still add up.
+    expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, failed: 1, invalid: 1, running: 0 });
   });
 });

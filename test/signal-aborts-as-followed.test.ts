@@ -83,4 +83,19 @@ describe('a signal that aborts as it is followed', () => {
     expect(await codeOf(call)).toBe('OMNI_ERR_ABORTED');
     expect(rt.report()).toMatchObject({ depth: 0, completed: 2, aborted: 1, failed: 0 });
   });
+
+  // run() follows the signal before admission: aborted there, it is an abort before admission,
+  // as one the signal had already made is, not a refusal by a runtime that happens to be full.
+  it('a call to a full runtime rejects aborted, not refused', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1 } });
+    const c = control();
+    const running = rt.run(gate(c, { value: 'first' }));
+    await waitFor(c, STARTED);
+    expect(await codeOf(rt.run({ mode: 'echo', value: 'late' }, { signal: abortingSignal() }))).toBe(
+      'OMNI_ERR_ABORTED',
+    );
+    expect(rt.report()).toMatchObject({ depth: 1, rejected: 0, aborted: 1, refused: 0 });
+    open(c);
+    await expect(running).resolves.toBe('first');
+  });
 });

@@ -9,25 +9,11 @@ import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { followAbort, unfollowAbort } from '../src/abort-signal.js';
 import { BoundedAdmission } from '../src/admission/index.js';
+import { refusingSignal } from './fixtures/refusing-signal.js';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, control, gate, rejection, settledWhenAsked, start } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
-
-/** A signal whose own `constructor` throws `refusal` while `state.refusing` (at first, by default). */
-function refusingSignal(refusingFromStart = true) {
-  const controller = new AbortController();
-  const signal = controller.signal;
-  const refusal = new Error('this signal takes no listener');
-  const state = { refusing: refusingFromStart };
-  Object.defineProperty(signal, 'constructor', {
-    get() {
-      if (state.refusing) throw refusal;
-      return AbortSignal;
-    },
-  });
-  return { controller, signal, refusal, state };
-}
 
 describe('followAbort and unfollowAbort', () => {
   // The set of followers was recorded before the listener that failed: the next follower of
@@ -88,7 +74,7 @@ describe('Runtime.run with a signal that takes no listener', () => {
       expect(settled()).toBe(true);
       expect(await rejection(call)).toBe(refusal);
     }
-    expect(rt.report()).toMatchObject({ depth: 0, queued: 0, running: 0, completed: 2, failed: 2 });
+    expect(rt.report()).toMatchObject({ depth: 0, queued: 0, running: 0, completed: 2, invalid: 2 });
   });
 
   it('a call whose signal stops taking listeners while it runs still settles once', async () => {

@@ -184,9 +184,8 @@ export class LinearRuntime {
       return this.runtime[kEndedEarly]('invalid', err);
     }
     const called = this.#measured(x, givenRows, cost, signal, deadlineMs, list);
-    const letGo = (): void => unfollowAbort(signal, held);
-    called.then(letGo, letGo);
-    return called;
+    // In a finally, as Runtime.run lets go of its own: a dropped failed call is still heard.
+    return called.finally(() => unfollowAbort(signal, held));
   }
 
   /** run() once every option has been read and the signal followed: x is measured here. */

@@ -99,7 +99,11 @@ export interface RunOptions {
    * the unit ceiling the call rejects OMNI_ERR_TOO_LARGE: it can never fit.
    */
   readonly cost?: number | undefined;
-  /** The caller's signal: rejects the caller at once; the work is asked to stop, not killed. */
+  /**
+   * The caller's signal: rejects the caller at once; the work is asked to stop, not killed. One
+   * that takes no listener (its own `constructor` throws as Node's addEventListener reads it)
+   * rejects the call with that error before admission, counted `invalid`, whatever the load.
+   */
   readonly signal?: AbortSignal | undefined;
   /**
    * Overrides the runtime's default deadline for this call, in milliseconds: a number > 0

@@ -62,8 +62,9 @@ export function waitFailed(
   }
   if (err instanceof TooLargeError) return refused('too-large', cost, admission, state, outcomes);
   if (hasCode(err, 'OMNI_ERR_ABORTED')) outcomes.aborted++;
-  // OMNI_ERR_INVALID_COST, or the caller's own error: a signal that takes no listener throws
-  // as the wait follows it (see followAbort). Uncounted, the outcomes fell short of the calls.
+  // OMNI_ERR_INVALID_COST, or any other error of the wait's (a signal that takes no listener
+  // throws as it is followed: run() follows it first, before admission, so not from here).
+  // Uncounted, the outcomes fell short of the calls.
   else outcomes.invalid++;
   return err;
 }

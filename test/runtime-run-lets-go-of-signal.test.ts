@@ -1,0 +1,75 @@
+/**
+ * run() follows a given signal before admission and holds it until the call ends (see
+ * test/signal-takes-no-listener-any-load.test.ts): every way a call ends must let it go, or a
+ * long-lived signal would keep a listener, and a follower per call, for good.
+ */
+import { getEventListeners } from 'node:events';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Runtime } from '../src/index.js';
+import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
+import { cleanup, codeOf, control, gate, start } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+const listeners = (signal: AbortSignal): number => getEventListeners(signal, 'abort').length;
+
+/** A runtime of one slot whose slot is held by a gated call until `release()`. */
+async function full(wait: boolean): Promise<{ rt: Runtime; release: () => Promise<unknown> }> {
+  const rt = await start({ threads: 1, admission: { requests: 1, wait } });
+  const c = control();
+  const held = rt.run(gate(c, { value: 'held' }));
+  await waitFor(c, STARTED);
+  return {
+    rt,
+    release: () => {
+      open(c);
+      return held;
+    },
+  };
+}
+
+describe('run() lets go of the signal it followed, however the call ends', () => {
+  it('completed, failed (an input that cannot be posted), invalid cost', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1 } });
+    const signal = new AbortController().signal;
+    await expect(rt.run({ mode: 'echo', value: 1 }, { signal })).resolves.toBe(1);
+    expect(await codeOf(rt.run({ mode: 'echo', value: () => 1 }, { signal }))).toBe(
+      'OMNI_ERR_INVALID_ARGUMENT',
+    );
+    expect(await codeOf(rt.run({ mode: 'echo', value: 1 }, { signal, cost: -1 }))).toBe(
+      'OMNI_ERR_INVALID_COST',
+    );
+    expect(listeners(signal)).toBe(0);
+    expect(rt.report()).toMatchObject({ completed: 1, failed: 1, invalid: 1, depth: 0 });
+  });
+
+  it('refused by a full runtime', async () => {
+    const { rt, release } = await full(false);
+    const signal = new AbortController().signal;
+    expect(await codeOf(rt.run({ mode: 'echo', value: 1 }, { signal }))).toBe('OMNI_ERR_REJECTED');
+    expect(listeners(signal)).toBe(0);
+    await release();
+  });
+
+  it('aborted, past its deadline, or turned away by close() while it waited', async () => {
+    const { rt, release } = await full(true);
+    const controller = new AbortController();
+    const signal = controller.signal;
+    const aborted = codeOf(rt.run({ mode: 'echo', value: 1 }, { signal }));
+    const late = codeOf(rt.run({ mode: 'echo', value: 2 }, { signal, deadlineMs: 1 }));
+    // Both calls waiting on `signal` share its one listener.
+    expect(listeners(signal)).toBe(1);
+    expect(await late).toBe('OMNI_ERR_DEADLINE');
+    expect(listeners(signal)).toBe(1);
+    const other = new AbortController().signal;
+    const turnedAway = codeOf(rt.run({ mode: 'echo', value: 3 }, { signal: other }));
+    controller.abort();
+    expect(await aborted).toBe('OMNI_ERR_ABORTED');
+    expect(listeners(signal)).toBe(0);
+    const closed = rt.close();
+    expect(await turnedAway).toBe('OMNI_ERR_UNAVAILABLE');
+    expect(listeners(other)).toBe(0);
+    await release();
+    await closed;
+  });
+});
