@@ -248,7 +248,7 @@ export class Runtime {
     if (signalAborted(signal)) return Promise.reject(abortedBeforeDispatch(signal, this.#outcomes));
     // Followed here, before admission, and held until the call ends: a signal that takes no
     // listener (Node's addEventListener reads its own `constructor`, the caller's to make throw)
-    // is then refused whatever the load. Followed first by whichever step came to it, it was
+    // is then `invalid` whatever the load. Followed first by whichever step came to it, it was
     // `failed` when admitted at once (the dispatch's follow), `invalid` when it had to queue (the
     // wait's), `refused` when the runtime was full. The later follows find it followed and run no
     // caller code; one listener still serves the signal.

@@ -5,7 +5,7 @@
  */
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Runtime } from '../src/index.js';
+import { LinearRuntime, type Runtime } from '../src/index.js';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import { cleanup, codeOf, control, gate, start } from './fixtures/runtime-harness.js';
 
@@ -71,5 +71,52 @@ describe('run() lets go of the signal it followed, however the call ends', () =>
     expect(listeners(other)).toBe(0);
     await release();
     await closed;
+  });
+
+  it('too large, past its deadline while it ran, its thread lost', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2, units: 4 } });
+    const signal = new AbortController().signal;
+    expect(await codeOf(rt.run({ mode: 'echo', value: 1 }, { signal, cost: 5 }))).toBe('OMNI_ERR_TOO_LARGE');
+    expect(listeners(signal)).toBe(0);
+    const c = control();
+    // Rejected by its deadline whether or not the work had started: the gate holds it past it.
+    expect(await codeOf(rt.run(gate(c), { signal, deadlineMs: 1 }))).toBe('OMNI_ERR_DEADLINE');
+    expect(listeners(signal)).toBe(0);
+    open(c);
+    expect(await codeOf(rt.run({ mode: 'exit' }, { signal }))).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(listeners(signal)).toBe(0);
+    expect(rt.report()).toMatchObject({ refused: 1, deadline: 1, failed: 1 });
+  });
+
+  it('abandoned by a close timeout, while another call with it waited', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1, wait: true } });
+    const signal = new AbortController().signal;
+    const c = control();
+    const running = codeOf(rt.run(gate(c, { sync: true }), { signal }));
+    await waitFor(c, STARTED);
+    const waiting = codeOf(rt.run({ mode: 'echo', value: 1 }, { signal }));
+    expect(listeners(signal)).toBe(1);
+    expect(await rt.close({ timeoutMs: 0 })).toMatchObject({ clean: false, abandoned: 1 });
+    expect(await running).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await waiting).toBe('OMNI_ERR_UNAVAILABLE');
+    expect(listeners(signal)).toBe(0);
+  });
+
+  // A LinearRuntime call holds the signal itself and again through Runtime.run: both go.
+  it('a LinearRuntime call, completed or invalid', async () => {
+    const lr = await LinearRuntime.start({ backend: 'fixture', threads: 1, inFeatures: 8, outFeatures: 4 });
+    try {
+      const signal = new AbortController().signal;
+      const calls = [lr.run(new Float32Array(8), { signal }), lr.run(new Float32Array(8), { signal })];
+      expect(listeners(signal)).toBe(1);
+      await Promise.all(calls);
+      expect(listeners(signal)).toBe(0);
+      expect(await codeOf(lr.run(new Float32Array(3), { signal }))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(await codeOf(lr.run(new Float32Array(8), { signal, cost: -1 }))).toBe('OMNI_ERR_INVALID_COST');
+      expect(listeners(signal)).toBe(0);
+      expect(lr.report()).toMatchObject({ completed: 2, invalid: 2, depth: 0 });
+    } finally {
+      await lr.close();
+    }
   });
 });
