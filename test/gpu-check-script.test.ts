@@ -32,6 +32,7 @@ function gpuMachineTree(): { root: string; bin: string } {
       "for (const lib of ['libomni_cuda.so', 'libomni_fixture.so'])\n" +
       "  console.log(lib + ': ' + readFileSync('native/build/' + lib, 'utf8').trim());\n" +
       "console.log('check ran with [' + process.argv.slice(2).join(' ') + ']');\n" +
+      'if (process.env.CHECK_STDERR) console.error(process.env.CHECK_STDERR);\n' +
       "process.exit(process.argv.includes('--sanitize') ? 0 : Number(process.env.CHECK_EXIT ?? 0));\n",
   );
   // As carried: node_modules unpacked, dist/ built, the development machine's libraries.
@@ -157,7 +158,10 @@ describe('gpu-check.sh', () => {
       'gpu-check: memcheck: compute-sanitizer does not support this device; no verdict',
     );
     expect(run.stdout).not.toContain('FAILED');
-    expect(run.stdout).not.toContain('sanitizer racecheck runs');
+    // The tools' own output goes to their logs, not to stdout: none for the tools not run.
+    expect(existsSync(join(root, 'native', 'build', 'sanitizer-memcheck.log'))).toBe(true);
+    expect(existsSync(join(root, 'native', 'build', 'sanitizer-racecheck.log'))).toBe(false);
+    expect(existsSync(join(root, 'native', 'build', 'sanitizer-initcheck.log'))).toBe(false);
     expect(run.status).toBe(0);
   });
 
@@ -188,6 +192,44 @@ describe('gpu-check.sh', () => {
     }
     expect(run.stdout).not.toContain('sanitizer ');
     expect(run.status).toBe(0);
+  });
+
+  // A run needs 10 s at least to say anything: with less left it is skipped, not started.
+  it('with under 10 s of its budget left, the sanitizer runs are skipped', () => {
+    const { root, bin } = gpuMachineTree();
+    addSanitizer(bin);
+    const run = runCheck(root, bin, { GPU_CHECK_BUDGET_S: '9' });
+    const lines = run.stdout.split('\n');
+    for (const tool of SANITIZED) {
+      expect(lines).toContain(`gpu-check: ${tool} skipped: the 9 s budget is spent; no verdict`);
+    }
+    expect(run.status).toBe(0);
+  });
+
+  // Each run's own limit is what is left of the budget when that is under 60 s.
+  it('a sanitizer run is limited to what is left of the budget', () => {
+    const { root, bin } = gpuMachineTree();
+    addSanitizer(bin);
+    const limits = join(root, 'limits.log');
+    writeFileSync(join(bin, 'timeout'), '#!/bin/sh\necho "$1" >>"$TIMEOUT_LOG"\nshift\nexec "$@"\n');
+    chmodSync(join(bin, 'timeout'), 0o755);
+    const run = runCheck(root, bin, { GPU_CHECK_BUDGET_S: '40', TIMEOUT_LOG: limits });
+    expect(run.status).toBe(0);
+    // The build's and the main check's own limits first, then the three runs'.
+    const all = readFileSync(limits, 'utf8').trim().split('\n').map(Number);
+    expect(all).toContain(270);
+    const sanitizers = all.slice(all.indexOf(270) + 1);
+    expect(sanitizers).toHaveLength(3);
+    for (const limit of sanitizers) expect(limit).toBeGreaterThanOrEqual(10);
+    for (const limit of sanitizers) expect(limit).toBeLessThanOrEqual(40);
+  });
+
+  it('the main check log holds its stderr too', () => {
+    const { root, bin } = gpuMachineTree();
+    const logs = join(root, 'logs');
+    const run = runCheck(root, bin, { GPU_CHECK_LOGS: logs, CHECK_STDERR: 'said on stderr' });
+    expect(run.status).toBe(0);
+    expect(readFileSync(join(logs, 'gpu-check.log'), 'utf8').split('\n')).toContain('said on stderr');
   });
 
   it('a GPU_CHECK_BUDGET_S that is not whole seconds is a setup error (exit 3) before any work', () => {
