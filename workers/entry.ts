@@ -20,7 +20,7 @@ import {
 import { toWire, type WireError } from '../src/wire-error.js';
 import { resultReply } from './result-reply.js';
 import { transferListOf, WorkerTaskContext } from './task-context.js';
-import { reportUncaughtErrors, setReplyPending } from './uncaught.js';
+import { reportUncaughtErrors } from './uncaught.js';
 
 reportUncaughtErrors();
 const data = workerData as EntryData;
@@ -107,8 +107,6 @@ function arriveAndWait(message: PingMessage): boolean {
 }
 
 async function runTask(message: TaskMessage): Promise<TaskReply> {
-  // The last reply was posted: piscina takes a task only after posting the one before.
-  setReplyPending(false);
   const input = message[0];
   const deadlineAt = message[5];
   const claim = messageClaim(message);
@@ -131,7 +129,6 @@ async function runTask(message: TaskMessage): Promise<TaskReply> {
     // The work has ended: give the capacity back from here. reclaim() is the non-throwing
     // release; the main thread's later reclaim of the same claim then finds nothing to do.
     admission.reclaim(claim);
-    setReplyPending(true);
   }
 }
 

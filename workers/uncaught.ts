@@ -7,7 +7,7 @@
  * same name and message, it still ends the thread, and the caller hears what went wrong.
  *
  * Installed before the user's module loads; a handler the user adds takes over (while one
- * exists, this one leaves the error to it, as Node would), save for a reply that was refused.
+ * exists, this one leaves the error to it, as Node would).
  */
 import { types } from 'node:util';
 
@@ -21,32 +21,9 @@ function asNativeError(err: unknown): unknown {
   return native;
 }
 
-/**
- * A task's reply is out of the entry's hands and not yet known to be posted: piscina posts it a
- * few microtasks after the entry returns, and code the handler left running may detach a buffer
- * the reply holds in between. Set by the entry at a task's end, cleared as the next one starts.
- */
-let replyPending = false;
-
-export function setReplyPending(pending: boolean): void {
-  replyPending = pending;
-}
-
-/** The error piscina's post of a reply throws (from a nextTick) when clone refuses it. */
-function isRefusedReply(err: unknown): boolean {
-  if (!replyPending) return false;
-  try {
-    return (err as { name?: unknown } | null)?.name === 'DataCloneError';
-  } catch {
-    return false;
-  }
-}
-
 function rethrow(err: unknown): void {
-  // Throwing from this handler is what ends the thread (with the rebuilt error). A refused reply
-  // ends it even where the worker handles uncaught errors itself: the thread lived on with its
-  // call 'running' for good, the caller's promise never settling and the thread serving no more.
-  if (process.listenerCount('uncaughtException') === 1 || isRefusedReply(err)) throw asNativeError(err);
+  // Throwing from this handler is what ends the thread (with the rebuilt error).
+  if (process.listenerCount('uncaughtException') === 1) throw asNativeError(err);
 }
 
 export function reportUncaughtErrors(): void {
