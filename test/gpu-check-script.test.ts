@@ -181,30 +181,22 @@ describe('gpu-check.sh', () => {
     expect(run.status).toBe(1);
   });
 
-  // The sanitizer runs are optional: they get what is left of the check's time budget.
-  it('with its time budget spent, the sanitizer runs are skipped without a verdict', () => {
-    const { root, bin } = gpuMachineTree();
-    addSanitizer(bin);
-    const run = runCheck(root, bin, { GPU_CHECK_BUDGET_S: '0' });
-    const lines = run.stdout.split('\n');
-    for (const tool of SANITIZED) {
-      expect(lines).toContain(`gpu-check: ${tool} skipped: the 0 s budget is spent; no verdict`);
-    }
-    expect(run.stdout).not.toContain('sanitizer ');
-    expect(run.status).toBe(0);
-  });
-
-  // A run needs 10 s at least to say anything: with less left it is skipped, not started.
-  it('with under 10 s of its budget left, the sanitizer runs are skipped', () => {
-    const { root, bin } = gpuMachineTree();
-    addSanitizer(bin);
-    const run = runCheck(root, bin, { GPU_CHECK_BUDGET_S: '9' });
-    const lines = run.stdout.split('\n');
-    for (const tool of SANITIZED) {
-      expect(lines).toContain(`gpu-check: ${tool} skipped: the 9 s budget is spent; no verdict`);
-    }
-    expect(run.status).toBe(0);
-  });
+  // The sanitizer runs are optional: they get what is left of the check's time budget, and a run
+  // needs 10 s at least to say anything: with less left it is skipped, not started.
+  it.each(['0', '9'])(
+    'with %s s of its time budget, the sanitizer runs are skipped without a verdict',
+    (budget) => {
+      const { root, bin } = gpuMachineTree();
+      addSanitizer(bin);
+      const run = runCheck(root, bin, { GPU_CHECK_BUDGET_S: budget });
+      const lines = run.stdout.split('\n');
+      for (const tool of SANITIZED) {
+        expect(lines).toContain(`gpu-check: ${tool} skipped: the ${budget} s budget is spent; no verdict`);
+      }
+      expect(run.stdout).not.toContain('sanitizer ');
+      expect(run.status).toBe(0);
+    },
+  );
 
   // Each run's own limit is what is left of the budget when that is under 60 s.
   it('a sanitizer run is limited to what is left of the budget', () => {

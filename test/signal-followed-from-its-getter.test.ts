@@ -21,24 +21,15 @@ import {
   start,
   turns,
 } from './fixtures/runtime-harness.js';
+import { scriptedSignal } from './fixtures/scripted-signal.js';
 
 afterEach(cleanup);
 
 /** A signal whose own `constructor`, the next time it is read, runs what onNextRead() was given. */
 function reentrantSignal() {
-  const controller = new AbortController();
-  const signal = controller.signal;
-  let next: ((signal: AbortSignal) => void) | undefined;
-  Object.defineProperty(signal, 'constructor', {
-    get() {
-      const inner = next;
-      next = undefined;
-      inner?.(signal);
-      return AbortSignal;
-    },
-  });
+  const { controller, signal, steps } = scriptedSignal();
   const onNextRead = (inner: (signal: AbortSignal) => void): void => {
-    next = inner;
+    steps.splice(0, steps.length, inner);
   };
   return { controller, signal, onNextRead };
 }

@@ -7,25 +7,7 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { followAbort, unfollowAbort } from '../src/abort-signal.js';
-
-/**
- * A signal whose getter runs each read's step in turn (Node reads it in every EventTarget method,
- * getEventListeners and the abort's dispatch included), then reads plainly.
- */
-function scriptedSignal() {
-  const controller = new AbortController();
-  const signal = controller.signal;
-  const refusal = new Error('no listener');
-  const steps: ((signal: AbortSignal) => void)[] = [];
-  Object.defineProperty(signal, 'constructor', {
-    get() {
-      const step = steps.shift();
-      step?.(signal);
-      return AbortSignal;
-    },
-  });
-  return { controller, signal, steps, refusal };
-}
+import { scriptedSignal } from './fixtures/scripted-signal.js';
 
 const ok = (): void => {};
 
