@@ -327,6 +327,16 @@ describe('native backend through the runtime (fixture)', () => {
       expect(await lr.run(x(3))).toHaveLength(3 * OUT);
     });
 
+    it.each([null, 7, 'x', undefined])(
+      'the built-in worker refuses %s as its input, coded',
+      async (input) => {
+        const lr = await start({ threads: 1, weights });
+        expect((await rejection(lr.runtime.run(input))).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+        expect(lr.report().state).toBe('ready');
+        expect((await lr.run(x(1))).length).toBe(OUT);
+      },
+    );
+
     it('fault injection is refused unless the runtime was started with it', async () => {
       const lr = await start({ threads: 1, weights });
       expect((await rejection(lr.runtime.run({ inject: 'fatal' }))).code).toBe('OMNI_ERR_INVALID_ARGUMENT');

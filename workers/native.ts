@@ -61,6 +61,11 @@ function init(data: unknown): void {
 export default defineWorker(
   (input: NativeWorkerInput, ctx) => {
     const native = context!;
+    // `lr.runtime.run` is public: a caller's null or number reached `in` below as a TypeError,
+    // and came back uncoded (OMNI_ERR_TASK_FAILED) where `{}` is a coded refusal.
+    if (typeof input !== 'object' || input === null) {
+      throw new InvalidArgumentError('a linear call takes an object: { x, rows }, { stats } or { inject }');
+    }
     if ('stats' in input) return native.stats();
     if ('inject' in input) {
       if (!faults) throw new InvalidArgumentError('fault injection is not enabled for this runtime');
