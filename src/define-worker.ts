@@ -34,12 +34,15 @@ export interface WorkerOptions {
   /** Runs once per thread before its first task, with the runtime's `workerData`. */
   readonly init?: ((data: unknown) => void | Promise<void>) | undefined;
   /**
-   * Runs once per thread whose init succeeded, when the runtime closes cleanly (after the last
-   * task) or when start() fails because another thread's init threw: free what init took
-   * (native contexts, device memory). Threads are terminated afterwards, and a terminated
-   * thread runs no exit handlers, so this is the only place to do it. Not called when close()
-   * has to force termination, on a thread that dies (an uncaught error, process.exit), nor on a
-   * thread whose own init threw: init frees what it took before throwing.
+   * Runs once per thread whose init succeeded, when the runtime closes (after the last task; when
+   * a close timeout cuts the drain short, on the threads not running a call) or when start()
+   * fails on another thread (its init threw, ended its thread or never finished): free what init
+   * took (native contexts, device memory). Threads are terminated afterwards, and a terminated
+   * thread runs no exit handlers, so this is the only place in the thread to do it (threadEnds
+   * tells the main thread of a thread that ended without it). Not called on a thread that close()
+   * has to terminate (in a call a close timeout abandoned), on a thread that dies (an uncaught
+   * error, process.exit), nor on a thread whose own init threw: init frees what it took before
+   * throwing.
    */
   readonly close?: (() => void | Promise<void>) | undefined;
 }

@@ -233,7 +233,11 @@ export class DeadlineError extends OmniError {
   }
 }
 
-/** A task handler threw an error that carried no code of its own. */
+/**
+ * A task handler threw an error that carried no code of its own, or its result could not be
+ * posted back (the clone error's name and message are kept); at start(), a worker module that
+ * threw as it loaded, or an `init` that threw, without a code.
+ */
 export class TaskFailedError extends OmniError {
   /** Always 'OMNI_ERR_TASK_FAILED': match on it, not on the message. */
   declare readonly code: 'OMNI_ERR_TASK_FAILED';
@@ -244,7 +248,8 @@ export class TaskFailedError extends OmniError {
 
 /**
  * The worker thread died during the call: it exited, threw uncaught, or was terminated (a close
- * timeout, startTimeoutMs). The pool replaces the thread.
+ * timeout, startTimeoutMs); a runtime that serves on replaces the thread. From start(): a thread
+ * exited before it was up, did not come up within startTimeoutMs, or could not be created.
  */
 export class WorkerExitedError extends OmniError {
   /** Always 'OMNI_ERR_WORKER_EXITED': match on it, not on the message. */

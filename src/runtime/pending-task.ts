@@ -25,7 +25,10 @@ export interface Outcomes {
   refused: number;
   /** Malformed calls (options, cost, input), rejected before anything was admitted. */
   invalid: number;
-  /** Calls made while the runtime was not ready (starting, draining, stopped, failed). */
+  /**
+   * Calls made while the runtime was not ready (starting, draining, stopped, failed), and calls
+   * waiting for admission (`wait`) that close() turned away.
+   */
   unavailable: number;
 }
 

@@ -33,7 +33,10 @@ export interface RuntimeReport extends Outcomes {
   depth: number;
   /** The request bound, or null for the unbounded serial scheduler. */
   capacity: number | null;
-  /** Admission refusals (including waits that timed out). */
+  /**
+   * Admission refusals (including, with `wait`, waits that timed out and waiters close() turned
+   * away); always 0 for the serial scheduler.
+   */
   rejected: number;
   /** Units held by outstanding calls (0 without a unit ceiling). */
   units: number;
