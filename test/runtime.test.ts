@@ -233,11 +233,12 @@ describe('Runtime.start', () => {
     expect(err.code).toBe('ERR_MODULE_NOT_FOUND');
   });
 
-  it('loads a worker from a data: URL, given as a URL or as a string', async () => {
+  it('loads a worker from a data: URL, given as a URL or as a string, its scheme in any case', async () => {
     const source = `import { defineWorker } from ${JSON.stringify(builtModuleUrl('src/index.js'))};
       export default defineWorker((n) => n * 2);`;
     const href = `data:text/javascript,${encodeURIComponent(source)}`;
-    for (const worker of [new URL(href), href]) {
+    // Spelled 'DATA:' (schemes are case-insensitive), it was taken as a path: ERR_MODULE_NOT_FOUND.
+    for (const worker of [new URL(href), href, `DATA${href.slice(4)}`, `Data${href.slice(4)}`]) {
       const rt = await start({ worker });
       expect(await rt.run(21)).toBe(42);
     }

@@ -184,6 +184,8 @@ export function checkRunOptions(options: unknown, defaultDeadlineMs: number | un
 
 /** Schemes a worker thread can load a module from (Node's loader in a worker: file and data). */
 const WORKER_SCHEMES = new Set(['file:', 'data:']);
+/** The same two schemes in any case. */
+const LOADABLE_SCHEME = /^(?:file|data):/i;
 /** A string that names a URL by its scheme and authority, not a relative path (`https://…`). */
 const URL_WITH_AUTHORITY = /^[a-z][a-z\d+.-]+:\/\//i;
 
@@ -196,6 +198,12 @@ function moduleUrlOf(worker: unknown): string {
   if (typeof worker !== 'string' || worker === '')
     bad('worker must be a module path, or a file: or data: URL');
   if (worker.startsWith('file:') || worker.startsWith('data:')) return worker;
+  // A scheme is case-insensitive: 'DATA:…' was taken as a path under the working directory, and
+  // failed ERR_MODULE_NOT_FOUND in the threads. The parser gives it back lower-cased.
+  if (LOADABLE_SCHEME.test(worker)) {
+    if (!URL.canParse(worker)) bad(`worker ${JSON.stringify(worker)} is not a valid URL`);
+    return new URL(worker).href;
+  }
   if (URL_WITH_AUTHORITY.test(worker)) {
     if (!URL.canParse(worker)) bad(`worker ${JSON.stringify(worker)} is not a valid URL`);
     const url = new URL(worker);
