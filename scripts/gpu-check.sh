@@ -21,6 +21,8 @@ if ! [[ $budget =~ ^[0-9]+$ ]]; then
   echo "gpu-check: GPU_CHECK_BUDGET_S must be whole seconds, got '$budget'"
   exit 3
 fi
+# Decimal, as documented: bash's arithmetic reads a leading 0 as octal (09 is an error there).
+budget=$((10#$budget))
 logs=${GPU_CHECK_LOGS:-native/build}
 mkdir -p "$logs" || { echo "gpu-check: cannot create the log folder $logs (GPU_CHECK_LOGS)"; exit 3; }
 

@@ -74,7 +74,9 @@ function tellFollowers(this: AbortSignal): void {
       });
     }
   }
-  followers.delete(this);
+  // Only this set: one recorded meanwhile (its last follower left as it was told, and a follow
+  // came after) is told on the microtask that follow queued, as the signal had aborted.
+  if (followers.get(this) === following) followers.delete(this);
 }
 
 /**

@@ -52,6 +52,24 @@ describe('followAbort', () => {
     expect(getEventListeners(other.signal, 'abort')).toHaveLength(1);
   });
 
+  // The last follower left as it was told, and a follow came after it: that follow found the
+  // signal aborted and unfollowed, recorded a set of its own and queued its telling, which found
+  // none: the end of the first telling had dropped it, so the follow never heard the abort.
+  it('a follow made as the abort is told, after the last follower left, is told on a microtask', async () => {
+    const ac = new AbortController();
+    const heard: string[] = [];
+    const late = recorder(heard, 'late');
+    const first: AbortFollower = recorder(heard, 'first', () => {
+      unfollowAbort(ac.signal, first);
+      followAbort(ac.signal, late);
+    });
+    followAbort(ac.signal, first);
+    ac.abort();
+    expect(heard).toEqual(['first']);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(heard).toEqual(['first', 'late']);
+  });
+
   it('a follower that throws: the others still hear it, and its error is reported on a later tick', () => {
     const ac = new AbortController();
     const heard: string[] = [];

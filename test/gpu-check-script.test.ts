@@ -198,6 +198,20 @@ describe('gpu-check.sh', () => {
     },
   );
 
+  // Read as decimal, as it is documented: bash's arithmetic took a leading 0 for octal, so 09
+  // ended the script with an arithmetic error (exit 1, a FAIL) after a passing check, and 010
+  // was 8 s.
+  it('a zero-padded budget is whole seconds in decimal (09: 9 s, skipped; exit 0)', () => {
+    const { root, bin } = gpuMachineTree();
+    addSanitizer(bin);
+    const run = runCheck(root, bin, { GPU_CHECK_BUDGET_S: '09' });
+    const lines = run.stdout.split('\n');
+    for (const tool of SANITIZED) {
+      expect(lines).toContain(`gpu-check: ${tool} skipped: the 9 s budget is spent; no verdict`);
+    }
+    expect(run.status).toBe(0);
+  });
+
   // Each run's own limit is what is left of the budget when that is under 60 s.
   it('a sanitizer run is limited to what is left of the budget', () => {
     const { root, bin } = gpuMachineTree();

@@ -119,4 +119,23 @@ describe('run() lets go of the signal it followed, however the call ends', () =>
       await lr.close();
     }
   });
+
+  // Before: a LinearRuntime call followed a signal that had already aborted, and left its
+  // listener on it (added after the one event, so never told, and never taken off).
+  it('a call whose signal had already aborted, through Runtime.run and LinearRuntime.run', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 1 } });
+    const lr = await LinearRuntime.start({ backend: 'fixture', threads: 1, inFeatures: 8, outFeatures: 4 });
+    try {
+      const controller = new AbortController();
+      controller.abort();
+      const signal = controller.signal;
+      expect(await codeOf(rt.run({ mode: 'echo', value: 1 }, { signal }))).toBe('OMNI_ERR_ABORTED');
+      expect(await codeOf(lr.run(new Float32Array(8), { signal }))).toBe('OMNI_ERR_ABORTED');
+      expect(listeners(signal)).toBe(0);
+      expect(rt.report()).toMatchObject({ aborted: 1, depth: 0 });
+      expect(lr.report()).toMatchObject({ aborted: 1, depth: 0 });
+    } finally {
+      await lr.close();
+    }
+  });
 });

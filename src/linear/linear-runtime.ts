@@ -1,5 +1,11 @@
 import { types } from 'node:util';
-import { type AbortFollower, followAbort, isAbortSignal, unfollowAbort } from '../abort-signal.js';
+import {
+  type AbortFollower,
+  followAbort,
+  isAbortSignal,
+  signalAborted,
+  unfollowAbort,
+} from '../abort-signal.js';
 import { describeValue, InvalidArgumentError, TooLargeError, UnavailableError } from '../errors.js';
 import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../native/index.js';
 import type { OwnFloat32Array } from '../native/output.js';
@@ -172,8 +178,10 @@ export class LinearRuntime {
     // Following the signal runs the caller's code too (Node's addEventListener reads its own
     // `constructor`), at the dispatch, after x was measured. Followed here first and held until
     // the call ends, the dispatch's follow finds it followed and adds no listener, so x is
-    // measured after the last caller code. One that is no signal is left to run()'s check.
-    if (signal === undefined || !isAbortSignal(signal)) {
+    // measured after the last caller code. One that is no signal is left to run()'s check; one
+    // that has aborted to run()'s rejection, which follows nothing: followed here, its listener
+    // was added after its one event and stayed on it for good, never told or taken off.
+    if (signal === undefined || !isAbortSignal(signal) || signalAborted(signal)) {
       return this.#measured(x, givenRows, cost, signal, deadlineMs, list);
     }
     const held: AbortFollower = { handleEvent: noop };
