@@ -21,3 +21,13 @@ export function isWholeDecimal(text: string): boolean {
   const point = whole.length + Number(exponent);
   return /^0*$/.test((whole + fraction).slice(Math.max(0, point)));
 }
+
+/**
+ * Whether decimal `text` names a number > 0. Number() reads one too small for a double
+ * ('1e-400') as 0, as it reads '-0' and '0.0': told apart here by its digits and its sign.
+ */
+export function isPositiveDecimal(text: string): boolean {
+  const trimmed = text.trim();
+  const mantissa = trimmed.split(/e/i)[0] ?? '';
+  return isDecimal(trimmed) && !mantissa.startsWith('-') && /[1-9]/.test(mantissa);
+}

@@ -1,6 +1,6 @@
 /** isDecimal: the one notation for numbers the command line's flags and the HTTP front accept. */
 import { describe, expect, it } from 'vitest';
-import { isDecimal, isWholeDecimal } from '../src/decimal.js';
+import { isDecimal, isPositiveDecimal, isWholeDecimal } from '../src/decimal.js';
 
 describe('isDecimal', () => {
   it('takes decimal notation, signed, with a fraction or an exponent, around blanks as Number() does', () => {
@@ -57,6 +57,31 @@ describe('isWholeDecimal', () => {
       'Infinity',
     ]) {
       expect(isWholeDecimal(text), JSON.stringify(text)).toBe(false);
+    }
+  });
+});
+
+describe('isPositiveDecimal', () => {
+  it('takes a number > 0 however small, which Number() may read as 0', () => {
+    for (const text of [
+      '5',
+      '+5',
+      ' 5 ',
+      '.5',
+      '5.',
+      '1e-3',
+      '1e-400',
+      '0.0000001e-400',
+      '1e400',
+      '00.010',
+    ]) {
+      expect(isPositiveDecimal(text), JSON.stringify(text)).toBe(true);
+    }
+  });
+
+  it('refuses 0 however written, a negative number, and what isDecimal refuses', () => {
+    for (const text of ['0', '-0', '+0', '0.0', '.0e5', '0e-400', '-1e-400', '-5', '0x10', '', 'Infinity']) {
+      expect(isPositiveDecimal(text), JSON.stringify(text)).toBe(false);
     }
   });
 });

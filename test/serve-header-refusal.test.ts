@@ -130,6 +130,23 @@ const CASES: readonly Case[] = [
     ...BAD_REQUEST,
   },
   {
+    // node joins the two into one value, '5, 5': not a number, whichever a proxy would pick.
+    name: 'a deadline sent twice',
+    target: '/v1/linear',
+    headers: 'x-omni-deadline-ms: 5\r\nx-omni-deadline-ms: 5\r\n',
+    type: OCTET,
+    body: octets(1),
+    ...BAD_REQUEST,
+  },
+  {
+    name: 'a deadline of -0',
+    target: '/v1/linear',
+    headers: 'x-omni-deadline-ms: -0\r\n',
+    type: OCTET,
+    body: octets(1),
+    ...BAD_REQUEST,
+  },
+  {
     name: 'no hint, a Content-Length that is not whole rows',
     target: '/v1/linear',
     headers: '',

@@ -125,6 +125,22 @@ describe('504: admitted but past its deadline; the capacity stays held until the
     await untilDepth(url, 0);
   });
 
+  // '1e-400' names a number > 0, as the header asks, that Number() reads as 0: it was refused
+  // as a malformed header (400) though a long one that reads as Infinity is honoured.
+  it.each([
+    ['1e-400', '1e-400'],
+    ['0.(400 zeros)1', `0.${'0'.repeat(400)}1`],
+  ])(
+    'a deadline header too small for a double, %s: the shortest deadline (504), not a 400',
+    async (_name, value) => {
+      const { url, g } = await start({ threads: 1, admission: { requests: 2 } });
+      const a = await postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': value } });
+      expect(a.status).toBe(504);
+      expect(errorOf(a).code).toBe('OMNI_ERR_DEADLINE');
+      expect(g.lr.report()).toMatchObject({ deadline: 1 });
+    },
+  );
+
   it('a deadline header of 2^31 ms or more is honoured, not answered 504 after 1 ms', async () => {
     const { url, g } = await start({ threads: 1, admission: { requests: 2 } });
     const long = postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': String(2 ** 31) } });

@@ -203,6 +203,17 @@ function closeIfUnread(request: IncomingMessage, reply: FastifyReply): void {
 }
 
 /**
+ * Takes back a `Connection: close` of fastify's, leaving that header to node as for any other
+ * answer: `keep-alive` with its `Keep-Alive: timeout`, or `close` where node closes anyway.
+ * node sends none at all after a removeHeader('connection') (its `_removedConnection`), which an
+ * HTTP/1.0 keep-alive client reads as a close, and an HTTP/1.1 one as no idle timeout given.
+ */
+function takeBackClose(reply: FastifyReply): void {
+  reply.removeHeader('connection');
+  (reply.raw as ServerResponse & { _removedConnection?: boolean })._removedConnection = false;
+}
+
+/**
  * The status recorded for a response that closed before its answer was out: CUT_OFF_STATUS when
  * the server cut it (the drain, or a send timeout on its connection: its own, or that of an
  * answer it was queued behind; a streamed answer closes, never finishes, when cut; or an answer
@@ -584,7 +595,7 @@ async function listenOnce(
       reply.getHeader('connection') === 'close' &&
       !continueOwed(request.raw, reply.raw)
     ) {
-      reply.removeHeader('connection');
+      takeBackClose(reply);
     }
     done(null, payload);
   });
