@@ -46,7 +46,8 @@ export interface CloseResult {
   /**
    * Calls close() cut off: still running or queued at its timeout (one whose work had ended is
    * answered with its result, and not counted), and those whose work had ended but whose reply
-   * did not come within startTimeoutMs after (their threads stuck after, or inside, the release).
+   * did not come within startTimeoutMs after, or before a later close() timeout (their threads
+   * stuck after, or inside, the release).
    */
   readonly abandoned: number;
 }
@@ -406,8 +407,11 @@ export class Runtime {
    * native call: close() resolves once the threads have stopped, so a thread inside one holds
    * it until the call returns (test/runtime-close-native-call.test.ts). Every call returns the
    * same promise; a later call's timeout still applies when it ends the wait sooner (e.g. a
-   * server's drain timeout after a plain close()). Resolves with whether anything was
-   * abandoned (OMNI_ERR_INVALID_ARGUMENT for malformed options).
+   * server's drain timeout after a plain close()). One given once the work has drained (or a
+   * timeout cut it short) cuts short what close() still waits for: replies still on their way
+   * (those calls are cut off, and counted in the first promise's `abandoned`) and the close
+   * hooks (a server's second signal: stop now). Resolves with whether anything was abandoned
+   * (OMNI_ERR_INVALID_ARGUMENT for malformed options).
    */
   close(options?: CloseOptions): Promise<CloseResult> {
     let timeoutMs: number | undefined;
