@@ -62,6 +62,9 @@ const SERIAL_WINDOW = MAX_CLAIM_SLOTS;
 /** @internal Not exported from the package: LinearRuntime's way to count its own early ends. */
 export const kEndedEarly = Symbol('omni.runtime.endedEarly');
 
+/** @internal Not exported from the package: run() past its state check (see the method). */
+export const kRunFoundReady = Symbol('omni.runtime.runFoundReady');
+
 /** run()'s held follower: the call's own follow (its wait's, its task's) hears the abort. */
 const noop = (): void => {};
 
@@ -238,6 +241,17 @@ export class Runtime {
    */
   run<O = unknown>(input: unknown, options?: RunOptions): Promise<O> {
     if (this.#state !== 'ready') return this[kEndedEarly]('unavailable', new UnavailableError(this.#state));
+    return this[kRunFoundReady](input, options);
+  }
+
+  /**
+   * @internal run() for a call that found the runtime ready as it came: run()'s own, and
+   * LinearRuntime's, whose check comes before caller code of its own (an option's getter, the
+   * signal's follow) that may close the runtime. Such a call was made while ready: malformed, it
+   * is `invalid`, as here; else the closed admission turns it away (`unavailable`). Checked
+   * again here, it was `unavailable` whatever its options, where Runtime.run said `invalid`.
+   */
+  [kRunFoundReady]<O = unknown>(input: unknown, options?: RunOptions): Promise<O> {
     let call: CheckedRunOptions;
     try {
       call = options === undefined ? this.#defaultCall : checkRunOptions(options, this.#options.deadlineMs);
