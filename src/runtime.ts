@@ -38,9 +38,11 @@ export type { LatencySummary, RuntimeReport, RuntimeState } from './runtime/repo
 /** How close() ended: told by the runtime, since its teardown takes time of its own. */
 export interface CloseResult {
   /**
-   * True when every call ended on its own; false when close()'s timeout passed before the work
-   * drained (even if it then found nothing left to cut off: `abandoned` 0), or when a reply did
-   * not come within startTimeoutMs (that call is cut off).
+   * True when the work drained before any close timeout passed and no call was cut off. False
+   * when close()'s timeout passed first, even if every call still out then ended on its own
+   * before it could be cut off (`abandoned` 0, each answered with its result: a statement of
+   * time, as a server's drain makes it, not of loss), or when a call whose reply had not come
+   * was cut off (startTimeoutMs lapsed, or a later close timeout; counted in `abandoned`).
    */
   readonly clean: boolean;
   /**
