@@ -108,13 +108,13 @@ export class Shutdown {
    * terminated without its close hook, since a native call cannot be interrupted; every other
    * thread runs its hook first, in the rounds a clean close runs. That wait and those rounds are
    * bounded as a clean close's are: by startTimeoutMs, or cut short by a later close timeout
-   * (the spent one no longer applies). A round reaches
-   * the threads idle then, the ones piscina sees up and without a task (with one of them there
-   * is no call queued, so the round's messages go one to each at once). A lost thread's
-   * replacement that comes up during a round, or a thread whose abandoned call ends (piscina
-   * has heard it end) before the last round is over, is idle for the next round. One still
-   * running a call then is terminated without its hook. Resolves with destroyPool's answer
-   * (`exited`) and the calls cut off whose replies never came (`unheard`, see #repliesHeard).
+   * (the spent one no longer applies). A round reaches the threads idle then, the ones piscina
+   * sees up and without a task (with one of them there is no call queued, so the round's
+   * messages go one to each at once). A lost thread's replacement that comes up during a
+   * round, or a thread whose abandoned call ends (piscina has heard it end) before the last
+   * round is over, is idle for the next round. One still running a call then is terminated
+   * without its hook. Resolves with destroyPool's answer (`exited`) and the calls cut off whose
+   * replies never came (`unheard`, see #repliesHeard).
    */
   async #forced(): Promise<{ exited: boolean; unheard: number }> {
     const { guard } = this.#host;
