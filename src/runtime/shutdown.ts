@@ -73,6 +73,12 @@ export class Shutdown {
     this.#forceTimer = setLongTimeout((force) => force(), timeoutMs, this.#force);
   }
 
+  /** A close timeout armed so far no longer applies; a later one arms afresh. */
+  #disarm(): void {
+    clearLongTimeout(this.#forceTimer);
+    this.#forceAt = Number.POSITIVE_INFINITY;
+  }
+
   /**
    * One teardown turn per thread `reach` names (every thread that serves, for a clean close; the
    * idle ones, for a forced close or a clean one whose wait for replies lapsed): a
@@ -174,9 +180,21 @@ export class Shutdown {
     const host = this.#host;
     const { admission, guard } = host;
     host.draining();
-    const drained = admission.close().then(() => true);
+    let timedOut = false;
     const expired = new Promise<boolean>((resolve) => {
-      this.#force = () => resolve(false);
+      this.#force = () => {
+        timedOut = true;
+        resolve(false);
+      };
+    });
+    // A close timeout given so far bounded the wait for work: disarmed as the drain is heard,
+    // not once this resumes from it. One given in between, by a caller's code on that same turn
+    // (the last call's capacity came back on this thread: its thread died, its claim
+    // reclaimed), came after the drain and cuts what close() waits for next; disarmed as this
+    // resumed, it was lost (test/runtime-close-timeout-same-turn.test.ts).
+    const drained = admission.close().then(() => {
+      if (!timedOut) this.#disarm();
+      return true;
     });
     const clean = await Promise.race([drained, expired]);
     let abandoned = clean ? 0 : admission.report().depth;
@@ -185,14 +203,12 @@ export class Shutdown {
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!guard.abandoned && clean) {
       // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
-      // hook that never returns is not waited for past startTimeoutMs. A close timeout given so
-      // far bounded the wait for work, not the hooks (a 0 ms one on an idle runtime must not
-      // skip them); one given since (a server's second signal: stop waiting) cuts them short
-      // instead of leaving close() to wait out startTimeoutMs, and the wait for trailing replies
-      // before them. Disarmed before that wait, which it does not cut: firing during it, it cut
-      // replies of calls whose work ended in time, and the hooks' round ended at once.
-      clearLongTimeout(this.#forceTimer);
-      this.#forceAt = Number.POSITIVE_INFINITY;
+      // hook that never returns is not waited for past startTimeoutMs. A close timeout given
+      // before the drain bounded the wait for work, not the hooks (a 0 ms one on an idle runtime
+      // must not skip them), nor the wait for trailing replies (firing during it, it cut replies
+      // of calls whose work ended in time): disarmed as the drain was heard. One given since (a
+      // server's second signal: stop waiting) cuts both short instead of leaving close() to wait
+      // out startTimeoutMs.
       const cut = expired.then(() => undefined);
       // The last calls' replies may still be on their way: report() keeps the latency summaries
       // as the hooks begin, and would miss those calls. Those that never came were cut off.
