@@ -38,15 +38,18 @@ export type { LatencySummary, RuntimeReport, RuntimeState } from './runtime/repo
 /** How close() ended: told by the runtime, since its teardown takes time of its own. */
 export interface CloseResult {
   /**
-   * True when every call ended on its own; false when close()'s timeout passed before the work
-   * drained (even if it then found nothing left to cut off: `abandoned` 0), or when a reply did
-   * not come within startTimeoutMs (that call is cut off).
+   * True when the work drained before any close timeout passed and no call was cut off. False
+   * when close()'s timeout passed first, even if every call still out then ended on its own
+   * before it could be cut off (`abandoned` 0, each answered with its result: a statement of
+   * time, as a server's drain makes it, not of loss), or when a call whose reply had not come
+   * was cut off (startTimeoutMs lapsed, or a later close timeout; counted in `abandoned`).
    */
   readonly clean: boolean;
   /**
    * Calls close() cut off: still running or queued at its timeout (one whose work had ended is
    * answered with its result, and not counted), and those whose work had ended but whose reply
-   * did not come within startTimeoutMs after (their threads stuck after, or inside, the release).
+   * did not come within startTimeoutMs after, or before a later close() timeout (their threads
+   * stuck after, or inside, the release).
    */
   readonly abandoned: number;
 }
@@ -60,6 +63,9 @@ const SERIAL_WINDOW = MAX_CLAIM_SLOTS;
 
 /** @internal Not exported from the package: LinearRuntime's way to count its own early ends. */
 export const kEndedEarly = Symbol('omni.runtime.endedEarly');
+
+/** @internal Not exported from the package: run() past its state check (see the method). */
+export const kRunFoundReady = Symbol('omni.runtime.runFoundReady');
 
 /** run()'s held follower: the call's own follow (its wait's, its task's) hears the abort. */
 const noop = (): void => {};
@@ -237,6 +243,17 @@ export class Runtime {
    */
   run<O = unknown>(input: unknown, options?: RunOptions): Promise<O> {
     if (this.#state !== 'ready') return this[kEndedEarly]('unavailable', new UnavailableError(this.#state));
+    return this[kRunFoundReady](input, options);
+  }
+
+  /**
+   * @internal run() for a call that found the runtime ready as it came: run()'s own, and
+   * LinearRuntime's, whose check comes before caller code of its own (an option's getter, the
+   * signal's follow) that may close the runtime. Such a call was made while ready: malformed, it
+   * is `invalid`, as here; else the closed admission turns it away (`unavailable`). Checked
+   * again here, it was `unavailable` whatever its options, where Runtime.run said `invalid`.
+   */
+  [kRunFoundReady]<O = unknown>(input: unknown, options?: RunOptions): Promise<O> {
     let call: CheckedRunOptions;
     try {
       call = options === undefined ? this.#defaultCall : checkRunOptions(options, this.#options.deadlineMs);
@@ -406,8 +423,11 @@ export class Runtime {
    * native call: close() resolves once the threads have stopped, so a thread inside one holds
    * it until the call returns (test/runtime-close-native-call.test.ts). Every call returns the
    * same promise; a later call's timeout still applies when it ends the wait sooner (e.g. a
-   * server's drain timeout after a plain close()). Resolves with whether anything was
-   * abandoned (OMNI_ERR_INVALID_ARGUMENT for malformed options).
+   * server's drain timeout after a plain close()). One given once the work has drained (or a
+   * timeout cut it short) cuts short what close() still waits for: replies still on their way
+   * (those calls are cut off, and counted in the first promise's `abandoned`) and the close
+   * hooks (a server's second signal: stop now). Resolves with whether anything was abandoned
+   * (OMNI_ERR_INVALID_ARGUMENT for malformed options).
    */
   close(options?: CloseOptions): Promise<CloseResult> {
     let timeoutMs: number | undefined;

@@ -11,7 +11,14 @@ import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../
 import type { OwnFloat32Array } from '../native/output.js';
 import { kindOf, lengthOf } from '../native/validate.js';
 import { checkTransfer, type RunOptions, type RuntimeOptions } from '../runtime/options.js';
-import { type CloseOptions, type CloseResult, kEndedEarly, Runtime, type RuntimeReport } from '../runtime.js';
+import {
+  type CloseOptions,
+  type CloseResult,
+  kEndedEarly,
+  kRunFoundReady,
+  Runtime,
+  type RuntimeReport,
+} from '../runtime.js';
 import { ContextReclaim } from './context-reclaim.js';
 import type { NativeWorkerData, NativeWorkerInput } from './protocol.js';
 import { rowsCopy, sendsRowsCopy } from './sent-rows.js';
@@ -133,6 +140,8 @@ export class LinearRuntime {
    * one native call takes (`maxRows`) is OMNI_ERR_TOO_LARGE (it can never be served), any other
    * malformed argument OMNI_ERR_INVALID_ARGUMENT. A runtime that is not ready comes
    * first, as in Runtime.run: every call is then OMNI_ERR_UNAVAILABLE, whatever its arguments.
+   * Found ready, a call that its own code then closes (an option's getter) is told as
+   * Runtime.run tells it: its mistake, else OMNI_ERR_UNAVAILABLE.
    */
   run(x: Float32Array, options?: LinearRunOptions): Promise<OwnFloat32Array> {
     const state = this.runtime.state;
@@ -232,7 +241,8 @@ export class LinearRuntime {
       list ??= [sent.buffer as ArrayBuffer]; // the copy is this call's alone: moved, not cloned
     }
     const input: NativeWorkerInput = { x: sent, rows };
-    return this.runtime.run<OwnFloat32Array>(input, {
+    // Past run()'s state check: run() above made it before any caller code ran (see the method).
+    return this.runtime[kRunFoundReady]<OwnFloat32Array>(input, {
       cost: cost === undefined ? rows : cost,
       signal,
       deadlineMs,

@@ -73,6 +73,12 @@ export class Shutdown {
     this.#forceTimer = setLongTimeout((force) => force(), timeoutMs, this.#force);
   }
 
+  /** A close timeout armed so far no longer applies; a later one arms afresh. */
+  #disarm(): void {
+    clearLongTimeout(this.#forceTimer);
+    this.#forceAt = Number.POSITIVE_INFINITY;
+  }
+
   /**
    * One teardown turn per thread `reach` names (every thread that serves, for a clean close; the
    * idle ones, for a forced close or a clean one whose wait for replies lapsed): a
@@ -104,16 +110,17 @@ export class Shutdown {
   /**
    * close()'s timeout passed with calls outstanding, abandoned just before (#abandon: callers
    * reject, capacity comes back, a call still queued never runs), but for those whose work has
-   * ended, whose replies are waited for first (see #repliesHeard). A thread running one is terminated
-   * without its close hook, since a native call cannot be interrupted; every other thread runs
-   * its hook first, in the rounds a clean close runs, bounded as those are: by startTimeoutMs,
-   * or cut short by a later close timeout (the spent one no longer applies). A round reaches
-   * the threads idle then, the ones piscina sees up and without a task (with one of them there
-   * is no call queued, so the round's messages go one to each at once). A lost thread's
-   * replacement that comes up during a round, or a thread whose abandoned call ends (piscina
-   * has heard it end) before the last round is over, is idle for the next round. One still
-   * running a call then is terminated without its hook. Resolves with destroyPool's answer
-   * (`exited`) and the calls cut off whose replies never came (`unheard`, see #repliesHeard).
+   * ended, whose replies are waited for first (see #repliesHeard). A thread running one is
+   * terminated without its close hook, since a native call cannot be interrupted; every other
+   * thread runs its hook first, in the rounds a clean close runs. That wait and those rounds are
+   * bounded as a clean close's are: by startTimeoutMs, or cut short by a later close timeout
+   * (the spent one no longer applies). A round reaches the threads idle then, the ones piscina
+   * sees up and without a task (with one of them there is no call queued, so the round's
+   * messages go one to each at once). A lost thread's replacement that comes up during a
+   * round, or a thread whose abandoned call ends (piscina has heard it end) before the last
+   * round is over, is idle for the next round. One still running a call then is terminated
+   * without its hook. Resolves with destroyPool's answer (`exited`) and the calls cut off whose
+   * replies never came (`unheard`, see #repliesHeard).
    */
   async #forced(): Promise<{ exited: boolean; unheard: number }> {
     const { guard } = this.#host;
@@ -122,7 +129,7 @@ export class Shutdown {
     });
     this.#forceAt = Number.POSITIVE_INFINITY;
     // Those whose work had ended stay, until their replies come (see #repliesHeard).
-    const unheard = await this.#repliesHeard();
+    const unheard = await this.#repliesHeard(cut);
     await this.#teardown(cut, () => idleThreads(guard.pool));
     return { exited: await destroyPool(guard.pool, this.#host.startTimeoutMs, 'removed'), unheard };
   }
@@ -136,29 +143,35 @@ export class Shutdown {
 
   /**
    * Waits for the replies of calls whose work has ended (their claims released, so none is
-   * abandoned): not cut short by a close timeout, as the threads' termination would lose
-   * results posted or about to be, failing calls whose work ended before it while close()
-   * counted none abandoned. A reply trails its release by the thread's stdout and stderr
-   * draining (piscina posts once they have), which takes turns of this thread's loop. Bounded
-   * as the hooks are, against a thread stuck after its release (a handler's microtask), or
-   * inside it (terminated there, or blocked as a test's worker is). The calls whose replies
-   * have not come then are cut off (PendingTask.replyNotHeard) and returned as a count, which
-   * close() adds to `abandoned`: left to the threads' termination, their callers rejected while
-   * close() counted none, and a lapse that said nothing left an operator nothing to see why.
+   * abandoned): not cut short by the close timeout that came before this wait (it bounded the
+   * wait for work), as the threads' termination would lose results posted or about to be,
+   * failing calls whose work ended before it while close() counted none abandoned. A reply
+   * trails its release by the thread's stdout and stderr draining (piscina posts once they
+   * have), which takes turns of this thread's loop. Bounded as the hooks are, against a thread
+   * stuck after its release (a handler's microtask), or inside it (terminated there, or blocked
+   * as a test's worker is): by startTimeoutMs, or by `cut`, a close timeout given during this
+   * wait (a server's next signal: the caller asked for an end now, and with startTimeoutMs
+   * Infinity nothing else ends the wait). The calls whose replies have not come then are cut
+   * off (PendingTask.replyNotHeard) and returned as a count, which close() adds to `abandoned`:
+   * left to the threads' termination, their callers rejected while close() counted none, and a
+   * lapse that said nothing left an operator nothing to see why (a warning says so; a cut asked
+   * for needs none).
    */
-  async #repliesHeard(): Promise<number> {
+  async #repliesHeard(cut: Promise<void>): Promise<number> {
     const { live, startTimeoutMs } = this.#host;
     if (live.size === 0) return 0;
     const heard = await within(
-      this.#host.callsEnded().then(() => true),
+      Promise.race([this.#host.callsEnded().then(() => true), cut.then(() => false)]),
       startTimeoutMs,
     );
-    if (heard !== undefined || live.size === 0) return 0;
+    if (heard === true || live.size === 0) return 0;
     const unheard = [...live];
-    process.emitWarning(
-      `the replies of ${unheard.length} call(s) whose work had ended did not come within startTimeoutMs (${startTimeoutMs} ms): they are cut off, and their threads stopped`,
-      'OmniRuntimeWarning',
-    );
+    if (heard === undefined) {
+      process.emitWarning(
+        `the replies of ${unheard.length} call(s) whose work had ended did not come within startTimeoutMs (${startTimeoutMs} ms): they are cut off, and their threads stopped`,
+        'OmniRuntimeWarning',
+      );
+    }
     for (const task of unheard) task.replyNotHeard();
     return unheard.length;
   }
@@ -167,9 +180,21 @@ export class Shutdown {
     const host = this.#host;
     const { admission, guard } = host;
     host.draining();
-    const drained = admission.close().then(() => true);
+    let timedOut = false;
     const expired = new Promise<boolean>((resolve) => {
-      this.#force = () => resolve(false);
+      this.#force = () => {
+        timedOut = true;
+        resolve(false);
+      };
+    });
+    // A close timeout given so far bounded the wait for work: disarmed as the drain is heard,
+    // not once this resumes from it. One given in between, by a caller's code on that same turn
+    // (the last call's capacity came back on this thread: its thread died, its claim
+    // reclaimed), came after the drain and cuts what close() waits for next; disarmed as this
+    // resumed, it was lost (test/runtime-close-timeout-same-turn.test.ts).
+    const drained = admission.close().then(() => {
+      if (!timedOut) this.#disarm();
+      return true;
     });
     const clean = await Promise.race([drained, expired]);
     let abandoned = clean ? 0 : admission.report().depth;
@@ -178,18 +203,16 @@ export class Shutdown {
     // An abandoned pool is destroyed already: its queued calls were rejected and reclaimed.
     if (!guard.abandoned && clean) {
       // Every thread runs its worker's close hook: terminated threads run no exit handlers. A
-      // hook that never returns is not waited for past startTimeoutMs. A close timeout given so
-      // far bounded the wait for work, not the hooks (a 0 ms one on an idle runtime must not
-      // skip them); one given while they run (a server's second signal: stop waiting) cuts them
-      // short instead of leaving close() to wait out startTimeoutMs. Disarmed before the wait
-      // for trailing replies, which it does not cut either: firing during that wait, it left
-      // the cut below settled, and the hooks' round ended at once.
-      clearLongTimeout(this.#forceTimer);
-      this.#forceAt = Number.POSITIVE_INFINITY;
+      // hook that never returns is not waited for past startTimeoutMs. A close timeout given
+      // before the drain bounded the wait for work, not the hooks (a 0 ms one on an idle runtime
+      // must not skip them), nor the wait for trailing replies (firing during it, it cut replies
+      // of calls whose work ended in time): disarmed as the drain was heard. One given since (a
+      // server's second signal: stop waiting) cuts both short instead of leaving close() to wait
+      // out startTimeoutMs.
+      const cut = expired.then(() => undefined);
       // The last calls' replies may still be on their way: report() keeps the latency summaries
       // as the hooks begin, and would miss those calls. Those that never came were cut off.
-      abandoned = await this.#repliesHeard();
-      const cut = expired.then(() => undefined);
+      abandoned = await this.#repliesHeard(cut);
       // A thread whose reply never came is stuck: a round counting it queued a turn it never
       // took, and waited out startTimeoutMs again. Then the idle threads are reached, as a
       // forced close reaches them (one whose reply comes meanwhile is idle for the next round).

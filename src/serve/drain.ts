@@ -17,7 +17,8 @@
  * metrics: the server, not the client, ended it). Steps 3 and 4 share one timeout:
  * work still running then is abandoned (the runtime terminates the threads running it, without
  * their close hooks, and reclaims its capacity; its idle threads run their close hooks first).
- * A second signal (expire()) also cuts the runtime's close hooks short.
+ * A second signal (expire()) also cuts short the runtime's wait for replies still on their way
+ * (work that ended, its thread stuck before the reply) and its close hooks.
  *
  * Invariants: drain runs once (later calls get the same promise); `inflight` counts every
  * request from its arrival until its response closes (finished, or the socket went away), or
@@ -209,7 +210,8 @@ export class Drain {
    * Ends the drain's wait now, as if its timeout had passed (e.g. a second SIGINT): work still
    * running is abandoned, whether the drain still waits for requests or for the runtime alone
    * (work whose caller already left), which a later close timeout forces. Once the runtime is
-   * closing, every call forces it again: the one after its work ended cuts its close hooks.
+   * closing, every call forces it again: the one after its work ended cuts its wait for the
+   * last replies and its close hooks.
    */
   expire(): void {
     this.#expire?.();
