@@ -12,11 +12,14 @@ import { formatReport, summarize } from './bench-report.js';
 import { runBench } from './bench-run.js';
 import { CHART_INSTALL_COMMAND, type ImportPackage, loadChartLibraries } from './chart-libraries.js';
 import { CHART_FILES, charts, renderSvg } from './charts.js';
+import { checkEarlierRun } from './earlier-run.js';
 import { discardOutDir, type OutDir, prepareOutDir, removeOutputs, writeOutputs } from './output-dir.js';
 import { Progress } from './progress.js';
 import type { SignalSource } from './shutdown-signals.js';
 
 const RESULTS_FILE = 'results.json';
+/** Every file the command writes: nothing else under --out is touched. */
+const OUTPUT_FILES = [RESULTS_FILE, ...CHART_FILES];
 
 /** What the command runs the load with and loads the chart packages with; tests replace them. */
 export interface BenchCommandDeps {
@@ -50,7 +53,8 @@ export async function runBenchCommand(
     (deps.raise ?? raiseSignal)(signal);
   });
   try {
-    out = prepareOutDir(config.outDir, [RESULTS_FILE, ...CHART_FILES]);
+    out = prepareOutDir(config.outDir, OUTPUT_FILES);
+    checkEarlierRun(out.dir, config.outDir, RESULTS_FILE, OUTPUT_FILES);
     progress = new Progress(config.calibrateS + config.durationS);
     return await measure(config, out, progress, files, deps);
   } finally {
