@@ -84,7 +84,14 @@ async function measure(
   }
   // The measurement is written first: a chart library that fails to load or render must not
   // cost the run its results.
-  files.push(...writeOutputs(outDir, [[RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`]]));
+  try {
+    files.push(...writeOutputs(outDir, [[RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`]]));
+  } catch (err) {
+    // Not written (a full disk): the file is whole or not there, and a folder made for it and
+    // still empty goes, as after a failed run.
+    discardOutDir(out);
+    throw err;
+  }
   let chartError: unknown;
   try {
     // An earlier run's charts beside these results would pass for this run's, if charts are
