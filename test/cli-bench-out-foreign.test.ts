@@ -11,6 +11,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { checkEarlierRun } from '../src/cli/earlier-run.js';
+import { packageRoot } from '../src/paths.js';
 import { runCli } from './fixtures/cli-process.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
@@ -44,11 +45,14 @@ it.each([
   },
 );
 
-it("takes an earlier run's output (its results.json says so), and a folder none of whose names is taken", () => {
+it("takes an earlier run's output (its results.json says so, or charts vega drew), and a folder none of whose names is taken", () => {
   const earlier = tempDir();
   writeFileSync(join(earlier, 'results.json'), '{\n  "tool": "omni-runtime bench",\n  "seed": 1\n}\n');
   writeFileSync(join(earlier, 'latency.svg'), '<svg>an earlier run</svg>');
   expect(() => checkEarlierRun(earlier, earlier, 'results.json', NAMES)).not.toThrow();
+  // The README's charts (docs/bench) were drawn by vega, with no results.json beside them.
+  const charts = join(packageRoot, 'docs', 'bench');
+  expect(() => checkEarlierRun(charts, charts, 'results.json', NAMES)).not.toThrow();
   const busy = tempDir();
   writeFileSync(join(busy, 'notes.txt'), 'other work\n');
   mkdirSync(join(busy, 'src'));

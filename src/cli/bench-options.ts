@@ -109,7 +109,7 @@ Flags:
   --out DIR          where results.json and the charts go (default ./bench-results); an
                      earlier run's there are replaced (its charts removed if these are
                      skipped), nothing else is touched; a folder where one of those names is
-                     another file (results.json not an earlier run's) is refused
+                     a file no earlier run wrote is refused
   --json             print a machine-readable summary on stdout instead of the table
   -h, --help         this help
 Exit status: 0 once measured; 2 for a usage mistake; 1 for any other failure, such as
