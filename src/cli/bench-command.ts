@@ -106,7 +106,9 @@ async function measure(
       const svgs = await Promise.all(
         charts(result).map(async (c) => [c.file, await renderSvg(c.spec, libraries)] as const),
       );
-      files.push(...writeOutputs(outDir, svgs));
+      // One at a time: a write that fails (a full disk) leaves those before it, and the
+      // summary's files must name them.
+      for (const svg of svgs) files.push(...writeOutputs(outDir, [svg]));
     }
   } catch (err) {
     chartError = err;
