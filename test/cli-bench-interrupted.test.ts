@@ -21,16 +21,18 @@ afterEach(() => {
   for (const c of started.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });
 
-/** A run far longer than the test: only the signal ends it. */
-const LONG_RUN = ['--json', '--duration', '600', '--calibrate', '0.1', '--rates', '10', '--threads', '1'];
-const LONG_RUN_SMALL_LAYER = [...LONG_RUN, '--in-features', '8', '--out-features', '8', '--max-rows', '2'];
+/** A run far longer than the test, on a small layer: only the signal ends it. */
+const LONG_RUN = [
+  ...['--json', '--duration', '600', '--calibrate', '0.1', '--rates', '10', '--threads', '1'],
+  ...['--in-features', '8', '--out-features', '8', '--max-rows', '2'],
+];
 
 it.each(['SIGINT', 'SIGTERM'] as const)(
   '%s: removes the folder it made, prints nothing on stdout, one line on stderr, dies by the signal',
   async (signal) => {
     const made = join(tempDir(), 'made');
     const out = join(made, 'deeper');
-    const child = spawn(process.execPath, [CLI, 'bench', ...LONG_RUN_SMALL_LAYER, '--out', out], {
+    const child = spawn(process.execPath, [CLI, 'bench', ...LONG_RUN, '--out', out], {
       cwd: packageRoot,
       env: { ...process.env, OMNI_BACKEND: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
