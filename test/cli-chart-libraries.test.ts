@@ -153,6 +153,8 @@ describe('omni-runtime bench without the chart packages', () => {
 
   it("removes an earlier run's charts from --out rather than leave them beside new results", async () => {
     const out = tempDir();
+    // An earlier run's output: its results.json too (bench replaces only its own files).
+    writeFileSync(join(out, 'results.json'), `${JSON.stringify(result, null, 2)}\n`);
     for (const file of CHART_FILES) writeFileSync(join(out, file), '<svg>an earlier run</svg>');
     expect(await bench(out, loader({ vega: vegaMissing, 'vega-lite': vegaLiteMissing }))).toBe(0);
     expect(readdirSync(out)).toEqual(['results.json']);

@@ -2,23 +2,32 @@
  * `omni-runtime bench`: parse flags, run the load, then write results.json and the charts and
  * print the table (or, with --json, the summary) on stdout. Without the optional chart
  * packages the charts are skipped with one line on stderr; the run still succeeds. A run whose
- * requests failed is written and printed, then fails (OMNI_ERR_BENCH).
+ * requests failed is written and printed, then fails (OMNI_ERR_BENCH). One stopped by SIGINT or
+ * SIGTERM writes nothing partial (see bench-interrupt.ts).
  */
 import { BenchError } from './bench-error.js';
-import { BENCH_HELP, parseBenchArgs } from './bench-options.js';
+import { onInterrupt, type Raise, raiseSignal } from './bench-interrupt.js';
+import { BENCH_HELP, type BenchConfig, parseBenchArgs } from './bench-options.js';
 import { formatReport, summarize } from './bench-report.js';
 import { runBench } from './bench-run.js';
 import { CHART_INSTALL_COMMAND, type ImportPackage, loadChartLibraries } from './chart-libraries.js';
 import { CHART_FILES, charts, renderSvg } from './charts.js';
-import { discardOutDir, prepareOutDir, removeOutputs, writeOutputs } from './output-dir.js';
+import { checkEarlierRun } from './earlier-run.js';
+import { discardOutDir, type OutDir, prepareOutDir, removeOutputs, writeOutputs } from './output-dir.js';
 import { Progress } from './progress.js';
+import type { SignalSource } from './shutdown-signals.js';
 
 const RESULTS_FILE = 'results.json';
+/** Every file the command writes: nothing else under --out is touched. */
+const OUTPUT_FILES = [RESULTS_FILE, ...CHART_FILES];
 
 /** What the command runs the load with and loads the chart packages with; tests replace them. */
 export interface BenchCommandDeps {
   readonly runBench: typeof runBench;
   readonly importPackage?: ImportPackage;
+  /** Where SIGINT and SIGTERM come from (`process`), and how one then ends the process. */
+  readonly signals?: SignalSource;
+  readonly raise?: Raise;
 }
 
 /** Runs the command; resolves with the exit code. Usage mistakes throw UsageError. */
@@ -31,10 +40,37 @@ export async function runBenchCommand(
     process.stdout.write(BENCH_HELP);
     return 0;
   }
-  const out = prepareOutDir(config.outDir, [RESULTS_FILE, ...CHART_FILES]);
+  // Listening before the folder is made: a signal between the two would leave it behind.
+  let out: OutDir | undefined;
+  let progress: Progress | undefined;
+  const files: string[] = [];
+  const stopListening = onInterrupt(deps.signals ?? process, (signal) => {
+    stopListening();
+    progress?.stop();
+    if (out !== undefined) discardOutDir(out);
+    const left = files.length === 0 ? 'nothing written' : `written: ${files.join(', ')} (the charts not)`;
+    process.stderr.write(`omni-runtime: bench: interrupted by ${signal}; ${left}\n`);
+    (deps.raise ?? raiseSignal)(signal);
+  });
+  try {
+    out = prepareOutDir(config.outDir, OUTPUT_FILES);
+    checkEarlierRun(out.dir, config.outDir, RESULTS_FILE, OUTPUT_FILES);
+    progress = new Progress(config.calibrateS + config.durationS);
+    return await measure(config, out, progress, files, deps);
+  } finally {
+    stopListening();
+  }
+}
+
+/** The run and its outputs, once the folder is ready; `files` collects the paths written. */
+async function measure(
+  config: BenchConfig,
+  out: OutDir,
+  progress: Progress,
+  files: string[],
+  deps: BenchCommandDeps,
+): Promise<number> {
   const outDir = out.dir;
-  const plannedS = config.calibrateS + config.durationS;
-  const progress = new Progress(plannedS);
   let result: Awaited<ReturnType<typeof runBench>>;
   try {
     result = await deps.runBench(config, progress);
@@ -48,7 +84,14 @@ export async function runBenchCommand(
   }
   // The measurement is written first: a chart library that fails to load or render must not
   // cost the run its results.
-  const files = writeOutputs(outDir, [[RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`]]);
+  try {
+    files.push(...writeOutputs(outDir, [[RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`]]));
+  } catch (err) {
+    // Not written (a full disk): the file is whole or not there, and a folder made for it and
+    // still empty goes, as after a failed run.
+    discardOutDir(out);
+    throw err;
+  }
   let chartError: unknown;
   try {
     // An earlier run's charts beside these results would pass for this run's, if charts are
@@ -63,7 +106,9 @@ export async function runBenchCommand(
       const svgs = await Promise.all(
         charts(result).map(async (c) => [c.file, await renderSvg(c.spec, libraries)] as const),
       );
-      files.push(...writeOutputs(outDir, svgs));
+      // One at a time: a write that fails (a full disk) leaves those before it, and the
+      // summary's files must name them.
+      for (const svg of svgs) files.push(...writeOutputs(outDir, [svg]));
     }
   } catch (err) {
     chartError = err;

@@ -107,13 +107,17 @@ Flags:
   --seed N           seed for arrival times, costs and the layer's weights (default 1): same
                      seed, same load
   --out DIR          where results.json and the charts go (default ./bench-results); an
-                     earlier run's there are replaced (its charts removed if these are skipped)
+                     earlier run's there are replaced (its charts removed if these are
+                     skipped), nothing else is touched; a folder where one of those names is
+                     a file no earlier run wrote is refused
   --json             print a machine-readable summary on stdout instead of the table
   -h, --help         this help
 Exit status: 0 once measured; 2 for a usage mistake; 1 for any other failure, such as
 OMNI_ERR_BENCH (a calibration that completed nothing while --rates are multiples of it, a
 phase that did not drain, requests that failed: their results are written and printed first)
-or a native library that will not load. A failure is one line on stderr.
+or a native library that will not load. A failure is one line on stderr. Stopped by SIGINT
+(Ctrl-C) or SIGTERM, it prints nothing on stdout, writes no partial results, removes a --out
+folder it made while empty, says so on stderr and ends by the signal (130, 143 in a shell).
 `;
 
 /**

@@ -1,0 +1,54 @@
+/**
+ * `omni-runtime bench` whose second chart cannot be written (a full disk): the run fails with
+ * the write's code, after the summary, and that summary's `files` lists every file this run
+ * did write: the first chart too, which is there. Before, it listed results.json alone, the
+ * chart written before the failure left on disk unlisted. In-process, with the load replaced by
+ * a made-up result, the charts drawn by the real vega, and writes of one chart failing.
+ */
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import type { BenchSummary } from '../src/cli/bench-report.js';
+import { benchPhase, benchResult } from './fixtures/bench-result.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
+
+/** Writes of this file (its partial file beside it) fail as a full disk does. */
+const FAILING = 'throughput.svg';
+vi.mock('node:fs', async (importOriginal) => {
+  const real = await importOriginal<typeof import('node:fs')>();
+  const writeFileSync: typeof real.writeFileSync = (file, data, options) => {
+    if (String(file).includes(FAILING)) {
+      throw Object.assign(new Error(`ENOSPC: no space left on device, write '${String(file)}'`), {
+        code: 'ENOSPC',
+      });
+    }
+    real.writeFileSync(file, data, options);
+  };
+  return { ...real, writeFileSync, default: { ...real, writeFileSync } };
+});
+
+const { runBenchCommand } = await import('../src/cli/bench-command.js');
+const tempDir = tempDirs('omni-bench-chart-unwritable-');
+
+let stdout = '';
+beforeAll(() => {
+  vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    stdout += String(chunk);
+    return true;
+  });
+  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+});
+afterAll(() => {
+  vi.restoreAllMocks();
+});
+
+it("lists the chart written before the failing one among the summary's files, as it is on disk", async () => {
+  const out = tempDir();
+  const result = benchResult([benchPhase({ mode: 'unbounded' }), benchPhase({ mode: 'bounded' })]);
+  await expect(
+    runBenchCommand(['--json', '--out', out], { runBench: async () => result }),
+  ).rejects.toHaveProperty('code', 'ENOSPC');
+  const written = ['results.json', 'latency.svg'];
+  expect(fs.readdirSync(out).sort()).toEqual([...written].sort());
+  expect((JSON.parse(stdout) as BenchSummary).files).toEqual(written.map((name) => join(out, name)));
+});

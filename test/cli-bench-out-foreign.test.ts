@@ -1,0 +1,73 @@
+/**
+ * `omni-runtime bench --out` at a folder that holds files of the names bench writes
+ * (results.json, latency.svg, throughput.svg, timeline.svg) that no earlier run wrote: an
+ * operator's `.`, home folder or project. Refused as a usage mistake (exit 2, nothing run,
+ * nothing on stdout), every file left as it was. Before, the run replaced that results.json and
+ * replaced or, with the charts skipped, removed those SVGs. A folder where none of the names is
+ * taken, whatever else it holds, and an earlier run's output, are still written (see
+ * cli-bench.test.ts, cli-chart-libraries.test.ts).
+ */
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { checkEarlierRun } from '../src/cli/earlier-run.js';
+import { packageRoot } from '../src/paths.js';
+import { runCli } from './fixtures/cli-process.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
+
+const tempDir = tempDirs('omni-bench-out-foreign-');
+const NAMES = ['results.json', 'latency.svg', 'throughput.svg', 'timeline.svg'];
+
+it.each([
+  ['results.json', '{"mine": true}\n'],
+  ['latency.svg', '<svg>my own drawing</svg>\n'],
+])(
+  "refuses a folder holding an operator's %s: exit 2 (a usage mistake), every file untouched",
+  async (name, text) => {
+    const out = tempDir();
+    writeFileSync(join(out, name), text);
+    writeFileSync(join(out, 'notes.txt'), 'other work\n');
+    const { code, stdout, stderr } = await runCli([
+      'bench',
+      '--duration',
+      '0.1',
+      '--calibrate',
+      '0.1',
+      '--out',
+      out,
+    ]);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(stderr).toContain(name);
+    expect(readdirSync(out).sort()).toEqual([name, 'notes.txt'].sort());
+    expect(readFileSync(join(out, name), 'utf8')).toBe(text);
+  },
+);
+
+it("takes an earlier run's output (its results.json says so, or charts vega drew), and a folder none of whose names is taken", () => {
+  const earlier = tempDir();
+  writeFileSync(join(earlier, 'results.json'), '{\n  "tool": "omni-runtime bench",\n  "seed": 1\n}\n');
+  writeFileSync(join(earlier, 'latency.svg'), '<svg>an earlier run</svg>');
+  expect(() => checkEarlierRun(earlier, earlier, 'results.json', NAMES)).not.toThrow();
+  // The README's charts (docs/bench) were drawn by vega, with no results.json beside them.
+  const charts = join(packageRoot, 'docs', 'bench');
+  expect(() => checkEarlierRun(charts, charts, 'results.json', NAMES)).not.toThrow();
+  const busy = tempDir();
+  writeFileSync(join(busy, 'notes.txt'), 'other work\n');
+  mkdirSync(join(busy, 'src'));
+  expect(() => checkEarlierRun(busy, busy, 'results.json', NAMES)).not.toThrow();
+});
+
+it("refuses charts beside a results.json that is not a run's", () => {
+  const out = tempDir();
+  writeFileSync(join(out, 'results.json'), '{"tool": "something else"}');
+  writeFileSync(join(out, 'timeline.svg'), '<svg/>');
+  let thrown: unknown;
+  try {
+    checkEarlierRun(out, 'here', 'results.json', NAMES);
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toHaveProperty('code', 'OMNI_ERR_USAGE');
+});

@@ -1,0 +1,48 @@
+/**
+ * `omni-runtime bench` whose results.json cannot be written (a full disk): the run fails with
+ * the write's code and, having written nothing, leaves no --out folder of its own behind, as a
+ * run that fails before writing does. Before, the empty folder it made stayed. In-process, with
+ * the load replaced by a made-up result and every write under the folder failing as ENOSPC.
+ */
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { benchResult } from './fixtures/bench-result.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
+
+/** Writes under this folder fail as a full disk does. */
+let failIn: string | undefined;
+vi.mock('node:fs', async (importOriginal) => {
+  const real = await importOriginal<typeof import('node:fs')>();
+  const writeFileSync: typeof real.writeFileSync = (file, data, options) => {
+    if (failIn !== undefined && String(file).startsWith(failIn)) {
+      throw Object.assign(new Error(`ENOSPC: no space left on device, write '${String(file)}'`), {
+        code: 'ENOSPC',
+      });
+    }
+    real.writeFileSync(file, data, options);
+  };
+  return { ...real, writeFileSync, default: { ...real, writeFileSync } };
+});
+
+const { runBenchCommand } = await import('../src/cli/bench-command.js');
+const tempDir = tempDirs('omni-bench-unwritable-');
+
+beforeAll(() => {
+  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+});
+afterAll(() => {
+  vi.restoreAllMocks();
+});
+
+it('fails with the write error and removes the folder it made, which holds nothing', async () => {
+  const parent = tempDir();
+  const made = join(parent, 'made');
+  failIn = made;
+  await expect(
+    runBenchCommand(['--out', join(made, 'deeper')], { runBench: async () => benchResult([]) }),
+  ).rejects.toHaveProperty('code', 'ENOSPC');
+  failIn = undefined;
+  expect(fs.readdirSync(parent)).toEqual([]);
+});
