@@ -302,6 +302,8 @@ describe('Runtime.start', () => {
       { worker: 'https://127.0.0.1:1/worker.js' },
       { worker: 'HTTPS://127.0.0.1:1/worker.js' },
       { worker: 'node://worker.js' },
+      // A file: URL in any case that does not parse (a host with a blank): no uncoded TypeError.
+      { worker: 'FILE://a b/worker.js' },
       // Read by internal slot: an own protocol cannot pass an http: URL, and an object only
       // inheriting URL.prototype (its getters throw) is no URL.
       {
