@@ -4,6 +4,8 @@
  * in-flight work before stopping, or, with timeoutMs, terminates stuck work and still
  * returns its capacity. The other concepts: runtime-{cancel,admission,failures,transfer}.
  */
+import { relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { defineWorker, Runtime, type RuntimeOptions } from '../src/index.js';
@@ -231,6 +233,14 @@ describe('Runtime.start', () => {
       Runtime.start({ worker: builtModuleUrl('test/fixtures/runtime-missing-worker.js') }),
     );
     expect(err.code).toBe('ERR_MODULE_NOT_FOUND');
+  });
+
+  it("loads a worker from a module path whose first folder is named 'data' or 'FILE'", async () => {
+    // Only a scheme's colon makes a URL: without it, such a name is a folder like any other.
+    const path = relative(process.cwd(), fileURLToPath(GATED_WORKER));
+    for (const worker of [`data/../${path}`, `FILE/../${path}`]) {
+      expect((await start({ worker })).report().state).toBe('ready');
+    }
   });
 
   it('loads a worker from a data: URL, given as a URL or as a string, its scheme in any case', async () => {
