@@ -70,6 +70,19 @@ describe('followAbort', () => {
     expect(heard).toEqual(['first', 'late']);
   });
 
+  // A follower that stays after it was told (as one that throws does) leaves the set with the
+  // signal: kept, it was found by the next follow, which then neither listened nor queued its
+  // telling, and never heard the abort.
+  it('a follow after the abort was told is told on a microtask, though a follower stayed', async () => {
+    const ac = new AbortController();
+    const heard: string[] = [];
+    followAbort(ac.signal, recorder(heard, 'stays'));
+    ac.abort();
+    followAbort(ac.signal, recorder(heard, 'late'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(heard).toEqual(['stays', 'late']);
+  });
+
   it('a follower that throws: the others still hear it, and its error is reported on a later tick', () => {
     const ac = new AbortController();
     const heard: string[] = [];

@@ -80,7 +80,22 @@ describe('isPositiveDecimal', () => {
   });
 
   it('refuses 0 however written, a negative number, and what isDecimal refuses', () => {
-    for (const text of ['0', '-0', '+0', '0.0', '.0e5', '0e-400', '-1e-400', '-5', '0x10', '', 'Infinity']) {
+    // '0E5': the exponent's letter in either case; ' -5': the sign read past leading blanks.
+    for (const text of [
+      '0',
+      '-0',
+      '+0',
+      '0.0',
+      '.0e5',
+      '0E5',
+      '0e-400',
+      '-1e-400',
+      '-5',
+      ' -5',
+      '0x10',
+      '',
+      'Infinity',
+    ]) {
       expect(isPositiveDecimal(text), JSON.stringify(text)).toBe(false);
     }
   });

@@ -4,6 +4,8 @@
  * in-flight work before stopping, or, with timeoutMs, terminates stuck work and still
  * returns its capacity. The other concepts: runtime-{cancel,admission,failures,transfer}.
  */
+import { relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { defineWorker, Runtime, type RuntimeOptions } from '../src/index.js';
@@ -233,6 +235,14 @@ describe('Runtime.start', () => {
     expect(err.code).toBe('ERR_MODULE_NOT_FOUND');
   });
 
+  it("loads a worker from a module path whose first folder is named 'data' or 'FILE'", async () => {
+    // Only a scheme's colon makes a URL: without it, such a name is a folder like any other.
+    const path = relative(process.cwd(), fileURLToPath(GATED_WORKER));
+    for (const worker of [`data/../${path}`, `FILE/../${path}`]) {
+      expect((await start({ worker })).report().state).toBe('ready');
+    }
+  });
+
   it('loads a worker from a data: URL, given as a URL or as a string, its scheme in any case', async () => {
     const source = `import { defineWorker } from ${JSON.stringify(builtModuleUrl('src/index.js'))};
       export default defineWorker((n) => n * 2);`;
@@ -302,6 +312,8 @@ describe('Runtime.start', () => {
       { worker: 'https://127.0.0.1:1/worker.js' },
       { worker: 'HTTPS://127.0.0.1:1/worker.js' },
       { worker: 'node://worker.js' },
+      // A file: URL in any case that does not parse (a host with a blank): no uncoded TypeError.
+      { worker: 'FILE://a b/worker.js' },
       // Read by internal slot: an own protocol cannot pass an http: URL, and an object only
       // inheriting URL.prototype (its getters throw) is no URL.
       {

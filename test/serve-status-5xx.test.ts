@@ -5,6 +5,7 @@
  * sleeps.
  */
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { LinearRuntime } from '../src/linear/linear-runtime.js';
 import { floatsOf, get, postFloats, type RawAnswer, rawExchange } from './fixtures/serve-client.js';
 import {
   ENTERED,
@@ -133,11 +134,19 @@ describe('504: admitted but past its deadline; the capacity stays held until the
   ])(
     'a deadline header too small for a double, %s: the shortest deadline (504), not a 400',
     async (_name, value) => {
-      const { url, g } = await start({ threads: 1, admission: { requests: 2 } });
-      const a = await postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': value } });
-      expect(a.status).toBe(504);
-      expect(errorOf(a).code).toBe('OMNI_ERR_DEADLINE');
-      expect(g.lr.report()).toMatchObject({ deadline: 1 });
+      // Spied before serve() takes the method: the shortest deadline there is, past at once (a
+      // whole millisecond is time a fast call could use).
+      const run = vi.spyOn(LinearRuntime.prototype, 'run');
+      try {
+        const { url, g } = await start({ threads: 1, admission: { requests: 2 } });
+        const a = await postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': value } });
+        expect(a.status).toBe(504);
+        expect(errorOf(a).code).toBe('OMNI_ERR_DEADLINE');
+        expect(g.lr.report()).toMatchObject({ deadline: 1 });
+        expect(run.mock.calls.map(([, options]) => options?.deadlineMs)).toEqual([Number.MIN_VALUE]);
+      } finally {
+        run.mockRestore();
+      }
     },
   );
 
