@@ -314,6 +314,7 @@ describe('Runtime.start', () => {
       { worker: 'node://worker.js' },
       // A file: URL in any case that does not parse (a host with a blank): no uncoded TypeError.
       { worker: 'FILE://a b/worker.js' },
+      { worker: 'file://a b/worker.js' }, // failed ERR_INVALID_URL in the threads
       // Read by internal slot: an own protocol cannot pass an http: URL, and an object only
       // inheriting URL.prototype (its getters throw) is no URL.
       {

@@ -197,12 +197,12 @@ function moduleUrlOf(worker: unknown): string {
   if (worker instanceof URL) return loadableUrl(...hrefAndProtocol(worker));
   if (typeof worker !== 'string' || worker === '')
     bad('worker must be a module path, or a file: or data: URL');
-  if (worker.startsWith('file:') || worker.startsWith('data:')) return worker;
   // A scheme is case-insensitive: 'DATA:…' was taken as a path under the working directory, and
-  // failed ERR_MODULE_NOT_FOUND in the threads. The parser gives it back lower-cased.
+  // failed ERR_MODULE_NOT_FOUND in the threads. The parser gives it back lower-cased. One that
+  // does not parse failed only in the threads (ERR_INVALID_URL): refused here.
   if (LOADABLE_SCHEME.test(worker)) {
     if (!URL.canParse(worker)) bad(`worker ${JSON.stringify(worker)} is not a valid URL`);
-    return new URL(worker).href;
+    return worker.startsWith('file:') || worker.startsWith('data:') ? worker : new URL(worker).href;
   }
   if (URL_WITH_AUTHORITY.test(worker)) {
     if (!URL.canParse(worker)) bad(`worker ${JSON.stringify(worker)} is not a valid URL`);
