@@ -5,14 +5,15 @@
  * hook, or, where the worker handles uncaught exceptions itself, lives on with the call
  * 'running' for good. So the reply is cloned here first (transfer-listed buffers are moved, not
  * copied) and a refusal becomes the call's own error, the thread serving on. Primitives and
- * non-empty buffers, which always post, skip that.
+ * non-empty buffers, which always post, skip that; a buffer is checked again as it is posted
+ * (see checkedAtPost).
  */
 
 import { types } from 'node:util';
 import { moveEnvelope, ResultEnvelope } from '../src/envelope.js';
 import { isMovable, movedValue, withMovedBuffers } from '../src/movable.js';
 import type { TaskReply } from '../src/runtime/protocol.js';
-import { toWire } from '../src/wire-error.js';
+import { toWire, type WireError } from '../src/wire-error.js';
 
 /**
  * Lengths read by internal slot: a value's own `byteLength` is the handler's to shadow, and one
@@ -36,9 +37,13 @@ function alwaysPostable(value: unknown, list: readonly ArrayBuffer[]): boolean {
     if (!(buffer instanceof ArrayBuffer) || bufferBytes.call(buffer) === 0) return false;
   const type = typeof value;
   if (value === null || (type !== 'object' && type !== 'function' && type !== 'symbol')) return true;
-  if (value instanceof ArrayBuffer) return bufferBytes.call(value) > 0;
-  if (!ArrayBuffer.isView(value)) return false;
-  return (types.isTypedArray(value) ? typedArrayBytes : dataViewBytes).call(value as DataView) > 0;
+  return (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) && bytesOf(value) > 0;
+}
+
+/** A buffer's or a view's length: 0 once the buffer is detached, or the view out of its bounds. */
+function bytesOf(value: ArrayBuffer | ArrayBufferView): number {
+  if (value instanceof ArrayBuffer) return bufferBytes.call(value);
+  return (types.isTypedArray(value) ? typedArrayBytes : dataViewBytes).call(value as DataView);
 }
 
 export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): TaskReply {
@@ -52,7 +57,11 @@ export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): 
     list = withMovedBuffers(result, transfer);
   }
   if (alwaysPostable(value, list)) {
-    const reply: TaskReply = { ok: true, value };
+    // A primitive always posts; the one object that skips the clone is a buffer or a view.
+    const reply: TaskReply =
+      typeof value === 'object' && value !== null
+        ? checkedAtPost(value as ArrayBuffer | ArrayBufferView)
+        : { ok: true, value };
     return list.length === 0 ? reply : moveEnvelope(new ResultEnvelope(reply, list));
   }
   let cloned: { value: unknown; list: readonly ArrayBuffer[] };
@@ -60,11 +69,66 @@ export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): 
     // One clone holds the value and the list, so the list names the clone's own buffers.
     cloned = structuredClone({ value, list }, { transfer: list as ArrayBuffer[] });
   } catch (err) {
-    // Every refusal (DataCloneError, Node's ERR_INVALID_TRANSFER_OBJECT...) is the task's own
-    // failure: OMNI_ERR_TASK_FAILED, keeping the name and message that say what went wrong.
-    const { code: _refusal, ...error } = toWire(err);
-    return { ok: false, error };
+    return refused(err);
   }
+  // The clone's buffers are its own: no code the handler left running can reach them.
   const reply: TaskReply = { ok: true, value: cloned.value };
   return cloned.list.length === 0 ? reply : moveEnvelope(new ResultEnvelope(reply, cloned.list));
+}
+
+/**
+ * Every refusal (DataCloneError, Node's ERR_INVALID_TRANSFER_OBJECT...) is the task's own
+ * failure: OMNI_ERR_TASK_FAILED, keeping the name and message that say what went wrong.
+ */
+function refused(err: unknown): { ok: false; error: WireError } {
+  const { code: _refusal, ...error } = toWire(err);
+  return { ok: false, error };
+}
+
+/** Symbol-keyed: structured clone posts an object's string keys only. */
+const BYTES = Symbol('length at the check');
+
+interface CheckedReply {
+  readonly ok: boolean;
+  value: ArrayBuffer | ArrayBufferView | undefined;
+  error: WireError | undefined;
+  [BYTES]: number;
+}
+
+/**
+ * The reply of a buffer or view the handler returned as is, checked again as piscina posts it.
+ * Code the handler left running (a microtask, a timer) may detach the buffer, or shrink a
+ * resizable one under the view, between this entry's return and the post: unlisted, the post
+ * threw in the thread (ending it, or, where the worker handles uncaught errors itself, leaving
+ * the call 'running' for good); listed, it went through and the main thread could not read it,
+ * 'running' again. Structured clone reads `ok` first, with nothing running between that read and
+ * the buffer's: a length that changed since the check is looked at then, by the clone the check
+ * skipped, and a refusal turns the reply into the call's error before `value` and `error` are
+ * read. One getter shared by all replies: the common case costs a property definition and a
+ * length read, ~0.5 us a reply here (an object literal's getter, a closure each, cost twice that).
+ */
+const checkedOk: PropertyDescriptor & ThisType<CheckedReply> = {
+  enumerable: true,
+  get(): boolean {
+    const value = this.value;
+    if (value === undefined) return false; // refused already
+    if (bytesOf(value) === this[BYTES]) return true;
+    try {
+      structuredClone(value);
+      return true;
+    } catch (err) {
+      this.value = undefined;
+      this.error = refused(err).error;
+      return false;
+    }
+  },
+};
+
+function checkedAtPost(value: ArrayBuffer | ArrayBufferView): TaskReply {
+  // `ok` made first: clone reads an object's keys in the order they were made.
+  const reply = Object.defineProperty({}, 'ok', checkedOk) as CheckedReply;
+  reply.value = value;
+  reply.error = undefined;
+  reply[BYTES] = bytesOf(value);
+  return reply as unknown as TaskReply;
 }
