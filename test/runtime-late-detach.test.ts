@@ -66,13 +66,16 @@ describe('a result buffer detached between the return and the post', () => {
   );
 });
 
-it('a buffer grown under a view that tracks its length, at any moment: every call answers', async () => {
-  const rt = await start({ worker: SWALLOWING, threads: 1 });
-  expect(await outcomes(rt, (delay) => ({ mode: 'grow', delay, listed: false }))).toEqual(
-    Array(DELAYS).fill('ok'),
-  );
-  expect(rt.report()).toMatchObject({ state: 'ready', depth: 0, running: 0, failed: 0 });
-});
+it.each([false, true])(
+  'a buffer grown under a view that tracks its length, at any moment (listed: %s): every call answers',
+  async (listed) => {
+    const rt = await start({ worker: SWALLOWING, threads: 1 });
+    expect(await outcomes(rt, (delay) => ({ mode: 'grow', delay, listed }))).toEqual(
+      Array(DELAYS).fill('ok'),
+    );
+    expect(rt.report()).toMatchObject({ state: 'ready', depth: 0, running: 0, failed: 0 });
+  },
+);
 
 it("the worker's own clone refusals, caught or swallowed, at any moment: every call answers, on one thread", async () => {
   const rt = await start({ worker: SWALLOWING, threads: 1 });

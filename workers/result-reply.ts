@@ -60,7 +60,7 @@ export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): 
     // A primitive always posts; the one object that skips the clone is a buffer or a view.
     const reply: TaskReply =
       typeof value === 'object' && value !== null
-        ? checkedAtPost(value as ArrayBuffer | ArrayBufferView)
+        ? checkedAtPost(value as ArrayBuffer | ArrayBufferView, list)
         : { ok: true, value };
     return list.length === 0 ? reply : moveEnvelope(new ResultEnvelope(reply, list));
   }
@@ -87,12 +87,14 @@ function refused(err: unknown): { ok: false; error: WireError } {
 
 /** Symbol-keyed: structured clone posts an object's string keys only. */
 const BYTES = Symbol('length at the check');
+const LIST = Symbol('transfer list');
 
 interface CheckedReply {
   readonly ok: boolean;
-  value: ArrayBuffer | ArrayBufferView | undefined;
+  value: unknown;
   error: WireError | undefined;
   [BYTES]: number;
+  [LIST]: readonly ArrayBuffer[];
 }
 
 /**
@@ -102,19 +104,22 @@ interface CheckedReply {
  * threw in the thread (ending it, or, where the worker handles uncaught errors itself, leaving
  * the call 'running' for good); listed, it went through and the main thread could not read it,
  * 'running' again. Structured clone reads `ok` first, with nothing running between that read and
- * the buffer's: a length that changed since the check is looked at then, by the clone the check
- * skipped, and a refusal turns the reply into the call's error before `value` and `error` are
- * read. One getter shared by all replies: the common case costs a property definition and a
- * length read, ~0.5 us a reply here (an object literal's getter, a closure each, cost twice that).
+ * the buffer's. A length changed since the check gets the check then, the clone this entry
+ * skipped, and the answer a change before the check would have had: a refusal turns the reply
+ * into the call's error before `value` and `error` are read; a clone that takes it stands in for
+ * the value (the listed buffers moved into it, the post copies it). One getter shared by all
+ * replies: the common case costs a property definition and a length read, ~0.5 us a reply here
+ * (an object literal's getter, a closure each, cost twice that).
  */
 const checkedOk: PropertyDescriptor & ThisType<CheckedReply> = {
   enumerable: true,
   get(): boolean {
-    const value = this.value;
-    if (value === undefined) return false; // refused already
+    if (this.error !== undefined) return false; // refused already
+    const value = this.value as ArrayBuffer | ArrayBufferView;
     if (bytesOf(value) === this[BYTES]) return true;
+    const list = this[LIST];
     try {
-      structuredClone(value);
+      this.value = structuredClone({ value, list }, { transfer: list as ArrayBuffer[] }).value;
       return true;
     } catch (err) {
       this.value = undefined;
@@ -124,11 +129,12 @@ const checkedOk: PropertyDescriptor & ThisType<CheckedReply> = {
   },
 };
 
-function checkedAtPost(value: ArrayBuffer | ArrayBufferView): TaskReply {
+function checkedAtPost(value: ArrayBuffer | ArrayBufferView, list: readonly ArrayBuffer[]): TaskReply {
   // `ok` made first: clone reads an object's keys in the order they were made.
   const reply = Object.defineProperty({}, 'ok', checkedOk) as CheckedReply;
   reply.value = value;
   reply.error = undefined;
   reply[BYTES] = bytesOf(value);
+  reply[LIST] = list;
   return reply as unknown as TaskReply;
 }
