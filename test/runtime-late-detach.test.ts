@@ -41,16 +41,20 @@ const threadOf = (rt: Started) => rt.run({ mode: 'thread' });
 
 describe('a result buffer detached between the return and the post', () => {
   it.each([
-    ['detached, unlisted', 'detach', SWALLOWING, false],
-    ['detached, listed with ctx.transfer', 'detach', SWALLOWING, true],
-    ['detached, unlisted, uncaught errors left to end the thread', 'detach', DYING, false],
-    ['shrunk out from under the view', 'shrink', SWALLOWING, false],
+    ['detached, unlisted', 'detach', SWALLOWING, false, false],
+    ['detached, listed with ctx.transfer', 'detach', SWALLOWING, true, false],
+    ['detached, unlisted, uncaught errors left to end the thread', 'detach', DYING, false, false],
+    ['shrunk out from under the view', 'shrink', SWALLOWING, false, false],
+    ['under a DataView, detached, unlisted', 'detach', SWALLOWING, false, true],
+    ['under a DataView, detached, listed', 'detach', SWALLOWING, true, true],
+    ['under a DataView, detached, uncaught errors left to end the thread', 'detach', DYING, false, true],
+    ['shrunk out from under a DataView', 'shrink', SWALLOWING, false, true],
   ] as const)(
     '%s: the call fails OMNI_ERR_TASK_FAILED, the thread serves on',
-    async (_form, mode, worker, listed) => {
+    async (_form, mode, worker, listed, dataView) => {
       const rt = await start({ worker, threads: 1 });
       const thread = await threadOf(rt);
-      const seen = await outcomes(rt, (delay) => ({ mode, delay, listed }));
+      const seen = await outcomes(rt, (delay) => ({ mode, delay, listed, dataView }));
       // Detached before the entry's check, or as the reply is posted: failed; after: too late to matter.
       expect(new Set(seen)).toEqual(new Set(['ok', 'OMNI_ERR_TASK_FAILED']));
       const failed = seen.filter((outcome) => outcome !== 'ok').length;

@@ -43,7 +43,14 @@ function alwaysPostable(value: unknown, list: readonly ArrayBuffer[]): boolean {
 /** A buffer's or a view's length: 0 once the buffer is detached, or the view out of its bounds. */
 function bytesOf(value: ArrayBuffer | ArrayBufferView): number {
   if (value instanceof ArrayBuffer) return bufferBytes.call(value);
-  return (types.isTypedArray(value) ? typedArrayBytes : dataViewBytes).call(value as DataView);
+  if (types.isTypedArray(value)) return typedArrayBytes.call(value);
+  try {
+    return dataViewBytes.call(value as DataView);
+  } catch {
+    // Where a typed array's length reads 0, a DataView's throws: thrown in the `ok` getter, it
+    // threw piscina's post (the thread ended, or its call stayed 'running').
+    return 0;
+  }
 }
 
 export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): TaskReply {
