@@ -16,6 +16,7 @@ afterEach(cleanup);
 
 const SWALLOWING = builtModuleUrl('test/fixtures/late-detach-worker.js');
 const DYING = builtModuleUrl('test/fixtures/late-detach-handler.js');
+const STRICT = builtModuleUrl('test/fixtures/late-detach-strict-worker.js');
 
 /** Microtask delays tried: from before the entry's check to past piscina's post. */
 const DELAYS = 12;
@@ -43,6 +44,8 @@ describe('a result buffer detached between the return and the post', () => {
   it.each([
     ['detached, unlisted', 'detach', SWALLOWING, false, false],
     ['detached, listed with ctx.transfer', 'detach', SWALLOWING, true, false],
+    ['detached, listed, under Node 21+ (refusing a detached buffer listed)', 'detach', STRICT, true, false],
+    ['shrunk, listed, under Node 21+', 'shrink', STRICT, true, false],
     ['detached, unlisted, uncaught errors left to end the thread', 'detach', DYING, false, false],
     ['shrunk out from under the view', 'shrink', SWALLOWING, false, false],
     ['under a DataView, detached, unlisted', 'detach', SWALLOWING, false, true],

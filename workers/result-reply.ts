@@ -10,6 +10,7 @@
  */
 
 import { types } from 'node:util';
+import { Piscina } from 'piscina';
 import { moveEnvelope, ResultEnvelope } from '../src/envelope.js';
 import { isMovable, movedValue, withMovedBuffers } from '../src/movable.js';
 import type { TaskReply } from '../src/runtime/protocol.js';
@@ -65,10 +66,10 @@ export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): 
   }
   if (alwaysPostable(value, list)) {
     // A primitive always posts; the one object that skips the clone is a buffer or a view.
-    const reply: TaskReply =
-      typeof value === 'object' && value !== null
-        ? checkedAtPost(value as ArrayBuffer | ArrayBufferView, list)
-        : { ok: true, value };
+    if (typeof value === 'object' && value !== null) {
+      return checkedAtPost(value as ArrayBuffer | ArrayBufferView, list);
+    }
+    const reply: TaskReply = { ok: true, value };
     return list.length === 0 ? reply : moveEnvelope(new ResultEnvelope(reply, list));
   }
   let cloned: { value: unknown; list: readonly ArrayBuffer[] };
@@ -93,7 +94,7 @@ function refused(err: unknown): { ok: false; error: WireError } {
 }
 
 /** Symbol-keyed: structured clone posts an object's string keys only. */
-const BYTES = Symbol('length at the check');
+const BYTES = Symbol('length at the check, -1 once the value is a clone');
 const LIST = Symbol('transfer list');
 
 interface CheckedReply {
@@ -121,20 +122,54 @@ interface CheckedReply {
 const checkedOk: PropertyDescriptor & ThisType<CheckedReply> = {
   enumerable: true,
   get(): boolean {
-    if (this.error !== undefined) return false; // refused already
-    const value = this.value as ArrayBuffer | ArrayBufferView;
-    if (bytesOf(value) === this[BYTES]) return true;
-    const list = this[LIST];
-    try {
-      this.value = structuredClone({ value, list }, { transfer: list as ArrayBuffer[] }).value;
-      return true;
-    } catch (err) {
-      this.value = undefined;
-      this.error = refused(err).error;
-      return false;
-    }
+    recheck(this);
+    return this.error === undefined;
   },
 };
+
+/**
+ * Does the check again where a length changed: the value's, or a listed buffer's gone to 0
+ * (detached; the entry lists only buffers with bytes here). After a clone, the value and the list
+ * are the clone's own, out of the handler's reach: nothing to look at again.
+ */
+function recheck(reply: CheckedReply): void {
+  if (reply.error !== undefined || reply[BYTES] < 0) return;
+  const value = reply.value as ArrayBuffer | ArrayBufferView;
+  const list = reply[LIST];
+  if (bytesOf(value) === reply[BYTES] && !list.some((buffer) => bufferBytes.call(buffer) === 0)) return;
+  try {
+    const cloned = structuredClone({ value, list }, { transfer: list as ArrayBuffer[] });
+    reply.value = cloned.value;
+    reply[LIST] = cloned.list;
+    reply[BYTES] = -1;
+  } catch (err) {
+    reply.value = undefined;
+    reply.error = refused(err).error;
+    reply[LIST] = [];
+  }
+}
+
+/**
+ * The envelope of a checked reply whose buffers are listed. piscina reads its transfer list just
+ * before the post, and Node 21+ refuses, before reading the reply (so before `ok`), a post that
+ * lists a detached buffer, throwing in the thread as above: the list is checked as it is read,
+ * and is the clone's (or none) where the check found a change. Code that runs between that read
+ * and the post (piscina awaits stdout and stderr there when a handler wrote to them) is seen by
+ * `ok` alone, which Node 20 reaches.
+ */
+class CheckedEnvelope extends ResultEnvelope<TaskReply> {
+  readonly #reply: CheckedReply;
+
+  constructor(reply: CheckedReply) {
+    super(reply as unknown as TaskReply, reply[LIST]);
+    this.#reply = reply;
+  }
+
+  get [Piscina.transferableSymbol](): readonly ArrayBuffer[] {
+    recheck(this.#reply);
+    return this.#reply[LIST];
+  }
+}
 
 function checkedAtPost(value: ArrayBuffer | ArrayBufferView, list: readonly ArrayBuffer[]): TaskReply {
   // `ok` made first: clone reads an object's keys in the order they were made.
@@ -143,5 +178,5 @@ function checkedAtPost(value: ArrayBuffer | ArrayBufferView, list: readonly Arra
   reply.error = undefined;
   reply[BYTES] = bytesOf(value);
   reply[LIST] = list;
-  return reply as unknown as TaskReply;
+  return list.length === 0 ? (reply as unknown as TaskReply) : moveEnvelope(new CheckedEnvelope(reply));
 }
