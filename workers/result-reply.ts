@@ -136,7 +136,7 @@ function recheck(reply: CheckedReply, always = false): void {
   if (reply.error !== undefined || reply[BYTES] < 0) return;
   const value = reply.value as ArrayBuffer | ArrayBufferView;
   const list = reply[LIST];
-  const unchanged = bytesOf(value) === reply[BYTES] && !list.some((buffer) => bufferBytes.call(buffer) === 0);
+  const unchanged = bytesOf(value) === reply[BYTES] && !anyDetached(list);
   if (unchanged && !always) return;
   try {
     const cloned = structuredClone({ value, list }, { transfer: list as ArrayBuffer[] });
@@ -171,6 +171,12 @@ class CheckedEnvelope extends ResultEnvelope<TaskReply> {
     recheck(this.#reply, process.stdout.writableLength > 0 || process.stderr.writableLength > 0);
     return this.#reply[LIST];
   }
+}
+
+/** A loop, not list.some: no closure for each reply (the list has a buffer or two). */
+function anyDetached(list: readonly ArrayBuffer[]): boolean {
+  for (const buffer of list) if (bufferBytes.call(buffer) === 0) return true;
+  return false;
 }
 
 function checkedAtPost(value: ArrayBuffer | ArrayBufferView, list: readonly ArrayBuffer[]): TaskReply {
