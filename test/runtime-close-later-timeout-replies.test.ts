@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
   blockUntilDepth,
+  blockUntilStarted,
   cleanup,
   codeOf,
   control,
@@ -21,14 +22,6 @@ import {
 } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
-
-function blockUntilStarted(c: Int32Array): void {
-  const limit = Date.now() + 20_000;
-  while (Atomics.load(c, STARTED) === 0) {
-    if (Date.now() > limit) throw new Error('timed out waiting for STARTED');
-    Atomics.wait(c, STARTED, 0, 100);
-  }
-}
 
 /** Lets close() run up to its next wait on another thread or a timer. */
 async function microtasks(): Promise<void> {

@@ -7,9 +7,9 @@
  * did not finish. The lapse of the reply's wait is on a fake clock; the rounds run on the real one.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { STARTED } from './fixtures/runtime-control.js';
 import {
   blockUntilDepth,
+  blockUntilStarted,
   cleanupOnRealClock,
   closePastRepliesWait,
   codeOf,
@@ -19,14 +19,6 @@ import {
 } from './fixtures/runtime-harness.js';
 
 afterEach(cleanupOnRealClock);
-
-function blockUntilStarted(c: Int32Array): void {
-  const limit = Date.now() + 20_000;
-  while (Atomics.load(c, STARTED) === 0) {
-    if (Date.now() > limit) throw new Error('timed out waiting for STARTED');
-    Atomics.wait(c, STARTED, 0, 100);
-  }
-}
 
 describe('a clean close whose reply never comes', () => {
   it("runs the other threads' hooks without waiting for the stuck thread's turn", async () => {

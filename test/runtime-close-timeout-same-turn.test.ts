@@ -11,6 +11,7 @@ import type { CloseResult } from '../src/index.js';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
   blockUntilDepth,
+  blockUntilStarted,
   cleanup,
   control,
   runtimeWarnings,
@@ -19,14 +20,6 @@ import {
 } from './fixtures/runtime-harness.js';
 
 afterEach(cleanup);
-
-function blockUntilStarted(c: Int32Array): void {
-  const limit = Date.now() + 20_000;
-  while (Atomics.load(c, STARTED) === 0) {
-    if (Date.now() > limit) throw new Error('timed out waiting for STARTED');
-    Atomics.wait(c, STARTED, 0, 100);
-  }
-}
 
 describe('a close timeout given on the turn the drain ended', () => {
   it("cuts the wait for another call's trailing reply", async () => {
