@@ -235,8 +235,8 @@ describe('the published package', () => {
         /^dist\/(test|bench|readme)\//.test(f),
     );
     expect(stray).toEqual([]);
-    // The whole package today is about 1.2 MB unpacked, about half of it source maps; a stray
-    // build or data file is far more.
-    expect(packed.unpackedSize).toBeLessThan(2 * 1024 * 1024);
+    // The whole package today is about 2.1 MB unpacked, about half of it source maps (1.2 MB at
+    // the first release; the code grew); a stray build or data file is far more.
+    expect(packed.unpackedSize).toBeLessThan(3 * 1024 * 1024);
   });
 });
