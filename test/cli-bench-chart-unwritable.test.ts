@@ -15,16 +15,8 @@ import { tempDirs } from './fixtures/temp-dirs.js';
 /** Writes of this file (its partial file beside it) fail as a full disk does. */
 const FAILING = 'throughput.svg';
 vi.mock('node:fs', async (importOriginal) => {
-  const real = await importOriginal<typeof import('node:fs')>();
-  const writeFileSync: typeof real.writeFileSync = (file, data, options) => {
-    if (String(file).includes(FAILING)) {
-      throw Object.assign(new Error(`ENOSPC: no space left on device, write '${String(file)}'`), {
-        code: 'ENOSPC',
-      });
-    }
-    real.writeFileSync(file, data, options);
-  };
-  return { ...real, writeFileSync, default: { ...real, writeFileSync } };
+  const { fullDisk } = await import('./fixtures/full-disk.js');
+  return fullDisk(await importOriginal<typeof import('node:fs')>(), (file) => file.includes(FAILING));
 });
 
 const { runBenchCommand } = await import('../src/cli/bench-command.js');

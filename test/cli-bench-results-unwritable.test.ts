@@ -13,16 +13,11 @@ import { tempDirs } from './fixtures/temp-dirs.js';
 /** Writes under this folder fail as a full disk does. */
 let failIn: string | undefined;
 vi.mock('node:fs', async (importOriginal) => {
-  const real = await importOriginal<typeof import('node:fs')>();
-  const writeFileSync: typeof real.writeFileSync = (file, data, options) => {
-    if (failIn !== undefined && String(file).startsWith(failIn)) {
-      throw Object.assign(new Error(`ENOSPC: no space left on device, write '${String(file)}'`), {
-        code: 'ENOSPC',
-      });
-    }
-    real.writeFileSync(file, data, options);
-  };
-  return { ...real, writeFileSync, default: { ...real, writeFileSync } };
+  const { fullDisk } = await import('./fixtures/full-disk.js');
+  return fullDisk(
+    await importOriginal<typeof import('node:fs')>(),
+    (file) => failIn !== undefined && file.startsWith(failIn),
+  );
 });
 
 const { runBenchCommand } = await import('../src/cli/bench-command.js');
