@@ -1,6 +1,7 @@
 /** `omni-runtime bench admission`: both sides measured and a ratio; its flags' edges; its table. */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseAdmissionBenchArgs, runAdmissionBenchCommand } from '../src/cli/admission-bench-command.js';
+import { captureOutput } from './fixtures/capture-output.js';
 import { runCli } from './fixtures/cli-process.js';
 import { thrownCode } from './fixtures/thrown.js';
 
@@ -9,8 +10,6 @@ interface Side {
   opsPerSec: number;
   rounds: number[];
 }
-
-afterEach(() => vi.restoreAllMocks());
 
 describe('omni-runtime bench admission', () => {
   it.each([[[]], [['--cost', '3']]])('measures admission against raw Atomics %j', async (extra: string[]) => {
@@ -61,14 +60,13 @@ describe('bench admission flags, parsed', () => {
 
 /** Runs the command in-process and returns what it printed. */
 async function table(argv: string[]): Promise<string> {
-  let stdout = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stdout += String(chunk);
-    return true;
-  });
-  expect(await runAdmissionBenchCommand(argv)).toBe(0);
-  vi.restoreAllMocks();
-  return stdout;
+  const output = captureOutput();
+  try {
+    expect(await runAdmissionBenchCommand(argv)).toBe(0);
+    return output.stdout;
+  } finally {
+    output.restore();
+  }
 }
 
 describe('the bench admission table', () => {

@@ -7,9 +7,10 @@
  */
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import type { BenchSummary } from '../src/cli/bench-report.js';
 import { benchPhase, benchResult } from './fixtures/bench-result.js';
+import { captureOutputPerTest } from './fixtures/capture-output.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 /** Writes of this file (its partial file beside it) fail as a full disk does. */
@@ -22,17 +23,7 @@ vi.mock('node:fs', async (importOriginal) => {
 const { runBenchCommand } = await import('../src/cli/bench-command.js');
 const tempDir = tempDirs('omni-bench-chart-unwritable-');
 
-let stdout = '';
-beforeAll(() => {
-  vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    stdout += String(chunk);
-    return true;
-  });
-  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-});
-afterAll(() => {
-  vi.restoreAllMocks();
-});
+const output = captureOutputPerTest();
 
 it("lists the chart written before the failing one among the summary's files, as it is on disk", async () => {
   const out = tempDir();
@@ -42,5 +33,5 @@ it("lists the chart written before the failing one among the summary's files, as
   ).rejects.toHaveProperty('code', 'ENOSPC');
   const written = ['results.json', 'latency.svg'];
   expect(fs.readdirSync(out).sort()).toEqual([...written].sort());
-  expect((JSON.parse(stdout) as BenchSummary).files).toEqual(written.map((name) => join(out, name)));
+  expect((JSON.parse(output.stdout) as BenchSummary).files).toEqual(written.map((name) => join(out, name)));
 });

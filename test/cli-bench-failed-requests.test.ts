@@ -7,12 +7,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runBenchCommand } from '../src/cli/bench-command.js';
 import type { BenchSummary } from '../src/cli/bench-report.js';
 import type { BenchResult } from '../src/cli/bench-run.js';
 import type { ImportPackage } from '../src/cli/chart-libraries.js';
 import { benchPhase, benchResult } from './fixtures/bench-result.js';
+import { captureOutputPerTest } from './fixtures/capture-output.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-bench-failed-');
@@ -35,20 +36,7 @@ const failing = benchResult([
 ]);
 
 describe('omni-runtime bench with failed requests', () => {
-  let stdout: string;
-  beforeAll(() => {
-    vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-      stdout += String(chunk);
-      return true;
-    });
-    vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-  });
-  beforeEach(() => {
-    stdout = '';
-  });
-  afterAll(() => {
-    vi.restoreAllMocks();
-  });
+  const output = captureOutputPerTest();
 
   const bench = (out: string, result: BenchResult, json: boolean) =>
     runBenchCommand([...(json ? ['--json'] : []), '--out', out], {
@@ -60,13 +48,13 @@ describe('omni-runtime bench with failed requests', () => {
     const out = tempDir();
     await expect(bench(out, failing, false)).rejects.toMatchObject({ code: 'OMNI_ERR_BENCH' });
     expect(JSON.parse(readFileSync(join(out, 'results.json'), 'utf8'))).toEqual(failing);
-    expect(stdout).toContain(`written: ${join(out, 'results.json')}\n`);
+    expect(output.stdout).toContain(`written: ${join(out, 'results.json')}\n`);
   });
 
   it('--json: the whole summary on stdout first, its failures counted, then OMNI_ERR_BENCH', async () => {
     const out = tempDir();
     await expect(bench(out, failing, true)).rejects.toMatchObject({ code: 'OMNI_ERR_BENCH' });
-    const summary = JSON.parse(stdout) as BenchSummary;
+    const summary = JSON.parse(output.stdout) as BenchSummary;
     expect(summary.phases.map((p) => p.failed)).toEqual([10, 5]);
   });
 

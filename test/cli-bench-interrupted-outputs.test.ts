@@ -7,34 +7,17 @@
 import { EventEmitter } from 'node:events';
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, expect, it, vi } from 'vitest';
+import { expect, it } from 'vitest';
 import { runBenchCommand } from '../src/cli/bench-command.js';
 import type { BenchResult } from '../src/cli/bench-run.js';
 import type { ImportPackage } from '../src/cli/chart-libraries.js';
 import { benchResult } from './fixtures/bench-result.js';
+import { captureOutputPerTest } from './fixtures/capture-output.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-bench-interrupted-outputs-');
 
-let stdout: string;
-let stderr: string;
-beforeAll(() => {
-  vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    stdout += String(chunk);
-    return true;
-  });
-  vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
-    stderr += String(chunk);
-    return true;
-  });
-});
-beforeEach(() => {
-  stdout = '';
-  stderr = '';
-});
-afterAll(() => {
-  vi.restoreAllMocks();
-});
+const output = captureOutputPerTest();
 
 const notInstalled = (name: string): Error =>
   Object.assign(new Error(`Cannot find package '${name}' imported from /nowhere`), {
@@ -58,7 +41,12 @@ async function interrupted(out: string, interruptAt: 'load' | 'charts', signal: 
   const signals = new EventEmitter();
   let ended: Ended | undefined;
   const raise = (name: string): void => {
-    ended ??= { signal: name, stdout, stderr, files: existsSync(out) ? readdirSync(out).sort() : [] };
+    ended ??= {
+      signal: name,
+      stdout: output.stdout,
+      stderr: output.stderr,
+      files: existsSync(out) ? readdirSync(out).sort() : [],
+    };
   };
   const runBench = async (): Promise<BenchResult> => {
     if (interruptAt === 'load') signals.emit(signal);

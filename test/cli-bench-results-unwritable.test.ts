@@ -6,8 +6,9 @@
  */
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { benchResult } from './fixtures/bench-result.js';
+import { captureOutputPerTest } from './fixtures/capture-output.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 /** Writes under this folder fail as a full disk does. */
@@ -23,13 +24,8 @@ vi.mock('node:fs', async (importOriginal) => {
 const { runBenchCommand } = await import('../src/cli/bench-command.js');
 const tempDir = tempDirs('omni-bench-unwritable-');
 
-beforeAll(() => {
-  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-});
-afterAll(() => {
-  vi.restoreAllMocks();
-});
+// Kept, not shown: what the failing run prints is not what this test checks.
+captureOutputPerTest();
 
 it('fails with the write error and removes the folder it made, which holds nothing', async () => {
   const parent = tempDir();

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { runBenchCommand } from '../src/cli/bench-command.js';
 import type { BenchSummary } from '../src/cli/bench-report.js';
 import {
@@ -18,6 +18,7 @@ import {
 import { CHART_FILES } from '../src/cli/charts.js';
 import { packageRoot } from '../src/paths.js';
 import { benchResult } from './fixtures/bench-result.js';
+import { captureOutputPerTest } from './fixtures/capture-output.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-charts-');
@@ -104,25 +105,7 @@ describe('loadChartLibraries', () => {
 
 describe('omni-runtime bench without the chart packages', () => {
   const result = benchResult([]);
-  let stdout: string;
-  let stderr: string;
-  beforeAll(() => {
-    vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-      stdout += String(chunk);
-      return true;
-    });
-    vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
-      stderr += String(chunk);
-      return true;
-    });
-  });
-  beforeEach(() => {
-    stdout = '';
-    stderr = '';
-  });
-  afterAll(() => {
-    vi.restoreAllMocks();
-  });
+  const output = captureOutputPerTest();
 
   const bench = (out: string, importPackage: ImportPackage, json = true) =>
     runBenchCommand([...(json ? ['--json'] : []), '--out', out], {
@@ -135,8 +118,8 @@ describe('omni-runtime bench without the chart packages', () => {
     expect(await bench(out, loader({ vega: vegaMissing, 'vega-lite': vegaLiteMissing }))).toBe(0);
     expect(readdirSync(out)).toEqual(['results.json']);
     expect(JSON.parse(readFileSync(join(out, 'results.json'), 'utf8'))).toEqual(result);
-    expect((JSON.parse(stdout) as BenchSummary).files).toEqual([join(out, 'results.json')]);
-    const lines = stderr.split('\n').filter((line) => line !== '');
+    expect((JSON.parse(output.stdout) as BenchSummary).files).toEqual([join(out, 'results.json')]);
+    const lines = output.stderr.split('\n').filter((line) => line !== '');
     expect(lines).toHaveLength(1);
     for (const fact of ['skipped', 'vega', 'vega-lite', 'optional', CHART_INSTALL_COMMAND]) {
       expect(lines[0]).toContain(fact);
@@ -146,8 +129,8 @@ describe('omni-runtime bench without the chart packages', () => {
   it('the table names only the file written', async () => {
     const out = tempDir();
     expect(await bench(out, loader({ 'vega-lite': vegaLiteMissing }), false)).toBe(0);
-    expect(stdout).toContain(`written: ${join(out, 'results.json')}\n`);
-    expect(stdout).not.toContain('.svg');
+    expect(output.stdout).toContain(`written: ${join(out, 'results.json')}\n`);
+    expect(output.stdout).not.toContain('.svg');
     expect(existsSync(join(out, 'latency.svg'))).toBe(false);
   });
 
@@ -172,9 +155,9 @@ describe('omni-runtime bench without the chart packages', () => {
       'code',
       'ERR_MODULE_NOT_FOUND',
     );
-    expect(stderr).not.toContain('skipped');
+    expect(output.stderr).not.toContain('skipped');
     // The run's measurement is kept, and the summary says which files exist.
     expect(JSON.parse(readFileSync(join(out, 'results.json'), 'utf8'))).toEqual(result);
-    expect((JSON.parse(stdout) as BenchSummary).files).toEqual([join(out, 'results.json')]);
+    expect((JSON.parse(output.stdout) as BenchSummary).files).toEqual([join(out, 'results.json')]);
   });
 });

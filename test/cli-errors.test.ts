@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { errorLine, exitCodeFor, main } from '../src/cli/main.js';
+import { captureOutput } from './fixtures/capture-output.js';
 import { CLI, runCli } from './fixtures/cli-process.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'omni-cli-errors-'));
@@ -123,24 +124,20 @@ describe('a line rejected only after calibration: a multiple of capacity that wo
   const flood = ['bench', '--rates', '1e9x', '--duration', '1', '--in-features', '8', '--out-features', '8'];
 
   it('is a usage mistake naming --rates (one line, exit 2), with nothing on stdout', async () => {
-    let stdout = '';
-    vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      stdout += String(chunk);
-      return true;
-    });
+    const output = captureOutput();
     let thrown: unknown;
     try {
       await main([...flood, '--out', join(scratch, 'flood')]);
     } catch (err) {
       thrown = err;
     } finally {
-      vi.restoreAllMocks();
+      output.restore();
     }
     expect(thrown).toMatchObject({ code: 'OMNI_ERR_USAGE' });
     expect(exitCodeFor(thrown)).toBe(2);
     expect(errorLine(thrown)).toContain('--rates');
     expect(errorLine(thrown).split('\n')).toHaveLength(1);
-    expect(stdout).toBe('');
+    expect(output.stdout).toBe('');
   });
 
   it('leaves no output folder of its own behind', async () => {

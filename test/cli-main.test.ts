@@ -1,30 +1,28 @@
 /** The command line's dispatch, in-process: help and version, exit codes, one-line errors. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ADMISSION_HELP } from '../src/cli/admission-bench-command.js';
 import { UsageError } from '../src/cli/args.js';
 import { BENCH_HELP } from '../src/cli/bench-options.js';
 import { errorLine, exitCodeFor, HELP, main } from '../src/cli/main.js';
 import { SERVE_HELP } from '../src/cli/serve-command.js';
 import { packageRoot } from '../src/paths.js';
+import { captureOutput } from './fixtures/capture-output.js';
 
 const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string })
   .version;
 
 /** Runs main() and returns its exit code and what it wrote on stdout. */
 async function run(argv: string[]): Promise<{ code: number; stdout: string }> {
-  let stdout = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    stdout += String(chunk);
-    return true;
-  });
-  const code = await main(argv);
-  vi.restoreAllMocks();
-  return { code, stdout };
+  const output = captureOutput();
+  try {
+    const code = await main(argv);
+    return { code, stdout: output.stdout };
+  } finally {
+    output.restore();
+  }
 }
-
-afterEach(() => vi.restoreAllMocks());
 
 describe('main', () => {
   it.each([['-v'], ['--version']])('%s prints the package version, exits 0', async (flag) => {
