@@ -2,8 +2,8 @@
  * `omni-runtime bench`: parse flags, run the load, then write results.json and the charts and
  * print the table (or, with --json, the summary) on stdout. Without the optional chart
  * packages the charts are skipped with one line on stderr; the run still succeeds. A run whose
- * requests failed is written and printed, then fails (OMNI_ERR_BENCH). One stopped by SIGINT or
- * SIGTERM writes nothing partial (see bench-interrupt.ts).
+ * requests failed is written and printed, then fails (OMNI_ERR_BENCH). One stopped by SIGINT,
+ * SIGTERM or SIGHUP writes nothing partial (see bench-interrupt.ts).
  */
 import { BenchError } from './bench-error.js';
 import { onInterrupt, type Raise, raiseSignal } from './bench-interrupt.js';
@@ -25,7 +25,7 @@ const OUTPUT_FILES = [RESULTS_FILE, ...CHART_FILES];
 export interface BenchCommandDeps {
   readonly runBench: typeof runBench;
   readonly importPackage?: ImportPackage;
-  /** Where SIGINT and SIGTERM come from (`process`), and how one then ends the process. */
+  /** Where SIGINT, SIGTERM and SIGHUP come from (`process`), and how one then ends the process. */
   readonly signals?: SignalSource;
   readonly raise?: Raise;
 }
