@@ -114,11 +114,12 @@ Flags:
   -h, --help         this help
 Exit status: 0 once measured; 2 for a usage mistake; 1 for any other failure, such as
 OMNI_ERR_BENCH (a calibration that completed nothing while --rates are multiples of it, a
-phase that did not drain, requests that failed: their results are written and printed first)
-or a native library that will not load. A failure is one line on stderr. Stopped by SIGINT
-(Ctrl-C), SIGTERM or SIGHUP (its terminal closed), it prints nothing on stdout, writes no
-partial results, removes a --out folder it made while empty, says so on stderr and ends by the
-signal (130, 143, 129 in a shell).
+phase that did not drain, requests that failed: their results are written and printed first),
+a native library that will not load, or a results.json that cannot be written (the table is
+printed first). A failure is one line on stderr. Stopped by SIGINT (Ctrl-C), SIGTERM or
+SIGHUP (its terminal closed), it prints nothing on stdout, writes no partial results, removes
+a --out folder it made while empty, says so on stderr and ends by the signal (130, 143, 129
+in a shell).
 `;
 
 /**
