@@ -9,7 +9,15 @@ import { type NativeLibraryPaths, rowsPerCall } from '../linear/start-options.js
 import { backendFromEnv } from '../native/backend.js';
 import { MAX_DEVICE } from '../native/device.js';
 import { nearestName } from '../nearest-name.js';
-import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
+import {
+  checkBoundFlags,
+  choiceFlag,
+  deadlineFlag,
+  libraryFlags,
+  numberFlag,
+  parseFlags,
+  UsageError,
+} from './args.js';
 
 export type BackendFlag = 'fixture' | 'cuda' | 'auto';
 
@@ -273,7 +281,7 @@ export function parseBenchArgs(
     json: values.json === true,
     seed: numberFlag('seed', values.seed, 1, { min: 0, max: 2 ** 32 - 1, integer: true }),
     // Any length, as the runtime's deadlines take (long-timeout.ts).
-    deadlineMs: numberFlag('deadline-ms', values['deadline-ms'], 1000, { greater: 0 }),
+    deadlineMs: deadlineFlag(values['deadline-ms']) ?? 1000,
     inFeatures,
     outFeatures,
     maxRows,
