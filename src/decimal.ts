@@ -31,3 +31,13 @@ export function isPositiveDecimal(text: string): boolean {
   const mantissa = trimmed.split(/e/i)[0] ?? '';
   return isDecimal(trimmed) && !mantissa.startsWith('-') && /[1-9]/.test(mantissa);
 }
+
+/**
+ * The number decimal `text` names, where it is > 0 (else undefined): the one reading of a
+ * deadline, for x-omni-deadline-ms and both commands' --deadline-ms alike. Text too small for a
+ * double ('1e-400', which Number() reads as 0) is Number.MIN_VALUE, the shortest deadline there
+ * is (past at once), rather than none or a refusal; text too large is Infinity.
+ */
+export function positiveDecimal(text: string): number | undefined {
+  return isPositiveDecimal(text) ? Number(text) || Number.MIN_VALUE : undefined;
+}

@@ -143,9 +143,11 @@ function check(
     const [field, integer] = numbers[flag]!;
     expect(isDecimal(text), `--${flag} ${JSON.stringify(text)}`).toBe(true);
     if (integer) expect(isWholeDecimal(text), `--${flag} ${JSON.stringify(text)}`).toBe(true);
-    // -0 as 0 (toBe tells them apart): a flag whose range holds 0 hands on 0, never -0.
+    // -0 as 0 (toBe tells them apart): a flag whose range holds 0 hands on 0, never -0. A
+    // deadline is above 0: text that Number() reads as 0 ('1e-400') is the shortest there is.
     const written = Number(text);
-    expect((parsed as Record<string, unknown>)[field]).toBe(written === 0 ? 0 : written);
+    const least = field === 'deadlineMs' ? Number.MIN_VALUE : 0;
+    expect((parsed as Record<string, unknown>)[field]).toBe(written === 0 ? least : written);
   }
 }
 

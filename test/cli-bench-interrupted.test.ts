@@ -1,9 +1,10 @@
 /**
- * `omni-runtime bench` stopped by SIGINT (Ctrl-C) or SIGTERM while it runs. It writes no partial
- * results: the --out folder it made is removed again while empty, one line on stderr says what
- * was left, nothing reaches stdout (not half a --json summary), and the signal ends the process
- * as it would have (the parent sees it killed by that signal: exit 130 or 143 in a shell). Before,
- * the signal killed it at once and the empty folder it had made stayed behind.
+ * `omni-runtime bench` stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP (its terminal closed) while
+ * it runs. It writes no partial results: the --out folder it made is removed again while empty,
+ * one line on stderr says what was left, nothing reaches stdout (not half a --json summary), and
+ * the signal ends the process as it would have (the parent sees it killed by that signal: exit
+ * 130, 143 or 129 in a shell). Before, the signal killed it at once and the empty folder it had
+ * made stayed behind (SIGHUP until session 33).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -27,7 +28,7 @@ const LONG_RUN = [
   ...['--in-features', '8', '--out-features', '8', '--max-rows', '2'],
 ];
 
-it.each(['SIGINT', 'SIGTERM'] as const)(
+it.each(['SIGINT', 'SIGTERM', 'SIGHUP'] as const)(
   '%s: removes the folder it made, prints nothing on stdout, one line on stderr, dies by the signal',
   async (signal) => {
     const made = join(tempDir(), 'made');

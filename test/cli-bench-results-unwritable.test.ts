@@ -1,13 +1,18 @@
 /**
  * `omni-runtime bench` whose results.json cannot be written (a full disk): the run fails with
- * the write's code and, having written nothing, leaves no --out folder of its own behind, as a
- * run that fails before writing does. Before, the empty folder it made stayed. In-process, with
- * the load replaced by a made-up result and every write under the folder failing as ENOSPC.
+ * the write's code (exit 1) and, having written nothing, leaves no --out folder of its own
+ * behind, as a run that fails before writing does. Its figures still reach stdout first (the
+ * table, or the --json summary with no files), so the measurement is not lost with the file;
+ * no chart is drawn beside an earlier run's results.json, which stays whole. Before, the empty
+ * folder stayed, and later nothing was printed either. In-process, with the load replaced by a
+ * made-up result and every write under the folder failing as ENOSPC.
  */
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { expect, it, vi } from 'vitest';
-import { benchResult } from './fixtures/bench-result.js';
+import { type BenchSummary, formatReport, summarize } from '../src/cli/bench-report.js';
+import { exitCodeFor } from '../src/cli/main.js';
+import { benchPhase, benchResult } from './fixtures/bench-result.js';
 import { captureOutputPerTest } from './fixtures/capture-output.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
@@ -23,17 +28,44 @@ vi.mock('node:fs', async (importOriginal) => {
 
 const { runBenchCommand } = await import('../src/cli/bench-command.js');
 const tempDir = tempDirs('omni-bench-unwritable-');
+const result = benchResult([benchPhase({ mode: 'unbounded' }), benchPhase({ mode: 'bounded' })]);
 
-// Kept, not shown: what the failing run prints is not what this test checks.
-captureOutputPerTest();
+const output = captureOutputPerTest();
 
-it('fails with the write error and removes the folder it made, which holds nothing', async () => {
+/** The command's rejection, with every write under `dir` failing meanwhile. */
+async function failure(dir: string, argv: string[]): Promise<unknown> {
+  failIn = dir;
+  try {
+    return await runBenchCommand(argv, { runBench: async () => result }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+  } finally {
+    failIn = undefined;
+  }
+}
+
+it('prints the table, fails with the write error (exit 1), and removes the empty folder it made', async () => {
   const parent = tempDir();
   const made = join(parent, 'made');
-  failIn = made;
-  await expect(
-    runBenchCommand(['--out', join(made, 'deeper')], { runBench: async () => benchResult([]) }),
-  ).rejects.toHaveProperty('code', 'ENOSPC');
-  failIn = undefined;
+  const err = await failure(made, ['--out', join(made, 'deeper')]);
+  expect(err).toHaveProperty('code', 'ENOSPC');
+  expect(exitCodeFor(err)).toBe(1);
   expect(fs.readdirSync(parent)).toEqual([]);
+  expect(output.stdout).toBe(formatReport(result, []));
+  expect(output.stdout.trimEnd().split('\n').at(-1)).toBe('written: nothing');
+});
+
+it("--json: prints the summary with no files; an earlier run's results and charts stay as they were", async () => {
+  const out = tempDir();
+  const earlier = `${JSON.stringify({ tool: 'omni-runtime bench', seed: 7 })}\n`;
+  fs.writeFileSync(join(out, 'results.json'), earlier);
+  fs.writeFileSync(join(out, 'latency.svg'), '<svg class="marks">earlier</svg>');
+  const err = await failure(out, ['--json', '--out', out]);
+  expect(err).toHaveProperty('code', 'ENOSPC');
+  expect(exitCodeFor(err)).toBe(1);
+  expect(JSON.parse(output.stdout) as BenchSummary).toEqual(summarize(result, []));
+  expect(fs.readdirSync(out).sort()).toEqual(['latency.svg', 'results.json']);
+  expect(fs.readFileSync(join(out, 'results.json'), 'utf8')).toBe(earlier);
+  expect(fs.readFileSync(join(out, 'latency.svg'), 'utf8')).toBe('<svg class="marks">earlier</svg>');
 });

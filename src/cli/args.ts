@@ -4,7 +4,7 @@
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { checkBounds } from '../admission/bounds.js';
-import { isDecimal, isWholeDecimal } from '../decimal.js';
+import { isDecimal, isWholeDecimal, positiveDecimal } from '../decimal.js';
 import { BACKEND_ENV, type BackendPreference, backendFromEnv } from '../native/backend.js';
 import { nearestName } from '../nearest-name.js';
 
@@ -167,6 +167,20 @@ export function numberFlag(
     throw new UsageError(`--${name} must be ${kind}${range && ` ${range}`}, got ${JSON.stringify(raw)}`);
   }
   return value === 0 ? 0 : value;
+}
+
+/**
+ * --deadline-ms, for bench and serve: milliseconds > 0 of any length, read as x-omni-deadline-ms
+ * is (positiveDecimal), so '1e-400' is the shortest deadline, not refused as the 0 Number() reads.
+ * Finite: Infinity (none) is no deadline for bench to measure by, and serve's default is none.
+ */
+export function deadlineFlag(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const value = positiveDecimal(raw);
+  if (value === undefined || !Number.isFinite(value)) {
+    throw new UsageError(`--deadline-ms must be a number > 0, got ${JSON.stringify(raw)}`);
+  }
+  return value;
 }
 
 /** A range as the library's own errors say it: "from 1 to 256", "> 0, at most 3600". */

@@ -2,8 +2,8 @@
  * `omni-runtime bench`: parse flags, run the load, then write results.json and the charts and
  * print the table (or, with --json, the summary) on stdout. Without the optional chart
  * packages the charts are skipped with one line on stderr; the run still succeeds. A run whose
- * requests failed is written and printed, then fails (OMNI_ERR_BENCH). One stopped by SIGINT or
- * SIGTERM writes nothing partial (see bench-interrupt.ts).
+ * requests failed is written and printed, then fails (OMNI_ERR_BENCH). One stopped by SIGINT,
+ * SIGTERM or SIGHUP writes nothing partial (see bench-interrupt.ts).
  */
 import { BenchError } from './bench-error.js';
 import { onInterrupt, type Raise, raiseSignal } from './bench-interrupt.js';
@@ -25,7 +25,7 @@ const OUTPUT_FILES = [RESULTS_FILE, ...CHART_FILES];
 export interface BenchCommandDeps {
   readonly runBench: typeof runBench;
   readonly importPackage?: ImportPackage;
-  /** Where SIGINT and SIGTERM come from (`process`), and how one then ends the process. */
+  /** Where SIGINT, SIGTERM and SIGHUP come from (`process`), and how one then ends the process. */
   readonly signals?: SignalSource;
   readonly raise?: Raise;
 }
@@ -84,44 +84,59 @@ async function measure(
   }
   // The measurement is written first: a chart library that fails to load or render must not
   // cost the run its results.
+  let failure: unknown;
   try {
     files.push(...writeOutputs(outDir, [[RESULTS_FILE, `${JSON.stringify(result, null, 2)}\n`]]));
   } catch (err) {
     // Not written (a full disk): the file is whole or not there, and a folder made for it and
-    // still empty goes, as after a failed run.
+    // still empty goes, as after a failed run. The figures are still printed below, so the run
+    // is not lost with its file; no chart is drawn beside an earlier run's results.json.
     discardOutDir(out);
-    throw err;
+    failure = err;
   }
-  let chartError: unknown;
-  try {
-    // An earlier run's charts beside these results would pass for this run's, if charts are
-    // skipped or fail below. One that cannot be removed is reported after the results.
-    removeOutputs(outDir, CHART_FILES);
-    const libraries = await loadChartLibraries(deps.importPackage);
-    if (libraries === undefined) {
-      process.stderr.write(
-        `charts skipped: the optional dependencies vega and vega-lite are not installed (${CHART_INSTALL_COMMAND})\n`,
-      );
-    } else {
-      const svgs = await Promise.all(
-        charts(result).map(async (c) => [c.file, await renderSvg(c.spec, libraries)] as const),
-      );
-      // One at a time: a write that fails (a full disk) leaves those before it, and the
-      // summary's files must name them.
-      for (const svg of svgs) files.push(...writeOutputs(outDir, [svg]));
-    }
-  } catch (err) {
-    chartError = err;
-  }
+  if (failure === undefined) failure = await writeCharts(outDir, result, files, deps.importPackage);
   if (config.json) {
     process.stdout.write(`${JSON.stringify(summarize(result, files), null, 2)}\n`);
   } else {
     process.stdout.write(formatReport(result, files));
   }
-  if (chartError !== undefined) throw chartError;
-  const failure = failedRequests(result);
   if (failure !== undefined) throw failure;
+  const failed = failedRequests(result);
+  if (failed !== undefined) throw failed;
   return 0;
+}
+
+/**
+ * Replaces the charts beside this run's results.json; `files` collects those written. Resolves
+ * with the error that stopped them (reported after the results are printed), if any.
+ */
+async function writeCharts(
+  outDir: string,
+  result: Awaited<ReturnType<typeof runBench>>,
+  files: string[],
+  importPackage: ImportPackage | undefined,
+): Promise<unknown> {
+  try {
+    // An earlier run's charts beside these results would pass for this run's, if charts are
+    // skipped or fail below. One that cannot be removed is reported after the results.
+    removeOutputs(outDir, CHART_FILES);
+    const libraries = await loadChartLibraries(importPackage);
+    if (libraries === undefined) {
+      process.stderr.write(
+        `charts skipped: the optional dependencies vega and vega-lite are not installed (${CHART_INSTALL_COMMAND})\n`,
+      );
+      return undefined;
+    }
+    const svgs = await Promise.all(
+      charts(result).map(async (c) => [c.file, await renderSvg(c.spec, libraries)] as const),
+    );
+    // One at a time: a write that fails (a full disk) leaves those before it, and the
+    // summary's files must name them.
+    for (const svg of svgs) files.push(...writeOutputs(outDir, [svg]));
+    return undefined;
+  } catch (err) {
+    return err;
+  }
 }
 
 /**

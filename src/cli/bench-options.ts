@@ -9,7 +9,15 @@ import { type NativeLibraryPaths, rowsPerCall } from '../linear/start-options.js
 import { backendFromEnv } from '../native/backend.js';
 import { MAX_DEVICE } from '../native/device.js';
 import { nearestName } from '../nearest-name.js';
-import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
+import {
+  checkBoundFlags,
+  choiceFlag,
+  deadlineFlag,
+  libraryFlags,
+  numberFlag,
+  parseFlags,
+  UsageError,
+} from './args.js';
 
 export type BackendFlag = 'fixture' | 'cuda' | 'auto';
 
@@ -114,10 +122,12 @@ Flags:
   -h, --help         this help
 Exit status: 0 once measured; 2 for a usage mistake; 1 for any other failure, such as
 OMNI_ERR_BENCH (a calibration that completed nothing while --rates are multiples of it, a
-phase that did not drain, requests that failed: their results are written and printed first)
-or a native library that will not load. A failure is one line on stderr. Stopped by SIGINT
-(Ctrl-C) or SIGTERM, it prints nothing on stdout, writes no partial results, removes a --out
-folder it made while empty, says so on stderr and ends by the signal (130, 143 in a shell).
+phase that did not drain, requests that failed: their results are written and printed first),
+a native library that will not load, or a results.json that cannot be written (the table is
+printed first). A failure is one line on stderr. Stopped by SIGINT (Ctrl-C), SIGTERM or
+SIGHUP (its terminal closed), it prints nothing on stdout, writes no partial results, removes
+a --out folder it made while empty, says so on stderr and ends by the signal (130, 143, 129
+in a shell).
 `;
 
 /**
@@ -271,7 +281,7 @@ export function parseBenchArgs(
     json: values.json === true,
     seed: numberFlag('seed', values.seed, 1, { min: 0, max: 2 ** 32 - 1, integer: true }),
     // Any length, as the runtime's deadlines take (long-timeout.ts).
-    deadlineMs: numberFlag('deadline-ms', values['deadline-ms'], 1000, { greater: 0 }),
+    deadlineMs: deadlineFlag(values['deadline-ms']) ?? 1000,
     inFeatures,
     outFeatures,
     maxRows,

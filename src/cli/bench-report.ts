@@ -160,7 +160,8 @@ export function formatTable(r: BenchResult): string {
   return table([head, ...rows], (col) => col !== 0 && col !== 2);
 }
 
-/** The human-readable report: header, table, and where the files went. */
+/** The human-readable report: header, table, and where the files went (none: results.json failed). */
 export function formatReport(r: BenchResult, files: string[]): string {
-  return `${describe(r)}\n\n${formatTable(r)}\n\nwritten: ${files.join(', ')}\n`;
+  const written = files.length === 0 ? 'nothing' : files.join(', ');
+  return `${describe(r)}\n\n${formatTable(r)}\n\nwritten: ${written}\n`;
 }

@@ -19,7 +19,15 @@ import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../serve/request-timeout.js';
 import { DEFAULT_SEND_TIMEOUT_MS } from '../serve/send-timeout.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
-import { checkBoundFlags, choiceFlag, libraryFlags, numberFlag, parseFlags, UsageError } from './args.js';
+import {
+  checkBoundFlags,
+  choiceFlag,
+  deadlineFlag,
+  libraryFlags,
+  numberFlag,
+  parseFlags,
+  UsageError,
+} from './args.js';
 import { failureLine, reportsFailed, watchFailure } from './failure-watch.js';
 import { ShutdownSignals, type SignalSource } from './shutdown-signals.js';
 
@@ -183,10 +191,10 @@ export function parseServeArgs(
       max: 2 ** 31 - 1,
       integer: true,
     }),
-    // Above 0, as bench's --deadline-ms, serve()'s deadlineMs and x-omni-deadline-ms take. The
+    // Above 0, read as bench's --deadline-ms and x-omni-deadline-ms are (1e-400: the shortest). The
     // times take any length, as the library does (long-timeout.ts): a cap at one setTimeout's
     // 2^31 - 1 ms refused a month-long deadline or drain the server would have honoured.
-    deadlineMs: optional('deadline-ms', values['deadline-ms'], { greater: 0 }),
+    deadlineMs: deadlineFlag(values['deadline-ms']),
     inFeatures: numberFlag('in-features', values['in-features'], 256, {
       min: 1,
       max: MAX_FEATURES,

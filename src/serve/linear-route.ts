@@ -5,7 +5,7 @@
  */
 import { types } from 'node:util';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { isPositiveDecimal } from '../decimal.js';
+import { positiveDecimal } from '../decimal.js';
 import {
   BadRequestError,
   BodyTooLargeError,
@@ -54,14 +54,14 @@ export interface LinearRouteOptions {
 
 function parseDeadline(raw: unknown, serverMs: number | undefined): number | undefined {
   if (raw === undefined) return serverMs;
-  if (!(typeof raw === 'string' && isPositiveDecimal(raw))) {
+  // Any length honoured: decimal text too small for a double is the shortest deadline there is
+  // (past at once); too large, Infinity: no shorter than the server's.
+  const value = typeof raw === 'string' ? positiveDecimal(raw) : undefined;
+  if (value === undefined) {
     throw new BadRequestError(
       `${DEADLINE_HEADER} must be a number of milliseconds > 0, got ${JSON.stringify(raw)}`,
     );
   }
-  // Any length honoured: decimal text too small for a double reads as 0, the shortest deadline
-  // there is (past at once); too large, as Infinity: no shorter than the server's.
-  const value = Number(raw) || Number.MIN_VALUE;
   if (value === Number.POSITIVE_INFINITY) return serverMs;
   return serverMs === undefined ? value : Math.min(value, serverMs);
 }
