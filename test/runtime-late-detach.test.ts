@@ -5,6 +5,8 @@
  * with the call 'running' until its deadline. Listed, the post went through and the main thread
  * could not read it: 'running' again (on Node 21+, the post threw, as unlisted). Now the reply
  * is checked as it is posted: the call fails OMNI_ERR_TASK_FAILED and the same thread serves on.
+ * A primitive's listed buffer, detached so, had its post refused on Node 21+ as well: it is now
+ * moved as the handler returns.
  * Clone refusals of the worker's own, caught or swallowed, fail nothing and end no thread.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -29,6 +31,7 @@ interface Form {
   readonly worker: string;
   readonly listed: boolean;
   readonly dataView: boolean;
+  readonly primitive: boolean;
   readonly writes: boolean;
 }
 
@@ -57,6 +60,7 @@ describe('a result buffer detached between the return and the post', () => {
     worker: SWALLOWING,
     listed: false,
     dataView: false,
+    primitive: false,
     writes: false,
     ...more,
   });
@@ -73,6 +77,11 @@ describe('a result buffer detached between the return and the post', () => {
       worker: STRICT,
       writes: true,
     }),
+    row('a primitive result, its buffer detached, listed, under Node 21+', 'detach', {
+      listed: true,
+      worker: STRICT,
+      primitive: true,
+    }),
     row('detached, unlisted, uncaught errors left to end the thread', 'detach', { worker: DYING }),
     row('shrunk out from under the view', 'shrink'),
     row('under a DataView, detached, unlisted', 'detach', { dataView: true }),
@@ -84,10 +93,10 @@ describe('a result buffer detached between the return and the post', () => {
     row('shrunk out from under a DataView', 'shrink', { dataView: true }),
   ])(
     '$form: the call fails OMNI_ERR_TASK_FAILED, the thread serves on',
-    async ({ mode, worker, listed, dataView, writes }) => {
+    async ({ mode, worker, listed, dataView, primitive, writes }) => {
       const rt = await start({ worker, threads: 1 });
       const thread = await threadOf(rt);
-      const seen = await outcomes(rt, (delay) => ({ mode, delay, listed, dataView, writes }));
+      const seen = await outcomes(rt, (delay) => ({ mode, delay, listed, dataView, primitive, writes }));
       // Detached before the entry's check, or as the reply is posted: failed; after: too late to matter.
       expect(new Set(seen)).toEqual(new Set(['ok', 'OMNI_ERR_TASK_FAILED']));
       const failed = seen.filter((outcome) => outcome !== 'ok').length;
@@ -101,6 +110,16 @@ describe('a result buffer detached between the return and the post', () => {
       });
     },
   );
+});
+
+it('a primitive result, its buffer detached, listed, under Node 20: every call answers, on one thread', async () => {
+  // Node 20 posts a detached buffer listed, and nothing in the reply refers to it.
+  const rt = await start({ worker: SWALLOWING, threads: 1 });
+  const thread = await threadOf(rt);
+  const seen = await outcomes(rt, (delay) => ({ mode: 'detach', delay, listed: true, primitive: true }));
+  expect(seen).toEqual(Array(DELAYS).fill('ok'));
+  expect(await threadOf(rt)).toBe(thread);
+  expect(rt.report()).toMatchObject({ state: 'ready', depth: 0, running: 0, failed: 0 });
 });
 
 it.each([false, true])(

@@ -6,7 +6,7 @@
  * 'running' for good. So the reply is cloned here first (transfer-listed buffers are moved, not
  * copied) and a refusal becomes the call's own error, the thread serving on. Primitives and
  * non-empty buffers, which always post, skip that; a buffer is checked again as it is posted
- * (see checkedAtPost).
+ * (see checkedAtPost), and a primitive's listed buffers are moved here (see movedAway).
  */
 
 import { types } from 'node:util';
@@ -69,8 +69,7 @@ export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): 
     if (typeof value === 'object' && value !== null) {
       return checkedAtPost(value as ArrayBuffer | ArrayBufferView, list);
     }
-    const reply: TaskReply = { ok: true, value };
-    return list.length === 0 ? reply : moveEnvelope(new ResultEnvelope(reply, list));
+    return list.length === 0 ? { ok: true, value } : movedAway(value, list);
   }
   let cloned: { value: unknown; list: readonly ArrayBuffer[] };
   try {
@@ -82,6 +81,23 @@ export function resultReply(result: unknown, transfer: readonly ArrayBuffer[]): 
   // The clone's buffers are its own: no code the handler left running can reach them.
   const reply: TaskReply = { ok: true, value: cloned.value };
   return cloned.list.length === 0 ? reply : moveEnvelope(new ResultEnvelope(reply, cloned.list));
+}
+
+/**
+ * A primitive's reply with buffers listed: nothing in it refers to them, so they are moved here,
+ * into a clone nothing keeps, and the reply goes without a list, as the post would have moved them
+ * (Node 20 leaves a buffer it cannot detach, a WebAssembly.Memory's, in place, copying nothing).
+ * Listed with the reply, code the handler left running could detach one before the post, which
+ * Node 21+ then refused in the thread (ending it, or leaving the call 'running' for good); and
+ * Node 21+ refuses a memory's buffer there too. Here a refusal is the call's own error.
+ */
+function movedAway(value: unknown, list: readonly ArrayBuffer[]): TaskReply {
+  try {
+    structuredClone(undefined, { transfer: list as ArrayBuffer[] });
+  } catch (err) {
+    return refused(err);
+  }
+  return { ok: true, value };
 }
 
 /**
