@@ -3,8 +3,9 @@
  *
  * Order: (1) the server reports 'draining' (on connections that are already open, GET /health
  * and the run route answer 503, GET /metrics still 200, 404 and 405 as while serving, though
- * before any body is read; each connection's last answer says `Connection: close`); (2) the
- * listening sockets close (every address of host 'localhost'), so no new connection is accepted
+ * before any body is read, and a 404 whose body was still arriving answered then, see
+ * unread-not-found.ts; each connection's last answer says `Connection: close`); (2) the listening
+ * sockets close (every address of host 'localhost'), so no new connection is accepted
  * (open keep-alive connections are left to hear their 503 rather than being reset under a
  * request in flight);
  * (3) requests already being answered run to their end (the last answer of each connection

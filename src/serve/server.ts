@@ -55,6 +55,7 @@ import { closedByEarlierAnswer, closeWithConnection, noteClosingAnswer } from '.
 import { DEFAULT_REQUEST_TIMEOUT_MS, httpTimeouts } from './request-timeout.js';
 import { boundSend, DEFAULT_SEND_TIMEOUT_MS, sendTimedOut } from './send-timeout.js';
 import { answerFor, fromHttpStack } from './status.js';
+import { UnreadNotFound } from './unread-not-found.js';
 
 /**
  * What the server needs of a LinearRuntime, and all it reads of one (serve() reads and checks
@@ -237,6 +238,12 @@ function notFound(request: FastifyRequest): NotFoundError {
   return new NotFoundError(`no route for ${request.method} ${request.url.split('?')[0]}`);
 }
 
+/** Answers the 404 of a request for a path, or a method, no route serves. */
+function sendNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const answer = answerFor(notFound(request));
+  return reply.code(answer.status).send(answer.body);
+}
+
 /** The layer's shape, as serve() read and checked it once. */
 interface Widths {
   readonly inFeatures: number;
@@ -367,6 +374,7 @@ async function listenOnce(
   }: Settings,
 ): Promise<{ handle: ServeHandle } | { missed: NodeJS.ErrnoException }> {
   const connections = new OpenConnections();
+  const unreadNotFound = new UnreadNotFound();
   const drain = new Drain(closeRuntime ? runtime : undefined, () => connections.allClosed());
   // Requests are heard once the first address listens, before every address is known to be
   // bound: they wait for that. On a server torn down then they are refused (503, their
@@ -561,9 +569,11 @@ async function listenOnce(
       throw new UnavailableError('starting', 'the server did not start');
     }
     // A draining server closes every connection after its answer: a 404's body, read while
-    // serving so that its connection can go on, would be read for nothing, and a client stalled
-    // mid-upload to an unknown path held the drain for a request with no work, to its timeout.
-    if (drain.state !== 'serving' && request.is404) throw notFound(request);
+    // serving so that its connection can go on, would be read for nothing (unread-not-found.ts).
+    if (request.is404) {
+      if (drain.state !== 'serving') throw notFound(request);
+      unreadNotFound.add(request, reply);
+    }
   });
   app.addHook('onResponse', async (request, reply) => {
     record(
@@ -607,10 +617,7 @@ async function listenOnce(
     }
     return reply.code(answer.status).send(answer.body);
   });
-  app.setNotFoundHandler(async (request, reply) => {
-    const answer = answerFor(notFound(request));
-    return reply.code(answer.status).send(answer.body);
-  });
+  app.setNotFoundHandler(async (request, reply) => sendNotFound(request, reply));
 
   refuseOtherMethods(app, () => {
     linearRoute(app, { runtime, ...widths, drain, deadlineMs, bodyLimit });
@@ -651,6 +658,13 @@ async function listenOnce(
   }
   started = true;
   confirm(true);
+  // The drain begins (its state 'draining', so each answer closes its connection), then the
+  // 404s whose body is still arriving are answered without it.
+  const startDrain = (timeoutMs: number): Promise<DrainResult> => {
+    const result = drain.start(app, timeoutMs);
+    unreadNotFound.answerAll(sendNotFound);
+    return result;
+  };
   const bound = app.server.address() as AddressInfo;
   const shownHost = bound.address.includes(':') ? `[${bound.address}]` : bound.address;
   const handle: ServeHandle = {
@@ -671,10 +685,10 @@ async function listenOnce(
         // Rejected, as Runtime.close's are: a caller's .catch() hears it, not its own frame.
         return Promise.reject(err);
       }
-      return drain.start(app, timeoutMs);
+      return startDrain(timeoutMs);
     },
     expireDrain: () => drain.expire(),
-    close: () => drain.start(app, drainTimeoutMs),
+    close: () => startDrain(drainTimeoutMs),
   };
   return { handle };
 }
