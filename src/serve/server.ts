@@ -289,7 +289,9 @@ function checkServed(runtime: Served): { served: Served; widths: Widths } {
 export async function serve(runtime: Served, options: ServeOptions = {}): Promise<ServeHandle> {
   const { served, widths } = checkServed(runtime);
   checkOptionKeys('serve options', options, SERVE_KEYS);
-  const host = options.host ?? '127.0.0.1';
+  // Only undefined takes the default, as for every other option: null is a mistake.
+  const { host: givenHost } = options;
+  const host = givenHost === undefined ? '127.0.0.1' : givenHost;
   if (typeof host !== 'string' || host === '') {
     throw new InvalidArgumentError(`host must be a non-empty string, got ${describeValue(host)}`);
   }
