@@ -57,3 +57,14 @@ describe("bench's seconds read the same way", () => {
     expect(thrownCode(() => parseBenchArgs(['--duration', '-1e-400'], {}))).toBe('OMNI_ERR_USAGE');
   });
 });
+
+describe('--rates reads its numbers the same way', () => {
+  it('1e-400 (per second, or x capacity) is a rate > 0, as written; -1e-400 is refused', () => {
+    const config = parseBenchArgs(['--rates', '1e-400,1e-400x'], {});
+    expect(config !== 'help' && config.rates).toEqual([
+      { value: Number.MIN_VALUE, relative: false },
+      { value: Number.MIN_VALUE, relative: true },
+    ]);
+    expect(thrownCode(() => parseBenchArgs(['--rates', '-1e-400'], {}))).toBe('OMNI_ERR_USAGE');
+  });
+});

@@ -4,7 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { isDecimal } from '../decimal.js';
+import { decimalValue } from '../decimal.js';
 import { type NativeLibraryPaths, rowsPerCall } from '../linear/start-options.js';
 import { backendFromEnv } from '../native/backend.js';
 import { MAX_DEVICE } from '../native/device.js';
@@ -167,8 +167,9 @@ export function rateListFlag(raw: string | undefined): RateSpec[] {
     const text = part.trim();
     const relative = /x$/i.test(text);
     const number = relative ? text.slice(0, -1) : text;
-    const value = Number(number);
-    if (!isDecimal(number) || !Number.isFinite(value) || value <= 0) {
+    // Read as every number flag is (decimalValue): '1e-400' is > 0, not the 0 Number() makes of it.
+    const value = decimalValue(number);
+    if (value === undefined || !Number.isFinite(value) || value <= 0) {
       throw new UsageError(
         `--rates must be a comma-separated list of numbers > 0 (requests/s) or multiples like 2x, got ${JSON.stringify(raw)}`,
       );
