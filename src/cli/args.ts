@@ -165,7 +165,8 @@ export function numberFlag(
     !(value > greater) ||
     (integer && !(Number.isInteger(value) && isWholeDecimal(raw)))
   ) {
-    const kind = integer ? 'an integer' : 'a number';
+    // Without a stated maximum, say that one too large for a double ('1e309') is refused too.
+    const kind = integer ? 'an integer' : Number.isFinite(max) ? 'a number' : 'a finite number';
     const range = rangeWords(min, max, greater);
     throw new UsageError(`--${name} must be ${kind}${range && ` ${range}`}, got ${JSON.stringify(raw)}`);
   }
@@ -181,7 +182,7 @@ export function deadlineFlag(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
   const value = positiveDecimal(raw);
   if (value === undefined || !Number.isFinite(value)) {
-    throw new UsageError(`--deadline-ms must be a number > 0, got ${JSON.stringify(raw)}`);
+    throw new UsageError(`--deadline-ms must be a finite number > 0, got ${JSON.stringify(raw)}`);
   }
   return value;
 }
