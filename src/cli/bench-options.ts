@@ -100,7 +100,7 @@ Flags:
   --threads N        worker threads per runtime (default ${DEFAULT_THREADS})
   --requests N       bounded mode: outstanding request bound (default 8 x threads)
   --units N          bounded mode: outstanding unit (row) ceiling (default 8 x requests)
-  --deadline-ms MS   every request's deadline (default 1000; any number > 0, of any length)
+  --deadline-ms MS   every request's deadline (default 1000; any finite number > 0)
   --max-rows N       each request's rows (its cost in units) are uniform in 1..N (default 16,
                      or --units when that is smaller); one input is made per row count, and
                      together they may take at most 1 GiB (723 rows at 1024 features)

@@ -94,8 +94,9 @@ export interface ServeOptions {
   readonly drainTimeoutMs?: number | undefined;
   /**
    * How long a request may take to arrive, from its first byte to its body's last, in
-   * milliseconds > 0 (default 300 s; Infinity: no limit); its headers get the lesser of this and 60 s. One later is
-   * answered 408 and its connection closed. The work a request starts is not bounded by it.
+   * milliseconds > 0 (default 300 s; Infinity: no limit; node:http counts whole milliseconds, so
+   * under 1 is 1); its headers get the lesser of this and 60 s. One later is answered 408 and its
+   * connection closed. The work a request starts is not bounded by it.
    */
   readonly requestTimeoutMs?: number | undefined;
   /**
