@@ -33,11 +33,27 @@ export function isPositiveDecimal(text: string): boolean {
 }
 
 /**
+ * The number decimal `text` names (else undefined): the one reading of every number the command
+ * line and the HTTP front take. Number() reads text too small for a double ('1e-400', '-1e-400')
+ * as 0, which is not what it names: here it is the nearest double on its side of 0,
+ * Number.MIN_VALUE or -Number.MIN_VALUE, so that a range check sees it above 0 (or below); a
+ * zero ('-0' too) is 0; text too large is +-Infinity.
+ */
+export function decimalValue(text: string): number | undefined {
+  if (!isDecimal(text)) return undefined;
+  const value = Number(text);
+  if (value !== 0) return value;
+  const mantissa = text.trim().split(/e/i)[0]!;
+  if (!/[1-9]/.test(mantissa)) return 0;
+  return mantissa.startsWith('-') ? -Number.MIN_VALUE : Number.MIN_VALUE;
+}
+
+/**
  * The number decimal `text` names, where it is > 0 (else undefined): the one reading of a
  * deadline, for x-omni-deadline-ms and both commands' --deadline-ms alike. Text too small for a
  * double ('1e-400', which Number() reads as 0) is Number.MIN_VALUE, the shortest deadline there
  * is (past at once), rather than none or a refusal; text too large is Infinity.
  */
 export function positiveDecimal(text: string): number | undefined {
-  return isPositiveDecimal(text) ? Number(text) || Number.MIN_VALUE : undefined;
+  return isPositiveDecimal(text) ? decimalValue(text) : undefined;
 }

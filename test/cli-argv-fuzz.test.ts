@@ -12,7 +12,7 @@ import { UsageError } from '../src/cli/args.js';
 import { parseBenchArgs } from '../src/cli/bench-options.js';
 import { errorLine } from '../src/cli/main.js';
 import { parseServeArgs } from '../src/cli/serve-command.js';
-import { isDecimal, isWholeDecimal } from '../src/decimal.js';
+import { isDecimal, isPositiveDecimal, isWholeDecimal } from '../src/decimal.js';
 
 const SEED = Number(process.env.CLI_FUZZ_SEED ?? 20261201);
 const RUNS = Number(process.env.CLI_FUZZ_RUNS ?? 3000);
@@ -143,10 +143,11 @@ function check(
     const [field, integer] = numbers[flag]!;
     expect(isDecimal(text), `--${flag} ${JSON.stringify(text)}`).toBe(true);
     if (integer) expect(isWholeDecimal(text), `--${flag} ${JSON.stringify(text)}`).toBe(true);
-    // -0 as 0 (toBe tells them apart): a flag whose range holds 0 hands on 0, never -0. A
-    // deadline is above 0: text that Number() reads as 0 ('1e-400') is the shortest there is.
+    // -0 as 0 (toBe tells them apart): a flag whose range holds 0 hands on 0, never -0. Text
+    // that Number() reads as 0 but names a number > 0 ('1e-400') is the least there is, on
+    // every flag that takes it (a time), as x-omni-deadline-ms reads it.
     const written = Number(text);
-    const least = field === 'deadlineMs' ? Number.MIN_VALUE : 0;
+    const least = isPositiveDecimal(text) ? Number.MIN_VALUE : 0;
     expect((parsed as Record<string, unknown>)[field]).toBe(written === 0 ? least : written);
   }
 }

@@ -1,6 +1,12 @@
 /** isDecimal: the one notation for numbers the command line's flags and the HTTP front accept. */
 import { describe, expect, it } from 'vitest';
-import { isDecimal, isPositiveDecimal, isWholeDecimal, positiveDecimal } from '../src/decimal.js';
+import {
+  decimalValue,
+  isDecimal,
+  isPositiveDecimal,
+  isWholeDecimal,
+  positiveDecimal,
+} from '../src/decimal.js';
 
 describe('isDecimal', () => {
   it('takes decimal notation, signed, with a fraction or an exponent, around blanks as Number() does', () => {
@@ -108,6 +114,20 @@ describe('positiveDecimal', () => {
     expect(positiveDecimal('1e400')).toBe(Number.POSITIVE_INFINITY);
     for (const text of ['0', '-0', '0e-400', '-1e-400', '0x10', '', 'Infinity']) {
       expect(positiveDecimal(text), JSON.stringify(text)).toBeUndefined();
+    }
+  });
+});
+
+describe('decimalValue', () => {
+  it('reads text too small for a double on its own side of 0, never as the 0 Number() makes of it', () => {
+    expect(decimalValue('1e-400')).toBe(Number.MIN_VALUE);
+    expect(decimalValue('-1e-400')).toBe(-Number.MIN_VALUE);
+    expect(decimalValue(' -2.5e1 ')).toBe(-25);
+    expect(decimalValue('-1e400')).toBe(Number.NEGATIVE_INFINITY);
+    // A zero however written, its sign too, is 0 (toBe tells it from -0).
+    for (const text of ['0', '-0', '+0.0', '-0e-400', '.0e5']) expect(decimalValue(text), text).toBe(0);
+    for (const text of ['0x10', '1_000', '', ' ', 'NaN', 'Infinity', '5 5']) {
+      expect(decimalValue(text), JSON.stringify(text)).toBeUndefined();
     }
   });
 });

@@ -149,6 +149,9 @@ describe('native validation (fixture)', () => {
       ['workspaceCount 0', () => NativeContext.open(lib, { workspaceCount: 0 })],
       ['workspaceCount 65', () => NativeContext.open(lib, { workspaceCount: 65 })],
       ['workspaceBytes NaN', () => NativeContext.open(lib, { workspaceBytes: Number.NaN })],
+      // Only undefined takes the default, as LinearRuntime.start's: null opened 512 MiB.
+      ['workspaceBytes null', () => NativeContext.open(lib, { workspaceBytes: null as never })],
+      ['workspaceCount null', () => NativeContext.open(lib, { workspaceCount: null as never })],
       // Each option read once: these answered the check undefined and the call the first value
       // (a count of 2^32 + 1 opened a context with 1 workspace; a string aborted the process).
       [

@@ -24,6 +24,12 @@ describe('checkRuntimeOptions at its limits', () => {
     expect(codeOfCheck({ worker, threads: 257 })).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });
 
+  // Only undefined takes the default, as for every other option (a null inFeatures, seed or
+  // device is refused): null ran one thread.
+  it('threads: null is OMNI_ERR_INVALID_ARGUMENT, not the default 1', () => {
+    expect(codeOfCheck({ worker, threads: null as unknown as number })).toBe('OMNI_ERR_INVALID_ARGUMENT');
+  });
+
   it('idleTimeout: the longest setTimeout (2^31 - 1 ms) passes, one more is refused', () => {
     expect(checkRuntimeOptions({ worker, idleTimeout: 2 ** 31 - 1 }).idleTimeout).toBe(2 ** 31 - 1);
     expect(codeOfCheck({ worker, idleTimeout: 2 ** 31 })).toBe('OMNI_ERR_INVALID_ARGUMENT');

@@ -62,6 +62,8 @@ async function start(options: ServeOptions, g?: Gated): Promise<{ g: Gated; s: S
 describe('option ranges', () => {
   it.each([
     ['an empty host', { host: '' }],
+    // Only undefined takes the default, as for every other option: null listened on 127.0.0.1.
+    ['a null host', { host: null as unknown as string }],
     ['a port above 65535', { port: 65_536 }],
     ['a negative port', { port: -1 }],
     ['a zero body limit', { bodyLimit: 0 }],

@@ -41,8 +41,9 @@
  * Device selection: omni_open's `device` argument is the only input the C side takes; it never
  * picks a device itself. The TypeScript side resolves it in this order (src/native/device.ts):
  *   1. the `device` option (NativeContext.open, LinearRuntime.start), else
- *   2. the OMNI_CUDA_DEVICE environment variable (a non-negative decimal integer; a malformed value
- *      is an OMNI_ERR_INVALID_ARGUMENT, never a silent fallback), else
+ *   2. the OMNI_CUDA_DEVICE environment variable (a whole number 0..1023 in decimal notation, as
+ *      the CLI's --device reads it; a malformed value is an OMNI_ERR_INVALID_ARGUMENT, never a
+ *      silent fallback), else
  *   3. device 0.
  * The backend itself comes from the `backend` option, else OMNI_BACKEND, else 'auto' (CUDA when its
  * library loads with this ABI version and the resolved device opens, else the CPU fixture).

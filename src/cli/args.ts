@@ -4,7 +4,7 @@
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { checkBounds } from '../admission/bounds.js';
-import { isDecimal, isWholeDecimal, positiveDecimal } from '../decimal.js';
+import { decimalValue, isWholeDecimal, positiveDecimal } from '../decimal.js';
 import { BACKEND_ENV, type BackendPreference, backendFromEnv } from '../native/backend.js';
 import { nearestName } from '../nearest-name.js';
 
@@ -139,7 +139,10 @@ function joinNegativeValues(argv: readonly string[], options: FlagSpec): string[
 
 /**
  * A number flag: finite, within [min, max] (and above `greater` when given), integer when asked.
- * `-0`, where 0 is in range, comes back as 0: handed on as -0 it would print as "-0" (toLocaleString).
+ * Read by decimalValue, as x-omni-deadline-ms is: text too small for a double is not the 0
+ * Number() makes of it, so '1e-400' passes `greater: 0` as the shortest time there is (as
+ * --deadline-ms reads it) and '-1e-400' fails `min: 0`. `-0`, where 0 is in range, comes back
+ * as 0: handed on as -0 it would print as "-0" (toLocaleString).
  */
 export function numberFlag(
   name: string,
@@ -153,16 +156,17 @@ export function numberFlag(
   } = {},
 ): number {
   if (raw === undefined) return fallback;
-  const value = Number(raw);
+  const value = decimalValue(raw);
   if (
-    !isDecimal(raw) ||
+    value === undefined ||
     !Number.isFinite(value) ||
     value < min ||
     value > max ||
     !(value > greater) ||
     (integer && !(Number.isInteger(value) && isWholeDecimal(raw)))
   ) {
-    const kind = integer ? 'an integer' : 'a number';
+    // Without a stated maximum, say that one too large for a double ('1e309') is refused too.
+    const kind = integer ? 'an integer' : Number.isFinite(max) ? 'a number' : 'a finite number';
     const range = rangeWords(min, max, greater);
     throw new UsageError(`--${name} must be ${kind}${range && ` ${range}`}, got ${JSON.stringify(raw)}`);
   }
@@ -178,7 +182,7 @@ export function deadlineFlag(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
   const value = positiveDecimal(raw);
   if (value === undefined || !Number.isFinite(value)) {
-    throw new UsageError(`--deadline-ms must be a number > 0, got ${JSON.stringify(raw)}`);
+    throw new UsageError(`--deadline-ms must be a finite number > 0, got ${JSON.stringify(raw)}`);
   }
   return value;
 }

@@ -4,7 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import { isDecimal } from '../decimal.js';
+import { decimalValue } from '../decimal.js';
 import { type NativeLibraryPaths, rowsPerCall } from '../linear/start-options.js';
 import { backendFromEnv } from '../native/backend.js';
 import { MAX_DEVICE } from '../native/device.js';
@@ -100,7 +100,7 @@ Flags:
   --threads N        worker threads per runtime (default ${DEFAULT_THREADS})
   --requests N       bounded mode: outstanding request bound (default 8 x threads)
   --units N          bounded mode: outstanding unit (row) ceiling (default 8 x requests)
-  --deadline-ms MS   every request's deadline (default 1000; any number > 0, of any length)
+  --deadline-ms MS   every request's deadline (default 1000; any finite number > 0)
   --max-rows N       each request's rows (its cost in units) are uniform in 1..N (default 16,
                      or --units when that is smaller); one input is made per row count, and
                      together they may take at most 1 GiB (723 rows at 1024 features)
@@ -167,8 +167,9 @@ export function rateListFlag(raw: string | undefined): RateSpec[] {
     const text = part.trim();
     const relative = /x$/i.test(text);
     const number = relative ? text.slice(0, -1) : text;
-    const value = Number(number);
-    if (!isDecimal(number) || !Number.isFinite(value) || value <= 0) {
+    // Read as every number flag is (decimalValue): '1e-400' is > 0, not the 0 Number() makes of it.
+    const value = decimalValue(number);
+    if (value === undefined || !Number.isFinite(value) || value <= 0) {
       throw new UsageError(
         `--rates must be a comma-separated list of numbers > 0 (requests/s) or multiples like 2x, got ${JSON.stringify(raw)}`,
       );

@@ -74,7 +74,8 @@ Flags:
                          that has not read it by then has its connection closed
   --retry-after S        Retry-After seconds on a capacity 503 (default 1)
   -h, --help             this help
-Every MS takes any number > 0 (--drain-timeout-ms also 0), of any length.
+Every MS takes any finite number > 0 (--drain-timeout-ms also 0), of any length; one too small
+for a double (1e-400) is the shortest time there is, not 0.
 Exit status: 0 after a clean drain; 2 for a usage mistake; 1 for any other end: work cut off by
 the drain timeout or a second signal, a runtime that failed, or one that could not start (a
 library that will not load, a port in use). A failure is one line on stderr.

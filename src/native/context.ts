@@ -106,13 +106,19 @@ export class NativeContext {
     const device = resolveDevice(options.device, options.env);
     // Each read once: a getter read again could answer undefined to the check and something else
     // to the call (koffi then threw an uncoded TypeError, or truncated it into C's integer).
+    // Only undefined takes a default: null is checked, and refused, as LinearRuntime.start does
+    // (it took 512 MiB here).
     const { workspaceCount, workspaceBytes } = options;
-    const count = workspaceCount ?? 0;
+    const count =
+      workspaceCount === undefined
+        ? 0
+        : requireInteger('workspaceCount', workspaceCount, 1, MAX_WORKSPACE_COUNT);
     // The limit is always passed, never C's default (0): the check linearGelu makes before
     // allocating its output must use the very limit C enforces, whatever the library was built with.
-    const bytes = workspaceBytes ?? DEFAULT_WORKSPACE_BYTES;
-    if (workspaceCount !== undefined) requireInteger('workspaceCount', count, 1, MAX_WORKSPACE_COUNT);
-    if (workspaceBytes !== undefined) requireInteger('workspaceBytes', bytes, 1, Number.MAX_SAFE_INTEGER);
+    const bytes =
+      workspaceBytes === undefined
+        ? DEFAULT_WORKSPACE_BYTES
+        : requireInteger('workspaceBytes', workspaceBytes, 1, Number.MAX_SAFE_INTEGER);
     const out: [RawHandle | null] = [null];
     const status = omniOpen(device, { workspace_count: count, reserved: 0, workspace_bytes: bytes }, out);
     check(library, status, null, 'omni_open');

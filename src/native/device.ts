@@ -1,10 +1,12 @@
 /**
  * Device selection, explicit and documented: the `device` option wins; otherwise the
- * OMNI_CUDA_DEVICE environment variable (a non-negative decimal integer); 0 only when neither is given.
+ * OMNI_CUDA_DEVICE environment variable (a whole number 0..1023 in decimal notation, read as the
+ * CLI's --device reads it: '1e0' and '+1' are 1); 0 only when neither is given.
  *
  * Throws: InvalidArgumentError for a negative, fractional or non-numeric option or variable, or an
  * `env` that is not an object (undefined means process.env; null is a mistake, not "none").
  */
+import { decimalValue, isWholeDecimal } from '../decimal.js';
 import { describeValue, InvalidArgumentError } from '../errors.js';
 import { envValue, requireEnv } from './env.js';
 
@@ -29,11 +31,13 @@ export function resolveDevice(option: number | undefined, env: NodeJS.ProcessEnv
   }
   const raw = envValue(env, DEVICE_ENV);
   if (raw === undefined || raw.trim() === '') return 0;
-  const text = raw.trim();
-  if (!/^\d+$/.test(text) || Number(text) > MAX_DEVICE) {
+  // Read as --device reads the same number (decimal.ts): '1e0', '+1' and '1.0' are device 1
+  // there, and were refused here (digits only); '-0' is 0.
+  const value = isWholeDecimal(raw) ? decimalValue(raw) : undefined;
+  if (value === undefined || value < 0 || value > MAX_DEVICE) {
     throw new InvalidArgumentError(
       `${DEVICE_ENV} must be an integer in 0..${MAX_DEVICE}, got ${JSON.stringify(raw)}`,
     );
   }
-  return Number(text);
+  return value;
 }

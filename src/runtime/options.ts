@@ -342,10 +342,11 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   const admission = admissionOf(options.admission);
   // Each read once, as every other option: a getter read again could answer otherwise than what
   // was checked (a startTimeoutMs that answered 1000, then undefined, was taken for no limit).
-  const { idleTimeout, startTimeoutMs } = options;
+  const { threads, idleTimeout, startTimeoutMs } = options;
   const checked: Omit<CheckedRuntimeOptions, 'workerData'> = {
     moduleUrl: moduleUrlOf(options.worker),
-    threads: checkInteger('threads', options.threads ?? 1, 1, 256),
+    // Only undefined takes the default: null is a mistake, as a null inFeatures or seed is.
+    threads: checkInteger('threads', threads === undefined ? 1 : threads, 1, 256),
     admission,
     deadlineMs: checkDeadline('deadlineMs', options.deadlineMs),
     // piscina's: Infinity too (the pool's own default here), as piscina takes it.

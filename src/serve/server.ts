@@ -95,8 +95,9 @@ export interface ServeOptions {
   readonly drainTimeoutMs?: number | undefined;
   /**
    * How long a request may take to arrive, from its first byte to its body's last, in
-   * milliseconds > 0 (default 300 s; Infinity: no limit); its headers get the lesser of this and 60 s. One later is
-   * answered 408 and its connection closed. The work a request starts is not bounded by it.
+   * milliseconds > 0 (default 300 s; Infinity: no limit; node:http counts whole milliseconds, so
+   * under 1 is 1); its headers get the lesser of this and 60 s. One later is answered 408 and its
+   * connection closed. The work a request starts is not bounded by it.
    */
   readonly requestTimeoutMs?: number | undefined;
   /**
@@ -296,7 +297,9 @@ function checkServed(runtime: Served): { served: Served; widths: Widths } {
 export async function serve(runtime: Served, options: ServeOptions = {}): Promise<ServeHandle> {
   const { served, widths } = checkServed(runtime);
   checkOptionKeys('serve options', options, SERVE_KEYS);
-  const host = options.host ?? '127.0.0.1';
+  // Only undefined takes the default, as for every other option: null is a mistake.
+  const { host: givenHost } = options;
+  const host = givenHost === undefined ? '127.0.0.1' : givenHost;
   if (typeof host !== 'string' || host === '') {
     throw new InvalidArgumentError(`host must be a non-empty string, got ${describeValue(host)}`);
   }
