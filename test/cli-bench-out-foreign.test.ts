@@ -7,7 +7,7 @@
  * taken, whatever else it holds, and an earlier run's output, are still written (see
  * cli-bench.test.ts, cli-chart-libraries.test.ts).
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { checkEarlierRun } from '../src/cli/earlier-run.js';
@@ -70,4 +70,13 @@ it("refuses charts beside a results.json that is not a run's", () => {
     thrown = err;
   }
   expect(thrown).toHaveProperty('code', 'OMNI_ERR_USAGE');
+});
+
+// As prepareOutDir sees it: a name that is a link to nothing is written through (its target
+// made), as a name not there is, so it is no one's file to refuse.
+it('takes a folder where a name is a link to nothing', () => {
+  const out = tempDir();
+  symlinkSync(join(out, 'nowhere.json'), join(out, 'results.json'));
+  symlinkSync(join(out, 'nowhere.svg'), join(out, 'latency.svg'));
+  expect(() => checkEarlierRun(out, out, 'results.json', NAMES)).not.toThrow();
 });

@@ -48,6 +48,26 @@ describe('a later close timeout and the wait for trailing replies', () => {
     expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 0, failed: 1 });
   });
 
+  // The first timeout, disarmed as the drain was heard, no longer applies: one given later is not
+  // taken for a later one than it, and so ignored (a close timeout never postpones the cut).
+  it('after a clean drain within a 0 ms close timeout: a second one still cuts the reply off', async () => {
+    const warnings = runtimeWarnings();
+    const rt = await start({ threads: 1, admission: { requests: 1 }, startTimeoutMs: Infinity });
+    const stuck = control();
+    const call = codeOf(rt.run({ mode: 'stuck-after-release', control: stuck.buffer, value: 'done' }));
+    blockUntilStarted(stuck);
+    blockUntilDepth(rt, 0);
+    // Drained already: heard on this turn's microtasks, before the 0 ms timer could fire.
+    const closing = rt.close({ timeoutMs: 0 });
+    await microtasks();
+    expect(rt.close({ timeoutMs: 0 })).toBe(closing);
+    const settled = settledWhenAsked(call);
+    await until(settled, 'the call cut off');
+    expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(await closing).toEqual({ clean: false, abandoned: 1 });
+    expect(warnings).toEqual([]);
+  });
+
   it("after a timeout cut the work off: the next close timeout cuts the reply's wait", async () => {
     const warnings = runtimeWarnings();
     const rt = await start({ threads: 2, admission: { requests: 2 }, startTimeoutMs: Infinity });

@@ -1,0 +1,51 @@
+/**
+ * `omni-runtime bench` listens for SIGINT and SIGTERM only while it runs: a run that ends, done
+ * or failed, takes its listeners off again. One left on `process` would keep a later Ctrl-C in
+ * the same process (a test runner, a script driving the command) from ending it, and add one
+ * listener a run. cli-bench-interrupted-outputs.test.ts sees them go only after a signal.
+ */
+import { EventEmitter } from 'node:events';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { runBenchCommand } from '../src/cli/bench-command.js';
+import type { BenchResult } from '../src/cli/bench-run.js';
+import type { ImportPackage } from '../src/cli/chart-libraries.js';
+import { benchResult } from './fixtures/bench-result.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
+
+const tempDir = tempDirs('omni-bench-signal-listeners-');
+
+beforeAll(() => {
+  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+});
+afterAll(() => {
+  vi.restoreAllMocks();
+});
+
+const notInstalled: ImportPackage = async (name) => {
+  throw Object.assign(new Error(`Cannot find package '${name}' imported from /nowhere`), {
+    code: 'ERR_MODULE_NOT_FOUND',
+  });
+};
+
+it.each([
+  ['measured', async (): Promise<BenchResult> => benchResult([])],
+  [
+    'failed',
+    async (): Promise<BenchResult> => {
+      throw new Error('the load failed');
+    },
+  ],
+] as const)('a run %s: no SIGINT or SIGTERM listener is left', async (_name, runBench) => {
+  const signals = new EventEmitter();
+  const raise = vi.fn();
+  await runBenchCommand(['--json', '--out', join(tempDir(), 'out')], {
+    runBench,
+    importPackage: notInstalled,
+    signals: signals as unknown as NodeJS.Process,
+    raise,
+  }).catch(() => {});
+  expect(signals.listenerCount('SIGINT') + signals.listenerCount('SIGTERM')).toBe(0);
+  expect(raise).not.toHaveBeenCalled();
+});
