@@ -1,27 +1,24 @@
 /**
- * `omni-runtime bench` listens for SIGINT and SIGTERM only while it runs: a run that ends, done
+ * `omni-runtime bench` listens for SIGINT, SIGTERM and SIGHUP only while it runs: a run that ends, done
  * or failed, takes its listeners off again. One left on `process` would keep a later Ctrl-C in
  * the same process (a test runner, a script driving the command) from ending it, and add one
  * listener a run. cli-bench-interrupted-outputs.test.ts sees them go only after a signal.
  */
 import { EventEmitter } from 'node:events';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { runBenchCommand } from '../src/cli/bench-command.js';
+import { INTERRUPTS } from '../src/cli/bench-interrupt.js';
 import type { BenchResult } from '../src/cli/bench-run.js';
 import type { ImportPackage } from '../src/cli/chart-libraries.js';
 import { benchResult } from './fixtures/bench-result.js';
+import { captureOutputPerTest } from './fixtures/capture-output.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-bench-signal-listeners-');
 
-beforeAll(() => {
-  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-});
-afterAll(() => {
-  vi.restoreAllMocks();
-});
+// Kept, not shown: what the run prints is not what this test checks.
+captureOutputPerTest();
 
 const notInstalled: ImportPackage = async (name) => {
   throw Object.assign(new Error(`Cannot find package '${name}' imported from /nowhere`), {
@@ -37,7 +34,7 @@ it.each([
       throw new Error('the load failed');
     },
   ],
-] as const)('a run %s: no SIGINT or SIGTERM listener is left', async (_name, runBench) => {
+] as const)('a run %s: no SIGINT, SIGTERM or SIGHUP listener is left', async (_name, runBench) => {
   const signals = new EventEmitter();
   const raise = vi.fn();
   await runBenchCommand(['--json', '--out', join(tempDir(), 'out')], {
@@ -46,6 +43,6 @@ it.each([
     signals: signals as unknown as NodeJS.Process,
     raise,
   }).catch(() => {});
-  expect(signals.listenerCount('SIGINT') + signals.listenerCount('SIGTERM')).toBe(0);
+  expect(INTERRUPTS.map((signal) => signals.listenerCount(signal))).toEqual([0, 0, 0]);
   expect(raise).not.toHaveBeenCalled();
 });
