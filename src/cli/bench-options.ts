@@ -30,7 +30,7 @@ export interface RateSpec {
 export interface BenchConfig {
   /** Seconds of offered load over all phases together (calibration and drains come on top). */
   readonly durationS: number;
-  /** Seconds each phase offers load: durationS / (rates x 2 modes). */
+  /** Seconds each phase offers load: durationS / (rates x 2 modes), never 0 (at least MIN_VALUE). */
   readonly phaseS: number;
   readonly calibrateS: number;
   readonly threads: number;
@@ -255,7 +255,9 @@ export function parseBenchArgs(
       `--max-rows ${maxRows} is above the ${perCall} rows one native call takes at ${inFeatures} in, ${outFeatures} out`,
     );
   }
-  const phaseS = durationS / (rates.length * 2);
+  // A share too small for a double is the least time there is, as --duration 1e-400 is: it
+  // rounded to 0, and a window of 0 s made each phase's achieved rate 0 / 0 (NaN, JSON null).
+  const phaseS = durationS / (rates.length * 2) || Number.MIN_VALUE;
   for (const rate of rates) if (!rate.relative) checkPhaseArrivals(rate.value, phaseS, `${rate.value}/s`);
   const backendFlag =
     values.backend === undefined
