@@ -1,0 +1,146 @@
+/**
+ * A seeded lifecycle fuzz of Runtime (the engine and its checks: fixtures/lifecycle-fuzz.ts):
+ * each seed starts one runtime over the gated worker, with a random scheduler (refusing,
+ * waiting or serial), bounds and thread count, and walks it through random calls (echoes,
+ * coded and plain throws, handlers blocked on a shared word, rarely a thread's exit or a fatal
+ * error; malformed options and inputs that cannot be posted), aborts before admission, while
+ * waiting and while running, deadlines, releases, report() snapshots and close()s.
+ * OMNI_FUZZ_SEED=<seed> OMNI_FUZZ_RUNS=<n> reruns from a seed (e.g. hundreds, outside CI).
+ */
+import { afterEach, it } from 'vitest';
+import type { RunOptions, Runtime } from '../src/index.js';
+import {
+  held,
+  nothingLeft,
+  type Random,
+  type Signalled,
+  type Subject,
+  walk,
+  walkSeed,
+} from './fixtures/lifecycle-fuzz.js';
+import { type GatedInput, newControl } from './fixtures/runtime-control.js';
+import { cleanup, start } from './fixtures/runtime-harness.js';
+
+afterEach(cleanup);
+
+const RUNS = Number(process.env.OMNI_FUZZ_RUNS ?? 30);
+const FIRST_SEED = Number(process.env.OMNI_FUZZ_SEED ?? 1);
+const STEPS = Number(process.env.OMNI_FUZZ_STEPS ?? 40);
+
+/** Options run() must refuse before admission (OMNI_ERR_INVALID_COST / _INVALID_ARGUMENT). */
+const MALFORMED: readonly unknown[] = [
+  { cost: -1 },
+  { cost: 1.5 },
+  { cost: Number.NaN },
+  { cost: '1' },
+  { deadlineMs: 0 },
+  { deadlineMs: -1 },
+  { bogus: 1 },
+  { signal: {} },
+  { transfer: 'x' },
+  5,
+];
+
+function subjectOf(
+  rt: Runtime,
+  requests: number | undefined,
+  units: number | undefined,
+  threads: number,
+  refusing: boolean,
+): Subject {
+  let made = 0;
+  return {
+    get state() {
+      return rt.state;
+    },
+    get failure() {
+      return rt.failure;
+    },
+    refusalsRejected: refusing,
+    report: () => rt.report(),
+    close: (options) => rt.close(options as never),
+    lateCall: () => rt.run({ mode: 'echo', value: 'late' }),
+    requests,
+    units,
+    threads,
+    call(random: Random, signal: (random: Random) => Signalled) {
+      const n = made++;
+      const value = `v${n}`;
+      const kind = random.pick([
+        'echo',
+        'echo',
+        'gate',
+        'gate',
+        'gate',
+        'throw-coded',
+        'throw-plain',
+        'unclonable',
+        'malformed',
+        'exit',
+        'fatal',
+      ] as const);
+      // A thread's exit or a fatal error changes the rest of the walk: kept rare.
+      const rare = (kind === 'exit' || kind === 'fatal') && random.next() < 0.7;
+      const k = rare ? 'echo' : kind;
+      if (k === 'malformed') {
+        const options = random.pick(MALFORMED);
+        return {
+          label: `malformed ${JSON.stringify(options)}`,
+          promise: rt.run({ mode: 'echo' }, options as RunOptions),
+        };
+      }
+      const cost = units !== undefined ? random.int(0, units + 1) : random.int(0, 2);
+      const { controller, label } = signal(random);
+      const deadlineMs = random.pick([undefined, undefined, undefined, 1, 5, 1e9, Number.POSITIVE_INFINITY]);
+      const options: RunOptions = { cost, signal: controller?.signal, deadlineMs };
+      const what = `cost ${cost} deadline ${deadlineMs}${label}`;
+      if (k === 'gate') {
+        const gate = newControl();
+        const sync = random.next() < 0.3;
+        const input: GatedInput = { mode: 'gate', control: gate.buffer as SharedArrayBuffer, sync, value };
+        return {
+          label: `gate${sync ? ' sync' : ''} ${what}`,
+          promise: rt.run(input, options),
+          controller,
+          gate,
+          value,
+        };
+      }
+      if (k === 'unclonable') {
+        const input = { mode: 'echo', value: () => value };
+        return {
+          label: `unclonable ${what}`,
+          promise: rt.run(input, options),
+          controller,
+          postedInvalid: true,
+        };
+      }
+      const input: GatedInput = { mode: k, value, code: k === 'fatal' ? 'X_FATAL' : 'X_CODED' };
+      return {
+        label: `${k} ${what}`,
+        promise: rt.run(input, options),
+        controller,
+        ...(k === 'echo' ? { value } : {}),
+      };
+    },
+  };
+}
+
+const SEEDS = Array.from({ length: RUNS }, (_, i) => FIRST_SEED + i);
+
+it.each(SEEDS)(
+  'seed %i: a random life of calls, aborts, deadlines, releases and closes keeps every invariant',
+  (seed) =>
+    walkSeed(seed, 'OMNI_FUZZ_SEED', async (random, trace) => {
+      const mode = random.pick(['refuse', 'wait', 'serial'] as const);
+      const requests = mode === 'serial' ? undefined : random.int(1, 3);
+      const units = mode !== 'serial' && random.next() < 0.5 ? random.int(1, 4) : undefined;
+      const threads = random.int(1, 2);
+      trace.push(`${mode} requests ${requests} units ${units} threads ${threads}`);
+      const admission = requests === undefined ? undefined : { requests, units, wait: mode === 'wait' };
+      const before = held();
+      const rt = await start({ threads, admission });
+      await walk(subjectOf(rt, requests, units, threads, mode === 'refuse'), random, STEPS, trace);
+      await nothingLeft(before);
+    }),
+);
