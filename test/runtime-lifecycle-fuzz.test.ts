@@ -7,19 +7,22 @@
  * waiting and while running, deadlines, releases, report() snapshots and close()s.
  * OMNI_FUZZ_SEED=<seed> OMNI_FUZZ_RUNS=<n> reruns from a seed (e.g. hundreds, outside CI).
  */
-import { afterEach, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import type { RunOptions, Runtime } from '../src/index.js';
 import {
   held,
+  type Made,
   nothingLeft,
   type Random,
+  randomOf,
   type Signalled,
   type Subject,
   walk,
   walkSeed,
 } from './fixtures/lifecycle-fuzz.js';
 import { type GatedInput, newControl } from './fixtures/runtime-control.js';
-import { cleanup, start } from './fixtures/runtime-harness.js';
+import { cleanup, runtimeWarnings, start } from './fixtures/runtime-harness.js';
+import { recorder, STOPPED } from './fixtures/thread-ends-recorder.js';
 
 afterEach(cleanup);
 
@@ -47,9 +50,12 @@ function subjectOf(
   units: number | undefined,
   threads: number,
   refusing: boolean,
+  extra: Made[],
+  closed: (closing: Promise<unknown>) => void,
 ): Subject {
   let made = 0;
   return {
+    extra,
     get state() {
       return rt.state;
     },
@@ -58,7 +64,11 @@ function subjectOf(
     },
     refusalsRejected: refusing,
     report: () => rt.report(),
-    close: (options) => rt.close(options as never),
+    close: (options) => {
+      const closing = rt.close(options as never);
+      closed(closing);
+      return closing;
+    },
     lateCall: () => rt.run({ mode: 'echo', value: 'late' }),
     requests,
     units,
@@ -139,8 +149,64 @@ it.each(SEEDS)(
       trace.push(`${mode} requests ${requests} units ${units} threads ${threads}`);
       const admission = requests === undefined ? undefined : { requests, units, wait: mode === 'wait' };
       const before = held();
-      const rt = await start({ threads, admission });
-      await walk(subjectOf(rt, requests, units, threads, mode === 'refuse'), random, STEPS, trace);
+      // The runtime's threadEnds log every end and, now and then, call the runtime from there,
+      // as README allows (run() answers as anywhere; close() returns the close under way).
+      const ends = recorder();
+      const extra: Made[] = [];
+      const hooks = randomOf(seed ^ 0x5eed);
+      let rt: Runtime | undefined;
+      const fromHook = (where: string): void => {
+        const what = hooks.next();
+        if (rt === undefined || what < 0.6) return;
+        if (what < 0.8) {
+          const value = `${where} ${extra.length}`;
+          const promise = rt.run({ mode: 'echo', value });
+          // Handled now: the walk takes it in at its next check, after its rejection's turn.
+          promise.catch(() => {});
+          extra.push({ label: `echo from ${where}`, promise, value });
+        } else {
+          void rt.close();
+        }
+      };
+      const warnings = runtimeWarnings();
+      rt = await start({
+        threads,
+        admission,
+        threadEnds: {
+          exited(threadId) {
+            ends.ends.exited(threadId);
+            fromHook('exited');
+          },
+          stopped() {
+            ends.ends.stopped();
+            fromHook('stopped');
+          },
+        },
+      });
+      // Told before close() resolves, unless close() gave up waiting for a thread (a warning).
+      let stoppedAtClose: boolean | undefined;
+      const closed = (closing: Promise<unknown>): void => {
+        void closing.then(
+          () => {
+            stoppedAtClose ??= ends.log.includes(STOPPED);
+          },
+          () => {},
+        );
+      };
+      await walk(
+        subjectOf(rt, requests, units, threads, mode === 'refuse', extra, closed),
+        random,
+        STEPS,
+        trace,
+      );
       await nothingLeft(before);
+      expect(extra.length, 'no thread end told after close() resolved').toBe(0);
+      const exits = ends.log.filter((end) => end !== STOPPED);
+      expect(new Set(exits).size, `each thread's exit told once: ${ends.log}`).toBe(exits.length);
+      expect(exits.length, 'every thread started told').toBeGreaterThanOrEqual(threads);
+      expect(ends.log.at(-1), 'stopped() last').toBe(STOPPED);
+      expect(ends.log.indexOf(STOPPED), 'stopped() once').toBe(ends.log.length - 1);
+      if (!warnings.some((w) => w.includes('did not exit')))
+        expect(stoppedAtClose, 'stopped() before close() resolved').toBe(true);
     }),
 );
