@@ -58,6 +58,7 @@ function subjectOf(
     get state() {
       return lr.runtime.state;
     },
+    whenFailed: () => lr.runtime.whenFailed(),
     get failure() {
       return lr.runtime.failure;
     },

@@ -59,6 +59,7 @@ function subjectOf(
     get state() {
       return rt.state;
     },
+    whenFailed: () => rt.whenFailed(),
     get failure() {
       return rt.failure;
     },
