@@ -108,11 +108,11 @@ function subjectOf(
       }
       const rows = random.int(1, 3);
       const x = new Float32Array(rows * IN).map((_, i) => (i % 7) - 3);
-      const { controller, label } = signal(random);
+      const { controller, signal: given, label } = signal(random);
       const options: LinearRunOptions = {
         rows: random.next() < 0.5 ? rows : undefined,
         cost: random.next() < 0.3 ? random.int(0, (units ?? 2) + 1) : undefined,
-        signal: controller?.signal,
+        signal: given,
         deadlineMs: random.pick([undefined, undefined, undefined, 1, 1e9, Number.POSITIVE_INFINITY]),
         transfer: random.next() < 0.3 ? [x.buffer] : undefined,
       };

@@ -101,9 +101,9 @@ function subjectOf(
         };
       }
       const cost = units !== undefined ? random.int(0, units + 1) : random.int(0, 2);
-      const { controller, label } = signal(random);
+      const { controller, signal: given, label } = signal(random);
       const deadlineMs = random.pick([undefined, undefined, undefined, 1, 5, 1e9, Number.POSITIVE_INFINITY]);
-      const options: RunOptions = { cost, signal: controller?.signal, deadlineMs };
+      const options: RunOptions = { cost, signal: given, deadlineMs };
       const what = `cost ${cost} deadline ${deadlineMs}${label}`;
       if (k === 'gate') {
         const gate = newControl();
