@@ -114,6 +114,7 @@ function subjectOf(
           promise: rt.run(input, options),
           controller,
           gate,
+          cost,
           value,
         };
       }
