@@ -148,7 +148,9 @@ it.each(SEEDS)(
       const requests = mode === 'serial' ? undefined : random.int(1, 3);
       const units = mode !== 'serial' && random.next() < 0.5 ? random.int(1, 4) : undefined;
       const threads = random.int(1, 2);
-      trace.push(`${mode} requests ${requests} units ${units} threads ${threads}`);
+      // The runtime's default deadline, for the calls that give none.
+      const deadlineMs = random.pick([undefined, undefined, 5, 1e9]);
+      trace.push(`${mode} requests ${requests} units ${units} threads ${threads} deadline ${deadlineMs}`);
       const admission = requests === undefined ? undefined : { requests, units, wait: mode === 'wait' };
       const before = held();
       // The runtime's threadEnds log every end and, now and then, call the runtime from there,
@@ -174,6 +176,7 @@ it.each(SEEDS)(
       rt = await start({
         threads,
         admission,
+        deadlineMs,
         threadEnds: {
           exited(threadId) {
             ends.ends.exited(threadId);
