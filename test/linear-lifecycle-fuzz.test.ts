@@ -10,16 +10,9 @@
 import { afterEach, beforeAll, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import type { LinearRunOptions, LinearRuntime } from '../src/index.js';
-import {
-  held,
-  nothingLeft,
-  type Random,
-  type Signalled,
-  type Subject,
-  walk,
-  walkSeed,
-} from './fixtures/lifecycle-fuzz.js';
+import { type Random, type Signalled, type Subject, walk, walkSeed } from './fixtures/lifecycle-fuzz.js';
 import { closeRuntimes, start } from './fixtures/native-runtime-harness.js';
+import { held, nothingLeft } from './fixtures/process-held.js';
 
 beforeAll(() => {
   buildFixture();

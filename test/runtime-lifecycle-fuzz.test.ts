@@ -1,18 +1,19 @@
 /**
  * A seeded lifecycle fuzz of Runtime (the engine and its checks: fixtures/lifecycle-fuzz.ts):
  * each seed starts one runtime over the gated worker, with a random scheduler (refusing,
- * waiting or serial), bounds and thread count, and walks it through random calls (echoes,
- * coded and plain throws, handlers blocked on a shared word, rarely a thread's exit or a fatal
- * error; malformed options and inputs that cannot be posted), aborts before admission, while
- * waiting and while running, deadlines, releases, report() snapshots and close()s.
- * OMNI_FUZZ_SEED=<seed> OMNI_FUZZ_RUNS=<n> reruns from a seed (e.g. hundreds, outside CI).
+ * waiting or serial), bounds, thread count and default deadline, and walks it through random
+ * calls (echoes, coded and plain throws, handlers blocked on a shared word, rarely a thread's
+ * exit or a fatal error; malformed options and inputs that cannot be posted), aborts, deadlines,
+ * releases, report() snapshots and close()s. Its threadEnds call run() and close() now and then,
+ * as README allows, and must tell each thread's exit once and stopped() once, last, before
+ * close() resolves. The process-lifetime end of this fuzz: process-lifetime-random-life.test.ts.
+ * OMNI_FUZZ_SEED=<seed> OMNI_FUZZ_RUNS=<n> (OMNI_FUZZ_STEPS=<steps>) reruns from a seed (e.g.
+ * hundreds, outside CI).
  */
 import { afterEach, expect, it } from 'vitest';
 import type { RunOptions, Runtime } from '../src/index.js';
 import {
-  held,
   type Made,
-  nothingLeft,
   type Random,
   randomOf,
   type Signalled,
@@ -20,6 +21,7 @@ import {
   walk,
   walkSeed,
 } from './fixtures/lifecycle-fuzz.js';
+import { held, nothingLeft } from './fixtures/process-held.js';
 import { type GatedInput, newControl } from './fixtures/runtime-control.js';
 import { cleanup, runtimeWarnings, start } from './fixtures/runtime-harness.js';
 import { recorder, STOPPED } from './fixtures/thread-ends-recorder.js';
