@@ -65,8 +65,8 @@ function runsNoCode(input: unknown): boolean {
  * a listed buffer while the message is read, so the one check, detached, comes once, after it. Made
  * by a named accessor, which clone reads after the array's elements, and which leaves the array
  * packed: accessor elements make clone take its sparse-array path, 3-4 µs more a post + receive in
- * a one-thread loop, ~5 µs of a 1 MiB round trip (bench/transfer-sweep.bench.ts, an A/B in one
- * process). The worker's copy of the message carries the name, undefined.
+ * a one-thread loop (bench/transfer-sweep.bench.ts), ~5 µs of a 1 MiB round trip (an A/B of the
+ * two in one process, README). The worker's copy of the message carries the name, undefined.
  */
 function checkedAfterAll<I>(message: TaskMessage<I>, transfer: readonly ArrayBuffer[]): TaskMessage<I> {
   return Object.defineProperty(message, 'posted', {
