@@ -3,7 +3,8 @@
  * claim's units are the call's cost, ctx.cost in the worker), and the worker tells it from a
  * ping by Array.isArray. An input of any shape, arrays included,
  * must arrive as structured clone makes it, whether the message goes bare (nothing transferred)
- * or in its envelope with the listed buffers checked through an accessor at index 0.
+ * or in its envelope with the listed buffers checked through accessors at indexes 0 and 5 (or,
+ * for a primitive, buffer or view input, a named one: test/runtime-transfer-quiet-input.test.ts).
  */
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
