@@ -29,6 +29,15 @@ describe('Prng', () => {
     expect(first.rows).toBeGreaterThanOrEqual(1);
   });
 
+  it('a rate too small to count per ms (--rates 1e-400) never arrives, even on a first draw of 0', () => {
+    // perMs underflows to 0: 0 / 0 was a NaN arrival time, which no window's end check stops,
+    // so the phase ran to its drain limit (60 s) and failed the run.
+    for (const seed of [ZERO_FIRST, 1]) {
+      expect(new ArrivalProcess(seed, Number.MIN_VALUE, 16).next().at).toBe(Number.POSITIVE_INFINITY);
+    }
+    expect(new Prng(ZERO_FIRST).exponential(0)).toBe(Number.POSITIVE_INFINITY);
+  });
+
   it('takes every 32-bit seed as given: seeds differing in the top bit differ', () => {
     const draws = (seed: number): number[] => {
       const p = new Prng(seed);

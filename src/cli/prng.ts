@@ -27,8 +27,11 @@ export class Prng {
 
   /** An exponential gap with the given rate (events per unit): a Poisson process's spacing. */
   exponential(rate: number): number {
-    // 1 - next() is in (0, 1]: the log is finite.
-    return -Math.log(1 - this.next()) / rate;
+    // 1 - next() is in (0, 1]: the log is finite. The draw is taken at any rate, so that a
+    // seed's stream does not depend on it; a rate of 0 (one too small for a double per ms) never
+    // fires: its gap is Infinity, where a first draw of 0 made it 0 / 0, NaN.
+    const log = -Math.log(1 - this.next());
+    return rate > 0 ? log / rate : Number.POSITIVE_INFINITY;
   }
 }
 
