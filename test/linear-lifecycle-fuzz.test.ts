@@ -10,7 +10,14 @@
 import { afterEach, beforeAll, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
 import type { LinearRunOptions, LinearRuntime } from '../src/index.js';
-import { type Random, type Signalled, type Subject, walk, walkSeed } from './fixtures/lifecycle-fuzz.js';
+import {
+  type Random,
+  randomSetting,
+  type Signalled,
+  type Subject,
+  walk,
+  walkSeed,
+} from './fixtures/lifecycle-fuzz.js';
 import { closeRuntimes, start } from './fixtures/native-runtime-harness.js';
 import { held, nothingLeft } from './fixtures/process-held.js';
 
@@ -124,14 +131,7 @@ it.each(SEEDS)(
   'seed %i: a random life of linear calls, aborts, deadlines and closes keeps every invariant',
   (seed) =>
     walkSeed(seed, 'OMNI_FUZZ_SEED', async (random, trace) => {
-      const mode = random.pick(['refuse', 'wait', 'serial'] as const);
-      const requests = mode === 'serial' ? undefined : random.int(1, 3);
-      const units = mode !== 'serial' && random.next() < 0.5 ? random.int(1, 4) : undefined;
-      const threads = random.int(1, 2);
-      // The runtime's default deadline, for the calls that give none.
-      const deadlineMs = random.pick([undefined, undefined, 5, 1e9]);
-      trace.push(`${mode} requests ${requests} units ${units} threads ${threads} deadline ${deadlineMs}`);
-      const admission = requests === undefined ? undefined : { requests, units, wait: mode === 'wait' };
+      const { requests, units, threads, deadlineMs, admission } = randomSetting(random, trace);
       const before = held();
       const lr = await start({
         threads,

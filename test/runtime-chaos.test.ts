@@ -28,7 +28,7 @@ import {
   STARTED,
   WORDS,
 } from './fixtures/runtime-chaos-worker.js';
-import { turns, until } from './fixtures/runtime-harness.js';
+import { awhile, turns, until } from './fixtures/runtime-harness.js';
 
 const WORKER = builtModuleUrl('test/fixtures/runtime-chaos-worker.js');
 const RUNS = Number(process.env.OMNI_CHAOS_RUNS ?? 60);
@@ -106,17 +106,6 @@ function allowed(c: Call, mode: Mode): Set<Tag | string> {
   if (c.forcedWhileOpen) tags.add('EXITED').add('TASK_FAILED');
   if (mode !== 'refuse' && (c.closedWhileOpen || c.fatalWhileOpen)) tags.add('UNAVAILABLE');
   return tags;
-}
-
-/** Waits for `word` to leave 0, giving up (silently) after `ms`: a step, not a check. */
-async function awhile(words: Int32Array, index: number, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-  });
-  const wait = Atomics.waitAsync(words, index, 0);
-  await Promise.race([wait.async ? wait.value : undefined, late]);
-  clearTimeout(timer);
 }
 
 /** Worker threads alive in this process (Node's diagnostic report lists them). */

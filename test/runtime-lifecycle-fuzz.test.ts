@@ -16,6 +16,7 @@ import {
   type Made,
   type Random,
   randomOf,
+  randomSetting,
   type Signalled,
   type Subject,
   walk,
@@ -146,14 +147,7 @@ it.each(SEEDS)(
   'seed %i: a random life of calls, aborts, deadlines, releases and closes keeps every invariant',
   (seed) =>
     walkSeed(seed, 'OMNI_FUZZ_SEED', async (random, trace) => {
-      const mode = random.pick(['refuse', 'wait', 'serial'] as const);
-      const requests = mode === 'serial' ? undefined : random.int(1, 3);
-      const units = mode !== 'serial' && random.next() < 0.5 ? random.int(1, 4) : undefined;
-      const threads = random.int(1, 2);
-      // The runtime's default deadline, for the calls that give none.
-      const deadlineMs = random.pick([undefined, undefined, 5, 1e9]);
-      trace.push(`${mode} requests ${requests} units ${units} threads ${threads} deadline ${deadlineMs}`);
-      const admission = requests === undefined ? undefined : { requests, units, wait: mode === 'wait' };
+      const { mode, requests, units, threads, deadlineMs, admission } = randomSetting(random, trace);
       const before = held();
       // The runtime's threadEnds log every end and, now and then, call the runtime from there,
       // as README allows (run() answers as anywhere; close() returns the close under way).
