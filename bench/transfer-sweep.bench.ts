@@ -9,7 +9,8 @@
  * The sides alternate call batch by call batch, the order flipped every round; each row is the
  * median of the rounds, each gap the median of the rounds' paired differences. CPU is every
  * thread of the process (process.cpuUsage) and the main thread alone (Linux /proc).
- * Run: npx tsc -p tsconfig.json && node dist/bench/transfer-sweep.bench.js [rounds] [callsPer1MiB]
+ * Run: npx tsc -p tsconfig.json && node dist/bench/transfer-sweep.bench.js [rounds] [calls]
+ * (defaults 20 and 200: each side's calls per round, fewer above 1 MiB, at least 20).
  */
 import { readFileSync } from 'node:fs';
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';

@@ -18,7 +18,13 @@ export interface TaskContext {
   readonly signal: AbortSignal;
   /** Date.now() after which the caller no longer waits, or 0. */
   readonly deadlineAt: number;
-  /** Moves these buffers back to the caller zero-copy with the result (detached here). */
+  /**
+   * Moves these buffers back to the caller zero-copy with the result (detached here). A buffer
+   * Node will not move (a WebAssembly.Memory's, a pooled Buffer's from `Buffer.from`): Node 20
+   * leaves it in place, copied where the result refers to it; Node 21+ refuses it: the call
+   * rejects OMNI_ERR_TASK_FAILED, and with a buffer or view as the result its thread ends too
+   * (README, Limits). List a copy of its bytes instead.
+   */
   transfer(...buffers: ArrayBuffer[]): void;
 }
 

@@ -75,6 +75,17 @@ describe('bench --help states the defaults bench runs with', () => {
       expect.objectContaining({ code: 'OMNI_ERR_USAGE' }),
     );
   });
+
+  it.each([
+    ['--duration', 86_400],
+    ['--calibrate', 3600],
+  ])('%s: "at most %i" is taken, one more refused', (flag, most) => {
+    expect(entries(BENCH_HELP).get(flag)).toContain(`at most ${most}`);
+    expect(parseBenchArgs([flag, String(most)], {})).not.toBe('help');
+    expect(() => parseBenchArgs([flag, String(most + 1)], {})).toThrow(
+      expect.objectContaining({ code: 'OMNI_ERR_USAGE' }),
+    );
+  });
 });
 
 describe('serve --help states the defaults serve runs with', () => {

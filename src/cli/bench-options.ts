@@ -91,10 +91,10 @@ carries a deadline. Prints a table (or JSON) and writes results.json and SVG cha
 charts need the optional packages vega and vega-lite; without them they are skipped).
 
 Flags:
-  --duration S       seconds of offered load over ALL phases together (default 20); each of
-                     the rates x 2 modes phases gets an equal share. Calibration and the
-                     drain after each phase come on top.
-  --calibrate S      seconds of closed-loop capacity calibration (default 1)
+  --duration S       seconds of offered load over ALL phases together (default 20; at most
+                     86400); each of the rates x 2 modes phases gets an equal share.
+                     Calibration and the drain after each phase come on top.
+  --calibrate S      seconds of closed-loop capacity calibration (default 1; at most 3600)
   --rates LIST       offered loads, comma-separated: requests/s (250) or multiples of the
                      calibrated capacity (2x), each once; default 0.5x,1x,2x,4x
   --threads N        worker threads per runtime (default ${DEFAULT_THREADS})

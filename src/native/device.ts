@@ -3,8 +3,9 @@
  * OMNI_CUDA_DEVICE environment variable (a whole number 0..1023 in decimal notation, read as the
  * CLI's --device reads it: '1e0' and '+1' are 1); 0 only when neither is given.
  *
- * Throws: InvalidArgumentError for a negative, fractional or non-numeric option or variable, or an
- * `env` that is not an object (undefined means process.env; null is a mistake, not "none").
+ * Throws: InvalidArgumentError for a negative, fractional, non-numeric or over-1023 option or
+ * variable, or an `env` that is not an object (undefined means process.env; null is a mistake,
+ * not "none").
  */
 import { decimalValue, isWholeDecimal } from '../decimal.js';
 import { describeValue, InvalidArgumentError } from '../errors.js';

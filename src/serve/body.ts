@@ -53,7 +53,9 @@ function parsePositive(name: string, raw: unknown): number | undefined {
   const text = Array.isArray(raw) ? undefined : String(raw);
   const value = text !== undefined && /^[1-9][0-9]{0,15}$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isSafeInteger(value))
-    throw new BadRequestError(`${name} must be a whole number >= 1, got ${JSON.stringify(raw)}`);
+    throw new BadRequestError(
+      `${name} must be a whole number >= 1 in digits alone, without a leading 0, got ${JSON.stringify(raw)}`,
+    );
   return value;
 }
 
