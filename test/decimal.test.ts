@@ -130,4 +130,11 @@ describe('decimalValue', () => {
       expect(decimalValue(text), JSON.stringify(text)).toBeUndefined();
     }
   });
+
+  it('tells the sign of text too small for a double by its digits, blanks around it as isDecimal takes them', () => {
+    // Number() takes the blanks too; a sign read from the untrimmed text took ' -1e-400' for > 0.
+    expect(decimalValue(' -1e-400')).toBe(-Number.MIN_VALUE);
+    expect(decimalValue('\t-1e-400\n')).toBe(-Number.MIN_VALUE);
+    expect(decimalValue(' 1e-400 ')).toBe(Number.MIN_VALUE);
+  });
 });
