@@ -22,7 +22,8 @@ it('close(): an upload to an unknown path stalled since before it is answered 40
     { drainTimeoutMs: 600_000 },
   );
   const client = listeningClient(s.port);
-  const head = 'POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 64\r\n\r\n';
+  const head =
+    'POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 64\r\n\r\n';
   client.socket.write(Buffer.concat([Buffer.from(head), Buffer.alloc(16)]));
   await until(async () => (await inflight(s)) === 1, 'the upload to be routed');
   const closed = s.close();
