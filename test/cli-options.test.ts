@@ -117,6 +117,8 @@ describe('bench flags', () => {
     for (const bad of ['', 'x', 'fast', '1,,2', '-1', '0x', 'Infinity', '2xx', '0x10', '0b11x', '0o7']) {
       expect(() => rateListFlag(bad), bad).toThrow(UsageError);
     }
+    // Decimal, but too large for a double: Infinity requests/s, or Infinity x capacity.
+    for (const bad of ['1e400', '1e400x']) expect(() => rateListFlag(bad), bad).toThrow(UsageError);
   });
 
   it('returns help for --help and -h', () => {
