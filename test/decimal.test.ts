@@ -125,7 +125,9 @@ describe('decimalValue', () => {
     expect(decimalValue(' -2.5e1 ')).toBe(-25);
     expect(decimalValue('-1e400')).toBe(Number.NEGATIVE_INFINITY);
     // A zero however written, its sign too, is 0 (toBe tells it from -0).
-    for (const text of ['0', '-0', '+0.0', '-0e-400', '.0e5']) expect(decimalValue(text), text).toBe(0);
+    for (const text of ['0', '-0', '+0.0', '-0e-400', '.0e5', '0E-400', '-0E-400']) {
+      expect(decimalValue(text), text).toBe(0);
+    }
     for (const text of ['0x10', '1_000', '', ' ', 'NaN', 'Infinity', '5 5']) {
       expect(decimalValue(text), JSON.stringify(text)).toBeUndefined();
     }
