@@ -33,10 +33,10 @@ const result = benchResult([benchPhase({ mode: 'unbounded' }), benchPhase({ mode
 const output = captureOutputPerTest();
 
 /** The command's rejection, with every write under `dir` failing meanwhile. */
-async function failure(dir: string, argv: string[]): Promise<unknown> {
+async function failure(dir: string, argv: string[], measured = result): Promise<unknown> {
   failIn = dir;
   try {
-    return await runBenchCommand(argv, { runBench: async () => result }).then(
+    return await runBenchCommand(argv, { runBench: async () => measured }).then(
       () => undefined,
       (err: unknown) => err,
     );
@@ -68,4 +68,16 @@ it("--json: prints the summary with no files; an earlier run's results and chart
   expect(fs.readdirSync(out).sort()).toEqual(['latency.svg', 'results.json']);
   expect(fs.readFileSync(join(out, 'results.json'), 'utf8')).toBe(earlier);
   expect(fs.readFileSync(join(out, 'latency.svg'), 'utf8')).toBe('<svg class="marks">earlier</svg>');
+});
+
+it('a run whose requests also failed: the write error is what it fails with, the file being what is missing', async () => {
+  const failedResult = benchResult([
+    benchPhase({ completed: 990, failed: 10, failedBy: { OMNI_ERR_NATIVE: 10 } }),
+    benchPhase({ mode: 'bounded' }),
+  ]);
+  const out = tempDir();
+  const err = await failure(out, ['--out', out], failedResult);
+  // OMNI_ERR_BENCH would say the run failed, not that its results.json is not there.
+  expect(err).toHaveProperty('code', 'ENOSPC');
+  expect(output.stdout).toBe(formatReport(failedResult, []));
 });

@@ -108,10 +108,17 @@ describe('bench flags', () => {
       { value: 2, relative: true },
       { value: 0.5, relative: true },
     ]);
+    // Blanks around a multiple too ('--rates "1x, 2x "'): the x is found in the trimmed part.
+    expect(rateListFlag(' 1x , 2X ')).toEqual([
+      { value: 1, relative: true },
+      { value: 2, relative: true },
+    ]);
     // Number() takes hexadecimal, binary and octal too: '0x10' would offer 16 requests/s.
     for (const bad of ['', 'x', 'fast', '1,,2', '-1', '0x', 'Infinity', '2xx', '0x10', '0b11x', '0o7']) {
       expect(() => rateListFlag(bad), bad).toThrow(UsageError);
     }
+    // Decimal, but too large for a double: Infinity requests/s, or Infinity x capacity.
+    for (const bad of ['1e400', '1e400x']) expect(() => rateListFlag(bad), bad).toThrow(UsageError);
   });
 
   it('returns help for --help and -h', () => {

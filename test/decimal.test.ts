@@ -125,9 +125,18 @@ describe('decimalValue', () => {
     expect(decimalValue(' -2.5e1 ')).toBe(-25);
     expect(decimalValue('-1e400')).toBe(Number.NEGATIVE_INFINITY);
     // A zero however written, its sign too, is 0 (toBe tells it from -0).
-    for (const text of ['0', '-0', '+0.0', '-0e-400', '.0e5']) expect(decimalValue(text), text).toBe(0);
+    for (const text of ['0', '-0', '+0.0', '-0e-400', '.0e5', '0E-400', '-0E-400']) {
+      expect(decimalValue(text), text).toBe(0);
+    }
     for (const text of ['0x10', '1_000', '', ' ', 'NaN', 'Infinity', '5 5']) {
       expect(decimalValue(text), JSON.stringify(text)).toBeUndefined();
     }
+  });
+
+  it('tells the sign of text too small for a double by its digits, blanks around it as isDecimal takes them', () => {
+    // Number() takes the blanks too; a sign read from the untrimmed text took ' -1e-400' for > 0.
+    expect(decimalValue(' -1e-400')).toBe(-Number.MIN_VALUE);
+    expect(decimalValue('\t-1e-400\n')).toBe(-Number.MIN_VALUE);
+    expect(decimalValue(' 1e-400 ')).toBe(Number.MIN_VALUE);
   });
 });

@@ -47,6 +47,8 @@ describe('backend selection and device resolution', () => {
   it('resolveDevice: the option wins, then OMNI_CUDA_DEVICE, then 0', () => {
     expect(resolveDevice(undefined, {})).toBe(0);
     expect(resolveDevice(undefined, { OMNI_CUDA_DEVICE: '' })).toBe(0);
+    // Blank is unset too, not a malformed number: device 0.
+    expect(resolveDevice(undefined, { OMNI_CUDA_DEVICE: ' \t' })).toBe(0);
     expect(resolveDevice(undefined, { OMNI_CUDA_DEVICE: '3' })).toBe(3);
     expect(resolveDevice(undefined, { OMNI_CUDA_DEVICE: ' 2 ' })).toBe(2);
     expect(resolveDevice(1, { OMNI_CUDA_DEVICE: '3' })).toBe(1);

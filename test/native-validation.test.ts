@@ -149,6 +149,8 @@ describe('native validation (fixture)', () => {
       ['workspaceCount 0', () => NativeContext.open(lib, { workspaceCount: 0 })],
       ['workspaceCount 65', () => NativeContext.open(lib, { workspaceCount: 65 })],
       ['workspaceBytes NaN', () => NativeContext.open(lib, { workspaceBytes: Number.NaN })],
+      // C reads 0 as its own default: the limit passed must be the one checked (at least 1).
+      ['workspaceBytes 0', () => NativeContext.open(lib, { workspaceBytes: 0 })],
       // Only undefined takes the default, as LinearRuntime.start's: null opened 512 MiB.
       ['workspaceBytes null', () => NativeContext.open(lib, { workspaceBytes: null as never })],
       ['workspaceCount null', () => NativeContext.open(lib, { workspaceCount: null as never })],

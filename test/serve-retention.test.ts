@@ -158,6 +158,16 @@ describe('a server serving for long', () => {
             ]),
             true,
           ),
+          // The same to a path no route serves: followed, while its body is read, for the drain.
+          visit(
+            Buffer.concat([
+              Buffer.from(
+                'POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 1600\r\n\r\n',
+              ),
+              ROW,
+            ]),
+            true,
+          ),
           visit(Buffer.from('CONNECT x:1 HTTP/1.1\r\nHost: x\r\n\r\n'), false),
           visit(Buffer.from('NOT HTTP\r\n\r\n'), false),
           visit(post('text/plain', 'x'), false), // 415 before the body: the server closes

@@ -150,6 +150,20 @@ describe('504: admitted but past its deadline; the capacity stays held until the
     },
   );
 
+  // Read as Infinity, it asks for no deadline, and a server without one leaves the call to the
+  // runtime's own (no deadlineMs passed): Infinity passed on would have lifted that one.
+  it("a deadline header too large for a double (1e400): the runtime's own deadline, not none", async () => {
+    const run = vi.spyOn(LinearRuntime.prototype, 'run');
+    try {
+      const { url } = await start({ threads: 1, open: true });
+      const a = await postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': '1e400' } });
+      expect(a.status).toBe(200);
+      expect(run.mock.calls.map(([, options]) => options?.deadlineMs)).toEqual([undefined]);
+    } finally {
+      run.mockRestore();
+    }
+  });
+
   it('a deadline header of 2^31 ms or more is honoured, not answered 504 after 1 ms', async () => {
     const { url, g } = await start({ threads: 1, admission: { requests: 2 } });
     const long = postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': String(2 ** 31) } });

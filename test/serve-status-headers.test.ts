@@ -54,6 +54,17 @@ describe('headers', () => {
     expect(g.entered()).toBe(0);
   });
 
+  // '-1e-400' reads as -0 by Number(): neither it nor '-5' is a time left to wait.
+  it('a negative deadline header (-5, -1e-400) is a bad request, nothing reaching a worker', async () => {
+    const { g, url } = await start({ open: true, admission: { requests: 4 } });
+    for (const deadline of ['-5', '-1e-400']) {
+      const a = await postFloats(url, rows(1), { headers: { 'x-omni-deadline-ms': deadline } });
+      expect([deadline, a.status]).toEqual([deadline, 400]);
+      expect(errorOf(a)).toMatchObject({ code: 'OMNI_ERR_BAD_REQUEST' });
+    }
+    expect(g.entered()).toBe(0);
+  });
+
   it('a deadline header not in decimal (hex, binary, Infinity) is a bad request', async () => {
     const { g, url } = await start({ open: true, admission: { requests: 4 } });
     for (const deadline of ['0x10', '0b11', 'Infinity']) {
