@@ -9,12 +9,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
-  blockUntilDepth,
-  blockUntilStarted,
   cleanup,
   codeOf,
   control,
   gate,
+  runStuckAfterRelease,
   runtimeWarnings,
   settledWhenAsked,
   start,
@@ -32,11 +31,7 @@ describe('a later close timeout and the wait for trailing replies', () => {
   it('after a clean drain: close({ timeoutMs: 0 }) cuts the reply off at once', async () => {
     const warnings = runtimeWarnings();
     const rt = await start({ threads: 1, admission: { requests: 1 }, startTimeoutMs: Infinity });
-    const stuck = control();
-    const call = codeOf(rt.run({ mode: 'stuck-after-release', control: stuck.buffer, value: 'done' }));
-    // Both synchronous: the reply cannot be posted before the worker's thread has blocked.
-    blockUntilStarted(stuck);
-    blockUntilDepth(rt, 0);
+    const call = codeOf(runStuckAfterRelease(rt, 0));
     const closing = rt.close();
     await microtasks(); // the drain, heard at once: close() now waits for the reply
     expect(rt.close({ timeoutMs: 0 })).toBe(closing);
@@ -53,10 +48,7 @@ describe('a later close timeout and the wait for trailing replies', () => {
   it('after a clean drain within a 0 ms close timeout: a second one still cuts the reply off', async () => {
     const warnings = runtimeWarnings();
     const rt = await start({ threads: 1, admission: { requests: 1 }, startTimeoutMs: Infinity });
-    const stuck = control();
-    const call = codeOf(rt.run({ mode: 'stuck-after-release', control: stuck.buffer, value: 'done' }));
-    blockUntilStarted(stuck);
-    blockUntilDepth(rt, 0);
+    const call = codeOf(runStuckAfterRelease(rt, 0));
     // Drained already: heard on this turn's microtasks, before the 0 ms timer could fire.
     const closing = rt.close({ timeoutMs: 0 });
     await microtasks();
@@ -74,10 +66,7 @@ describe('a later close timeout and the wait for trailing replies', () => {
     const running = control();
     const held = codeOf(rt.run(gate(running, { sync: true })));
     await waitFor(running, STARTED);
-    const stuck = control();
-    const call = codeOf(rt.run({ mode: 'stuck-after-release', control: stuck.buffer, value: 'done' }));
-    blockUntilStarted(stuck);
-    blockUntilDepth(rt, 1);
+    const call = codeOf(runStuckAfterRelease(rt, 1));
     const closing = rt.close({ timeoutMs: 0 });
     // Abandoned as the timeout fired: close() now waits for the other call's reply.
     expect(await held).toBe('OMNI_ERR_WORKER_EXITED');

@@ -8,12 +8,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  blockUntilDepth,
-  blockUntilStarted,
   cleanupOnRealClock,
   closePastRepliesWait,
   codeOf,
-  control,
+  runStuckAfterRelease,
   runtimeWarnings,
   start,
 } from './fixtures/runtime-harness.js';
@@ -24,12 +22,7 @@ describe('a clean close whose reply never comes', () => {
   it("runs the other threads' hooks without waiting for the stuck thread's turn", async () => {
     const warnings = runtimeWarnings();
     const rt = await start({ threads: 2, admission: { requests: 1 } });
-    const stuck = control();
-    const call = codeOf(rt.run({ mode: 'stuck-after-release', control: stuck.buffer, value: 'done' }));
-    // Both synchronous: this thread's loop stays still, so the line's acknowledgement (which the
-    // reply waits for) is not sent before the worker's thread has blocked.
-    blockUntilStarted(stuck);
-    blockUntilDepth(rt, 0);
+    const call = codeOf(runStuckAfterRelease(rt, 0));
     expect(await closePastRepliesWait(rt)).toEqual({ clean: false, abandoned: 1 });
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     expect(warnings).toEqual([

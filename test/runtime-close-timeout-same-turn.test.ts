@@ -10,10 +10,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { CloseResult } from '../src/index.js';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
-  blockUntilDepth,
-  blockUntilStarted,
   cleanup,
   control,
+  runStuckAfterRelease,
   runtimeWarnings,
   start,
   until,
@@ -34,14 +33,11 @@ describe('a close timeout given on the turn the drain ended', () => {
       return err.code;
     });
     await waitFor(dying, STARTED);
-    const stuck = control();
     // Settled either way: on the old code it resolves once cleanup() lets its thread go.
-    const call = rt.run({ mode: 'stuck-after-release', control: stuck.buffer, value: 'done' }).then(
+    const call = runStuckAfterRelease(rt, 1).then(
       () => 'resolved',
       (err: { code?: string }) => err.code,
     );
-    blockUntilStarted(stuck);
-    blockUntilDepth(rt, 1);
     let result: CloseResult | undefined;
     const closing = rt.close();
     void closing.then((r) => {
