@@ -23,16 +23,6 @@ export function isWholeDecimal(text: string): boolean {
 }
 
 /**
- * Whether decimal `text` names a number > 0. Number() reads one too small for a double
- * ('1e-400') as 0, as it reads '-0' and '0.0': told apart here by its digits and its sign.
- */
-export function isPositiveDecimal(text: string): boolean {
-  const trimmed = text.trim();
-  const mantissa = trimmed.split(/e/i)[0] ?? '';
-  return isDecimal(trimmed) && !mantissa.startsWith('-') && /[1-9]/.test(mantissa);
-}
-
-/**
  * The number decimal `text` names (else undefined): the one reading of every number the command
  * line and the HTTP front take. Number() reads text too small for a double ('1e-400', '-1e-400')
  * as 0, which is not what it names: here it is the nearest double on its side of 0,
@@ -55,5 +45,6 @@ export function decimalValue(text: string): number | undefined {
  * is (past at once), rather than none or a refusal; text too large is Infinity.
  */
 export function positiveDecimal(text: string): number | undefined {
-  return isPositiveDecimal(text) ? decimalValue(text) : undefined;
+  const value = decimalValue(text);
+  return value !== undefined && value > 0 ? value : undefined;
 }
