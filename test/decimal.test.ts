@@ -1,4 +1,5 @@
 /** isDecimal: the one notation for numbers the command line's flags and the HTTP front accept. */
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { decimalValue, isDecimal, isWholeDecimal, positiveDecimal } from '../src/decimal.js';
 
@@ -127,5 +128,25 @@ describe('decimalValue', () => {
     expect(decimalValue(' -1e-400')).toBe(-Number.MIN_VALUE);
     expect(decimalValue('\t-1e-400\n')).toBe(-Number.MIN_VALUE);
     expect(decimalValue(' 1e-400 ')).toBe(Number.MIN_VALUE);
+  });
+});
+
+describe('long text', () => {
+  // x-omni-deadline-ms reaches isDecimal with up to node's 16 KiB of header, a flag's value with
+  // up to 128 KiB: an optional point between two runs of digits made the regex try every split of
+  // a run that fails at its end, quadratic (16,000 digits and a letter: ~3 s of the server's event
+  // loop; 100,000: minutes). Run under vm's timeout, which ends it where a test's timeout cannot
+  // (a synchronous call runs to its end first): a bound thousands of times a linear scan's time.
+  const bounded = (read: (text: string) => unknown, text: string): unknown =>
+    runInNewContext('read(text)', { read, text }, { timeout: 10_000 });
+
+  it('is read in one pass, refused or taken, whatever its length', () => {
+    const digits = '1'.repeat(100_000);
+    for (const text of [`${digits}x`, `${digits}.${digits}x`, `1e${digits}x`, `${digits}e`]) {
+      expect(bounded(isDecimal, text), `${text.length} characters`).toBe(false);
+      expect(bounded(decimalValue, text)).toBeUndefined();
+    }
+    expect(bounded(positiveDecimal, `${digits}.${digits}`)).toBe(Number.POSITIVE_INFINITY);
+    expect(bounded(isWholeDecimal, `${digits}.${'0'.repeat(100_000)}e0`)).toBe(true);
   });
 });
