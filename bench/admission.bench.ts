@@ -7,8 +7,11 @@ import { Sema } from 'async-sema';
 import pLimit from 'p-limit';
 import { BoundedAdmission } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { benchArgs } from './lib/args.js';
 import { median } from './lib/median.js';
 import { type BenchCase, measure, printRatios } from './lib/ratios.js';
+
+benchArgs('admission.bench', []);
 
 const BATCH = 1000;
 const BOUND = 1 << 20;

@@ -5,7 +5,10 @@
  * Run: npx tsc -p tsconfig.json && node dist/bench/claim-reclaim.bench.js
  */
 import { BoundedAdmission } from '../src/index.js';
+import { benchArgs } from './lib/args.js';
 import { type BenchCase, measure, printRatios } from './lib/ratios.js';
+
+benchArgs('claim-reclaim.bench', []);
 
 const BATCH = 1000;
 const admission = new BoundedAdmission({ requests: 64 });

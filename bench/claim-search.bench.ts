@@ -11,7 +11,10 @@
  */
 import { BLOCK_SHIFT, blockCount, blockCountsByteOffset, MAX_CLAIM_SLOTS } from '../src/admission/layout.js';
 import { BoundedAdmission, type Claim } from '../src/index.js';
+import { benchArgs } from './lib/args.js';
 import { type BenchCase, measure, printRatios } from './lib/ratios.js';
+
+benchArgs('claim-search.bench', []);
 
 const SLOTS = MAX_CLAIM_SLOTS;
 

@@ -7,7 +7,33 @@
  */
 import { Piscina } from 'piscina';
 import { type Movable, withMovedBuffers } from '../src/movable.js';
+import { type BenchArg, benchArgs } from './lib/args.js';
 import { type BenchCase, measure, printRatios } from './lib/ratios.js';
+
+/**
+ * `k:m,...`: k >= 1 own buffers (a move() carries at least one), m >= 0 listed ones, in plain
+ * digits. At most 2^20 each: both lists are made up front, and much longer ones would fill
+ * the heap before the first row.
+ */
+const sizesArg: BenchArg<[number, number][]> = {
+  name: 'k:m,...',
+  takes: 'comma-separated k:m pairs (as 8:8,64:0), k from 1 and m from 0, each at most 1048576',
+  fallback: [
+    [1, 0],
+    [2, 2],
+    [1, 1],
+    [8, 8],
+    [64, 64],
+    [1024, 1024],
+  ],
+  read: (raw) => {
+    const pairs = raw.split(',').map((part) => /^(\d+):(\d+)$/.exec(part));
+    if (pairs.some((p) => p === null)) return undefined;
+    const sizes = pairs.map((p) => [Number(p![1]), Number(p![2])] as [number, number]);
+    return sizes.every(([k, m]) => k >= 1 && k <= 1 << 20 && m <= 1 << 20) ? sizes : undefined;
+  },
+};
+const [sizes] = benchArgs('movable-merge.bench', [sizesArg]);
 
 const BATCH = 100;
 let sink: readonly ArrayBuffer[] = [];
@@ -46,10 +72,7 @@ function cases(k: number, m: number): BenchCase[] {
   ];
 }
 
-const sizes = (process.argv[2] ?? '1:0,2:2,1:1,8:8,64:64,1024:1024')
-  .split(',')
-  .map((s) => s.split(':').map(Number));
 const rows = [];
-for (const [k, m] of sizes) rows.push(...(await measure(cases(k!, m!), 3, 100)));
+for (const [k, m] of sizes) rows.push(...(await measure(cases(k, m), 3, 100)));
 printRatios('withMovedBuffers (ratio = copy ns / merge ns; higher is faster)', rows);
 if (sink.length < 0) throw new Error('unreachable');

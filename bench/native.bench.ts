@@ -17,8 +17,11 @@ import {
   referenceLinearGelu,
   seededFloats,
 } from '../src/native/index.js';
+import { benchArgs } from './lib/args.js';
 import { median } from './lib/median.js';
 import { type BenchCase, measure, printRatios } from './lib/ratios.js';
+
+benchArgs('native.bench', []);
 
 const lib = loadNativeLibrary('fixture');
 const faults = new FixtureFaults(lib);

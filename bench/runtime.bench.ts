@@ -14,14 +14,14 @@ import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_thread
 import { move, Piscina } from 'piscina';
 import { Runtime } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { benchArgs, countArg, positiveArg } from './lib/args.js';
 import { median } from './lib/median.js';
 import { type BenchCase, type BenchRow, measure, printRatios } from './lib/ratios.js';
 
+const [ROUNDS, TIME_MS] = benchArgs('runtime.bench', [countArg('rounds', 9), positiveArg('msPerRound', 200)]);
 const THREADS = 2;
 const IN_FLIGHT = 64;
 const PAYLOAD = 1 << 20;
-const ROUNDS = Number(process.argv[2] ?? 9);
-const TIME_MS = Number(process.argv[3] ?? 200);
 const CPU_TASKS = 64 * 50;
 
 /** Raw postMessage echo over `threads` workers, round-robin: the floor under any pool. */

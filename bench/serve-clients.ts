@@ -19,20 +19,22 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { choiceFlag, numberFlag, parseFlags } from '../src/cli/args.js';
+import { choiceFlag, numberFlag, parseFlags, UsageError } from '../src/cli/args.js';
 import { packageRoot } from '../src/paths.js';
+import { orUsageExit } from './lib/args.js';
 
 type Kind = 'idle' | 'silent' | 'upload' | 'unread' | 'json';
 
-const { values } = parseFlags('bench:serve-clients', process.argv.slice(2), {
-  kind: { type: 'string' },
-  connections: { type: 'string' },
-});
-const kind = choiceFlag<Kind>('kind', values.kind, ['idle', 'silent', 'upload', 'unread', 'json'], 'idle');
-const connections = numberFlag('connections', values.connections, 2000, {
-  min: 1,
-  max: 60_000,
-  integer: true,
+const [kind, connections] = orUsageExit('serve-clients', () => {
+  const { values, positionals } = parseFlags('serve-clients', process.argv.slice(2), {
+    kind: { type: 'string' },
+    connections: { type: 'string' },
+  });
+  if (positionals.length > 0) throw new UsageError(`takes flags only, got '${positionals[0]}'`);
+  return [
+    choiceFlag<Kind>('kind', values.kind, ['idle', 'silent', 'upload', 'unread', 'json'], 'idle'),
+    numberFlag('connections', values.connections, 2000, { min: 1, max: 60_000, integer: true }),
+  ] as const;
 });
 const IN = 4;
 const OUT = 256;

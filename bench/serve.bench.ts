@@ -10,9 +10,10 @@
  * figures are the front's cost under load on this machine, not a network benchmark.
  */
 import { createRequire } from 'node:module';
-import { numberFlag, parseFlags } from '../src/cli/args.js';
+import { numberFlag, parseFlags, UsageError } from '../src/cli/args.js';
 import { LinearRuntime } from '../src/index.js';
 import { serve } from '../src/serve/index.js';
+import { orUsageExit } from './lib/args.js';
 import { statusShare } from './lib/status-share.js';
 
 interface Percentiles {
@@ -47,16 +48,21 @@ type Autocannon = (options: {
 // autocannon ships no types; this is the slice of its programmatic API used here.
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
-const { values } = parseFlags('serve.bench', process.argv.slice(2), {
-  duration: { type: 'string' },
-  requests: { type: 'string' },
-  rows: { type: 'string' },
-  threads: { type: 'string' },
+const [DURATION_S, REQUESTS, ROWS, THREADS] = orUsageExit('serve.bench', () => {
+  const { values, positionals } = parseFlags('serve.bench', process.argv.slice(2), {
+    duration: { type: 'string' },
+    requests: { type: 'string' },
+    rows: { type: 'string' },
+    threads: { type: 'string' },
+  });
+  if (positionals.length > 0) throw new UsageError(`takes flags only, got '${positionals[0]}'`);
+  return [
+    numberFlag('duration', values.duration, 5, { min: 1, max: 60, integer: true }),
+    numberFlag('requests', values.requests, 4, { min: 1, max: 256, integer: true }),
+    numberFlag('rows', values.rows, 4, { min: 1, max: 1024, integer: true }),
+    numberFlag('threads', values.threads, 1, { min: 1, max: 16, integer: true }),
+  ] as const;
 });
-const DURATION_S = numberFlag('duration', values.duration, 5, { min: 1, max: 60, integer: true });
-const REQUESTS = numberFlag('requests', values.requests, 4, { min: 1, max: 256, integer: true });
-const ROWS = numberFlag('rows', values.rows, 4, { min: 1, max: 1024, integer: true });
-const THREADS = numberFlag('threads', values.threads, 1, { min: 1, max: 16, integer: true });
 const IN = 256;
 const OUT = 256;
 

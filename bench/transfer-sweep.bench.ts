@@ -18,11 +18,11 @@ import { move, Piscina } from 'piscina';
 import { taskPost } from '../src/envelope.js';
 import { Runtime } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
+import { benchArgs, countArg } from './lib/args.js';
 import { median } from './lib/median.js';
 
 const THREADS = 2;
-const ROUNDS = Number(process.argv[2] ?? 20);
-const CALLS = Number(process.argv[3] ?? 200);
+const [ROUNDS, CALLS] = benchArgs('transfer-sweep.bench', [countArg('rounds', 20), countArg('calls', 200)]);
 const SIZES = [4 << 10, 64 << 10, 1 << 20, 8 << 20, 32 << 20];
 
 type Call = (buffer: ArrayBuffer) => Promise<unknown>;

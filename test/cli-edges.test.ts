@@ -18,7 +18,7 @@ import { benchPhase, benchResult } from './fixtures/bench-result.js';
 import { codeOf } from './fixtures/runtime-harness.js';
 import { FAIL_FATAL } from './fixtures/serve-gate-layout.js';
 import { type Gated, startGated } from './fixtures/serve-harness.js';
-import { thrownCode } from './fixtures/thrown.js';
+import { thrown, thrownCode } from './fixtures/thrown.js';
 
 const gates: Gated[] = [];
 afterEach(async () => {
@@ -37,6 +37,21 @@ describe('bench flags', () => {
       { value: 2, relative: false },
       { value: 2, relative: true },
     ]);
+  });
+
+  // Two spellings of one double were refused by the number read: `--rates 1e-400,2e-400` as
+  // listing 5e-324 twice, a number the user never typed.
+  it.each([
+    ['1e-400,2e-400', ['1e-400', '2e-400'], '5e-324'],
+    ['250, 250.0', ['250', '250.0'], undefined],
+    ['2x,2.0X', ['2x', '2.0X'], undefined],
+    ['7,7', ['7'], undefined],
+  ])('--rates %j is one rate twice, said as typed', (rates, typed, notTyped) => {
+    // The message is what is tested here: which numbers it names.
+    const { code, message } = thrown(() => parseBenchArgs(['--rates', rates], {}));
+    expect(code).toBe('OMNI_ERR_USAGE');
+    for (const text of typed) expect(message).toContain(text);
+    if (notTyped !== undefined) expect(message).not.toContain(notTyped);
   });
 });
 

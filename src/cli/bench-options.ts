@@ -174,16 +174,22 @@ export function rateListFlag(raw: string | undefined): RateSpec[] {
         `--rates must be a comma-separated list of numbers > 0 (requests/s) or multiples like 2x, got ${JSON.stringify(raw)}`,
       );
     }
-    return { value, relative };
+    return { value, relative, text };
   });
-  // Two phases at one rate would be drawn as one line in the charts, each half of it.
-  const seen = new Set<string>();
-  for (const { value, relative } of rates) {
+  // Two phases at one rate would be drawn as one line in the charts, each half of it. The
+  // refusal names the rates as typed: the number read ('1e-400' and '2e-400' are both 5e-324)
+  // is one the user may never have written.
+  const seen = new Map<string, string>();
+  for (const { value, relative, text } of rates) {
     const key = `${value}${relative ? 'x' : ''}`;
-    if (seen.has(key)) throw new UsageError(`--rates lists ${key} more than once`);
-    seen.add(key);
+    const earlier = seen.get(key);
+    if (earlier === text) throw new UsageError(`--rates lists ${text} more than once`);
+    if (earlier !== undefined) {
+      throw new UsageError(`--rates lists ${earlier} and ${text}, which read as one rate`);
+    }
+    seen.set(key, text);
   }
-  return rates;
+  return rates.map(({ value, relative }) => ({ value, relative }));
 }
 
 /** --out: a folder path; an empty one would silently mean the current folder. */

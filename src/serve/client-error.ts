@@ -97,6 +97,21 @@ type ClientSocket = AnsweredSocket & {
 };
 
 /**
+ * Responses of routed requests this handler answered in their place (their bodies failed before
+ * their own answers began): whatever the route decides for them is never heard.
+ */
+const ANSWERED_IN_PLACE = new WeakSet<ServerResponse>();
+
+/**
+ * Whether the parse error of `res`'s own request was answered in its place (its raw 400 written
+ * before `res` wrote anything): what the route then decides for it (a refusal from its headers,
+ * decided in the microtasks after the read that also held the malformed body) is never heard.
+ */
+export function answeredInPlace(res: ServerResponse): boolean {
+  return ANSWERED_IN_PLACE.has(res);
+}
+
+/**
  * Whether the client-error handler took `socket` over (a parse error, or a request that did not
  * arrive in time): the request it failed in is answered with that error, never read on.
  */
@@ -212,6 +227,7 @@ export function clientErrorHandler(
         // A routed request is in flight already (its response tracked); one that reached no
         // route is from here.
         if (routed === null) answers.owe(s);
+        else ANSWERED_IN_PLACE.add(routed);
         // Its status once all of it is out (handed to the kernel): held in this process by a
         // client that does not read, it never reached that client if the drain or the send
         // timeout then closes the connection, which is recorded as such (444), and the write

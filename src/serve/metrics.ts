@@ -183,7 +183,7 @@ export class ServeMetrics {
     });
     this.#refused = new Counter({
       name: 'omni_http_refused_total',
-      help: 'Requests refused (413 or 503) without running, by reason (requests, units, queued, too-large, body-too-large, unavailable), counted when refused, as the runtime counts its refusals: one whose client left before its answer too (the latency histogram records that 499 or 444). A call the drain abandoned while it ran is no refusal.',
+      help: 'Requests refused (413 or 503) without running, by reason (requests, units, queued, too-large, body-too-large, unavailable), counted when refused, as the runtime counts its refusals: one whose client left before its answer too (the latency histogram records that 499 or 444). A call the drain abandoned while it ran is no refusal, nor one whose malformed body was answered 400 before it.',
       labelNames: ['reason', 'status'],
       registers: [registry],
     });

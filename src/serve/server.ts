@@ -33,6 +33,7 @@ import {
   ANSWERED_STATUS,
   type AnsweredSocket,
   afterClosingAnswer,
+  answeredInPlace,
   answeredLater,
   clientErrorHandler,
   connectHandler,
@@ -615,9 +616,10 @@ async function listenOnce(
   app.setErrorHandler(async (error, _request, reply) => {
     const answer = answerFor(fromHttpStack(error, bodyLimit));
     if (answer.retry) reply.header('retry-after', String(retryAfter));
-    if ((answer.status === 413 || answer.status === 503) && !abandonedByDrain(error)) {
-      metrics.refused(answer.label, answer.status);
-    }
+    // A refusal whose request's body failed first, its 400 answered in its place, is no
+    // refusal the client heard: that 400 is counted (a client error), this is not.
+    const refusal = (answer.status === 413 || answer.status === 503) && !abandonedByDrain(error);
+    if (refusal && !answeredInPlace(reply.raw)) metrics.refused(answer.label, answer.status);
     return reply.code(answer.status).send(answer.body);
   });
   app.setNotFoundHandler(async (request, reply) => sendNotFound(request, reply));
