@@ -135,6 +135,30 @@ describe('claims across threads', () => {
     expect(admission.report().depth).toBe(0);
   });
 
+  // Kills: claims.ts acquire() reserving with a store of the count it loaded, plus one, instead
+  // of the compare-exchange: a reservation made between the two was lost, and the count said
+  // fewer slots were reserved than were held (the threaded tests never hit that window).
+  it('two claims reserving at once are both counted', () => {
+    const { admission, otherThread } = withOtherThread({ requests: 2 });
+    const reserved = (): number => Atomics.load(new Int32Array(admission.buffer, 0, 16), CLAIMS_I32);
+    const mine = admitted(admission);
+    const theirs = admitted(otherThread);
+    let theirClaim: Claim | undefined;
+    const claimsWord = (array: ArrayBufferView, index: number): boolean =>
+      array instanceof Int32Array && array.byteOffset === 0 && index === CLAIMS_I32;
+    const myClaim = during(
+      interleaveAfter('load', admission.buffer, claimsWord, () => {
+        theirClaim = theirs.toClaim();
+      }),
+      () => mine.toClaim(),
+    );
+    expect(reserved()).toBe(2);
+    admission.releaseClaim(myClaim);
+    admission.releaseClaim(theirClaim!);
+    expect(reserved()).toBe(0);
+    expect(admission.report().depth).toBe(0);
+  });
+
   // Kills: claims.ts release() as a check of the held bit followed by a store. The release today
   // loads nothing from the slot, so the hook fires only for such a split release.
   it('two copies of a claim released at once: exactly one wins', () => {

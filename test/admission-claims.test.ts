@@ -253,6 +253,7 @@ describe('claim slots', () => {
   it.each([
     ['past 30 bits', 2 ** 30 - 1],
     ['past 32 bits', 2 ** 32 - 1],
+    ['one before the 53-bit wrap (the last generation is used too)', 2 ** 53 - 2],
     ['at the 53-bit wrap', 2 ** 53 - 1],
   ])('a stale claim never matches a reused slot %s', (_at, generation) => {
     const admission = new BoundedAdmission({ requests: 1, units: 100 });

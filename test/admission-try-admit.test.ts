@@ -321,6 +321,20 @@ describe.each([
     },
   );
 
+  it("wide word, costs past the precomputed rooms (512 up): 'queued' exactly when the cost fits", async () => {
+    const ceiling = 2 ** 40;
+    const { asker, holder, waitOn } = pair({ requests: 3, units: ceiling });
+    const held = admitted(holder, 1000);
+    const waiting = waitOn.admit(ceiling); // fits only once empty
+    expect(asker.report().waiting).toBe(1);
+    expect(refusal(asker, ceiling - 1000).reason).toBe('queued'); // exactly fits beside 1000
+    expect(refusal(asker, ceiling - 999).reason).toBe('units');
+    held.release();
+    const permit = await settles(waiting);
+    expect(asker.report()).toMatchObject({ depth: 1, units: ceiling, waiting: 0 });
+    permit.release();
+  });
+
   it("keeps 'closed' first: a closed, full bound with a waiter refuses 'closed'", async () => {
     const { asker, holder, waitOn } = pair({ requests: 1, units: 10 });
     const held = admitted(holder, 10);

@@ -6,7 +6,7 @@
  * waiter still pending after 1,000 event-loop turns.
  */
 import { describe, expect, it } from 'vitest';
-import type { Permit } from '../src/index.js';
+import { BoundedAdmission, type Permit } from '../src/index.js';
 import { waiterCountedWhileFlagDown } from './fixtures/admission-flag-down.js';
 import {
   admitted,
@@ -221,5 +221,44 @@ describe.each([
     const b = otherThread.tryAdmit(0);
     expect(b.ok ? 'admitted' : b.reason).toBe('admitted');
     (b as Permit).release();
+  });
+});
+
+/**
+ * A waiter counted just before the clear (its own set found the flag still up) is left queued
+ * with the flag cleared: clearWaiting must set it again, or every other instance's tryAdmit
+ * barges past that waiter for as long as it waits. Unit bounds: with room on both counts, the
+ * flag alone makes the refusal ('queued').
+ */
+describe.each([
+  ['with units', 10],
+  ['with wide units (64-bit word)', 2 ** 40],
+])('waiting flag set again after a clear (%s)', (_mode, units) => {
+  it('a waiter counted just before the clear keeps other instances from barging', async () => {
+    const { admission, otherThread } = withOtherThread({ requests: 2, units });
+    const third = BoundedAdmission.attach(admission.buffer);
+    const holder = admitted(admission, units);
+    const controller = new AbortController();
+    const leaving = otherThread.admit(1, { signal: controller.signal });
+    let waiter: Promise<Permit> | undefined;
+    const restore = interleave(admission.buffer, {
+      // The other thread's last waiter leaves (count 1 -> 0); before its clear, one queues here.
+      beforeClear: () => {
+        waiter = admission.admit(1);
+      },
+    });
+    try {
+      controller.abort();
+    } finally {
+      restore();
+    }
+    expect((await rejection(leaving)).code).toBe('OMNI_ERR_ABORTED');
+    expect(admission.report().waiting).toBe(1);
+    const result = third.tryAdmit(0); // room on both counts: only the queued waiter refuses it
+    if (result.ok) result.release();
+    expect(result.ok ? 'admitted' : result.reason).toBe('queued');
+    holder.release();
+    (await settles(waiter!)).release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0 });
   });
 });

@@ -30,6 +30,14 @@ describe('a process with a BoundedAdmission', () => {
     },
   );
 
+  it('a waiter queued behind one whose signal aborts: the process stays until it is woken, then ends', async () => {
+    const ended = await runScenario('woken-by-thread', ['behind-abort']);
+    expect(ended).toEqual({
+      code: 0,
+      lines: ['ahead OMNI_ERR_ABORTED', 'woken behind-abort 0', 'held []', 'exit []'],
+    });
+  });
+
   it('close() with nothing outstanding: the process ends', async () => {
     const ended = await runScenario('close-idle');
     expect(ended).toEqual({ code: 0, lines: ['closed true', 'held []', 'exit []'] });
