@@ -152,6 +152,25 @@ describe('threadEnds: every thread the runtime saw is reported exited once, then
     expectEveryThreadThenStopped(log, recordedIds(ids));
   });
 
+  // Mutant: the one process 'worker' listener let go when any runtime stops listening
+  // (thread-starts.ts), not the last: a replacement that ended in its init went unreported.
+  it("another runtime closed meanwhile: this one's replacement that ends in its init is reported", async () => {
+    const { log, ends } = recorder();
+    const ids = newIds();
+    const rt = await start(options(ends, ids, { threads: 1, workerData: { ids: ids.buffer, exitAt: 2 } }));
+    const other = await start(options(recorder().ends, newIds(), { threads: 1 }));
+    expect(await other.close()).toEqual({ clean: true, abandoned: 0 });
+    const dying = who();
+    expect(await codeOf(rt.run({ mode: 'exit', who: dying.buffer as SharedArrayBuffer }))).toBe(
+      'OMNI_ERR_WORKER_EXITED',
+    );
+    expect(await rt.whenFailed()).toHaveProperty('code', 'OMNI_ERR_WORKER_EXITED');
+    const [first, replacement] = recordedIds(ids);
+    expect(log).toEqual([first, replacement]);
+    await rt.close();
+    expect(log).toEqual([first, replacement, STOPPED]);
+  });
+
   // Mutant: no exit watched from a thread's start (thread-exit-watch.ts's onThreadStart): a
   // replacement that ends in its init never comes up, and went unreported.
   it('a replacement that ends in its init (the runtime fails): reported at its exit', async () => {
