@@ -74,6 +74,9 @@ export class PendingTask {
   #timer: LongTimer;
   #callerSettled = false;
   #workEnded = false;
+  /** close()'s timeout asked this call to stop and found its claim released (see abandon). */
+  #closeAsked = false;
+  #cutOffLate = false;
 
   constructor(
     owner: TaskOwner,
@@ -142,8 +145,11 @@ export class PendingTask {
       this.#resolve(reply.value);
     } else if ('skipped' in reply) {
       // Skipped, or given up, because the caller left; if the worker's clock saw the deadline
-      // first, say so.
-      if (this.#settle()) this.#missedDeadline();
+      // first, say so. Given up on close()'s request (see abandon), it was cut off by close().
+      if (this.#closeAsked && reply.skipped === 'aborted') {
+        this.#cutOffLate = !this.#callerSettled;
+        this.#failedWith(new WorkerExitedError("close()'s timeout abandoned the call before it ended"));
+      } else if (this.#settle()) this.#missedDeadline();
     } else {
       const error = fromWire(reply.error);
       if (reply.error.fatal === true) this.#owner.fail(error);
@@ -178,10 +184,24 @@ export class PendingTask {
    */
   abandon(): boolean {
     this.#askToStop();
-    if (!this.#owner.admission.reclaim(this.#claim)) return false;
+    if (!this.#owner.admission.reclaim(this.#claim)) {
+      // Released on the worker: before the request, or after it (another thread), by a handler
+      // that gave up on it. The reply tells which: see cutOffLate.
+      this.#closeAsked = true;
+      return false;
+    }
     this.#ended();
     this.#failedWith(new WorkerExitedError("close()'s timeout abandoned the call before it ended"));
     return true;
+  }
+
+  /**
+   * Its handler gave up on close()'s request to stop (abandon found the claim released just
+   * after asking), and its caller heard close()'s decision then: a call close() cut off, which
+   * its `abandoned` counts once the replies are in.
+   */
+  get cutOffLate(): boolean {
+    return this.#cutOffLate;
   }
 
   /**

@@ -134,11 +134,19 @@ export class Shutdown {
     return { exited: await destroyPool(guard.pool, this.#host.startTimeoutMs, 'removed'), unheard };
   }
 
-  /** Abandons the calls outstanding at close()'s timeout (see #forced); returns those cut off. */
-  #abandon(): number {
+  /**
+   * Abandons the calls outstanding at close()'s timeout (see #forced); returns those cut off,
+   * and those left to their replies (a handler may give up on the request to stop in between:
+   * see PendingTask.cutOffLate).
+   */
+  #abandon(): { cutOff: number; left: PendingTask[] } {
     let cutOff = 0;
-    for (const task of [...this.#host.live]) if (task.abandon()) cutOff++;
-    return cutOff;
+    const left: PendingTask[] = [];
+    for (const task of [...this.#host.live]) {
+      if (task.abandon()) cutOff++;
+      else left.push(task);
+    }
+    return { cutOff, left };
   }
 
   /**
@@ -226,10 +234,11 @@ export class Shutdown {
     } else if (!guard.abandoned) {
       // Counted as they are cut off: a worker may release its claim after the depth read above
       // (another thread), and that call, left to its reply, is answered with its result.
-      abandoned = this.#abandon();
+      const { cutOff, left } = this.#abandon();
       const forced = await this.#forced();
       exited = forced.exited;
-      abandoned += forced.unheard;
+      // Every reply is in by now, or its call was cut off as unheard (not cut off late then).
+      abandoned = cutOff + forced.unheard + left.filter((task) => task.cutOffLate).length;
     } else {
       exited = (await guard.destroyed) === true;
     }
