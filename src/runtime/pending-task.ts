@@ -146,10 +146,8 @@ export class PendingTask {
     } else if ('skipped' in reply) {
       // Skipped, or given up, because the caller left; if the worker's clock saw the deadline
       // first, say so. Given up on close()'s request (see abandon), it was cut off by close().
-      if (this.#closeAsked && reply.skipped === 'aborted') {
-        this.#cutOffLate = !this.#callerSettled;
-        this.#failedWith(new WorkerExitedError("close()'s timeout abandoned the call before it ended"));
-      } else if (this.#settle()) this.#missedDeadline();
+      if (this.#closeAsked && reply.skipped === 'aborted') this.#cutOffLate = this.#cutOffByClose();
+      else if (this.#settle()) this.#missedDeadline();
     } else {
       const error = fromWire(reply.error);
       if (reply.error.fatal === true) this.#owner.fail(error);
@@ -166,10 +164,12 @@ export class PendingTask {
     this.#failedWith(taskFailure(err, reclaimed, this.#owner.losses.count !== this.#losses));
   }
 
-  #failedWith(error: Error): void {
-    if (!this.#settle()) return;
+  /** Rejects the caller with `error`, counted failed; false when it had settled already. */
+  #failedWith(error: Error): boolean {
+    if (!this.#settle()) return false;
     this.#owner.outcomes.failed++;
     this.#reject(error);
+    return true;
   }
 
   /**
@@ -191,8 +191,13 @@ export class PendingTask {
       return false;
     }
     this.#ended();
-    this.#failedWith(new WorkerExitedError("close()'s timeout abandoned the call before it ended"));
+    this.#cutOffByClose();
     return true;
+  }
+
+  /** Its caller hears close()'s timeout; false when it had settled already. */
+  #cutOffByClose(): boolean {
+    return this.#failedWith(new WorkerExitedError("close()'s timeout abandoned the call before it ended"));
   }
 
   /**
