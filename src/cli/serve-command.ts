@@ -78,7 +78,8 @@ Every MS takes any finite number > 0 (--drain-timeout-ms also 0), of any length;
 for a double (1e-400) is the shortest time there is, not 0.
 Exit status: 0 after a clean drain; 2 for a usage mistake; 1 for any other end: work cut off by
 the drain timeout or a second signal, a runtime that failed, or one that could not start (a
-library that will not load, a port in use). A failure is one line on stderr.
+library that will not load, a port in use). A runtime that failed or could not start is one
+line on stderr; the server's log (listening, draining, how the drain ended) goes to stdout.
 `;
 
 export interface ServeConfig {
