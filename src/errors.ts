@@ -463,9 +463,10 @@ export function describeThrown(err: unknown): string {
 
 /**
  * True when `err` carries the given stable code. Never throws: a value whose `code` throws as it
- * is read (a getter, a Proxy's trap) carries none.
+ * is read (a getter, a Proxy's trap) carries none. A type guard, so a caller holding an `unknown`
+ * catch value can read `err.code` (and narrow on it) without a cast.
  */
-export function hasCode(err: unknown, code: string): boolean {
+export function hasCode<C extends string>(err: unknown, code: C): err is { readonly code: C } {
   if (typeof err !== 'object' || err === null) return false;
   try {
     return (err as { code?: unknown }).code === code;

@@ -223,7 +223,9 @@ export const answer = answerFor(rebuilt);
 // the union without a class, fails the `complete` line.
 const codes = `
 import * as omni from 'omni-runtime';
-import { OmniError, type OmniErrorCode, type RefusalReason, RejectedError, TooLargeError } from 'omni-runtime';
+import {
+  hasCode, OmniError, type OmniErrorCode, type RefusalReason, RejectedError, TooLargeError,
+} from 'omni-runtime';
 import { BodyTooLargeError } from 'omni-runtime/serve';
 
 type Exports = typeof omni;
@@ -237,6 +239,7 @@ export const complete: Same<{ [K in Named]: ClassCode<K> }[Named], OmniErrorCode
 declare const caught: unknown;
 if (caught instanceof RejectedError) caught.code satisfies 'OMNI_ERR_REJECTED';
 if (caught instanceof OmniError) caught.code satisfies string;
+if (hasCode(caught, 'OMNI_ERR_DEADLINE')) caught.code satisfies 'OMNI_ERR_DEADLINE';
 
 declare const refused: RejectedError | TooLargeError | BodyTooLargeError;
 if (refused.code === 'OMNI_ERR_REJECTED') refused.reason satisfies RefusalReason;
