@@ -142,6 +142,23 @@ describe('a request pipelined after an answer that closes the connection', () =>
     expect(g.entered()).toBe(1);
   });
 
+  it('queued behind a call still running, its chunked body failing after it was answered: the 405 still comes', async () => {
+    const { g, s } = await start(false);
+    const { statuses, written } = exchange(
+      s.port,
+      `${post(1)}PUT /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\nQQ\r\n`,
+    );
+    await written;
+    await g.reach(ENTERED, 1);
+    await until(async () => ((await inflight(s)) ?? 0) >= 2, 'the 405 routed');
+    g.open();
+    // The 405 said Connection: close before the body failed: node closes after it, nothing to
+    // add. Answering the parse error when the 405's turn came destroyed the connection under it.
+    expect(await statuses).toEqual([200, 405]);
+    const text = (await s.metrics.scrape()).text;
+    expect(text).not.toMatch(/omni_http_client_errors_total\{/);
+  });
+
   // The server ended the connection with no answer of node's before (client-error.ts answered a
   // request timeout, and lingers): node's parser reads on until the linger takes the socket, and
   // may complete a request there, whose answer could never be sent.

@@ -16,7 +16,7 @@ import {
   rememberResponse,
 } from '../src/serve/client-error.js';
 import { answerFor, ServeMetrics, statusFor } from '../src/serve/index.js';
-import { closeLingering } from '../src/serve/linger.js';
+import { closeLingering, lingerOnClose } from '../src/serve/linger.js';
 import { fromHttpStack } from '../src/serve/status.js';
 
 describe('fromHttpStack', () => {
@@ -567,6 +567,29 @@ describe('closeLingering', () => {
 
   it("otherwise the server's FIN goes out, and the socket is destroyed when the client's comes", () => {
     const socket = lingering(false);
+    expect({ ended: socket.ended, destroyed: socket.destroyed }).toEqual({ ended: true, destroyed: false });
+    socket.emit('end');
+    expect(socket.destroyed).toBe(true);
+  });
+
+  it("what the client still sends is read and dropped: node's parser no longer sees it", () => {
+    const socket = Object.assign(fakeSocket(), { readableEnded: false, resumed: false });
+    socket.resume = () => {
+      socket.resumed = true;
+    };
+    // node's parser feeds on the socket's 'data': a request after the close would be parsed.
+    const parsed: unknown[] = [];
+    socket.on('data', (chunk: unknown) => parsed.push(chunk));
+    closeLingering(socket as unknown as Socket);
+    socket.emit('data', Buffer.from('GET /health HTTP/1.1\r\nHost: x\r\n\r\n'));
+    // Read on (a paused socket would never hear the client's FIN, holding it the full 2 s).
+    expect({ parsed, resumed: socket.resumed }).toEqual({ parsed: [], resumed: true });
+  });
+
+  it("node's own close after a final answer (its destroySoon) lingers too", () => {
+    const socket = Object.assign(fakeSocket(), { readableEnded: false, destroySoon: () => {} });
+    lingerOnClose(socket as unknown as Socket);
+    socket.destroySoon();
     expect({ ended: socket.ended, destroyed: socket.destroyed }).toEqual({ ended: true, destroyed: false });
     socket.emit('end');
     expect(socket.destroyed).toBe(true);

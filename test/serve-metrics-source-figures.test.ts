@@ -71,11 +71,13 @@ describe('a ServeMetrics source that answers garbage', () => {
 
   it("NaN is a number, Prometheus's own 'no value': scraped as NaN; null capacities as +Inf", async () => {
     const metrics = new ServeMetrics({
-      report: () => ({ ...goodReport(), depth: Number.NaN }),
+      report: () => ({ ...goodReport(), depth: Number.NaN, rejected: Number.NaN }),
       inflight: () => 0,
     });
     const { text } = await metrics.scrape();
     expect(text).toMatch(/^omni_runtime_depth Nan$/m);
+    // A counter's too: NaN is neither negative nor infinite.
+    expect(text).toMatch(/^omni_runtime_rejected_total Nan$/m);
     expect(text).toMatch(/^omni_runtime_unit_capacity \+Inf$/m);
   });
 

@@ -69,7 +69,9 @@ describe('GET /metrics', () => {
 
     const during = await get(url, '/metrics');
     expect(during.status).toBe(200);
-    expect(during.headers.get('content-type')).toMatch(/^text\/plain/);
+    // The exposition format's own type, its version with it (prom-client's registry's), which
+    // a scraper reads to choose its parser.
+    expect(during.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4(;|$)/);
     const text = Buffer.from(during.bytes).toString('utf8');
     expect(sample(text, 'omni_runtime_depth')).toBe(1);
     expect(sample(text, 'omni_runtime_capacity')).toBe(1);

@@ -347,6 +347,8 @@ describe('413, 415, 404', () => {
         Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text16, 'utf16le')]),
         Buffer.from(text16, 'utf16le'),
         Buffer.from(text16, 'utf16le').swap16(),
+        // UTF-16BE with its byte order mark: only the first byte (0xFE) tells it.
+        Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(text16, 'utf16le').swap16()]),
         le32,
       ]) {
         const answer = await postBytes(url, body, { type: 'application/json' });

@@ -129,6 +129,14 @@ describe('answerLeft', () => {
     expect(left()).toBe(true);
   });
 
+  // The client-error handler writes a routed request's 400 on its connection in its place: those
+  // bytes are not this response's, whose status (a 200 never set) they would otherwise record.
+  it('its head never written: not left, whatever its connection sent', () => {
+    const { connection, left } = watched(true, false);
+    connection.bytesWritten += 500;
+    expect(left()).toBe(false);
+  });
+
   it('its turn never came: not left, whatever its connection sent', () => {
     const { connection, res, left } = watched(false, false);
     res.headersSent = true;
