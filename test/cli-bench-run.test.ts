@@ -202,7 +202,7 @@ describe('runBench', () => {
       return lr;
     });
     try {
-      const c = config(['--rates', '50', '--duration', '0.2', '--calibrate', '0.05', '--deadline-ms', '5000']);
+      const c = config(['--rates', '50', '--duration', '0.2', '--calibrate', '0.05']);
       await runBench(c, new Progress(1, quiet));
       expect(closes).toEqual([1, 1]);
     } finally {
