@@ -57,7 +57,9 @@ describe('a bench admission thread that first runs after STOP', () => {
     const [pairs, refused] = new Float64Array(data.results);
     expect(pairs).toBe(BATCH);
     expect(refused).toBe(0);
-    // Every pair it admitted it released.
+    // Every pair it admitted it released: the admission, or the raw word, is back to empty.
     if (mode === 'admission') expect(admission.report()).toMatchObject({ depth: 0 });
+    if (mode === 'raw32') expect(new Int32Array(data.target, 0, 1)[0]).toBe(0);
+    if (mode === 'raw64') expect(new BigUint64Array(data.target, 0, 1)[0]).toBe(0n);
   });
 });

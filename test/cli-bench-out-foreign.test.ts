@@ -72,6 +72,20 @@ it("refuses charts beside a results.json that is not a run's", () => {
   expect(thrown).toHaveProperty('code', 'OMNI_ERR_USAGE');
 });
 
+// Only a run's own results.json begins with its tool: an operator's file that holds runs (a
+// collection of them, a copy under a key of its own) is theirs, not a run's to replace.
+it("refuses a results.json that holds a run's results but is not one", () => {
+  const out = tempDir();
+  writeFileSync(join(out, 'results.json'), '{"runs": [{"tool": "omni-runtime bench", "seed": 1}]}\n');
+  let thrown: unknown;
+  try {
+    checkEarlierRun(out, 'here', 'results.json', NAMES);
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toHaveProperty('code', 'OMNI_ERR_USAGE');
+});
+
 // As prepareOutDir sees it: a name that is a link to nothing is written through (its target
 // made), as a name not there is, so it is no one's file to refuse.
 it('takes a folder where a name is a link to nothing', () => {

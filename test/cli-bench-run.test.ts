@@ -136,6 +136,8 @@ describe('runBench', () => {
   it.each([
     ['units', ['--requests', '2', '--units', '4']],
     ['requests', ['--requests', '1', '--units', '8']],
+    // 5 units over two threads: 2 rows a call (4 units in all), not 3 (6, over the ceiling).
+    ['units (not a multiple of the threads)', ['--requests', '2', '--units', '5']],
   ])(
     'warms the bounded runtime within its bounds: a %s bound below one full call a thread',
     async (_, bounds) => {
@@ -185,6 +187,29 @@ describe('runBench', () => {
     }
   });
 
+  it('closes both runtimes, once each, when the run ends', async () => {
+    // A runtime left open keeps its threads (and their native contexts) alive after the run.
+    const start = LinearRuntime.start.bind(LinearRuntime);
+    const closes: number[] = [];
+    vi.spyOn(LinearRuntime, 'start').mockImplementation(async (options) => {
+      const lr = await start(options);
+      const i = closes.push(0) - 1;
+      const close = lr.close.bind(lr);
+      vi.spyOn(lr, 'close').mockImplementation((opts) => {
+        closes[i]!++;
+        return close(opts);
+      });
+      return lr;
+    });
+    try {
+      const c = config(['--rates', '50', '--duration', '0.2', '--calibrate', '0.05']);
+      await runBench(c, new Progress(1, quiet));
+      expect(closes).toEqual([1, 1]);
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+
   it('--device reaches both runtimes; without it, neither is given one (the runtime picks)', async () => {
     const seen: (number | undefined)[] = [];
     const stop = Object.assign(new Error('the test stops the start here'), { code: 'X_STOP' });
@@ -206,6 +231,12 @@ describe('runBench', () => {
   it('fails a run whose calibration completed nothing when a load is relative to it', async () => {
     // A microsecond of calibration: no request can come back within it.
     const c = config(['--rates', '1x', '--duration', '0.2', '--calibrate', '0.000001']);
+    await expect(runBench(c, new Progress(1, quiet))).rejects.toMatchObject({ code: 'OMNI_ERR_BENCH' });
+  });
+
+  it('fails a run whose calibration completed nothing when any load, not only every one, is relative', async () => {
+    // 1x of no capacity is no load at all: the absolute load beside it must not hide that.
+    const c = config(['--rates', '20,1x', '--duration', '0.2', '--calibrate', '0.000001']);
     await expect(runBench(c, new Progress(1, quiet))).rejects.toMatchObject({ code: 'OMNI_ERR_BENCH' });
   });
 

@@ -46,3 +46,27 @@ it.each([
   expect(INTERRUPTS.map((signal) => signals.listenerCount(signal))).toEqual([0, 0, 0]);
   expect(raise).not.toHaveBeenCalled();
 });
+
+// On a terminal the bar hides the cursor and puts its own SIGINT and SIGTERM listeners on
+// `process`; stop() gives both back, whether the run measured or failed.
+it.each([
+  ['measured', (): BenchResult => benchResult([])],
+  [
+    'failed',
+    (): BenchResult => {
+      throw new Error('the load failed');
+    },
+  ],
+] as const)('a run %s: the progress bar is stopped once the load ends', async (_name, end) => {
+  let stop: ReturnType<typeof vi.spyOn> | undefined;
+  await runBenchCommand(['--json', '--out', join(tempDir(), 'out')], {
+    runBench: async (_config, progress) => {
+      stop = vi.spyOn(progress, 'stop');
+      return end();
+    },
+    importPackage: notInstalled,
+    signals: new EventEmitter() as unknown as NodeJS.Process,
+    raise: vi.fn(),
+  }).catch(() => {});
+  expect(stop).toHaveBeenCalled();
+});

@@ -168,6 +168,27 @@ describe('ShutdownSignals', () => {
     expect(signals.received).toBe('SIGTERM');
     signals.dispose();
   });
+
+  // Kills: onAgain dropping a second signal that came before its handler was set (a second
+  // Ctrl-C while serve was still starting).
+  it('onAgain hears a second signal that came before it, at once; never the first', () => {
+    const source = new EventEmitter();
+    const signals = new ShutdownSignals(source as unknown as NodeJS.Process);
+    const again: string[] = [];
+    source.emit('SIGTERM');
+    signals.onAgain((name) => again.push(name));
+    expect(again).toEqual([]);
+    source.emit('SIGINT');
+    const lateSource = new EventEmitter();
+    const late = new ShutdownSignals(lateSource as unknown as NodeJS.Process);
+    lateSource.emit('SIGINT');
+    lateSource.emit('SIGTERM');
+    const lateAgain: string[] = [];
+    late.onAgain((name) => lateAgain.push(name));
+    expect([again, lateAgain]).toEqual([['SIGINT'], ['SIGTERM']]);
+    signals.dispose();
+    late.dispose();
+  });
 });
 
 describe('runServeCommand', () => {

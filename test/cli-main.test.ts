@@ -137,6 +137,17 @@ describe('main', () => {
     expect(line.endsWith(' (see --help)')).toBe(true);
   });
 
+  // serve listens for SIGTERM and SIGINT before it loads; one left on `process` after it
+  // returns or throws would keep a later signal in the same process from ending it.
+  it.each([[['serve', '--help']], [['serve', '--port', '-1']]])(
+    '%j: no SIGTERM or SIGINT listener of serve is left once it ends',
+    async (argv) => {
+      const before = [process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')];
+      await run(argv).catch(() => {});
+      expect([process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')]).toEqual(before);
+    },
+  );
+
   it('an unknown command or flag, or an argument help or version does not take, is a usage mistake (exit 2); anything else exits 1', async () => {
     for (const argv of [
       ['frobnicate'],

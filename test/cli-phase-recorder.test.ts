@@ -116,6 +116,17 @@ describe('PhaseRecorder', () => {
     expect(rec.result(1000).latencyMs).toMatchObject({ p50: 0.002, max: 0.002 });
   });
 
+  it('reports the mean to the microsecond, as it does the percentiles', () => {
+    const rec = new PhaseRecorder('unbounded', 100, '1x');
+    rec.begin(0, 1000);
+    for (const ms of [0.001, 0.002, 0.002]) {
+      rec.sentOne(1);
+      rec.completed(1, ms);
+    }
+    // 5 us over 3 completions: 1.667 us, 0.002 ms, not 0.0016666...
+    expect(rec.result(1000).latencyMs.mean).toBe(0.002);
+  });
+
   it('counts completions inside the arrival window per second of it', () => {
     const rec = new PhaseRecorder('bounded', 10, '10/s');
     rec.begin(1000, 2000); // the window is [1000, 3000]
@@ -182,13 +193,14 @@ describe('PhaseRecorder', () => {
     rec.failed(new DeadlineError());
     // t = 1000: the window's last instant, so its depth (the largest in the window) counts.
     rec.sample(1100, 5, 2);
+    rec.completed(1300, 1); // after the window: still counted by the samples after it
     rec.sample(1600, 50, 0); // the drain: not part of the depth statistics
     const r = rec.result(1700);
     expect(r.timeline).toEqual([
       { t: 0, depth: 1, queued: 0, sent: 2, completed: 0, refused: 0, deadline: 0 },
       { t: 500, depth: 3, queued: 1, sent: 2, completed: 0, refused: 1, deadline: 0 },
       { t: 1000, depth: 5, queued: 2, sent: 2, completed: 0, refused: 1, deadline: 1 },
-      { t: 1500, depth: 50, queued: 0, sent: 2, completed: 0, refused: 1, deadline: 1 },
+      { t: 1500, depth: 50, queued: 0, sent: 2, completed: 1, refused: 1, deadline: 1 },
     ]);
     expect(r.depth).toEqual({ mean: 3, max: 5 });
     expect(rec.lastSample?.t).toBe(1500);
