@@ -5,9 +5,17 @@
  * the fixture's live bytes show each one's fate (a runtime's threads are the other tests': see
  * native-context-reclaim.test.ts).
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ContextReclaim } from '../src/linear/context-reclaim.js';
-import { FixtureFaults, kRawHandle, loadNativeLibrary, NativeContext } from '../src/native/index.js';
+import { ContextLedger } from '../src/native/context-ledger.js';
+import {
+  FixtureFaults,
+  kRawHandle,
+  loadNativeLibrary,
+  NativeContext,
+  type NativeLibrary,
+  NativeStatus,
+} from '../src/native/index.js';
 
 const library = loadNativeLibrary('fixture');
 const faults = new FixtureFaults(library);
@@ -19,6 +27,10 @@ function recordOpened(reclaim: ContextReclaim, threadId: number): void {
     throw new TypeError(`a context's handle is a BigInt address, got ${typeof raw}`);
   expect(reclaim.ledger.record(threadId, raw)).toBeGreaterThanOrEqual(0);
 }
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe('ContextReclaim', () => {
   it('"one opened when the record was full (2 x threads contexts ...)": the 2 x threads + 1st is not recorded', () => {
@@ -56,5 +68,39 @@ describe('ContextReclaim', () => {
     expect({ closed: reclaim.closed, refused: reclaim.refused }).toEqual({ closed: 4, refused: 0 });
     reclaim.stopped();
     expect(reclaim.closed).toBe(4);
+  });
+
+  // Mutants: a refusal not counted, counted as closed, or warned of under another type
+  // (context-reclaim.ts). `refused` is what every runtime test's "none closed twice" reads.
+  it('a close the library refuses (a status, or a throw) is counted in refused and warned of, the rest closed', () => {
+    const answers = new Map<bigint, () => number>([
+      [1n, () => NativeStatus.OK],
+      [2n, () => NativeStatus.INVALID_ARGUMENT],
+      [
+        3n,
+        () => {
+          throw new TypeError('not a context');
+        },
+      ],
+    ]);
+    const closes: bigint[] = [];
+    const stub = {
+      raw: {
+        omni_close: (address: bigint) => {
+          closes.push(address);
+          return answers.get(address)!();
+        },
+      },
+    } as unknown as NativeLibrary;
+    const reclaim = new ContextReclaim(ContextLedger.create(4), stub);
+    for (const address of answers.keys()) reclaim.ledger.record(5, address);
+    const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+
+    reclaim.exited(5);
+    expect(closes).toEqual([1n, 2n, 3n]);
+    expect({ closed: reclaim.closed, refused: reclaim.refused }).toEqual({ closed: 1, refused: 2 });
+    expect(warning.mock.calls.map((call) => call[1])).toEqual(['OmniRuntimeWarning', 'OmniRuntimeWarning']);
+    reclaim.stopped(); // every entry was taken: nothing is closed again
+    expect(closes).toHaveLength(3);
   });
 });

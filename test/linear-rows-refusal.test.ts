@@ -27,6 +27,24 @@ describe('LinearRuntime[kRowsRefusal]', () => {
     expect(lr.report().refused).toBe(1);
   });
 
+  // Mutant: `rows >= ceiling` (linear-runtime.ts): a hint of exactly the unit ceiling, which
+  // run() admits at its default cost, was refused as too large.
+  it('refuses more rows than the unit ceiling, not the ceiling itself (which run() admits)', async () => {
+    const lr = await LinearRuntime.start({
+      backend: 'fixture',
+      inFeatures: 4,
+      outFeatures: 2,
+      admission: { requests: 4, units: 8 },
+    });
+    runtimes.push(lr);
+    expect(lr[kRowsRefusal](8)).toBeUndefined();
+    expect(await lr.run(new Float32Array(8 * 4))).toHaveLength(8 * 2);
+    const refuse = lr[kRowsRefusal](9);
+    expect(refuse).toBeDefined();
+    expect((await rejection(refuse!())).code).toBe('OMNI_ERR_TOO_LARGE');
+    expect(lr.report().refused).toBe(1);
+  });
+
   it('leaves a runtime that is not ready to run()', async () => {
     const lr = await started();
     await lr.close();

@@ -203,6 +203,19 @@ describe('LinearRuntime passes its options through (each one observed)', () => {
     expect((await lr.stats()).calls).toBe(2);
   });
 
+  // Mutant: stats() at cost 2 (linear-runtime.ts): refused while full all the same, but too large
+  // for a ceiling of one unit.
+  it('stats() costs exactly 1: served under a ceiling of one unit', async () => {
+    const lr = await start({
+      threads: 1,
+      inFeatures: 4,
+      outFeatures: 2,
+      admission: { requests: 4, units: 1 },
+    });
+    expect((await lr.stats()).calls).toBe(0);
+    expect(lr.report()).toMatchObject({ completed: 1, refused: 0 });
+  });
+
   it('a per-call deadlineMs reaches the runtime: an invalid one is OMNI_ERR_INVALID_ARGUMENT', async () => {
     const lr = await start({ threads: 1, inFeatures: 4, outFeatures: 2 });
     await expect(lr.run(seededFloats(1, 4), { deadlineMs: -1 })).rejects.toMatchObject({

@@ -236,6 +236,16 @@ describe('ctx in the worker once a task has ended', () => {
     await expect(rt.run({ mode: 'waiters', ...input })).resolves.toBe(0);
   });
 
+  // Mutant: finish() not told of an armed wait (`#waiting = true` dropped, task-context.ts): a
+  // task that read ctx.signal and turned the loop left its wait, and its ctx, on the cancel word
+  // until that slot's next notify.
+  it('a task that read ctx.signal and turned the loop leaves no waiter on the cancel words', async () => {
+    const rt = await start({ worker: CONTEXT_WORKER, threads: 1, admission: { requests: 4 } });
+    const input = { control: control().buffer as SharedArrayBuffer };
+    for (let i = 0; i < 3; i++) await expect(rt.run({ mode: 'turned', ...input })).resolves.toBe('turned');
+    await expect(rt.run({ mode: 'waiters', ...input })).resolves.toBe(0);
+  });
+
   // A task's wait on its cancel word is woken (by finish's notify) only when this thread's event
   // loop turns, and piscina runs task after task without a turn while each ends in microtasks (a
   // synchronous or native handler): each such task that read ctx.signal left its context (and its

@@ -5,6 +5,7 @@
  * most startTimeoutMs (one may be held in a native call). The failure is made by the
  * MessageChannel piscina creates for each thread (failing-thread-channel.ts).
  */
+import { Worker } from 'node:worker_threads';
 import { afterEach, expect, it, vi } from 'vitest';
 import { Runtime } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
@@ -89,3 +90,28 @@ it.skipIf(!canBlockInRead)(
     }
   },
 );
+
+// Mutant: the threads Node tells of before make() ran collected too (thread-starts.ts): a thread
+// of the caller's, made in the same turn just before start(), was terminated and reported.
+it("a thread of the caller's own, made in the turn start() was called: neither ended nor reported", async () => {
+  const { log, ends } = recorder();
+  const created = watchCreated();
+  // Alive until terminated: it waits on a word nobody changes.
+  const mine = new Worker('Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)', { eval: true });
+  const mineId = mine.threadId;
+  try {
+    const failure = failingChannelAt(2);
+    const err = await rejection(Runtime.start({ worker: GATED_WORKER, threads: 2, threadEnds: ends }));
+    restoreChannel();
+    created.stop();
+    expect(err.code).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(err.cause).toBe(failure);
+    // Mine, then the one start() made before the failure.
+    expect(created.ids).toHaveLength(2);
+    expect(created.ids[0]).toBe(mineId);
+    expect(log).toEqual([created.ids[1], STOPPED]);
+    expect(mine.threadId).toBe(mineId); // still running: not terminated by start()
+  } finally {
+    await mine.terminate();
+  }
+});
