@@ -14,6 +14,7 @@ import { checkEarlierRun } from '../src/cli/earlier-run.js';
 import { packageRoot } from '../src/paths.js';
 import { runCli } from './fixtures/cli-process.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
+import { thrownCode } from './fixtures/thrown.js';
 
 const tempDir = tempDirs('omni-bench-out-foreign-');
 const NAMES = ['results.json', 'latency.svg', 'throughput.svg', 'timeline.svg'];
@@ -63,13 +64,7 @@ it("refuses charts beside a results.json that is not a run's", () => {
   const out = tempDir();
   writeFileSync(join(out, 'results.json'), '{"tool": "something else"}');
   writeFileSync(join(out, 'timeline.svg'), '<svg/>');
-  let thrown: unknown;
-  try {
-    checkEarlierRun(out, 'here', 'results.json', NAMES);
-  } catch (err) {
-    thrown = err;
-  }
-  expect(thrown).toHaveProperty('code', 'OMNI_ERR_USAGE');
+  expect(thrownCode(() => checkEarlierRun(out, 'here', 'results.json', NAMES))).toBe('OMNI_ERR_USAGE');
 });
 
 // Only a run's own results.json begins with its tool: an operator's file that holds runs (a
@@ -77,13 +72,7 @@ it("refuses charts beside a results.json that is not a run's", () => {
 it("refuses a results.json that holds a run's results but is not one", () => {
   const out = tempDir();
   writeFileSync(join(out, 'results.json'), '{"runs": [{"tool": "omni-runtime bench", "seed": 1}]}\n');
-  let thrown: unknown;
-  try {
-    checkEarlierRun(out, 'here', 'results.json', NAMES);
-  } catch (err) {
-    thrown = err;
-  }
-  expect(thrown).toHaveProperty('code', 'OMNI_ERR_USAGE');
+  expect(thrownCode(() => checkEarlierRun(out, 'here', 'results.json', NAMES))).toBe('OMNI_ERR_USAGE');
 });
 
 // As prepareOutDir sees it: a name that is a link to nothing is written through (its target
