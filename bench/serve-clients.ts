@@ -21,7 +21,7 @@ import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { choiceFlag, numberFlag, parseFlags, UsageError } from '../src/cli/args.js';
 import { packageRoot } from '../src/paths.js';
-import { orUsageExit } from './lib/args.js';
+import { BenchHelp, benchUsage, orUsageExit } from './lib/args.js';
 
 type Kind = 'idle' | 'silent' | 'upload' | 'unread' | 'json';
 
@@ -29,7 +29,13 @@ const [kind, connections] = orUsageExit('serve-clients', () => {
   const { values, positionals } = parseFlags('serve-clients', process.argv.slice(2), {
     kind: { type: 'string' },
     connections: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
   });
+  if (values.help === true) {
+    throw new BenchHelp(
+      benchUsage('serve-clients', ['--kind idle|silent|upload|unread|json', '--connections N']),
+    );
+  }
   if (positionals.length > 0) throw new UsageError(`takes flags only, got '${positionals[0]}'`);
   return [
     choiceFlag<Kind>('kind', values.kind, ['idle', 'silent', 'upload', 'unread', 'json'], 'idle'),

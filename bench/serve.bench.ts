@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { numberFlag, parseFlags, UsageError } from '../src/cli/args.js';
 import { LinearRuntime } from '../src/index.js';
 import { serve } from '../src/serve/index.js';
-import { orUsageExit } from './lib/args.js';
+import { BenchHelp, benchUsage, orUsageExit } from './lib/args.js';
 import { statusShare } from './lib/status-share.js';
 
 interface Percentiles {
@@ -54,7 +54,13 @@ const [DURATION_S, REQUESTS, ROWS, THREADS] = orUsageExit('serve.bench', () => {
     requests: { type: 'string' },
     rows: { type: 'string' },
     threads: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
   });
+  if (values.help === true) {
+    throw new BenchHelp(
+      benchUsage('serve.bench', ['--duration S', '--requests N', '--rows N', '--threads N']),
+    );
+  }
   if (positionals.length > 0) throw new UsageError(`takes flags only, got '${positionals[0]}'`);
   return [
     numberFlag('duration', values.duration, 5, { min: 1, max: 60, integer: true }),

@@ -8,7 +8,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { countArg, positiveArg, readBenchArgs } from '../bench/lib/args.js';
+import { BenchHelp, countArg, positiveArg, readBenchArgs } from '../bench/lib/args.js';
 import { packageRoot } from '../src/paths.js';
 
 interface Ended {
@@ -41,6 +41,8 @@ describe('developer benches: a bad argument', () => {
     ['transfer-sweep.bench', ['1', '1', '1'], "takes at most 2 arguments, got '1'"],
     ['runtime.bench', ['-3'], 'rounds must be an integer >= 1, got "-3"'],
     ['runtime.bench', ['9', 'fast'], 'msPerRound must be a finite number > 0, got "fast"'],
+    ['runtime.bench', ['--rounds', '3'], "unknown option '--rounds'"],
+    ['admission.bench', ['--verbose'], "unknown option '--verbose'"],
     ['movable-merge.bench', ['8'], 'k:m,... must be comma-separated k:m pairs'],
     ['admission.bench', ['3'], "takes no arguments, got '3'"],
     ['claim-reclaim.bench', ['3'], "takes no arguments, got '3'"],
@@ -62,6 +64,28 @@ describe('developer benches: a bad argument', () => {
   }, 120_000);
 });
 
+describe('developer benches: --help', () => {
+  const usages: [script: string, args: string[], usage: string][] = [
+    ['admission.bench', ['--help'], ''],
+    ['claim-reclaim.bench', ['-h'], ''],
+    ['claim-search.bench', ['--help'], ''],
+    ['native.bench', ['--help'], ''],
+    ['movable-merge.bench', ['--help'], ' [k:m,...]'],
+    ['runtime.bench', ['3', '--help'], ' [rounds] [msPerRound]'],
+    ['transfer-sweep.bench', ['-h'], ' [rounds] [calls]'],
+    ['serve.bench', ['--rows', '0', '--help'], ' [--duration S] [--requests N] [--rows N] [--threads N]'],
+    ['serve-clients', ['-h'], ' [--kind idle|silent|upload|unread|json] [--connections N]'],
+  ];
+
+  it('prints the usage line on stdout and exits 0 without measuring, wherever it stands', async () => {
+    for (const [script, args, usage] of usages) {
+      const ended = await runBench(script, args);
+      const line = `usage: node dist/bench/${script}.js${usage}\n`;
+      expect({ script, ...ended }).toEqual({ script, status: 0, stdout: line, stderr: '' });
+    }
+  }, 120_000);
+});
+
 describe('readBenchArgs', () => {
   const specs = [countArg('rounds', 20), positiveArg('ms', 200)] as const;
   const usage = expect.objectContaining({ code: 'OMNI_ERR_USAGE' });
@@ -70,6 +94,19 @@ describe('readBenchArgs', () => {
     expect(readBenchArgs('b', [], specs)).toEqual([20, 200]);
     expect(readBenchArgs('b', ['2e1', '0.5'], specs)).toEqual([20, 0.5]);
     expect(readBenchArgs('b', ['3'], specs)).toEqual([3, 200]);
+  });
+
+  it('answers --help or -h with the usage line, before any other mistake', () => {
+    for (const argv of [['--help'], ['-h'], ['x', '--help'], ['1', '2', '3', '-h']]) {
+      expect(() => readBenchArgs('b', argv, specs)).toThrow(
+        new BenchHelp('node dist/bench/b.js [rounds] [ms]'),
+      );
+    }
+  });
+
+  it('names an option as unknown: no bench takes one', () => {
+    expect(() => readBenchArgs('b', ['--rounds', '3'], specs)).toThrow(usage);
+    expect(() => readBenchArgs('b', ['--rounds', '3'], specs)).toThrow(/unknown option '--rounds'/);
   });
 
   it.each([['0x10'], [''], ['1e400'], ['1.0000000000000001'], ['9007199254740993'], ['-0']])(

@@ -3,6 +3,8 @@
  * bad one is refused before anything is measured, as one line naming the argument and what it
  * takes, exit 2 (the CLI's usage status). Read as Number() they became NaN, 0 or a fraction and
  * failed minutes later, far from the cause ("median of no values"), or ran something else.
+ * `--help` (or `-h`) prints the usage line on stdout and exits 0 without measuring, as the CLI's
+ * commands do; before, it was refused as a bad count, or ran the whole bench where none was taken.
  */
 import { UsageError } from '../../src/cli/args.js';
 import { decimalValue, isWholeDecimal } from '../../src/decimal.js';
@@ -46,8 +48,20 @@ export function positiveArg(name: string, fallback: number): BenchArg<number> {
 }
 
 /** The line a bench's usage is shown as: `node dist/bench/NAME.js [a] [b]`. */
+export function benchUsage(script: string, args: readonly string[]): string {
+  return ['node', `dist/bench/${script}.js`, ...args.map((a) => `[${a}]`)].join(' ');
+}
+
 function usage(script: string, specs: readonly BenchArg<unknown>[]): string {
-  return ['node', `dist/bench/${script}.js`, ...specs.map((s) => `[${s.name}]`)].join(' ');
+  return benchUsage(
+    script,
+    specs.map((s) => s.name),
+  );
+}
+
+/** Thrown where the command line asks for help: `usage` is the answer, and nothing is measured. */
+export class BenchHelp {
+  constructor(readonly usage: string) {}
 }
 
 /**
@@ -60,6 +74,10 @@ export function readBenchArgs<const S extends readonly BenchArg<unknown>[]>(
   specs: S,
 ): Values<S> {
   const shown = `(usage: ${usage(script, specs)})`;
+  if (argv.includes('--help') || argv.includes('-h')) throw new BenchHelp(usage(script, specs));
+  // No bench takes an option: '--rounds 3' is a mistake to name, not a count that is not one.
+  const option = argv.find((raw) => raw.startsWith('--'));
+  if (option !== undefined) throw new UsageError(`unknown option '${option}' ${shown}`, script);
   if (argv.length > specs.length) {
     const n = specs.length;
     const takes = n === 0 ? 'no arguments' : `at most ${n} argument${n === 1 ? '' : 's'}`;
@@ -79,12 +97,16 @@ export function readBenchArgs<const S extends readonly BenchArg<unknown>[]>(
 /**
  * Runs `read`, the reading of `script`'s command line (positional or flags, as serve.bench's);
  * a UsageError it throws ends the process at once: its one line on stderr, exit 2, no stack
- * trace, nothing measured.
+ * trace, nothing measured. A BenchHelp ends it too: the usage line on stdout, exit 0.
  */
 export function orUsageExit<T>(script: string, read: () => T): T {
   try {
     return read();
   } catch (err) {
+    if (err instanceof BenchHelp) {
+      process.stdout.write(`usage: ${err.usage}\n`);
+      process.exit(0);
+    }
     if (!(err instanceof UsageError)) throw err;
     process.stderr.write(`${script}: ${err.message}\n`);
     process.exit(2);
