@@ -4,7 +4,7 @@
  * takes, exit 2 (the CLI's usage status). Read as Number() they became NaN, 0 or a fraction and
  * failed minutes later, far from the cause ("median of no values"), or ran something else.
  * `--help` (or `-h`) prints the usage line on stdout and exits 0 without measuring, as the CLI's
- * commands do; before, it was refused as a bad count, or ran the whole bench where none was taken.
+ * commands do; before, it was refused as a mistake (a bad count, an argument too many).
  */
 import { UsageError } from '../../src/cli/args.js';
 import { decimalValue, isWholeDecimal } from '../../src/decimal.js';
@@ -52,13 +52,6 @@ export function benchUsage(script: string, args: readonly string[]): string {
   return ['node', `dist/bench/${script}.js`, ...args.map((a) => `[${a}]`)].join(' ');
 }
 
-function usage(script: string, specs: readonly BenchArg<unknown>[]): string {
-  return benchUsage(
-    script,
-    specs.map((s) => s.name),
-  );
-}
-
 /** Thrown where the command line asks for help: `usage` is the answer, and nothing is measured. */
 export class BenchHelp {
   constructor(readonly usage: string) {}
@@ -66,15 +59,20 @@ export class BenchHelp {
 
 /**
  * `argv` (the arguments after the script) read against `specs`, in order, a missing one its
- * default; throws a UsageError for a value an argument does not take, or one argument too many.
+ * default; throws a UsageError for a value an argument does not take, an option, or one argument
+ * too many, and a BenchHelp where it asks for help.
  */
 export function readBenchArgs<const S extends readonly BenchArg<unknown>[]>(
   script: string,
   argv: readonly string[],
   specs: S,
 ): Values<S> {
-  const shown = `(usage: ${usage(script, specs)})`;
-  if (argv.includes('--help') || argv.includes('-h')) throw new BenchHelp(usage(script, specs));
+  const line = benchUsage(
+    script,
+    specs.map((s) => s.name),
+  );
+  const shown = `(usage: ${line})`;
+  if (argv.includes('--help') || argv.includes('-h')) throw new BenchHelp(line);
   // No bench takes an option: '--rounds 3' is a mistake to name, not a count that is not one.
   const option = argv.find((raw) => raw.startsWith('--'));
   if (option !== undefined) throw new UsageError(`unknown option '${option}' ${shown}`, script);
