@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
-import { NativeContext, resolveDevice, selectBackend } from '../src/native/index.js';
+import { defaultLibraryPath, NativeContext, resolveDevice, selectBackend } from '../src/native/index.js';
+import { koffi } from '../src/native/koffi.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 import { thrownCode } from './fixtures/thrown.js';
 
@@ -14,14 +15,17 @@ const STUB_CUDA = `
 #include <stddef.h>
 #define API __attribute__((visibility("default")))
 static int token;
+static int live;
+API int stub_live(void) { return live; }
 API int omni_abi_version(void) { return 1; }
 API const char *omni_backend_name(void) { return "cuda"; }
 API int omni_open(int device, const void *options, void **out) {
   (void)options;
   *out = device == ONLY ? &token : NULL;
+  live += device == ONLY;
   return device == ONLY ? 0 : 4;
 }
-API int omni_close(void *ctx) { (void)ctx; return 0; }
+API int omni_close(void *ctx) { live -= ctx != NULL; return 0; }
 API int omni_upload_weights(void) { return 1; }
 API int omni_linear_gelu(void) { return 1; }
 API int omni_stats(void) { return 1; }
@@ -52,6 +56,9 @@ describe('backend selection and device resolution', () => {
     expect(resolveDevice(undefined, { OMNI_CUDA_DEVICE: '3' })).toBe(3);
     expect(resolveDevice(undefined, { OMNI_CUDA_DEVICE: ' 2 ' })).toBe(2);
     expect(resolveDevice(1, { OMNI_CUDA_DEVICE: '3' })).toBe(1);
+    // The upper edge is a device like the others, from either source.
+    expect(resolveDevice(1023, {})).toBe(1023);
+    expect(resolveDevice(undefined, { OMNI_CUDA_DEVICE: '1023' })).toBe(1023);
   });
 
   it.each([
@@ -90,6 +97,33 @@ describe('backend selection and device resolution', () => {
     const fromEnv = selectBackend(undefined, { OMNI_BACKEND: 'fixture' });
     expect(fromEnv).toMatchObject({ backend: 'fixture', reason: 'OMNI_BACKEND=fixture' });
     expect(fromEnv.library.backendName).toBe('fixture');
+    // Read as the CLI reads it: padding around the name is not part of it.
+    expect(selectBackend(undefined, { OMNI_BACKEND: ' fixture\t' })).toMatchObject({
+      backend: 'fixture',
+      reason: 'OMNI_BACKEND=fixture',
+    });
+  });
+
+  it('with neither a preference nor OMNI_BACKEND (or a blank one), auto probes CUDA', () => {
+    const cudaPath = stubCuda(0);
+    for (const env of [{}, { OMNI_BACKEND: ' ' }]) {
+      const choice = selectBackend(undefined, env, { cudaPath });
+      expect(choice).toMatchObject({ backend: 'cuda', reason: 'auto: CUDA device 0 opened' });
+    }
+  });
+
+  it('auto closes the context its probe opened, and falls back to the fixture at fixturePath', () => {
+    const cudaPath = stubCuda(5);
+    const live = koffi().load(cudaPath).func('stub_live', 'int', []) as () => number;
+    expect(selectBackend('auto', {}, { cudaPath, device: 5 }).backend).toBe('cuda');
+    expect(live()).toBe(0);
+    // Another path to the same fixture: the choice must be loaded from the one given.
+    const fixturePath = join(tempDir(), 'libomni_fixture_link.so');
+    symlinkSync(defaultLibraryPath('fixture'), fixturePath);
+    const choice = selectBackend('auto', {}, { cudaPath, device: 4, fixturePath });
+    expect(choice.backend).toBe('fixture');
+    expect(choice.library.path).toBe(fixturePath);
+    expect(live()).toBe(0);
   });
 
   it('auto falls back to the fixture when the CUDA library is missing, naming the path', () => {

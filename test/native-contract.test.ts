@@ -302,6 +302,14 @@ describe('the native contract at its edges (fixture)', () => {
     expect(thrown(() => ctx.linearGelu(seededFloats(3, 24), 1.5)).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
   });
 
+  // omni_open_options.workspace_bytes is 64 bits: a limit past 4 GiB is not its low 32 bits (8 here).
+  it('a workspaceBytes past 4 GiB is that limit, not its low 32 bits', () => {
+    const ctx = track(NativeContext.open(lib, { workspaceBytes: 2 ** 32 + 8 }));
+    ctx.uploadWeights(w, b, OUT, IN);
+    ctx.linearGelu(x(4), 4);
+    expect(ctx.stats().workspaceBytes).toBe(wsBytes(4));
+  });
+
   // Zero is not a byte limit (C would silently read it as "the default").
   it('workspaceBytes 0 is OMNI_ERR_INVALID_ARGUMENT', () => {
     expect(thrown(() => NativeContext.open(lib, { workspaceBytes: 0 })).code).toBe(

@@ -32,6 +32,28 @@ describe('native numerics (fixture)', () => {
     expect(erf(10)).toBe(1);
   });
 
+  // Near 6 the series needs its most terms (they peak near n = x^2) before it converges.
+  it('erf matches known values from 4 up to 6, and is exactly 1 from 6 on, never above', () => {
+    expect(erf(4)).toBeCloseTo(0.9999999845827421, 14);
+    expect(erf(4.5)).toBeCloseTo(0.9999999998033839, 14);
+    expect(erf(5)).toBeCloseTo(0.9999999999984626, 14);
+    expect(erf(-5)).toBeCloseTo(-0.9999999999984626, 14);
+    expect(erf(5.5)).toBeCloseTo(0.9999999999999927, 14);
+    expect(erf(5.9)).toBeCloseTo(0.9999999999999999, 14);
+    expect(erf(6)).toBe(1);
+    expect(erf(-6)).toBe(-1);
+  });
+
+  it('seededFloats: one stream per seed, another for another seed, in [-scale, scale)', () => {
+    expect(seededFloats(7, 64, 3)).toEqual(seededFloats(7, 64, 3));
+    expect(seededFloats(8, 64, 3)).not.toEqual(seededFloats(7, 64, 3));
+    const values = [...seededFloats(9, 4096, 1000)];
+    expect(values.every((v) => v >= -1000 && v < 1000)).toBe(true);
+    // Spread over the whole range, not [-1, 1) scaled by nothing.
+    expect(Math.min(...values)).toBeLessThan(-900);
+    expect(Math.max(...values)).toBeGreaterThan(900);
+  });
+
   it.each(SHAPES)(
     'rows %i, in %i, out %i: blocked kernel and C naive reference match TS',
     (rows, inF, outF) => {

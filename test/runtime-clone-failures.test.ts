@@ -108,6 +108,23 @@ describe('a result that cannot be posted back', () => {
     await boundIntact(rt, 2);
   });
 
+  // Not objects, but no primitive that always posts either: the reply checks them like objects.
+  it.each(['symbol', 'function'])(
+    'a bare %s: OMNI_ERR_TASK_FAILED named DataCloneError; the thread serves on',
+    async (value) => {
+      const rt = await start({ threads: 1, admission: { requests: 2, units: 4 } });
+      await rt.run({ mode: 'transfer-twice' }); // marks this thread: last-sent-length 0 here, -1 in a new one
+      const err = await rejection(rt.run({ mode: 'unsendable', value }, { cost: 3 }));
+      expect({ code: err.code, name: err.name }).toEqual({
+        code: 'OMNI_ERR_TASK_FAILED',
+        name: 'DataCloneError',
+      });
+      await expect(rt.run({ mode: 'last-sent-length' })).resolves.toBe(0); // the same thread
+      expect(rt.report()).toMatchObject({ depth: 0, units: 0, failed: 1, completed: 2 });
+      await boundIntact(rt, 2);
+    },
+  );
+
   it('a thrown object without a prototype still rejects with a readable message', async () => {
     const rt = await start({ threads: 1, admission: { requests: 2 } });
     const err = await rejection(rt.run({ mode: 'throw-bare' }));

@@ -34,6 +34,8 @@ const hasIpv6Loopback = Object.values(networkInterfaces()).some((list) =>
 );
 
 const lookup = dns.lookup;
+/** node's own listen, for calls a test's injected failure lets through (taken before any spy). */
+const nodeListen = NetServer.prototype.listen;
 const squatters: NetServer[] = [];
 /** What the all-addresses lookup of 'localhost' answers (BOTH unless a test says otherwise). */
 let addressesOfLocalhost = BOTH;
@@ -435,6 +437,36 @@ describe("host 'localhost' naming an address that is not this machine's", () => 
     addressesOfLocalhost = [BOTH[0]!, { address: '192.0.2.1', family: 4 }];
     const { g, s } = await start();
     g.open();
+    expect(listeningServers(s.app)).toHaveLength(1);
+    expect(
+      await exchange('127.0.0.1', s.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    ).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});
+
+describe("host 'localhost' naming an address of a family this machine lacks", () => {
+  it('that address is skipped (listening there fails EAFNOSUPPORT), not refused: serve listens on the others', async () => {
+    // What listening on ::1 fails with where the kernel has no IPv6 at all; injected, as this
+    // machine has IPv6, for fastify's listen and serve's probe alike.
+    const missing = '2001:db8::1';
+    addressesOfLocalhost = [BOTH[0]!, { address: missing, family: 6 }];
+    let refusals = 0;
+    listen.mockImplementation(function (this: NetServer, ...args: unknown[]) {
+      const options = args[0] as { host?: unknown } | null | undefined;
+      if (typeof options !== 'object' || options?.host !== missing) {
+        return (nodeListen as (...a: unknown[]) => NetServer).apply(this, args);
+      }
+      refusals++;
+      const err = Object.assign(new Error(`listen EAFNOSUPPORT: address family not supported ${missing}`), {
+        code: 'EAFNOSUPPORT',
+        syscall: 'listen',
+      });
+      process.nextTick(() => this.emit('error', err));
+      return this;
+    } as NetServer['listen']);
+    const { g, s } = await start();
+    g.open();
+    expect(refusals).toBe(2); // fastify's listen there, then serve's own check
     expect(listeningServers(s.app)).toHaveLength(1);
     expect(
       await exchange('127.0.0.1', s.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
