@@ -124,6 +124,42 @@ describe('the native contract at its edges (fixture)', () => {
     expect(ctx.stats()).toMatchObject({ calls: before.calls, cachedWorkspaces: before.cachedWorkspaces });
   });
 
+  // NativeContext refuses rows over the byte limit itself (as WORKSPACE_LIMIT), so only a raw call
+  // shows that the status comes from C too, for a CUDA library driven by other bindings.
+  it('raw linear_gelu with rows over the workspace byte limit is OMNI_E_WORKSPACE_LIMIT from C', () => {
+    const ctx = track(NativeContext.open(lib, { workspaceBytes: wsBytes(5) }));
+    ctx.uploadWeights(w, b, OUT, IN);
+    ctx.linearGelu(x(5), 5);
+    const before = ctx.stats();
+    const y = new Float32Array(6 * OUT).fill(3);
+    expect(raw.omni_linear_gelu(ctx[kRawHandle], x(6), 6 * IN, 6, y, 6 * OUT)).toBe(
+      NativeStatus.WORKSPACE_LIMIT,
+    );
+    expect(raw.omni_last_error(ctx[kRawHandle])).not.toBe('no error');
+    expect(y.every((v) => v === 3)).toBe(true);
+    // Refused before eviction: the cached workspace is kept.
+    expect(ctx.stats()).toEqual(before);
+  });
+
+  // A length one too long is as wrong as one too short: C must not take the first w_need floats.
+  it('raw upload with w_len or b_len one too long is OMNI_E_INVALID_ARGUMENT, the old weights kept', () => {
+    const ctx = track(NativeContext.open(lib));
+    ctx.uploadWeights(w, b, OUT, IN);
+    const expected = ctx.linearGelu(x(2), 2);
+    const before = ctx.stats();
+    const wLong = seededFloats(40, OUT * IN + 1);
+    const bLong = seededFloats(41, OUT + 1);
+    const handle = ctx[kRawHandle];
+    expect(raw.omni_upload_weights(handle, wLong, OUT * IN + 1, b, OUT, OUT, IN)).toBe(
+      NativeStatus.INVALID_ARGUMENT,
+    );
+    expect(raw.omni_upload_weights(handle, w, OUT * IN, bLong, OUT + 1, OUT, IN)).toBe(
+      NativeStatus.INVALID_ARGUMENT,
+    );
+    expect(ctx.stats()).toMatchObject({ liveBytes: before.liveBytes, allocations: before.allocations });
+    expect(ctx.linearGelu(x(2), 2)).toEqual(expected);
+  });
+
   // Replacing weights frees the old ones, after a stream synchronization.
   it('a successful re-upload frees the previous weights after one stream sync', () => {
     const ctx = track(NativeContext.open(lib));
