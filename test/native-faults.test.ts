@@ -200,6 +200,12 @@ describe('native fault injection (fixture)', () => {
     }
     expect(fixture.faults.referenceLinearGelu(xs, 2, wn, bn, n, n, shared.subarray(2 * n))).toEqual(want);
     expect(xs).toEqual(seededFloats(7, 2 * n));
+    // Nor does one that ends right where x starts.
+    const after = shared.subarray(2 * n);
+    after.set(seededFloats(7, 2 * n));
+    expect(fixture.faults.referenceLinearGelu(after, 2, wn, bn, n, n, shared.subarray(0, 2 * n))).toEqual(
+      want,
+    );
     // The weights count as inputs too.
     const wb = new Float32Array(n * n + 2 * n);
     wb.set(wn);
