@@ -98,6 +98,20 @@ describe('the native contract at its edges (fixture)', () => {
     expect(ctx.linearGelu(new Float32Array([0.5]), 1).length).toBe(MAX_FEATURES);
   });
 
+  // The reference has its own copy of the limit checks: each limit is valid there too.
+  it('the C reference takes MAX_ROWS rows, and MAX_FEATURES inputs or outputs', () => {
+    const one = new Float32Array([0.5]);
+    const zero = new Float32Array([0]);
+    const rows = faults.referenceLinearGelu(new Float32Array(MAX_ROWS).fill(1), MAX_ROWS, one, zero, 1, 1);
+    expect(rows.length).toBe(MAX_ROWS);
+    const wide = seededFloats(11, MAX_FEATURES, 0.01);
+    const xw = seededFloats(12, MAX_FEATURES);
+    const yIn = faults.referenceLinearGelu(xw, 1, wide, zero, 1, MAX_FEATURES);
+    expect(maxViolation(yIn, xw, wide, zero, 1, 1, MAX_FEATURES)).toBeLessThanOrEqual(1);
+    const yOut = faults.referenceLinearGelu(one, 1, wide, seededFloats(13, MAX_FEATURES), MAX_FEATURES, 1);
+    expect(yOut.length).toBe(MAX_FEATURES);
+  });
+
   // C-side checks that only the TypeScript layer covered.
   it('raw upload with in_features 0 or a NULL bias is OMNI_E_INVALID_ARGUMENT with a message', () => {
     const ctx = track(NativeContext.open(lib));
