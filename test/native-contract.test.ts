@@ -98,6 +98,20 @@ describe('the native contract at its edges (fixture)', () => {
     expect(ctx.linearGelu(new Float32Array([0.5]), 1).length).toBe(MAX_FEATURES);
   });
 
+  // The reference has its own copy of the limit checks: each limit is valid there too.
+  it('the C reference takes MAX_ROWS rows, and MAX_FEATURES inputs or outputs', () => {
+    const one = new Float32Array([0.5]);
+    const zero = new Float32Array([0]);
+    const rows = faults.referenceLinearGelu(new Float32Array(MAX_ROWS).fill(1), MAX_ROWS, one, zero, 1, 1);
+    expect(rows.length).toBe(MAX_ROWS);
+    const wide = seededFloats(11, MAX_FEATURES, 0.01);
+    const xw = seededFloats(12, MAX_FEATURES);
+    const yIn = faults.referenceLinearGelu(xw, 1, wide, zero, 1, MAX_FEATURES);
+    expect(maxViolation(yIn, xw, wide, zero, 1, 1, MAX_FEATURES)).toBeLessThanOrEqual(1);
+    const yOut = faults.referenceLinearGelu(one, 1, wide, seededFloats(13, MAX_FEATURES), MAX_FEATURES, 1);
+    expect(yOut.length).toBe(MAX_FEATURES);
+  });
+
   // C-side checks that only the TypeScript layer covered.
   it('raw upload with in_features 0 or a NULL bias is OMNI_E_INVALID_ARGUMENT with a message', () => {
     const ctx = track(NativeContext.open(lib));
@@ -122,6 +136,42 @@ describe('the native contract at its edges (fixture)', () => {
     );
     expect(yr.every((v) => v === 3)).toBe(true);
     expect(ctx.stats()).toMatchObject({ calls: before.calls, cachedWorkspaces: before.cachedWorkspaces });
+  });
+
+  // NativeContext refuses rows over the byte limit itself (as WORKSPACE_LIMIT), so only a raw call
+  // shows that the status comes from C too, for a CUDA library driven by other bindings.
+  it('raw linear_gelu with rows over the workspace byte limit is OMNI_E_WORKSPACE_LIMIT from C', () => {
+    const ctx = track(NativeContext.open(lib, { workspaceBytes: wsBytes(5) }));
+    ctx.uploadWeights(w, b, OUT, IN);
+    ctx.linearGelu(x(5), 5);
+    const before = ctx.stats();
+    const y = new Float32Array(6 * OUT).fill(3);
+    expect(raw.omni_linear_gelu(ctx[kRawHandle], x(6), 6 * IN, 6, y, 6 * OUT)).toBe(
+      NativeStatus.WORKSPACE_LIMIT,
+    );
+    expect(raw.omni_last_error(ctx[kRawHandle])).not.toBe('no error');
+    expect(y.every((v) => v === 3)).toBe(true);
+    // Refused before eviction: the cached workspace is kept.
+    expect(ctx.stats()).toEqual(before);
+  });
+
+  // A length one too long is as wrong as one too short: C must not take the first w_need floats.
+  it('raw upload with w_len or b_len one too long is OMNI_E_INVALID_ARGUMENT, the old weights kept', () => {
+    const ctx = track(NativeContext.open(lib));
+    ctx.uploadWeights(w, b, OUT, IN);
+    const expected = ctx.linearGelu(x(2), 2);
+    const before = ctx.stats();
+    const wLong = seededFloats(40, OUT * IN + 1);
+    const bLong = seededFloats(41, OUT + 1);
+    const handle = ctx[kRawHandle];
+    expect(raw.omni_upload_weights(handle, wLong, OUT * IN + 1, b, OUT, OUT, IN)).toBe(
+      NativeStatus.INVALID_ARGUMENT,
+    );
+    expect(raw.omni_upload_weights(handle, w, OUT * IN, bLong, OUT + 1, OUT, IN)).toBe(
+      NativeStatus.INVALID_ARGUMENT,
+    );
+    expect(ctx.stats()).toMatchObject({ liveBytes: before.liveBytes, allocations: before.allocations });
+    expect(ctx.linearGelu(x(2), 2)).toEqual(expected);
   });
 
   // Replacing weights frees the old ones, after a stream synchronization.

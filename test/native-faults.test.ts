@@ -4,7 +4,13 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadNativeLibrary, NativeContext, NativeStatus, seededFloats } from '../src/native/index.js';
+import {
+  kRawHandle,
+  loadNativeLibrary,
+  NativeContext,
+  NativeStatus,
+  seededFloats,
+} from '../src/native/index.js';
 import { packageRoot } from '../src/paths.js';
 import { fixtureLibrary } from './fixtures/native-fixture-library.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
@@ -194,6 +200,12 @@ describe('native fault injection (fixture)', () => {
     }
     expect(fixture.faults.referenceLinearGelu(xs, 2, wn, bn, n, n, shared.subarray(2 * n))).toEqual(want);
     expect(xs).toEqual(seededFloats(7, 2 * n));
+    // Nor does one that ends right where x starts.
+    const after = shared.subarray(2 * n);
+    after.set(seededFloats(7, 2 * n));
+    expect(fixture.faults.referenceLinearGelu(after, 2, wn, bn, n, n, shared.subarray(0, 2 * n))).toEqual(
+      want,
+    );
     // The weights count as inputs too.
     const wb = new Float32Array(n * n + 2 * n);
     wb.set(wn);
@@ -367,6 +379,24 @@ describe('native fault injection (fixture)', () => {
       nativeCode: NativeStatus.WORKSPACE_LIMIT,
     });
     check([6], 4);
+    ctx.close();
+  });
+
+  // Every workspace size is a multiple of 8 bytes, so a limit that is not one is where a limit
+  // rounded (up) on its way into C would show; a limit exactly a power of two's size is where the
+  // fallback's comparison would.
+  it.each([
+    ['exactly the power of two', wsBytes(4), 4],
+    ['one byte short of it (not a multiple of 8)', wsBytes(4) - 1, 3],
+  ])('a byte limit %s: 3 rows get the largest capacity within it', (_name, limit, capacity) => {
+    const ctx = NativeContext.open(fixture.lib, { workspaceBytes: limit });
+    ctx.uploadWeights(w, b, OUT, IN);
+    ctx.linearGelu(x(3), 3);
+    expect(ctx.stats()).toMatchObject({ cachedWorkspaces: 1, workspaceBytes: wsBytes(capacity) });
+    // C's own check (NativeContext makes the same one first): 4 rows fit only the exact limit.
+    const y = new Float32Array(4 * OUT);
+    const status = fixture.lib.raw.omni_linear_gelu(ctx[kRawHandle], x(4), 4 * IN, 4, y, 4 * OUT);
+    expect(status).toBe(capacity === 4 ? NativeStatus.OK : NativeStatus.WORKSPACE_LIMIT);
     ctx.close();
   });
 
