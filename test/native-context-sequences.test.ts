@@ -24,7 +24,7 @@ describe('native context sequences (fixture)', () => {
       fc.record({ kind: fc.constant('upload' as const), shape: fc.integer({ min: 0, max: 2 }) }),
       fc.record({ kind: fc.constant('call' as const), rows: fc.integer({ min: 1, max: 90 }) }),
       fc.record({
-        kind: fc.constantFrom('alloc' as const, 'copy' as const),
+        kind: fc.constantFrom('alloc' as const, 'copy' as const, 'sync' as const),
         rows: fc.integer({ min: 1, max: 90 }),
         nth: fc.integer({ min: 1, max: 4 }),
       }),
@@ -87,6 +87,7 @@ describe('native context sequences (fixture)', () => {
               const x = seededFloats(s.seed + n++, o.rows * inF, 3);
               if (o.kind === 'alloc') fixture.faults.failAllocAfter(o.nth);
               if (o.kind === 'copy') fixture.faults.failCopyAfter(ctx, o.nth);
+              if (o.kind === 'sync') fixture.faults.failSyncAfter(ctx, o.nth);
               let got: Float32Array | undefined;
               let err: { code?: string; nativeCode?: number; fatal?: boolean } | undefined;
               try {
@@ -96,6 +97,7 @@ describe('native context sequences (fixture)', () => {
               }
               fixture.faults.failAllocAfter(0);
               fixture.faults.failCopyAfter(ctx, 0);
+              fixture.faults.failSyncAfter(ctx, 0);
               const limit = 8 * o.rows * (inF + outF) > s.workspaceBytes;
               if (limit) {
                 expect(err).toMatchObject({
@@ -104,11 +106,20 @@ describe('native context sequences (fixture)', () => {
                 });
               } else if (err !== undefined) {
                 // Only an armed fault may fail a call that fits.
-                const want = o.kind === 'alloc' ? NativeStatus.OUT_OF_MEMORY : NativeStatus.COPY_FAILED;
+                const want = {
+                  alloc: NativeStatus.OUT_OF_MEMORY,
+                  copy: NativeStatus.COPY_FAILED,
+                  sync: NativeStatus.DEVICE,
+                  call: undefined,
+                }[o.kind];
                 expect(o.kind).not.toBe('call');
+                // A call syncs once more when it evicts first: at most two syncs.
+                if (o.kind === 'sync') expect(o.nth).toBeLessThanOrEqual(2);
                 expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', nativeCode: want, fatal: false });
               } else {
                 expect(o.kind === 'copy' && o.nth <= 2).toBe(false);
+                // Every call that fits syncs at least once, at its end.
+                expect(o.kind === 'sync' && o.nth === 1).toBe(false);
                 expect(got).toEqual(answer(shape, x, o.rows));
               }
               const stats = ctx.stats();

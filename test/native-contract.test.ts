@@ -276,6 +276,7 @@ describe('the native contract at its edges (fixture)', () => {
       ['linear', () => raw.omni_linear_gelu(foreign, x(1), IN, 1, y, OUT)],
       ['stats', () => raw.omni_stats(foreign, {})],
       ['fail copy', () => fx.omni_fixture_fail_copy_after(foreign, 1)],
+      ['fail sync', () => fx.omni_fixture_fail_sync_after(foreign, 1)],
       ['inject fatal', () => fx.omni_fixture_inject_fatal(foreign)],
       ['close', () => raw.omni_close(foreign)],
     ];

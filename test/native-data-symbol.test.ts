@@ -59,6 +59,7 @@ const ABSOLUTE = ['-Wl,--defsym=omni_abi_version=0x1234'];
 const FIXTURE_HOOKS = [
   'omni_fixture_fail_alloc_after',
   'omni_fixture_fail_copy_after',
+  'omni_fixture_fail_sync_after',
   'omni_fixture_live_bytes',
   'omni_fixture_reference_linear_gelu',
 ];

@@ -180,6 +180,111 @@ describe('native fault injection (fixture)', () => {
     ctx.close();
   });
 
+  // A stream sync fails on CUDA as cu_sync maps a non-sticky error: DEVICE, not fatal. Each test
+  // checks the status, what stays as it was, and that the context keeps serving.
+  const deviceError = { code: 'OMNI_ERR_NATIVE', nativeCode: NativeStatus.DEVICE, fatal: false };
+
+  it('a failed sync before an eviction frees nothing: cache, bytes and counts stay; the next call evicts', () => {
+    const start = fixture.faults.liveBytes();
+    const ref = NativeContext.open(fixture.lib);
+    ref.uploadWeights(w, b, OUT, IN);
+    const expected = ref.linearGelu(x(3), 3);
+    ref.close();
+    const ctx = NativeContext.open(fixture.lib, { workspaceCount: 1 });
+    ctx.uploadWeights(w, b, OUT, IN);
+    ctx.linearGelu(x(1), 1); // fills the one entry (capacity 1): a 3-row call must evict it
+    const before = ctx.stats();
+    const out = new Float32Array(3 * OUT).fill(7);
+    fixture.faults.failSyncAfter(ctx); // the eviction's sync is the call's first
+    expect(thrown(() => ctx.linearGelu(x(3), 3, out))).toMatchObject(deviceError);
+    // Only the attempted sync is counted: no eviction, no allocation, no bytes, no call.
+    expect(ctx.stats()).toEqual({ ...before, streamSyncs: before.streamSyncs + 1 });
+    expect(out.every((v) => v === 7)).toBe(true);
+    expect(ctx.linearGelu(x(3), 3, out)).toEqual(expected);
+    expect(ctx.stats()).toMatchObject({
+      cachedWorkspaces: 1,
+      workspaceBytes: wsBytes(capacityFor(3)),
+      workspaceEvictions: before.workspaceEvictions + 1,
+      calls: before.calls + 1,
+    });
+    ctx.close();
+    expect(fixture.faults.liveBytes()).toBe(start);
+  });
+
+  it('a failed sync at the end of an upload frees the new weights and keeps computing with the old', () => {
+    const start = fixture.faults.liveBytes();
+    const ctx = NativeContext.open(fixture.lib);
+    ctx.uploadWeights(w, b, OUT, IN);
+    const expected = ctx.linearGelu(x(3), 3);
+    const before = ctx.stats();
+    // Another output width: new weights kept by mistake would change the call's shape as well.
+    const out2 = OUT - 3;
+    const [w2, b2] = [seededFloats(11, out2 * IN), seededFloats(12, out2)];
+    fixture.faults.failSyncAfter(ctx);
+    expect(thrown(() => ctx.uploadWeights(w2, b2, out2, IN))).toMatchObject(deviceError);
+    expect(ctx.stats()).toMatchObject({
+      liveBytes: before.liveBytes,
+      // Both new buffers were taken, then given back.
+      allocations: before.allocations + 2,
+      streamSyncs: before.streamSyncs + 1,
+      cachedWorkspaces: before.cachedWorkspaces,
+      calls: before.calls,
+    });
+    expect(ctx.linearGelu(x(3), 3)).toEqual(expected);
+    // Not sticky: the same upload now goes through.
+    ctx.uploadWeights(w2, b2, out2, IN);
+    expect(ctx.linearGelu(x(3), 3).length).toBe(3 * out2);
+    ctx.close();
+    expect(fixture.faults.liveBytes()).toBe(start);
+  });
+
+  it('a failed sync after the output copy leaves the output unwritten and the call uncounted', () => {
+    const start = fixture.faults.liveBytes();
+    const ctx = NativeContext.open(fixture.lib);
+    ctx.uploadWeights(w, b, OUT, IN);
+    const expected = ctx.linearGelu(x(3), 3); // caches its workspace: a hit syncs once, at its end
+    const before = ctx.stats();
+    const out = new Float32Array(3 * OUT).fill(7);
+    fixture.faults.failSyncAfter(ctx);
+    expect(thrown(() => ctx.linearGelu(x(3), 3, out))).toMatchObject(deviceError);
+    expect(ctx.stats()).toEqual({ ...before, streamSyncs: before.streamSyncs + 1 });
+    expect(out.every((v) => v === 7)).toBe(true);
+    expect(ctx.linearGelu(x(3), 3, out)).toEqual(expected);
+
+    // The countdown counts syncs: armed at 2, the next call (one sync) passes, the one after fails.
+    fixture.faults.failSyncAfter(ctx, 2);
+    expect(ctx.linearGelu(x(3), 3)).toEqual(expected);
+    expect(thrown(() => ctx.linearGelu(x(3), 3))).toMatchObject(deviceError);
+    // Disarmed (0), nothing fails.
+    fixture.faults.failSyncAfter(ctx, 1);
+    fixture.faults.failSyncAfter(ctx, 0);
+    expect(ctx.linearGelu(x(3), 3)).toEqual(expected);
+
+    // Close ignores a failed sync of its own (as on CUDA) and still releases everything.
+    fixture.faults.failSyncAfter(ctx);
+    ctx.close();
+    expect(fixture.faults.liveBytes()).toBe(start);
+  });
+
+  it('a failed copy whose own drain sync fails too still reports COPY_FAILED, and that sync was the armed one', () => {
+    const start = fixture.faults.liveBytes();
+    const ctx = NativeContext.open(fixture.lib);
+    ctx.uploadWeights(w, b, OUT, IN);
+    const expected = ctx.linearGelu(x(3), 3);
+    const before = ctx.stats();
+    fixture.faults.failCopyAfter(ctx);
+    fixture.faults.failSyncAfter(ctx);
+    expect(thrown(() => ctx.linearGelu(x(3), 3))).toMatchObject({
+      code: 'OMNI_ERR_NATIVE',
+      nativeCode: NativeStatus.COPY_FAILED,
+      fatal: false,
+    });
+    expect(ctx.stats()).toEqual({ ...before, streamSyncs: before.streamSyncs + 1 });
+    expect(ctx.linearGelu(x(3), 3)).toEqual(expected);
+    ctx.close();
+    expect(fixture.faults.liveBytes()).toBe(start);
+  });
+
   it('the reference refuses an output sharing bytes with an input, however its views reach them', () => {
     const n = 8;
     const [wn, bn] = [seededFloats(5, n * n), seededFloats(6, n)];
@@ -253,6 +358,7 @@ describe('native fault injection (fixture)', () => {
       () => ctx.uploadWeights(w, b, OUT, IN),
       () => ctx.stats(),
       () => fixture.faults.failCopyAfter(ctx),
+      () => fixture.faults.failSyncAfter(ctx),
       () => fixture.faults.injectFatal(ctx),
     ];
     for (const call of calls) {
@@ -277,6 +383,7 @@ describe('native fault injection (fixture)', () => {
       for (const ctx of [closed, other]) {
         expect(thrownCode(() => fixture.faults.injectFatal(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
         expect(thrownCode(() => fixture.faults.failCopyAfter(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
+        expect(thrownCode(() => fixture.faults.failSyncAfter(ctx))).toBe('OMNI_ERR_INVALID_ARGUMENT');
       }
       // Neither hook reached the other library's context: it still serves.
       other.uploadWeights(w, b, OUT, IN);

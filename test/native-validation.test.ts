@@ -205,6 +205,9 @@ describe('native validation (fixture)', () => {
       ['failAllocAfter(2^32)', () => faults.failAllocAfter(2 ** 32)],
       ['failCopyAfter(ctx, -1)', () => faults.failCopyAfter(ctx, -1)],
       ['failCopyAfter(ctx, 1.5)', () => faults.failCopyAfter(ctx, 1.5)],
+      ['failSyncAfter(ctx, -1)', () => faults.failSyncAfter(ctx, -1)],
+      ['failSyncAfter(ctx, 1.5)', () => faults.failSyncAfter(ctx, 1.5)],
+      ['failSyncAfter(ctx, 2^32)', () => faults.failSyncAfter(ctx, 2 ** 32)],
     ])('%s: OMNI_ERR_INVALID_ARGUMENT', (_name, call) => {
       expect(codeOf(call).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
     });

@@ -72,6 +72,8 @@ export interface RawFixtureApi {
   omni_fixture_fail_alloc_after(n: number): void;
   /** The nth host<->device copy on ctx from now on fails (OMNI_E_COPY_FAILED); 0 disarms. */
   omni_fixture_fail_copy_after(ctx: RawHandle | null, n: number): number;
+  /** The nth stream sync on ctx from now on fails (OMNI_E_DEVICE, not sticky); 0 disarms. */
+  omni_fixture_fail_sync_after(ctx: RawHandle | null, n: number): number;
   /** Puts ctx into the sticky fatal state: every later call on it returns OMNI_E_FATAL. */
   omni_fixture_inject_fatal(ctx: RawHandle | null): number;
   /** Bytes every fixture context in the process holds now (half-built ones too). */
@@ -147,6 +149,7 @@ export const CORE_SYMBOLS: readonly string[] = [
 export const FIXTURE_SYMBOLS: readonly string[] = [
   'omni_fixture_fail_alloc_after',
   'omni_fixture_fail_copy_after',
+  'omni_fixture_fail_sync_after',
   'omni_fixture_inject_fatal',
   'omni_fixture_live_bytes',
   'omni_fixture_reference_linear_gelu',
@@ -193,6 +196,7 @@ export function bindFixture(lib: LibraryHandle): RawFixtureApi {
   return {
     omni_fixture_fail_alloc_after: lib.func('omni_fixture_fail_alloc_after', 'void', ['uint32']),
     omni_fixture_fail_copy_after: lib.func('omni_fixture_fail_copy_after', 'int', [ctxPtr, 'uint32_t']),
+    omni_fixture_fail_sync_after: lib.func('omni_fixture_fail_sync_after', 'int', [ctxPtr, 'uint32_t']),
     omni_fixture_inject_fatal: lib.func('omni_fixture_inject_fatal', 'int', [ctxPtr]),
     omni_fixture_live_bytes: lib.func('omni_fixture_live_bytes', 'uint64', []),
     omni_fixture_reference_linear_gelu: lib.func('omni_fixture_reference_linear_gelu', 'int', [

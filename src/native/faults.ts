@@ -2,8 +2,8 @@
  * The fixture's fault-injection hooks and naive reference, typed. Only the CPU fixture exports
  * them; asking for them on another backend is an InvalidArgumentError.
  *
- * Scope: failAllocAfter is per calling thread; failCopyAfter and injectFatal are per context, so
- * tests in parallel threads cannot trip each other's faults.
+ * Scope: failAllocAfter is per calling thread; failCopyAfter, failSyncAfter and injectFatal are
+ * per context, so tests in parallel threads cannot trip each other's faults.
  */
 import { InvalidArgumentError } from '../errors.js';
 import { MAX_FEATURES, MAX_ROWS } from './abi.js';
@@ -44,6 +44,23 @@ export class FixtureFaults {
       this.#raw.omni_fixture_fail_copy_after(handle, nth),
       handle,
       'omni_fixture_fail_copy_after',
+    );
+  }
+
+  /**
+   * The nth stream sync on ctx from now on (1 = the next) fails as a non-sticky CUDA sync error
+   * does: nativeCode DEVICE, fatal: false, the context keeps serving; 0 disarms. An eviction's
+   * sync frees nothing, an upload's keeps the old weights, a call's leaves its output unwritten;
+   * a failed copy's own sync still reports COPY_FAILED.
+   */
+  failSyncAfter(ctx: NativeContext, n = 1): void {
+    const handle = this.#handleOf(ctx);
+    const nth = requireInteger('n', n, 0, 0xffff_ffff);
+    check(
+      this.library,
+      this.#raw.omni_fixture_fail_sync_after(handle, nth),
+      handle,
+      'omni_fixture_fail_sync_after',
     );
   }
 

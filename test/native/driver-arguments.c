@@ -17,6 +17,7 @@ static void null_context(void) {
   CHECK_STATUS(NULL, omni_linear_gelu(NULL, v, IN, 1, v, OUT), OMNI_E_INVALID_ARGUMENT);
   CHECK_STATUS(NULL, omni_stats(NULL, &s), OMNI_E_INVALID_ARGUMENT);
   CHECK_STATUS(NULL, omni_fixture_fail_copy_after(NULL, 1), OMNI_E_INVALID_ARGUMENT);
+  CHECK_STATUS(NULL, omni_fixture_fail_sync_after(NULL, 1), OMNI_E_INVALID_ARGUMENT);
   CHECK_STATUS(NULL, omni_fixture_inject_fatal(NULL), OMNI_E_INVALID_ARGUMENT);
   CHECK(strstr(omni_last_error(NULL), "ctx is NULL") != NULL);
 }

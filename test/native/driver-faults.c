@@ -1,6 +1,7 @@
 /* Every injected allocation failure position of omni_open, omni_upload_weights and omni_linear_gelu
- * (the thread-local countdown, omni_fixture_fail_alloc_after), and every copy failure: each leaves
- * the documented status, a message, the bytes it started with, and a context that keeps serving. */
+ * (the thread-local countdown, omni_fixture_fail_alloc_after), every copy failure and every stream
+ * sync failure (OMNI_E_DEVICE, not sticky): each leaves the documented status, a message, the bytes
+ * it started with, and a context that keeps serving. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,17 @@ void section_upload_faults(void) {
   CHECK(driver_stats(ctx).live_bytes == base.live_bytes);
   CHECK_STATUS(ctx, omni_linear_gelu(ctx, x, 2 * IN, 2, y, 2 * OUT), OMNI_OK);
   CHECK(memcmp(y, before, sizeof y) == 0);
+  /* A failed sync after the copies, of the same shape or another: the new buffers go back, the
+   * old weights and shape stay. */
+  for (int other_shape = 0; other_shape < 2; ++other_shape) {
+    CHECK_STATUS(ctx, omni_fixture_fail_sync_after(ctx, 1), OMNI_OK);
+    const uint64_t synced = driver_stats(ctx).stream_syncs;
+    CHECK_STATUS(ctx, driver_upload(ctx, other_shape ? 3 : OUT, other_shape ? 5 : IN, 9), OMNI_E_DEVICE);
+    CHECK(driver_stats(ctx).stream_syncs == synced + 1);
+    CHECK(driver_stats(ctx).live_bytes == base.live_bytes);
+    CHECK_STATUS(ctx, omni_linear_gelu(ctx, x, 2 * IN, 2, y, 2 * OUT), OMNI_OK);
+    CHECK(memcmp(y, before, sizeof y) == 0);
+  }
   /* A successful replacement frees the old weights: the bytes held stay the same. */
   CHECK(failing_uploads(ctx, OUT, IN, 9) == 2);
   CHECK(driver_stats(ctx).live_bytes == base.live_bytes);
@@ -139,6 +151,24 @@ void section_call_faults(void) {
   CHECK_STATUS(one, omni_linear_gelu(one, x1, IN, 1, y1, OUT), OMNI_OK);
   failing_workspace(one, 5, 0);
   CHECK(driver_stats(one).workspace_evictions == 1);
+  /* A failed sync before the next eviction (9 rows miss the cached 8): nothing is freed,
+   * allocated or written. */
+  {
+    float x2[9 * IN], y2[9 * OUT];
+    fill_x(x2, 9);
+    for (size_t i = 0; i < 9 * OUT; ++i) y2[i] = 7.0f;
+    const omni_stats_t base = driver_stats(one);
+    CHECK_STATUS(one, omni_fixture_fail_sync_after(one, 1), OMNI_OK);
+    CHECK_STATUS(one, omni_linear_gelu(one, x2, 9 * IN, 9, y2, 9 * OUT), OMNI_E_DEVICE);
+    const omni_stats_t now = driver_stats(one);
+    CHECK(now.stream_syncs == base.stream_syncs + 1);
+    CHECK(now.live_bytes == base.live_bytes && now.allocations == base.allocations);
+    CHECK(now.cached_workspaces == base.cached_workspaces && now.workspace_bytes == base.workspace_bytes);
+    CHECK(now.workspace_evictions == base.workspace_evictions && now.calls == base.calls);
+    CHECK(y2[0] == 7.0f && y2[9 * OUT - 1] == 7.0f);
+    CHECK_STATUS(one, omni_linear_gelu(one, x2, 9 * IN, 9, y2, 9 * OUT), OMNI_OK);
+    CHECK(driver_stats(one).workspace_evictions == base.workspace_evictions + 1);
+  }
   CHECK_STATUS(NULL, omni_close(one), OMNI_OK);
 
   /* Copy failures: the input copy, then the output copy; each synchronizes, frees nothing, and the
@@ -154,6 +184,22 @@ void section_call_faults(void) {
     CHECK(now.stream_syncs > base.stream_syncs);
     CHECK(now.live_bytes == base.live_bytes && now.allocations == base.allocations);
     CHECK(now.calls == base.calls);
+    CHECK_STATUS(ctx, omni_linear_gelu(ctx, x, 3 * IN, 3, y, 3 * OUT), OMNI_OK);
+    CHECK(memcmp(y, want, sizeof y) == 0);
+  }
+  /* A failed sync after the output copy: nothing written, freed or counted. And a failed copy
+   * whose drain sync fails too still reports the copy (the sync countdown is spent on it). */
+  for (int with_copy = 0; with_copy < 2; ++with_copy) {
+    for (size_t i = 0; i < 3 * OUT; ++i) y[i] = 7.0f;
+    const omni_stats_t base = driver_stats(ctx);
+    if (with_copy) CHECK_STATUS(ctx, omni_fixture_fail_copy_after(ctx, 2), OMNI_OK);
+    CHECK_STATUS(ctx, omni_fixture_fail_sync_after(ctx, 1), OMNI_OK);
+    CHECK_STATUS(ctx, omni_linear_gelu(ctx, x, 3 * IN, 3, y, 3 * OUT), with_copy ? OMNI_E_COPY_FAILED : OMNI_E_DEVICE);
+    const omni_stats_t now = driver_stats(ctx);
+    CHECK(now.stream_syncs == base.stream_syncs + 1);
+    CHECK(now.live_bytes == base.live_bytes && now.allocations == base.allocations);
+    CHECK(now.calls == base.calls);
+    for (size_t i = 0; i < 3 * OUT; ++i) CHECK(y[i] == 7.0f);
     CHECK_STATUS(ctx, omni_linear_gelu(ctx, x, 3 * IN, 3, y, 3 * OUT), OMNI_OK);
     CHECK(memcmp(y, want, sizeof y) == 0);
   }
