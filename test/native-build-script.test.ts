@@ -189,6 +189,23 @@ describe.runIf(olderGcc)('built by a GCC older than 12', () => {
   });
 });
 
+const hasNm = spawnSync('nm', ['--version']).status === 0;
+
+describe.runIf(hasNm)('the fixture it builds', () => {
+  it('exports the ABI and fixture hooks (omni_*) only, not its internal functions', () => {
+    const nm = spawnSync('nm', ['-D', '--defined-only', defaultLibraryPath('fixture')], { encoding: 'utf8' });
+    expect(nm.status).toBe(0);
+    const names = nm.stdout
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/)[2])
+      .filter((name): name is string => name !== undefined);
+    expect(names).toContain('omni_abi_version');
+    // GCC exports the ifunc resolver of a target_clones function whatever that function's
+    // visibility; the clones themselves stay hidden.
+    expect(names.filter((name) => !name.startsWith('omni_') && !name.endsWith('.resolver'))).toEqual([]);
+  });
+});
+
 describe('run through a symlinked path', () => {
   it('runs (here: reports the failing cc, exit 1) instead of exiting 0 having done nothing', () => {
     // A copy of the package's build inputs, linked as node_modules/omni-runtime is by a folder
