@@ -94,6 +94,9 @@ describe('readBenchArgs', () => {
     expect(readBenchArgs('b', [], specs)).toEqual([20, 200]);
     expect(readBenchArgs('b', ['2e1', '0.5'], specs)).toEqual([20, 0.5]);
     expect(readBenchArgs('b', ['3'], specs)).toEqual([3, 200]);
+    // The least a count takes is one it takes.
+    expect(readBenchArgs('b', ['1'], specs)).toEqual([1, 200]);
+    expect(readBenchArgs('b', ['0'], [countArg('warmup', 5, 0)])).toEqual([0]);
   });
 
   it('answers --help or -h with the usage line, before any other mistake', () => {

@@ -60,6 +60,11 @@ describe('formatRatios (the microbenchmark tables)', () => {
     );
   });
 
+  it('names the case a ratio is against, and marks a case without one as a baseline', () => {
+    expect(cells(row(32, undefined, undefined))).toEqual(['case', '32.0', '(baseline)', '', '']);
+    expect(cells(row(32, 1.5, 1.2))).toEqual(['case', '32.0', 'base', '1.50x', '>= 1.2x met']);
+  });
+
   it('shows ns/op in whole nanoseconds from 100 up, also where one decimal rounds up to 100', () => {
     expect(cells(row(99.96, undefined, undefined))[1]).toBe('100');
     expect(cells(row(99.94, undefined, undefined))[1]).toBe('99.9');

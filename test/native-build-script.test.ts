@@ -12,6 +12,7 @@ import {
   existsSync,
   mkdirSync,
   readdirSync,
+  readFileSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
@@ -26,6 +27,8 @@ import { tempDirs } from './fixtures/temp-dirs.js';
 
 const tempDir = tempDirs('omni-build-script-');
 const longAgo = new Date('2001-01-01T00:00:00Z');
+const builtAt = new Date('2010-01-01T00:00:00Z');
+const editedAt = new Date('2020-01-01T00:00:00Z');
 
 beforeAll(() => {
   buildFixture();
@@ -37,6 +40,18 @@ function staleLibrary(dir: string, name: string): string {
   copyFileSync(defaultLibraryPath('fixture'), out);
   utimesSync(out, longAgo, longAgo);
   return out;
+}
+
+/** A copy of the package's build inputs (native sources and the script), without a build. */
+function packageCopy(): string {
+  const pkg = tempDir();
+  mkdirSync(join(pkg, 'scripts'), { recursive: true });
+  cpSync(join(packageRoot, 'native'), join(pkg, 'native'), {
+    recursive: true,
+    filter: (src) => !src.endsWith(join('native', 'build')),
+  });
+  copyFileSync(join(packageRoot, 'scripts', 'build-native.mjs'), join(pkg, 'scripts', 'build-native.mjs'));
+  return pkg;
 }
 
 describe('a library older than its sources', () => {
@@ -95,6 +110,36 @@ describe('a library older than its sources', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
+  it('is rebuilt when one input is newer than it, though the others are older', () => {
+    // A copy of the package's build inputs, all older than its library but one shared header.
+    const pkg = packageCopy();
+    for (const file of readdirSync(pkg, { recursive: true, encoding: 'utf8' })) {
+      utimesSync(join(pkg, file), longAgo, longAgo);
+    }
+    mkdirSync(join(pkg, 'native', 'build'));
+    const library = join(pkg, 'native', 'build', 'libomni_fixture.so');
+    copyFileSync(defaultLibraryPath('fixture'), library);
+    utimesSync(library, builtAt, builtAt);
+    const header = join(pkg, 'native', 'common', readdirSync(join(pkg, 'native', 'common'))[0]!);
+    utimesSync(header, editedAt, editedAt);
+    const run = spawnSync(process.execPath, [join(pkg, 'scripts', 'build-native.mjs')], {
+      cwd: pkg,
+      env: { PATH: tempDir(), CC: '/bin/false' },
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toContain('native: fixture build FAILED (cc)');
+    expect(run.status).toBe(1);
+    expect(existsSync(library)).toBe(false);
+  });
+
+  it('a variant (defines) is built even where an up-to-date library stands in its folder', () => {
+    const dir = tempDir();
+    const fresh = join(dir, 'libomni_fixture.so');
+    copyFileSync(defaultLibraryPath('fixture'), fresh);
+    expect(buildFixture({ outDir: dir, defines: ['OMNI_ABI_VERSION=999'] })).toMatchObject({ built: true });
+    expect(readFileSync(fresh).equals(readFileSync(defaultLibraryPath('fixture')))).toBe(false);
+  });
+
   it('an up-to-date library stays when a forced rebuild fails', () => {
     const dir = tempDir();
     const fresh = join(dir, 'libomni_fixture.so');
@@ -144,18 +189,29 @@ describe.runIf(olderGcc)('built by a GCC older than 12', () => {
   });
 });
 
+const hasNm = spawnSync('nm', ['--version']).status === 0;
+
+describe.runIf(hasNm)('the fixture it builds', () => {
+  it('exports the ABI and fixture hooks (omni_*) only, not its internal functions', () => {
+    const nm = spawnSync('nm', ['-D', '--defined-only', defaultLibraryPath('fixture')], { encoding: 'utf8' });
+    expect(nm.status).toBe(0);
+    const names = nm.stdout
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/)[2])
+      .filter((name): name is string => name !== undefined);
+    expect(names).toContain('omni_abi_version');
+    // GCC exports the ifunc resolver of a target_clones function whatever that function's
+    // visibility; the clones themselves stay hidden.
+    expect(names.filter((name) => !name.startsWith('omni_') && !name.endsWith('.resolver'))).toEqual([]);
+  });
+});
+
 describe('run through a symlinked path', () => {
   it('runs (here: reports the failing cc, exit 1) instead of exiting 0 having done nothing', () => {
     // A copy of the package's build inputs, linked as node_modules/omni-runtime is by a folder
     // install; cc fails at once, so nothing is compiled and the repository's build is untouched.
     const scratch = tempDir();
-    const pkg = join(scratch, 'pkg');
-    mkdirSync(join(pkg, 'scripts'), { recursive: true });
-    cpSync(join(packageRoot, 'native'), join(pkg, 'native'), {
-      recursive: true,
-      filter: (src) => !src.endsWith(join('native', 'build')),
-    });
-    copyFileSync(join(packageRoot, 'scripts', 'build-native.mjs'), join(pkg, 'scripts', 'build-native.mjs'));
+    const pkg = packageCopy();
     mkdirSync(join(scratch, 'app', 'node_modules'), { recursive: true });
     symlinkSync(pkg, join(scratch, 'app', 'node_modules', 'omni-runtime'));
     const run = spawnSync(process.execPath, ['node_modules/omni-runtime/scripts/build-native.mjs'], {
@@ -191,6 +247,15 @@ describe('findNvcc', () => {
     expect(findNvcc({ PATH: empty })).toBeNull();
   });
 
+  it('does not take an empty PATH entry for the current folder', () => {
+    // A shell would search the current folder there; a checkout's own ./nvcc is not a toolkit.
+    const cwd = withNvcc(false).home;
+    const script = join(packageRoot, 'scripts', 'build-native.mjs');
+    const probe = `import(${JSON.stringify(script)}).then((m) => console.log(String(m.findNvcc({ PATH: ':' }))))`;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', probe], { cwd, encoding: 'utf8' });
+    expect(run.stdout.trim()).toBe('null');
+  });
+
   it('passes over an nvcc that is not executable, or not a file', () => {
     const onPath = withNvcc(false);
     const home = withNvcc(true);
@@ -203,16 +268,68 @@ describe('findNvcc', () => {
   });
 });
 
+describe('the CUDA library, run as a script', () => {
+  /** A package copy whose fixture is up to date (nothing to compile), and its build folder. */
+  function withFixture(): { pkg: string; build: string } {
+    const pkg = packageCopy();
+    const build = join(pkg, 'native', 'build');
+    mkdirSync(build);
+    copyFileSync(defaultLibraryPath('fixture'), join(build, 'libomni_fixture.so'));
+    return { pkg, build };
+  }
+
+  it('--require-cuda fails (exit 1) where nvcc fails, the fixture built', () => {
+    const { pkg } = withFixture();
+    const bin = tempDir();
+    writeFileSync(join(bin, 'nvcc'), '#!/bin/sh\necho nvcc-broke >&2\nexit 1\n');
+    chmodSync(join(bin, 'nvcc'), 0o755);
+    const run = spawnSync(process.execPath, [join(pkg, 'scripts', 'build-native.mjs'), '--require-cuda'], {
+      cwd: pkg,
+      env: { PATH: bin, CC: '/bin/false' },
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toContain('native: cuda build FAILED (nvcc)');
+    expect(run.stderr).toContain('nvcc-broke');
+    expect(run.status).toBe(1);
+  });
+
+  it('without nvcc, a carried library older than its sources is kept and said to be stale', () => {
+    const { pkg, build } = withFixture();
+    const cuda = join(build, 'libomni_cuda.so');
+    copyFileSync(defaultLibraryPath('fixture'), cuda); // a stand-in
+    utimesSync(cuda, longAgo, longAgo);
+    const run = spawnSync(process.execPath, [join(pkg, 'scripts', 'build-native.mjs')], {
+      cwd: pkg,
+      env: { PATH: tempDir(), CC: '/bin/false' },
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toContain('is older than its sources and there is no nvcc here to rebuild it');
+    expect(run.status).toBe(0);
+    expect(existsSync(cuda)).toBe(true);
+  });
+});
+
+describe('--force', () => {
+  it('rebuilds a library that is up to date (here: cc fails, exit 1, the library stays)', () => {
+    const pkg = packageCopy();
+    mkdirSync(join(pkg, 'native', 'build'));
+    const library = join(pkg, 'native', 'build', 'libomni_fixture.so');
+    copyFileSync(defaultLibraryPath('fixture'), library); // written now: newer than every source
+    const run = spawnSync(process.execPath, [join(pkg, 'scripts', 'build-native.mjs'), '--force'], {
+      cwd: pkg,
+      env: { PATH: tempDir(), CC: '/bin/false' },
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toContain('native: fixture build FAILED (cc)');
+    expect(run.status).toBe(1);
+    expect(existsSync(library)).toBe(true);
+  });
+});
+
 describe('--require-cuda', () => {
   it('fails (exit 1) where there is no nvcc and no CUDA library to use, the fixture built', () => {
     // A copy of the package's build inputs with a fixture newer than them: nothing to compile.
-    const pkg = tempDir();
-    mkdirSync(join(pkg, 'scripts'), { recursive: true });
-    cpSync(join(packageRoot, 'native'), join(pkg, 'native'), {
-      recursive: true,
-      filter: (src) => !src.endsWith(join('native', 'build')),
-    });
-    copyFileSync(join(packageRoot, 'scripts', 'build-native.mjs'), join(pkg, 'scripts', 'build-native.mjs'));
+    const pkg = packageCopy();
     mkdirSync(join(pkg, 'native', 'build'));
     copyFileSync(defaultLibraryPath('fixture'), join(pkg, 'native', 'build', 'libomni_fixture.so'));
     const run = spawnSync(process.execPath, [join(pkg, 'scripts', 'build-native.mjs'), '--require-cuda'], {

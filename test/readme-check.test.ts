@@ -66,6 +66,42 @@ describe('check-readme', () => {
     expect(status).toBe(0);
   });
 
+  it('checks ```typescript blocks, one-line blocks and blocks indented in a list item', () => {
+    const lines = [
+      '## Forms',
+      '',
+      '1. A step:',
+      '   ```ts',
+      "   const a: number = 'one';",
+      '   ```',
+      '',
+      '#2, a paragraph and not a heading:',
+      '',
+      '```typescript',
+      "const b: number = 'two';",
+      '```',
+    ];
+    const { status, output } = check('forms.md', lines);
+    expect(status).not.toBe(0);
+    expect(output).toContain('forms.md:5:');
+    expect(output).toContain('forms.md:11:');
+    expect(output).toContain('block 2, fence at line 10, under "Forms"');
+  });
+
+  it('takes a fence line with a language inside another block as its text, not as its end', () => {
+    // A markdown example showing a fence; ending the outer block there would shift every fence
+    // after it, and the ```ts block below would go unchecked.
+    const { status, output } = check('nested.md', ['```md', '```ts', '```', '', ...bad]);
+    expect(status).not.toBe(0);
+    expect(output).toContain('nested.md:7:');
+  });
+
+  it('skips a block whose marker stands a blank line above it; nothing left to check passes', () => {
+    const { status, output } = check('skipped.md', ['<!-- readme-check: skip -->', '', ...bad]);
+    expect(output).toContain('no ```ts blocks to check');
+    expect(status).toBe(0);
+  });
+
   it('fails on a ```ts block that is never closed (it would otherwise go unchecked)', () => {
     const { status, output } = check('unclosed.md', [...good, '', ...bad.slice(0, -1)]);
     expect(status).not.toBe(0);
