@@ -143,7 +143,8 @@ describe('LinearRuntime fuzz (fixture)', () => {
     | 'transfer-then-detach'
     | 'transfer-twice'
     | 'inject-copy'
-    | 'inject-alloc';
+    | 'inject-alloc'
+    | 'inject-sync';
   const FLAWS: Flaw[] = [
     'none',
     'none',
@@ -162,6 +163,7 @@ describe('LinearRuntime fuzz (fixture)', () => {
     'transfer-twice',
     'inject-copy',
     'inject-alloc',
+    'inject-sync',
   ];
   const [IN, OUT, MAX] = [24, 10, 150];
 
@@ -169,7 +171,7 @@ describe('LinearRuntime fuzz (fixture)', () => {
   function allowed(flaw: Flaw, tooLarge: boolean, waits: boolean, armed: boolean): string[] {
     const busy = waits ? [] : ['OMNI_ERR_REJECTED'];
     // An injection arms a fault in whichever thread takes it, for some later call there.
-    if (flaw === 'inject-copy' || flaw === 'inject-alloc') return ['ok', ...busy];
+    if (flaw.startsWith('inject-')) return ['ok', ...busy];
     const native = armed ? ['OMNI_ERR_NATIVE'] : [];
     // Too many rows is found with the shape, before the signal (as Runtime.run checks options first).
     if (tooLarge && !['extra', 'rows-mismatch', 'float64', 'array', 'detached'].includes(flaw)) {
@@ -279,10 +281,12 @@ describe('LinearRuntime fuzz (fixture)', () => {
                   break;
                 case 'inject-copy':
                 case 'inject-alloc':
+                case 'inject-sync':
                   armed = true;
                   started.push(
                     lr.runtime.run({
-                      inject: c.flaw === 'inject-copy' ? 'copy' : 'alloc',
+                      inject:
+                        c.flaw === 'inject-copy' ? 'copy' : c.flaw === 'inject-alloc' ? 'alloc' : 'sync',
                       after: 1 + (c.seed % 4),
                     }),
                   );
@@ -308,7 +312,9 @@ describe('LinearRuntime fuzz (fixture)', () => {
             expect(allowed(c.flaw, c.rows > MAX, waits, armed), `${c.flaw} rows ${c.rows}`).toContain(code);
             if (code === 'OMNI_ERR_NATIVE') {
               expect(err).toMatchObject({ fatal: false });
-              expect([NativeStatus.OUT_OF_MEMORY, NativeStatus.COPY_FAILED]).toContain(err?.nativeCode);
+              expect([NativeStatus.OUT_OF_MEMORY, NativeStatus.COPY_FAILED, NativeStatus.DEVICE]).toContain(
+                err?.nativeCode,
+              );
             }
             if (y instanceof Float32Array) {
               expect(y.length).toBe(c.rows * OUT);

@@ -295,6 +295,42 @@ describe('native backend through the runtime (fixture)', () => {
       expect(lr.report()).toMatchObject({ state: 'ready', depth: 0, failed: 1 });
     });
 
+    it('a failed stream sync is OMNI_ERR_NATIVE DEVICE (not fatal): the runtime keeps serving, nothing leaked', async () => {
+      const lr = await start({ threads: 1, weights, faultInjection: true });
+      const expected = await lr.run(x(3));
+      const baseline = await lr.stats();
+      expect(await lr.runtime.run({ inject: 'sync' })).toBeNull();
+      const err = await rejection(lr.run(x(3)));
+      expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', nativeCode: NativeStatus.DEVICE, fatal: false });
+      expect(lr.report()).toMatchObject({ state: 'ready', depth: 0, failed: 1 });
+      const after = await lr.stats();
+      expect(after).toMatchObject({
+        liveBytes: baseline.liveBytes,
+        calls: baseline.calls,
+        streamSyncs: baseline.streamSyncs + 1,
+      });
+      // `after` counts syncs: armed at 2, the next call (one sync, a cached workspace) passes.
+      await lr.runtime.run({ inject: 'sync', after: 2 });
+      expect(await lr.run(x(3))).toEqual(expected);
+      expect(await rejection(lr.run(x(3)))).toMatchObject({ nativeCode: NativeStatus.DEVICE });
+      // Armed when the runtime closes: the context's close ignores its failed sync.
+      await lr.runtime.run({ inject: 'sync' });
+      expect(await lr.close()).toMatchObject({ clean: true });
+    });
+
+    it.each(['bogus', 'Sync', 7, undefined])(
+      'an inject of %s is refused, coded, and arms no fault',
+      async (kind) => {
+        const lr = await start({ threads: 1, weights, faultInjection: true });
+        await lr.run(x(2));
+        const err = await rejection(lr.runtime.run({ inject: kind, after: 1 }));
+        expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+        // 5 rows need a new workspace: an allocation fault armed by mistake would fail it.
+        expect(await lr.run(x(5))).toHaveLength(5 * OUT);
+        expect(lr.report().state).toBe('ready');
+      },
+    );
+
     it('an allocation failing part-way through a new workspace: coded error, live bytes back to baseline', async () => {
       const lr = await start({ threads: 1, weights, faultInjection: true });
       await lr.run(x(2)); // a 2-row workspace

@@ -7,8 +7,8 @@
  */
 import { threadId } from 'node:worker_threads';
 import { defineWorker } from '../src/define-worker.js';
-import { InvalidArgumentError } from '../src/errors.js';
-import type { NativeWorkerData, NativeWorkerInput } from '../src/linear/protocol.js';
+import { describeValue, InvalidArgumentError } from '../src/errors.js';
+import { FAULT_KINDS, type NativeWorkerData, type NativeWorkerInput } from '../src/linear/protocol.js';
 import { ContextLedger } from '../src/native/context-ledger.js';
 import { FixtureFaults, kRawHandle, loadNativeLibrary, NativeContext } from '../src/native/index.js';
 
@@ -69,9 +69,25 @@ export default defineWorker(
     if ('stats' in input) return native.stats();
     if ('inject' in input) {
       if (!faults) throw new InvalidArgumentError('fault injection is not enabled for this runtime');
-      if (input.inject === 'fatal') faults.injectFatal(native);
-      else if (input.inject === 'copy') faults.failCopyAfter(native, input.after ?? 1);
-      else faults.failAllocAfter(input.after ?? 0);
+      // A kind this worker does not know is refused: taken as 'alloc', it armed the wrong fault.
+      switch (input.inject) {
+        case 'fatal':
+          faults.injectFatal(native);
+          break;
+        case 'copy':
+          faults.failCopyAfter(native, input.after ?? 1);
+          break;
+        case 'sync':
+          faults.failSyncAfter(native, input.after ?? 1);
+          break;
+        case 'alloc':
+          faults.failAllocAfter(input.after ?? 0);
+          break;
+        default:
+          throw new InvalidArgumentError(
+            `inject must be one of ${FAULT_KINDS.join(', ')}, got ${describeValue(input.inject)}`,
+          );
+      }
       return null;
     }
     const y = native.linearGelu(input.x, input.rows);

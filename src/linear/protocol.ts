@@ -36,4 +36,12 @@ export interface NativeWorkerData {
 export type NativeWorkerInput =
   | { readonly x: Float32Array; readonly rows: number }
   | { readonly stats: true }
-  | { readonly inject: 'fatal' | 'copy' | 'alloc'; readonly after?: number };
+  | { readonly inject: FaultKind; readonly after?: number };
+
+/**
+ * The fixture faults a `{ inject }` call arms on its thread's context, as FixtureFaults does:
+ * 'fatal' poisons it now; the `after`th copy (default 1), stream sync (default 1) or allocation
+ * (default 0: disarm) from then on fails.
+ */
+export const FAULT_KINDS = ['fatal', 'copy', 'alloc', 'sync'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];

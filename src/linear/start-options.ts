@@ -65,7 +65,10 @@ export interface LinearRuntimeOptions extends Omit<RuntimeOptions, OwnOption> {
    * 8 x (inFeatures + outFeatures) bytes, and a limit below one row is refused.
    */
   readonly workspaceBytes?: number | undefined;
-  /** Test hook: allows `inject` calls (fixture backend only). */
+  /**
+   * Test hook (fixture backend only): allows `runtime.run({ inject, after? })`, which arms a
+   * fixture fault ('fatal', 'copy', 'alloc' or 'sync') on the context of the thread it runs on.
+   */
   readonly faultInjection?: boolean | undefined;
 }
 
