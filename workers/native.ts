@@ -69,19 +69,25 @@ export default defineWorker(
     if ('stats' in input) return native.stats();
     if ('inject' in input) {
       if (!faults) throw new InvalidArgumentError('fault injection is not enabled for this runtime');
+      // Only undefined takes the default: a null `after` armed the next copy or sync, and the
+      // hooks refuse it, coded. Fatal poisons now, so an `after` asking for later is refused.
+      const { after } = input;
       // A kind this worker does not know is refused: taken as 'alloc', it armed the wrong fault.
       switch (input.inject) {
         case 'fatal':
+          if (after !== undefined) {
+            throw new InvalidArgumentError(`inject 'fatal' takes no after, got ${describeValue(after)}`);
+          }
           faults.injectFatal(native);
           break;
         case 'copy':
-          faults.failCopyAfter(native, input.after ?? 1);
+          faults.failCopyAfter(native, after === undefined ? 1 : after);
           break;
         case 'sync':
-          faults.failSyncAfter(native, input.after ?? 1);
+          faults.failSyncAfter(native, after === undefined ? 1 : after);
           break;
         case 'alloc':
-          faults.failAllocAfter(input.after ?? 0);
+          faults.failAllocAfter(after === undefined ? 0 : after);
           break;
         default:
           throw new InvalidArgumentError(
