@@ -390,6 +390,21 @@ describe('native backend through the runtime (fixture)', () => {
       },
     );
 
+    // A `stats` key of any value answered the counters: a { x, rows, stats: false } got them back
+    // instead of its rows, and an inject beside stats: true armed nothing, without a word.
+    it.each([
+      { name: 'stats: false', message: { stats: false } },
+      { name: 'stats: 1', message: { stats: 1 } },
+      { name: 'rows with stats: false', message: { x: x(2), rows: 2, stats: false } },
+      { name: 'inject with stats: true', message: { inject: 'fatal', stats: true } },
+      { name: 'rows with an inject', message: { x: x(2), rows: 2, inject: 'copy' } },
+    ])('the built-in worker refuses $name, coded, and arms no fault', async ({ message }) => {
+      const lr = await start({ threads: 1, weights, faultInjection: true });
+      expect((await rejection(lr.runtime.run(message))).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(await lr.run(x(2))).toHaveLength(2 * OUT);
+      expect(lr.report()).toMatchObject({ state: 'ready', failed: 1 }); // the refused call alone
+    });
+
     it('fault injection is refused unless the runtime was started with it', async () => {
       const lr = await start({ threads: 1, weights });
       expect((await rejection(lr.runtime.run({ inject: 'fatal' }))).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
