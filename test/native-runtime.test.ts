@@ -331,6 +331,23 @@ describe('native backend through the runtime (fixture)', () => {
       },
     );
 
+    // A null `after` took the kind's default (copy and sync: the next one), and fatal, which
+    // poisons at once, dropped an `after` that asked for later: each armed another fault.
+    it.each([
+      { inject: 'copy', after: null },
+      { inject: 'sync', after: null },
+      { inject: 'alloc', after: null },
+      { inject: 'fatal', after: 1 },
+    ])('an inject of $inject with after $after is refused, coded, and arms no fault', async (message) => {
+      const lr = await start({ threads: 1, weights, faultInjection: true });
+      await lr.run(x(2));
+      const err = await rejection(lr.runtime.run(message));
+      expect(err.code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      // Copies, a sync and 5 rows' new workspace: a fault armed by mistake would fail them.
+      expect(await lr.run(x(5))).toHaveLength(5 * OUT);
+      expect(lr.report()).toMatchObject({ state: 'ready', failed: 1 }); // the refused inject alone
+    });
+
     it('an allocation failing part-way through a new workspace: coded error, live bytes back to baseline', async () => {
       const lr = await start({ threads: 1, weights, faultInjection: true });
       await lr.run(x(2)); // a 2-row workspace
@@ -372,6 +389,21 @@ describe('native backend through the runtime (fixture)', () => {
         expect((await lr.run(x(1))).length).toBe(OUT);
       },
     );
+
+    // A `stats` key of any value answered the counters: a { x, rows, stats: false } got them back
+    // instead of its rows, and an inject beside stats: true armed nothing, without a word.
+    it.each([
+      { name: 'stats: false', message: { stats: false } },
+      { name: 'stats: 1', message: { stats: 1 } },
+      { name: 'rows with stats: false', message: { x: x(2), rows: 2, stats: false } },
+      { name: 'inject with stats: true', message: { inject: 'fatal', stats: true } },
+      { name: 'rows with an inject', message: { x: x(2), rows: 2, inject: 'copy' } },
+    ])('the built-in worker refuses $name, coded, and arms no fault', async ({ message }) => {
+      const lr = await start({ threads: 1, weights, faultInjection: true });
+      expect((await rejection(lr.runtime.run(message))).code).toBe('OMNI_ERR_INVALID_ARGUMENT');
+      expect(await lr.run(x(2))).toHaveLength(2 * OUT);
+      expect(lr.report()).toMatchObject({ state: 'ready', failed: 1 }); // the refused call alone
+    });
 
     it('fault injection is refused unless the runtime was started with it', async () => {
       const lr = await start({ threads: 1, weights });

@@ -66,22 +66,38 @@ export default defineWorker(
     if (typeof input !== 'object' || input === null) {
       throw new InvalidArgumentError('a linear call takes an object: { x, rows }, { stats } or { inject }');
     }
-    if ('stats' in input) return native.stats();
+    // One kind per message, stats only as `stats: true`: any `stats` key answered the counters,
+    // so { x, rows, stats: false } got them instead of its rows, and an inject beside it was lost.
+    const kinds = Number('stats' in input) + Number('inject' in input) + Number('x' in input);
+    if (kinds > 1)
+      throw new InvalidArgumentError('a linear call takes one of x, stats or inject, not several');
+    if ('stats' in input) {
+      if (input.stats !== true) {
+        throw new InvalidArgumentError(`stats must be true, got ${describeValue(input.stats)}`);
+      }
+      return native.stats();
+    }
     if ('inject' in input) {
       if (!faults) throw new InvalidArgumentError('fault injection is not enabled for this runtime');
+      // Only undefined takes the default: a null `after` armed the next copy or sync, and the
+      // hooks refuse it, coded. Fatal poisons now, so an `after` asking for later is refused.
+      const { after } = input;
       // A kind this worker does not know is refused: taken as 'alloc', it armed the wrong fault.
       switch (input.inject) {
         case 'fatal':
+          if (after !== undefined) {
+            throw new InvalidArgumentError(`inject 'fatal' takes no after, got ${describeValue(after)}`);
+          }
           faults.injectFatal(native);
           break;
         case 'copy':
-          faults.failCopyAfter(native, input.after ?? 1);
+          faults.failCopyAfter(native, after === undefined ? 1 : after);
           break;
         case 'sync':
-          faults.failSyncAfter(native, input.after ?? 1);
+          faults.failSyncAfter(native, after === undefined ? 1 : after);
           break;
         case 'alloc':
-          faults.failAllocAfter(input.after ?? 0);
+          faults.failAllocAfter(after === undefined ? 0 : after);
           break;
         default:
           throw new InvalidArgumentError(

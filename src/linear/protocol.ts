@@ -41,7 +41,8 @@ export type NativeWorkerInput =
 /**
  * The fixture faults a `{ inject }` call arms on its thread's context, as FixtureFaults does:
  * 'fatal' poisons it now; the `after`th copy (default 1), stream sync (default 1) or allocation
- * (default 0: disarm) from then on fails.
+ * (default 0: disarm) from then on fails. Only an absent `after` takes the default; 'fatal'
+ * takes none.
  */
 export const FAULT_KINDS = ['fatal', 'copy', 'alloc', 'sync'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
