@@ -7,7 +7,8 @@
  * Each options type keeps its list beside its interface as an `OptionKeys<T>`: a key missing
  * from the list, or one the interface lacks, is a compile error, so the list cannot drift.
  *
- * Per-call options (run, admit) are not checked: that would cost every call on the hot path.
+ * run()'s options are checked too (about 40 ns against a thread round trip of microseconds);
+ * admit()'s are not: that would cost every admission, tens of nanoseconds, on the hot path.
  *
  * Throws: InvalidArgumentError for options that are not an object or have an own enumerable
  * string key the list lacks (whatever its value: an explicit `unit: undefined` is as misspelt).

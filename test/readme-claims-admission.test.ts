@@ -56,7 +56,7 @@ describe('README: BoundedAdmission', () => {
     expect(admission.report().depth).toBe(0);
   });
 
-  it('"Per-call options are not checked for unknown keys (admit()\'s)": a misspelt timeout is ignored', async () => {
+  it('"admit()\'s options are not checked for unknown keys": a misspelt timeout is ignored', async () => {
     const admission = new BoundedAdmission({ requests: 1 });
     const held = admission.tryAdmit();
     if (!held.ok) throw new Error('the empty admission refused');

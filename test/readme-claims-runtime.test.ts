@@ -17,7 +17,15 @@ import { rowsPerCall } from '../src/linear/start-options.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { checkRuntimeOptions } from '../src/runtime/options.js';
 import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { cleanupOnRealClock, codeOf, control, gate, start, turns } from './fixtures/runtime-harness.js';
+import {
+  cleanupOnRealClock,
+  codeOf,
+  control,
+  gate,
+  rejection,
+  start,
+  turns,
+} from './fixtures/runtime-harness.js';
 
 afterEach(cleanupOnRealClock);
 
@@ -100,12 +108,38 @@ describe('README: Runtime', () => {
     }
   });
 
-  it('"Per-call options are not checked for unknown keys (run()\'s)": a misspelt one is ignored', async () => {
+  it('"So do the options of Runtime.run ... before anything is admitted (counted invalid)"', async () => {
     const rt = await start({ worker: ECHO, admission: { requests: 1, units: 4 } });
-    // `deadline` for `deadlineMs` and `costs` for `cost`: the call runs with the defaults.
-    const misspelt = { deadline: 1, costs: 100 } as RunOptions;
-    expect(await rt.run('x', misspelt)).toBe('x');
-    expect(rt.report()).toMatchObject({ completed: 1, invalid: 0, refused: 0, depth: 0 });
+    // `deadline` for `deadlineMs` and `costs` for `cost`: they ran with the defaults, unrefused.
+    for (const misspelt of [{ deadline: 1 }, { costs: 100 }, { cost: 1, signal: undefined, deadlinMs: 5 }]) {
+      const err = await rejection(rt.run('x', misspelt as RunOptions));
+      expect([misspelt, err.code]).toEqual([misspelt, 'OMNI_ERR_INVALID_ARGUMENT']);
+    }
+    expect((await rejection(rt.run('x', { costs: 1 } as RunOptions))).message).toContain(
+      'did you mean cost?',
+    );
+    expect(rt.report()).toMatchObject({ completed: 0, invalid: 4, refused: 0, depth: 0, units: 0 });
+    // Every documented key is still taken, and inherited ones (a class's getters) are read.
+    const all = { cost: 2, signal: new AbortController().signal, deadlineMs: 60_000, transfer: [] };
+    expect(await rt.run('x', all satisfies Required<RunOptions>)).toBe('x');
+    class Costly {
+      get cost(): number {
+        return 5;
+      }
+    }
+    expect((await rejection(rt.run('x', new Costly()))).code).toBe('OMNI_ERR_TOO_LARGE');
+    // A Proxy whose key list throws rejects with its own error, before admission.
+    const thrown = new Error('no keys');
+    const keyless = new Proxy(
+      {},
+      {
+        ownKeys: () => {
+          throw thrown;
+        },
+      },
+    );
+    expect(await rejection(rt.run('x', keyless))).toBe(thrown);
+    expect(rt.report()).toMatchObject({ completed: 1, depth: 0, units: 0 });
   });
 
   it('"leaked: ... 0 in a runtime, whose permits are all claims"', async () => {

@@ -10,7 +10,8 @@ import { describeValue, InvalidArgumentError, TooLargeError, UnavailableError } 
 import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../native/index.js';
 import type { OwnFloat32Array } from '../native/output.js';
 import { kindOf, lengthOf } from '../native/validate.js';
-import { checkTransfer, type RunOptions, type RuntimeOptions } from '../runtime/options.js';
+import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
+import { checkTransfer, RUN_KEYS, type RunOptions, type RuntimeOptions } from '../runtime/options.js';
 import {
   type CloseOptions,
   type CloseResult,
@@ -40,6 +41,8 @@ export interface LinearRunOptions extends RunOptions {
   /** Rows in x (default x.length / inFeatures). Cost defaults to rows. */
   readonly rows?: number | undefined;
 }
+
+const LINEAR_RUN_KEYS: OptionKeys<LinearRunOptions> = { ...RUN_KEYS, rows: true };
 
 /**
  * A Runtime running the built-in native worker: a fused linear layer, y = GELU(x W^T + b), on
@@ -166,8 +169,12 @@ export class LinearRuntime {
       // Each option read once, here, as Runtime.run reads them: inherited properties included
       // (a spread would keep only own ones and silently drop an inherited signal, deadline or
       // transfer list), and a getter that throws ends the call with its error, never run().
-      // Into locals, not an object: this is every call's path.
-      if (options != null) ({ rows: givenRows, cost, signal, deadlineMs, transfer } = options);
+      // Into locals, not an object: this is every call's path. A misspelt key is refused first,
+      // as a set-up option's is, rather than read as absent (a proxy's ownKeys trap may throw).
+      if (options !== undefined) {
+        checkOptionKeys('run options', options, LINEAR_RUN_KEYS);
+        ({ rows: givenRows, cost, signal, deadlineMs, transfer } = options);
+      }
     } catch (err) {
       return this.runtime[kEndedEarly]('invalid', err);
     }

@@ -90,8 +90,8 @@ export const RUNTIME_KEYS: OptionKeys<RuntimeOptions> = {
 };
 
 /**
- * Runtime.run()'s per-call options, each read once; malformed: OMNI_ERR_INVALID_ARGUMENT (a
- * cost, OMNI_ERR_INVALID_COST), before anything is admitted.
+ * Runtime.run()'s per-call options, each read once; malformed or an unknown own key:
+ * OMNI_ERR_INVALID_ARGUMENT (a cost, OMNI_ERR_INVALID_COST), before anything is admitted.
  */
 export interface RunOptions {
   /**
@@ -119,6 +119,14 @@ export interface RunOptions {
    */
   readonly transfer?: readonly ArrayBuffer[] | undefined;
 }
+
+/** run()'s keys, checked per call: about 40 ns against a thread round trip of microseconds. */
+export const RUN_KEYS: OptionKeys<RunOptions> = {
+  cost: true,
+  signal: true,
+  deadlineMs: true,
+  transfer: true,
+};
 
 export interface CheckedRuntimeOptions {
   readonly moduleUrl: string;
@@ -169,8 +177,7 @@ export function defaultRunOptions(defaultDeadlineMs: number | undefined): Checke
  */
 export function checkRunOptions(options: unknown, defaultDeadlineMs: number | undefined): CheckedRunOptions {
   if (options === undefined) return defaultRunOptions(defaultDeadlineMs);
-  if (typeof options !== 'object' || options === null)
-    bad(`run options must be an object, got ${describeValue(options)}`);
+  checkOptionKeys('run options', options, RUN_KEYS);
   const { cost, signal, deadlineMs, transfer } = options as RunOptions;
   if (signal !== undefined && !isAbortSignal(signal))
     bad(`signal must be an AbortSignal (a Proxy of one is refused), got ${describeValue(signal)}`);
