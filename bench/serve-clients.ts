@@ -21,20 +21,19 @@ import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { choiceFlag, numberFlag, parseFlags, UsageError } from '../src/cli/args.js';
 import { packageRoot } from '../src/paths.js';
-import { BenchHelp, benchUsage, orUsageExit } from './lib/args.js';
+import { BenchHelp, benchUsage, orFlagUsageExit } from './lib/args.js';
 
 type Kind = 'idle' | 'silent' | 'upload' | 'unread' | 'json';
 
-const [kind, connections] = orUsageExit('serve-clients', () => {
+const USAGE = benchUsage('serve-clients', ['--kind idle|silent|upload|unread|json', '--connections N']);
+const [kind, connections] = orFlagUsageExit('serve-clients', USAGE, () => {
   const { values, positionals } = parseFlags('serve-clients', process.argv.slice(2), {
     kind: { type: 'string' },
     connections: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help === true) {
-    throw new BenchHelp(
-      benchUsage('serve-clients', ['--kind idle|silent|upload|unread|json', '--connections N']),
-    );
+    throw new BenchHelp(USAGE);
   }
   if (positionals.length > 0) throw new UsageError(`takes flags only, got '${positionals[0]}'`);
   return [

@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { numberFlag, parseFlags, UsageError } from '../src/cli/args.js';
 import { LinearRuntime } from '../src/index.js';
 import { serve } from '../src/serve/index.js';
-import { BenchHelp, benchUsage, orUsageExit } from './lib/args.js';
+import { BenchHelp, benchUsage, orFlagUsageExit } from './lib/args.js';
 import { statusShare } from './lib/status-share.js';
 
 interface Percentiles {
@@ -48,7 +48,8 @@ type Autocannon = (options: {
 // autocannon ships no types; this is the slice of its programmatic API used here.
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
-const [DURATION_S, REQUESTS, ROWS, THREADS] = orUsageExit('serve.bench', () => {
+const USAGE = benchUsage('serve.bench', ['--duration S', '--requests N', '--rows N', '--threads N']);
+const [DURATION_S, REQUESTS, ROWS, THREADS] = orFlagUsageExit('serve.bench', USAGE, () => {
   const { values, positionals } = parseFlags('serve.bench', process.argv.slice(2), {
     duration: { type: 'string' },
     requests: { type: 'string' },
@@ -57,9 +58,7 @@ const [DURATION_S, REQUESTS, ROWS, THREADS] = orUsageExit('serve.bench', () => {
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help === true) {
-    throw new BenchHelp(
-      benchUsage('serve.bench', ['--duration S', '--requests N', '--rows N', '--threads N']),
-    );
+    throw new BenchHelp(USAGE);
   }
   if (positionals.length > 0) throw new UsageError(`takes flags only, got '${positionals[0]}'`);
   return [

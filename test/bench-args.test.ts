@@ -51,6 +51,17 @@ describe('developer benches: a bad argument', () => {
     ['serve.bench', ['--rows', '0'], '--rows must be an integer from 1 to 1024, got "0"'],
     ['serve.bench', ['5'], "takes flags only, got '5'"],
     ['serve-clients', ['--connections', 'many'], '--connections must be an integer'],
+    // A bench of flags names what it takes after an unknown one too, as the others do.
+    [
+      'serve.bench',
+      ['--bogus'],
+      "unknown option '--bogus' (usage: node dist/bench/serve.bench.js [--duration S]",
+    ],
+    [
+      'serve-clients',
+      ['--kinds', 'json'],
+      "unknown option '--kinds' (did you mean --kind?) (usage: node dist/bench/serve-clients.js",
+    ],
   ];
 
   it('is refused up front: one line naming it, exit 2, nothing measured', async () => {

@@ -1,6 +1,6 @@
 /**
- * A request whose headers already condemn it (a rows hint the runtime can never serve, a
- * malformed or contradictory hint, a malformed deadline, an octet-stream Content-Length that
+ * A request whose headers already condemn it (a rows hint, or an octet-stream Content-Length,
+ * of more rows than the runtime can ever serve, a malformed or contradictory hint, a malformed deadline, an octet-stream Content-Length that
  * cannot hold whole rows or the hinted ones, a chunked body whose hinted rows cannot fit the body
  * limit) is refused before its body is read: with the answer, counts and status the handler (or
  * fastify's body limit) gave once it had read a body that matches the hint, but without the
@@ -89,6 +89,27 @@ const CASES: readonly Case[] = [
     name: 'more rows than one native call takes',
     target: '/v1/linear',
     headers: `x-omni-rows: ${OVER_MAX_ROWS}\r\n`,
+    type: OCTET,
+    body: octets(OVER_MAX_ROWS),
+    status: 413,
+    code: 'OMNI_ERR_TOO_LARGE',
+    refused: 1,
+    rejected: 0,
+    tooLarge: 1,
+  },
+  {
+    // No hint: an octet-stream Content-Length of whole rows says the rows as well as a hint does.
+    name: 'no hint, an octet-stream Content-Length of more rows than --units',
+    target: '/v1/linear',
+    headers: '',
+    type: OCTET,
+    body: octets(UNITS + 1),
+    ...OVER_UNITS,
+  },
+  {
+    name: 'no hint, an octet-stream Content-Length of more rows than one native call takes',
+    target: '/v1/linear',
+    headers: '',
     type: OCTET,
     body: octets(OVER_MAX_ROWS),
     status: 413,

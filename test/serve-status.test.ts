@@ -350,6 +350,10 @@ describe('413, 415, 404', () => {
         // UTF-16BE with its byte order mark: only the first byte (0xFE) tells it.
         Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(text16, 'utf16le').swap16()]),
         le32,
+        // Latin-1 (or any bytes that are not UTF-8), told by its bytes too: a non-ASCII byte in a
+        // string it does not use, or trailing (a no-break space), was decoded as if UTF-8.
+        Buffer.from('{"rows":[[1,2,3,4]],"note":"caf\u00e9"}', 'latin1'),
+        Buffer.from('{"rows":[[1,2,3,4]]}\u00a0', 'latin1'),
       ]) {
         const answer = await postBytes(url, body, { type: 'application/json' });
         expect([answer.status, errorOf(answer).code]).toEqual([415, 'OMNI_ERR_UNSUPPORTED_MEDIA_TYPE']);

@@ -111,6 +111,22 @@ export function orUsageExit<T>(script: string, read: () => T): T {
   }
 }
 
+/**
+ * orUsageExit for a bench of flags (read with the CLI's parseFlags, whose lines do not show the
+ * bench's usage): a UsageError's line ends with `usage`, the bench's usage line, as
+ * readBenchArgs' lines do, so an unknown flag is refused with what the bench takes.
+ */
+export function orFlagUsageExit<T>(script: string, usage: string, read: () => T): T {
+  return orUsageExit(script, () => {
+    try {
+      return read();
+    } catch (err) {
+      if (err instanceof UsageError) throw new UsageError(`${err.message} (usage: ${usage})`, script);
+      throw err;
+    }
+  });
+}
+
 /** This process's arguments read against `specs` (see readBenchArgs), or exit 2. */
 export function benchArgs<const S extends readonly BenchArg<unknown>[]>(script: string, specs: S): Values<S> {
   return orUsageExit(script, () => readBenchArgs(script, process.argv.slice(2), specs));

@@ -13,6 +13,7 @@
  * Throws: BadBodyError (400) for a truncated, empty or mis-shaped body; BadRequestError (400)
  * for a malformed rows hint. JSON not in UTF-8 is an UnsupportedMediaTypeError (415), returned.
  */
+import { isUtf8 } from 'node:buffer';
 import { BadBodyError, BadRequestError, UnsupportedMediaTypeError } from '../errors.js';
 
 /** A /v1/linear body's encoding: 'octet' (raw float32 LE rows) or 'json' ({ "rows": [[...]] }). */
@@ -167,13 +168,16 @@ export function encodeJson(y: Float32Array, rows: number, outFeatures: number): 
 /**
  * JSON text begins with an ASCII character, so in UTF-8 neither of its first two bytes is 0,
  * and its first is never 0xFE or 0xFF (no UTF-8 byte is). UTF-16 and UTF-32, with or without a
- * byte order mark, always show one of these: refused as 415, as a charset other than UTF-8 is,
- * instead of failing to parse as a 400. Returns the error for the parser to report.
+ * byte order mark, always show one of these; any other bytes that are not UTF-8 (Latin-1's
+ * `é`) fail `isUtf8`, where decoding would have replaced them without a word. Either is refused
+ * as 415, as a charset other than UTF-8 is, instead of being read as a 400 or misread. Returns
+ * the error for the parser to report.
  */
 export function notUtf8Json(body: Buffer): UnsupportedMediaTypeError | undefined {
   const first = body[0];
   if (first === 0 || first === 0xfe || first === 0xff || body[1] === 0) {
     return new UnsupportedMediaTypeError('the JSON body is not UTF-8 (UTF-16 or UTF-32?); send UTF-8');
   }
+  if (!isUtf8(body)) return new UnsupportedMediaTypeError('the JSON body is not valid UTF-8; send UTF-8');
   return undefined;
 }
