@@ -1,12 +1,13 @@
 /**
  * A request whose headers already condemn it (a rows hint, or an octet-stream Content-Length,
- * of more rows than the runtime can ever serve, a malformed or contradictory hint, a malformed deadline, an octet-stream Content-Length that
- * cannot hold whole rows or the hinted ones, a chunked body whose hinted rows cannot fit the body
- * limit) is refused before its body is read: with the answer, counts and status the handler (or
- * fastify's body limit) gave once it had read a body that matches the hint, but without the
- * upload (a JSON body with other rows, or a malformed one, was its 400 there). Before, a client
- * sending `Expect: 100-continue` heard 100 Continue and uploaded everything for that refusal, and
- * one that held its body back got no answer until it sent it.
+ * of more rows than the runtime can ever serve, a malformed or contradictory hint, a malformed
+ * deadline, an octet-stream Content-Length that cannot hold whole rows or the hinted ones, a
+ * chunked body whose hinted rows cannot fit the body limit) is refused before its body is read:
+ * with the answer, counts and status the handler (or fastify's body limit) gave once it had read
+ * a body that matches the hint, but without the upload (a JSON body with other rows, or a
+ * malformed one, was its 400 there). Before, a client sending `Expect: 100-continue` heard 100
+ * Continue and uploaded everything for that refusal, and one that held its body back got no
+ * answer until it sent it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect } from 'node:net';

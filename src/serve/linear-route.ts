@@ -99,11 +99,12 @@ function checkEncoding(
  * Throws what the handler would answer, once it had read the body, for a request whose headers
  * already settle it: a malformed or contradictory rows hint, a chunked body whose hinted rows
  * cannot fit the body limit, a malformed deadline, an octet-stream Content-Length that cannot
- * hold whole rows (the hinted ones, when hinted), or more rows (hinted, else that Content-Length's)
- * than the runtime can ever take in one call (refused by the runtime, which counts it as it counts that refusal from run()). In the
- * handler's order, so the answer is the one it would give once a well-formed body of that length
- * was read (a malformed one, or a JSON body with other rows, was its 400 there). An empty body is
- * left to the handler: there is no upload to spare.
+ * hold whole rows (the hinted ones, when hinted), or more rows (hinted, else that
+ * Content-Length's) than the runtime can ever take in one call (refused by the runtime, which
+ * counts it as it counts that refusal from run()). In the handler's order, so the answer is the
+ * one it would give once a well-formed body of that length was read (a malformed one, or a JSON
+ * body with other rows, was its 400 there). An empty body is left to the handler: there is no
+ * upload to spare.
  */
 async function refuseFromHeaders(
   request: FastifyRequest,
