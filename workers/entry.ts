@@ -93,6 +93,7 @@ async function closeHook(): Promise<WireError | undefined> {
 /** False when the start was abandoned while this thread waited. */
 function arriveAndWait(message: PingMessage): boolean {
   const barrier = new Int32Array(message.barrier);
+  // Count, then notify: a thread woken at the barrier reads a count that includes this one.
   Atomics.add(barrier, 0, 1);
   Atomics.notify(barrier, 0);
   // Block this thread until every thread has its ping: the pings then ran on distinct threads.

@@ -133,6 +133,7 @@ export class WorkerTaskContext implements TaskContext {
       this.#abort(controller, 'aborted');
       return;
     }
+    // Armed with the word just read: a cancel stored since then makes the wait return at once.
     const wait = Atomics.waitAsync(this.#words, this.#claim.slot, seen);
     const onWake = (): void => {
       this.#waiting = false;

@@ -416,6 +416,7 @@ export class BoundedAdmission implements PermitOwner {
       const fields = asHead ? word & ~WAITING_BIT_64 : word;
       if (fields >= this.#requestLimit) return refusalFor64(fields, this.#requestLimit, this.#unitMask, room);
       if ((word & this.#unitMask) > room) return REFUSED_UNITS;
+      // The CAS is the reservation, as in #reserveNarrow: only the exact word that was checked.
       if (Atomics.compareExchange(u64, STATE_U64, word, word + delta) === word) {
         return new Permit(this, cost, delta, this.#guard.enter(cost));
       }
@@ -469,6 +470,7 @@ export class BoundedAdmission implements PermitOwner {
     { wide, shift, one32, unitMode }: { wide: boolean; shift: bigint; one32: number; unitMode: boolean },
   ): LeakSink {
     return (count, units) => {
+      // Counted before the counts drop: whoever finds the room it frees finds it counted leaked.
       Atomics.add(u64, LEAKED_U64, BigInt(count));
       const flagged = wide
         ? Atomics.sub(u64, STATE_U64, (BigInt(count) << shift) + BigInt(units)) >= WAITING_BIT_64
@@ -484,7 +486,8 @@ export class BoundedAdmission implements PermitOwner {
   }
 
   #wake(): void {
-    Atomics.add(this.#i32, SEQ_I32, 1); // bump, then notify: a waiter between read and wait sees the change
+    // Bump, then notify: a waiter between its read of SEQ and its wait sees the change.
+    Atomics.add(this.#i32, SEQ_I32, 1);
     Atomics.notify(this.#i32, SEQ_I32);
     if (this.#room.interested) this.#room.onChange();
   }

@@ -13,6 +13,11 @@ import {
   SLOTS_BYTE_OFFSET,
 } from './layout.js';
 
+/** ClaimTable.release: the claim was released already (by any copy), or is stale. */
+export const SPENT = -1;
+/** ClaimTable.release: not a well-formed claim of this admission. */
+export const NOT_A_CLAIM = -2;
+
 /**
  * Per-permit shared slots, used only once a permit becomes a claim that another thread may
  * release. Slot word (BigUint64) = generation << 1 | held, generation in 0..2^53-1.
@@ -34,12 +39,13 @@ import {
  * steps, so the search reads every slot once a guided lap has found none.
  * Memory ordering: the cost is written after the slot is taken and before the claim leaves
  * this thread; the claim reaches another thread by postMessage, which orders the two.
+ * Abort safety: nothing here waits or listens for a signal. A thread terminated between a
+ * release's steps leaves its slot free but may leave its block counted (the last lap reads every
+ * slot) and its CLAIMS reservation taken (left so: only an owner closed for good recounts, see
+ * BoundedAdmission's kRecount).
+ * Throws: OMNI_ERR_CLAIMS_EXHAUSTED (acquire, with every slot reserved); release never throws,
+ * it answers SPENT or NOT_A_CLAIM.
  */
-/** ClaimTable.release: the claim was released already (by any copy), or is stale. */
-export const SPENT = -1;
-/** ClaimTable.release: not a well-formed claim of this admission. */
-export const NOT_A_CLAIM = -2;
-
 export class ClaimTable {
   readonly #header: Int32Array;
   readonly #words: BigUint64Array;
@@ -91,7 +97,8 @@ export class ClaimTable {
           (word & SLOT_HELD) === 0n &&
           Atomics.compareExchange(words, slot, word, word | SLOT_HELD) === word
         ) {
-          Atomics.add(blockHeld, slot >> BLOCK_SHIFT, 1); // after the take: a count never leads a slot
+          // After the take: a count never leads a slot.
+          Atomics.add(blockHeld, slot >> BLOCK_SHIFT, 1);
           this.#costs[slot] = units;
           this.#hint = slot + 1 === n ? 0 : slot + 1;
           return { admission: this.#id, slot, generation: Number(word >> 1n), units };

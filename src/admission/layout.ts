@@ -1,6 +1,7 @@
 /**
  * The admission's SharedArrayBuffer, word by word. Every thread that attaches reads the same
- * layout; workers import only these constants, never the main-thread classes.
+ * layout. A worker reaches it through BoundedAdmission.attach, which releases the task's claim
+ * in the worker before its result is posted (README, Development: what workers/ imports).
  *
  * Bytes 0..7 hold the state word: outstanding requests and units packed into ONE word, so that
  * both bounds are checked and reserved by a single compare-exchange (two separate words would

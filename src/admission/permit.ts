@@ -12,6 +12,9 @@ const MOVED = 2;
  * Invariants: released exactly once. While it stays on its thread a local flag gives that
  * guarantee with no shared write; `toClaim()` moves it into a shared slot so another thread
  * may release it, after which this object refuses to release (OMNI_ERR_PERMIT_MOVED).
+ * Memory ordering: the local flag is this thread's alone; release() gives the counts back
+ * with one sequentially consistent subtract (BoundedAdmission, "Memory ordering"), and toClaim()
+ * hands the reservation to a shared slot by compare-exchange (ClaimTable).
  * Abort safety: a permit is independent of any caller signal; only release ends it.
  * Throws: OMNI_ERR_PERMIT_RELEASED on a second release, OMNI_ERR_PERMIT_MOVED after toClaim.
  */

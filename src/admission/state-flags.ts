@@ -10,11 +10,21 @@ import {
 } from './layout.js';
 
 /**
- * The state word's two flags (see layout.ts), set, cleared and read off the hot path: CLOSED,
- * set once by close(), and WAITING, set while WAITERS is non-zero. They sit in the counters'
- * word so that a reservation and a release see them in the same atomic step as the counts
- * (BoundedAdmission, "Memory ordering"); the reservation and the release themselves stay in
- * BoundedAdmission, where reading them costs no extra hop.
+ * The state word's two flags (see layout.ts), set, cleared and read off the hot path. They sit
+ * in the counters' word so that a reservation and a release see them in the same atomic step as
+ * the counts; the reservation and the release themselves stay in BoundedAdmission, where reading
+ * them costs no extra hop.
+ *
+ * Invariants: CLOSED is set once, by close(), and never cleared. WAITING is set while WAITERS is
+ * non-zero, but for the two moments clearWaiting describes; only whoever takes WAITERS to zero
+ * clears it, and a non-zero count always ends with the flag set again.
+ * Memory ordering: each flag change is one sequentially consistent read-modify-write of the
+ * state word, so it never undoes a concurrent reservation or release (an or/and, never a store);
+ * a re-set bumps SEQ before it notifies, as a release's wake does (BoundedAdmission, "Memory
+ * ordering").
+ * Abort safety: no signal reaches it; the waiter that aborts leaves through WaitingRoom, which
+ * calls clearWaiting when it was the last.
+ * Throws: nothing.
  */
 export class StateFlags {
   readonly #i32: Int32Array;

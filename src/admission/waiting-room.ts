@@ -7,6 +7,15 @@
  * nothing, then or later. Waiting never spins: between tries it sleeps on one Atomics.waitAsync
  * per instance, armed with the SEQ value read before the failed try (see BoundedAdmission,
  * "Memory ordering").
+ * Memory ordering: a waiter counts itself in WAITERS, then sets WAITING, both before the head's
+ * try; each try and each drain's depth read comes after a read of SEQ, so a release after it
+ * moves SEQ and the wait on that value returns at once.
+ * Abort safety: an abort or timeout takes the waiter out of the queue, WAITERS, its timer and its
+ * signal before it rejects; a head whose signal aborted before its own listener ran is rejected,
+ * never admitted; an admitted waiter no longer listens, so a later abort takes nothing from it.
+ * Throws: nothing; wait() rejects OMNI_ERR_TIMEOUT (counted as a refusal), OMNI_ERR_CLOSED
+ * (counted), AbortError (not counted) or what following a signal that takes no listener threw;
+ * drain() never rejects.
  */
 import {
   type AbortFollower,
@@ -213,7 +222,8 @@ export class WaitingRoom {
   /** Removes a waiter and everything it registered; false if it had already left. */
   #leave(waiter: Waiter): boolean {
     if (!this.#queue.remove(waiter)) return false;
-    // Whoever takes the count to zero clears the flag; it re-checks the count (see StateFlags.clearWaiting).
+    // Whoever takes the count to zero clears the flag; it re-checks the count (see
+    // StateFlags.clearWaiting).
     if (Atomics.sub(this.#i32, WAITERS_I32, 1) === 1) this.#host.clearWaitingFlag();
     clearLongTimeout(waiter.timer);
     if (waiter.signal) unfollowAbort(waiter.signal, waiter);

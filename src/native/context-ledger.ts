@@ -102,9 +102,10 @@ export class ContextLedger {
     const owners = this.#owners;
     for (let slot = 0; slot < owners.length; slot++) {
       if (!matches(Atomics.load(owners, slot))) continue;
-      // An owner recorded but terminated before storing its address leaves 0 here: nothing to close.
+      // An owner recorded but terminated before storing its address leaves 0 here: nothing to
+      // close.
       const address = Atomics.exchange(this.#addresses, slot, 0n);
-      Atomics.store(owners, slot, 0);
+      Atomics.store(owners, slot, 0); // after the address is gone, as in take()
       if (address !== 0n) taken.push(address);
     }
     return taken;

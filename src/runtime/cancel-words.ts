@@ -10,6 +10,9 @@
  * writes (its work has ended; a write would erase the new claim's own cancel).
  * Memory ordering: only the main thread writes the words, and it writes a claim's starting 0
  * before posting the claim, so the worker that receives it never sees an older word.
+ * Abort safety: a word asks a task to stop, it ends nothing itself: the claim stays held until
+ * its work ends (DESIGN.md, admission invariant 7), and a stale request writes nothing.
+ * Throws: nothing.
  */
 import type { Claim } from '../admission/index.js';
 

@@ -147,6 +147,7 @@ export async function teardown(
   let wasCut = false;
   const round = broadcast(pool, 'teardown', threads, timeoutMs);
   const release = (): void => {
+    // Flag, then notify: a thread woken at the barrier reads ABANDONED and stops waiting.
     Atomics.or(round.barrier, 0, ABANDONED);
     Atomics.notify(round.barrier, 0);
   };
