@@ -9,7 +9,7 @@
  * read from report(): at once, then every FAILURE_POLL_MS. One report is a few shared-memory
  * reads; the interval is unref'd, so it never holds the process up.
  */
-import type { Served } from '../serve/server.js';
+import type { Served } from '../serve/served.js';
 
 /** How often a runtime without whenFailed() is read: a failure is noticed within this long. */
 export const FAILURE_POLL_MS = 100;

@@ -18,7 +18,9 @@ import { MAX_DEVICE } from '../native/device.js';
 import { type BackendPreference, MAX_FEATURES } from '../native/index.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../serve/request-timeout.js';
 import { DEFAULT_SEND_TIMEOUT_MS } from '../serve/send-timeout.js';
-import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type Served, serve } from '../serve/server.js';
+import { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS } from '../serve/serve-options.js';
+import type { Served } from '../serve/served.js';
+import { serve } from '../serve/server.js';
 import {
   checkBoundFlags,
   choiceFlag,

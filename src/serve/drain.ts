@@ -90,8 +90,8 @@ export class Drain {
   readonly #owed = new Set<Socket>();
   /**
    * Tracked responses settled before they close (their answer out, their connection lingering):
-   * no longer in flight, but recorded in the metrics only when they close (server.ts), which the
-   * drain waits for once it closed every connection.
+   * no longer in flight, but recorded in the metrics only when they close
+   * (recorded-responses.ts), which the drain waits for once it closed every connection.
    */
   readonly #settled = new Set<ServerResponse>();
   /** Whether #wake waits for the settled responses to close too (the drain's last wait). */

@@ -15,12 +15,7 @@ export { type MetricsSource, ServeMetrics } from './metrics.js';
 export { METRICS_PATH } from './metrics-route.js';
 export { DEFAULT_REQUEST_TIMEOUT_MS } from './request-timeout.js';
 export { DEFAULT_SEND_TIMEOUT_MS } from './send-timeout.js';
-export {
-  DEFAULT_BODY_LIMIT,
-  DEFAULT_DRAIN_TIMEOUT_MS,
-  type Served,
-  type ServeHandle,
-  type ServeOptions,
-  serve,
-} from './server.js';
+export { DEFAULT_BODY_LIMIT, DEFAULT_DRAIN_TIMEOUT_MS, type ServeOptions } from './serve-options.js';
+export type { Served } from './served.js';
+export { type ServeHandle, serve } from './server.js';
 export { answerFor, type ErrorBody, type HttpAnswer, statusFor } from './status.js';

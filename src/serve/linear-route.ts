@@ -29,7 +29,7 @@ import { clientGone } from './client-gone.js';
 import type { Drain } from './drain.js';
 import { bodyWillBeRead } from './expect-continue.js';
 import { jsonAnswerStream, streamsJson } from './json-answer.js';
-import type { Served } from './server.js';
+import type { Served } from './served.js';
 import { codeOf, messageOf } from './status.js';
 
 /** POST rows here (octet or JSON, see BodyEncoding); the answer is GELU(x W^T + b)'s rows. */
