@@ -18,6 +18,16 @@ export interface PingMessage {
  * exited, or one's init never finished). Pings then stop waiting, and each thread whose init
  * succeeded runs its close hook before it answers. One word, so a thread about to wait can never
  * miss the flag: setting it changes the value the wait compares.
+ *
+ * Invariants: within a round the arrivals only grow and the flag, once set, stays; a thread
+ * waits at most the round's timeoutMs, and leaves at once when every thread has arrived or the
+ * flag is set.
+ * Memory ordering: an arrival is an Atomics.add, the flag an Atomics.or, each before its notify
+ * (workers/entry.ts, pool.ts); a waiter reads the word again after every wake, and
+ * Atomics.wait compares that same word, so neither an arrival nor the flag is slept through.
+ * Abort safety: a thread terminated at the barrier has already counted itself; one that never
+ * arrives holds the others only until their timeout, or until the main thread sets the flag.
+ * Throws: nothing.
  */
 export const ABANDONED = 1 << 30;
 

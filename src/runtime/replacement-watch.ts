@@ -25,6 +25,15 @@ import { onThreadStart } from './thread-starts.js';
  * It also tells a closing runtime when it has heard of every thread that is up: a thread counts
  * itself in `loaded` (shared memory) before piscina posts its ready message, so a count ahead of
  * the 'workerCreate' events seen means a ready message is still in flight.
+ *
+ * Memory ordering: `loaded` is only ever read here (Atomics.load); a thread's sequentially
+ * consistent add happens before the postMessage of its ready message, so the count can run
+ * ahead of the events seen, never behind them.
+ * Abort safety: nothing here takes a signal; each due timer is unref'd (a process with nothing else
+ * to do may end while one is due) and stop() clears them all. A caughtUp() is cut short by its
+ * `cut` promise or its timeout, never left waiting.
+ * Throws: nothing. A thread that does not come up in time is reported to `stuck` as a
+ * WorkerExitedError (OMNI_ERR_WORKER_EXITED), and the threads not up are terminated.
  */
 export class ReplacementWatch {
   readonly #pool: Piscina;
