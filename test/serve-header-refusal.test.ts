@@ -186,6 +186,16 @@ const CASES: readonly Case[] = [
     ...BAD_BODY,
   },
   {
+    // Whitespace may come before a media type's parameters (RFC 9110 5.6.6): the body is read
+    // as octets, so the headers are too.
+    name: 'the octet-stream type with a space before its parameters, not whole rows',
+    target: '/v1/linear',
+    headers: '',
+    type: 'application/octet-stream ;x=1',
+    body: Buffer.alloc((IN + 1) * 4),
+    ...BAD_BODY,
+  },
+  {
     name: 'no hint, a Content-Length that is not whole floats',
     target: '/v1/linear',
     headers: '',
