@@ -141,6 +141,21 @@ describe('option ranges', () => {
     ['an empty object', {}],
     ['a number', 5],
     ['an object with run() alone', { run: async () => new Float32Array(2) }],
+    // Each method is checked: one without close() was served, and its drain then failed.
+    [
+      'a LinearRuntime-shaped object without close()',
+      { run: async () => new Float32Array(2), report: () => ({}), inFeatures: 2, outFeatures: 2 },
+    ],
+    [
+      'a LinearRuntime-shaped object whose report is no function',
+      {
+        run: async () => new Float32Array(2),
+        report: {},
+        close: async () => ({}),
+        inFeatures: 2,
+        outFeatures: 2,
+      },
+    ],
     [
       'a LinearRuntime-shaped object of 1.5 input features',
       {
