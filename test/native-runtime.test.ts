@@ -332,12 +332,14 @@ describe('native backend through the runtime (fixture)', () => {
     );
 
     // A null `after` took the kind's default (copy and sync: the next one), and fatal, which
-    // poisons at once, dropped an `after` that asked for later: each armed another fault.
+    // poisons at once, dropped an `after` that asked for later: each armed another fault. Only
+    // undefined is no `after`, for fatal too: a null one poisoned the context.
     it.each([
       { inject: 'copy', after: null },
       { inject: 'sync', after: null },
       { inject: 'alloc', after: null },
       { inject: 'fatal', after: 1 },
+      { inject: 'fatal', after: null },
     ])('an inject of $inject with after $after is refused, coded, and arms no fault', async (message) => {
       const lr = await start({ threads: 1, weights, faultInjection: true });
       await lr.run(x(2));
@@ -371,6 +373,18 @@ describe('native backend through the runtime (fixture)', () => {
       expect(await lr.run(x(5))).toEqual(ctx.linearGelu(x(5), 5));
       ctx.close();
       expect((await lr.stats()).cachedWorkspaces).toBe(baseline.cachedWorkspaces + 1);
+    });
+
+    // Each kind arms its own fault alone: a sync's `after` reaching the allocation hook too
+    // would fail the next new workspace, which no sync fault touches.
+    it('a sync injection arms no allocation fault: a new workspace is still allocated', async () => {
+      const lr = await start({ threads: 1, weights, faultInjection: true });
+      await lr.run(x(2)); // a 2-row workspace: 5 rows need a new one, four allocations
+      await lr.runtime.run({ inject: 'sync', after: 3 });
+      expect(await lr.run(x(5))).toHaveLength(5 * OUT);
+      await lr.runtime.run({ inject: 'sync', after: 0 }); // disarmed: the rest are clean
+      expect(await lr.run(x(5))).toHaveLength(5 * OUT);
+      expect(lr.report()).toMatchObject({ state: 'ready', failed: 0 });
     });
 
     it('an alloc injection without `after` disarms an armed one', async () => {

@@ -70,6 +70,14 @@ describe('checkOptionKeys', () => {
     }
   });
 
+  // Each list is an object literal: asked with `in`, it would answer for its prototype's names
+  // too, and a `constructor` or `toString` option would pass as known, unread and unrefused.
+  it("refuses a key that only the list's prototype has (constructor, toString)", () => {
+    for (const key of ['constructor', 'toString', 'hasOwnProperty']) {
+      expect([key, thrownCode(() => checkOptionKeys('bounds', { [key]: 1 }, known))]).toEqual([key, INVALID]);
+    }
+  });
+
   it('takes known keys set to undefined, and leaves symbols, inherited and hidden keys alone', () => {
     const inherited = Object.create({ unit: 5 }) as object;
     const hidden = Object.defineProperty({}, 'unit', { value: 5, enumerable: false });

@@ -74,6 +74,30 @@ describe("the runtime's default deadline", () => {
       open(c);
     }
   });
+
+  // Mutant: checkRunOptions taking a call's Infinity (no deadline) as none given, so that the
+  // runtime's default applied after all (src/runtime/options.ts): Infinity is documented to lift it.
+  it('is lifted by a call whose deadlineMs is Infinity', async () => {
+    const rt = await start({ threads: 1, deadlineMs: 60_000 });
+    const c = control();
+    let code: string | undefined;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    // Made while the clock is fake, so that a deadline it were given would be made due below.
+    const call = rt.run(gate(c, { value: 7 }), { deadlineMs: Number.POSITIVE_INFINITY });
+    call.catch((err: { code?: string }) => {
+      code = err.code ?? 'none';
+    });
+    try {
+      await waitFor(c, STARTED);
+      vi.advanceTimersByTime(120_000);
+      await turns();
+      expect(code).toBeUndefined();
+    } finally {
+      vi.useRealTimers();
+      open(c);
+    }
+    await expect(call).resolves.toBe(7);
+  });
 });
 
 describe('a call that has ended leaves nothing behind', () => {

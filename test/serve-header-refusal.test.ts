@@ -186,6 +186,16 @@ const CASES: readonly Case[] = [
     ...BAD_BODY,
   },
   {
+    // Whitespace may come before a media type's parameters (RFC 9110 5.6.6): the body is read
+    // as octets, so the headers are too.
+    name: 'the octet-stream type with a space before its parameters, not whole rows',
+    target: '/v1/linear',
+    headers: '',
+    type: 'application/octet-stream ;x=1',
+    body: Buffer.alloc((IN + 1) * 4),
+    ...BAD_BODY,
+  },
+  {
     name: 'no hint, a Content-Length that is not whole floats',
     target: '/v1/linear',
     headers: '',
@@ -229,7 +239,7 @@ async function counts(g: Gated, s: ServeHandle): Promise<Counts> {
   };
 }
 
-function expectCounted(c: Case, before: Counts, after: Counts): void {
+function expectCounted(c: Outcome, before: Counts, after: Counts): void {
   expect({
     refused: after.refused - before.refused,
     rejected: after.rejected - before.rejected,
@@ -345,6 +355,36 @@ describe('a hint that fits', () => {
     ]);
     expect(answer.status).toBe(200);
     expect(g.entered() - before).toBe(1);
+  });
+});
+
+describe('a chunked body whose hint is more rows than --units', () => {
+  // No Content-Length settles the rows, the hint alone does: taken for an empty body, the
+  // request heard 100 Continue and uploaded everything for the same 413 after.
+  it('Expect: 100-continue hears the refusal, never 100 Continue, counted as after the upload', async () => {
+    const { g, s } = await shared();
+    const before = await counts(g, s);
+    const socket = connect({ host: '127.0.0.1', port: s.port });
+    let text = '';
+    const first = new Promise<string>((resolve) => {
+      socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1')));
+    });
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+    });
+    socket.write(
+      `POST /v1/linear?rows=${UNITS + 1} HTTP/1.1\r\nHost: x\r\nContent-Type: ${OCTET}\r\n` +
+        'Transfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n',
+    );
+    const heard = await first;
+    // A 100 Continue would leave the server waiting for the body: hang up instead.
+    if (!heard.startsWith('HTTP/1.1 413 ')) socket.destroy();
+    await closed;
+    expect(heard).not.toMatch(/^HTTP\/1\.1 100 /);
+    expect(text).toMatch(/\r\nconnection: close\r\n/i);
+    expect(parsed(text)).toEqual({ status: 413, code: 'OMNI_ERR_TOO_LARGE' });
+    expectCounted(OVER_UNITS, before, await counts(g, s));
   });
 });
 

@@ -80,6 +80,10 @@ describe('option ranges', () => {
     ['a NaN send timeout', { sendTimeoutMs: Number.NaN }],
     ['a zero deadline', { deadlineMs: 0 }],
     ['a NaN deadline', { deadlineMs: Number.NaN }],
+    // The integer options take whole numbers only: a fraction is no port, byte count or header.
+    ['a fractional port', { port: 80.5 }],
+    ['a fractional body limit', { bodyLimit: 1024.5 }],
+    ['a fractional Retry-After', { retryAfterSeconds: 1.5 }],
     // Misspelt, it would have been left at its default without a word.
     ['a misspelt option', { drainTimeout: 5 }],
     ['a misspelt option set to undefined', { bodylimit: undefined }],
@@ -137,6 +141,21 @@ describe('option ranges', () => {
     ['an empty object', {}],
     ['a number', 5],
     ['an object with run() alone', { run: async () => new Float32Array(2) }],
+    // Each method is checked: one without close() was served, and its drain then failed.
+    [
+      'a LinearRuntime-shaped object without close()',
+      { run: async () => new Float32Array(2), report: () => ({}), inFeatures: 2, outFeatures: 2 },
+    ],
+    [
+      'a LinearRuntime-shaped object whose report is no function',
+      {
+        run: async () => new Float32Array(2),
+        report: {},
+        close: async () => ({}),
+        inFeatures: 2,
+        outFeatures: 2,
+      },
+    ],
     [
       'a LinearRuntime-shaped object of 1.5 input features',
       {
@@ -214,6 +233,15 @@ describe('option ranges', () => {
   it('the largest body limit and Retry-After are accepted', async () => {
     const { s } = await start({ bodyLimit: 2 ** 31 - 1, retryAfterSeconds: 86_400 });
     expect(s.state).toBe('serving');
+  });
+
+  // The other ends of the documented ranges (1..2^31 - 1, 0..86,400, 0..65535) are inclusive too.
+  it('the smallest body limit and Retry-After, and the highest port, are accepted', async () => {
+    const { s } = await start({ bodyLimit: 1, retryAfterSeconds: 0 });
+    expect(s.state).toBe('serving');
+    // Port 65535 is outside Linux's ephemeral range: free unless a service holds it.
+    const { s: highest } = await start({ port: 65_535 });
+    expect(highest.port).toBe(65_535);
   });
 
   it('drain({ timeoutMs }) must be a number >= 0, as close({ timeoutMs }) must', async () => {

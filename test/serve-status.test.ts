@@ -168,6 +168,19 @@ describe('400: malformed, truncated, unreadable bodies and wrong shapes never re
     expect(g.entered() - before).toBe(0);
   });
 
+  // RFC 9112 3.2 asks Host of HTTP/1.1 only: an HTTP/1.0 client (an old proxy, a health
+  // checker) may leave it out, and refused with the 1.1 rule it could never be served.
+  it('an HTTP/1.0 request without Host is served', async () => {
+    const { s, g } = await shared();
+    const before = g.entered();
+    const raw = await rawExchange(s.port, [
+      'POST /v1/linear HTTP/1.0\r\nContent-Type: application/octet-stream\r\nContent-Length: 16\r\n\r\n',
+      Buffer.from(new Float32Array(rows(1)).buffer),
+    ]);
+    expect(raw.status).toBe(200);
+    expect(g.entered() - before).toBe(1);
+  });
+
   it('a request with two Host headers: 400 OMNI_ERR_BAD_REQUEST, no worker invocation', async () => {
     const { url, s, g } = await shared();
     const before = g.entered();
