@@ -25,7 +25,7 @@ import {
   type WorkerOptions,
 } from '../src/index.js';
 import { defaultLibraryPath, loadNativeLibrary } from '../src/native/index.js';
-import { checkOptionKeys } from '../src/option-keys.js';
+import { checkCallKeys, checkOptionKeys } from '../src/option-keys.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { everyLinearOption } from './fixtures/every-option.js';
 import { fixtureLibrary } from './fixtures/native-fixture-library.js';
@@ -90,6 +90,36 @@ describe('checkOptionKeys', () => {
     ]) {
       expect(() => checkOptionKeys('bounds', options, known)).not.toThrow();
     }
+  });
+
+  // run()'s options take checkCallKeys, which walks the keys without making an array: it must
+  // refuse exactly the keys this refuses, and leave alone exactly what this leaves alone.
+  it('checkCallKeys, the per-call check, refuses and passes the same objects', () => {
+    const inheritedUnknown = Object.create({ unit: 5 }) as object;
+    const ownAfterInherited = Object.assign(Object.create({ requests: 1 }) as object, { unit: 5 });
+    const hidden = Object.defineProperty({}, 'unit', { value: 5, enumerable: false });
+    for (const options of [
+      {},
+      { requests: 1, units: undefined },
+      { unit: 5 },
+      { requests: 1, unit: undefined },
+      { constructor: 1 },
+      { [Symbol('unit')]: 5 },
+      inheritedUnknown,
+      ownAfterInherited,
+      hidden,
+    ]) {
+      const outcome = (check: typeof checkCallKeys): unknown => {
+        try {
+          check('bounds', options, known);
+          return 'taken';
+        } catch (err) {
+          return (err as { code?: unknown }).code;
+        }
+      };
+      expect([options, outcome(checkCallKeys)]).toEqual([options, outcome(checkOptionKeys)]);
+    }
+    expect(thrownCode(() => checkCallKeys('bounds', { unit: 5 }, known))).toBe(INVALID);
   });
 });
 

@@ -90,11 +90,12 @@ export default defineWorker(
           }
           faults.injectFatal(native);
           break;
+        // Their default `after` (1) is the hooks' own, which only undefined takes.
         case 'copy':
-          faults.failCopyAfter(native, after === undefined ? 1 : after);
+          faults.failCopyAfter(native, after);
           break;
         case 'sync':
-          faults.failSyncAfter(native, after === undefined ? 1 : after);
+          faults.failSyncAfter(native, after);
           break;
         case 'alloc':
           faults.failAllocAfter(after === undefined ? 0 : after);

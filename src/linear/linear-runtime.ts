@@ -10,7 +10,7 @@ import { describeValue, InvalidArgumentError, TooLargeError, UnavailableError } 
 import { type BackendName, MAX_ROWS, type NativeStats, selectBackend } from '../native/index.js';
 import type { OwnFloat32Array } from '../native/output.js';
 import { kindOf, lengthOf } from '../native/validate.js';
-import { checkOptionKeys, type OptionKeys } from '../option-keys.js';
+import { checkCallKeys, type OptionKeys } from '../option-keys.js';
 import { checkTransfer, RUN_KEYS, type RunOptions, type RuntimeOptions } from '../runtime/options.js';
 import {
   type CloseOptions,
@@ -172,7 +172,7 @@ export class LinearRuntime {
       // Into locals, not an object: this is every call's path. A misspelt key is refused first,
       // as a set-up option's is, rather than read as absent (a proxy's ownKeys trap may throw).
       if (options !== undefined) {
-        checkOptionKeys('run options', options, LINEAR_RUN_KEYS);
+        checkCallKeys('run options', options, LINEAR_RUN_KEYS);
         ({ rows: givenRows, cost, signal, deadlineMs, transfer } = options);
       }
     } catch (err) {

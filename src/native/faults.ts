@@ -37,14 +37,7 @@ export class FixtureFaults {
    * fails with COPY_FAILED, after synchronizing its stream; 0 disarms.
    */
   failCopyAfter(ctx: NativeContext, n = 1): void {
-    const handle = this.#handleOf(ctx);
-    const nth = requireInteger('n', n, 0, 0xffff_ffff);
-    check(
-      this.library,
-      this.#raw.omni_fixture_fail_copy_after(handle, nth),
-      handle,
-      'omni_fixture_fail_copy_after',
-    );
+    this.#countDown(ctx, n, 'omni_fixture_fail_copy_after');
   }
 
   /**
@@ -54,14 +47,7 @@ export class FixtureFaults {
    * a failed copy's own sync still reports COPY_FAILED.
    */
   failSyncAfter(ctx: NativeContext, n = 1): void {
-    const handle = this.#handleOf(ctx);
-    const nth = requireInteger('n', n, 0, 0xffff_ffff);
-    check(
-      this.library,
-      this.#raw.omni_fixture_fail_sync_after(handle, nth),
-      handle,
-      'omni_fixture_fail_sync_after',
-    );
+    this.#countDown(ctx, n, 'omni_fixture_fail_sync_after');
   }
 
   /** Poisons ctx the way a sticky CUDA error does: every later call fails with fatal: true. */
@@ -118,6 +104,17 @@ export class FixtureFaults {
     );
     check(this.library, status, null, 'omni_fixture_reference_linear_gelu');
     return y;
+  }
+
+  /** Arms one of ctx's fault countdowns: the nth such step on it from now on fails. */
+  #countDown(
+    ctx: NativeContext,
+    n: number,
+    hook: 'omni_fixture_fail_copy_after' | 'omni_fixture_fail_sync_after',
+  ): void {
+    const handle = this.#handleOf(ctx);
+    const nth = requireInteger('n', n, 0, 0xffff_ffff);
+    check(this.library, this.#raw[hook](handle, nth), handle, hook);
   }
 
   #handleOf(ctx: NativeContext): unknown {
