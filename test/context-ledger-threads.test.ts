@@ -36,7 +36,7 @@ interface RaceShape {
   contexts: number;
   /**
    * 'record': record-and-take-back cycles per round, before the contexts left for the check;
-   * 'take': record-and-race-to-take cycles per round.
+   * 'take': record-and-race-to-take cycles per round; 'sweep': record-and-sweep cycles per round.
    */
   cycles?: number;
   rounds: number;
@@ -58,7 +58,10 @@ afterEach(async () => {
   started = [];
 });
 
-function startRace(mode: 'record' | 'take', { slots, contexts, cycles = 0, rounds }: RaceShape): Race {
+function startRace(
+  mode: 'record' | 'take' | 'sweep',
+  { slots, contexts, cycles = 0, rounds }: RaceShape,
+): Race {
   const ledger = ContextLedger.create(slots);
   const control = new Int32Array(new SharedArrayBuffer(4 * CONTROL_WORDS));
   const results = new Int32Array(new SharedArrayBuffer(4 * 2 * contexts));
@@ -213,5 +216,39 @@ describe('ContextLedger under real threads', () => {
     expect(Atomics.load(race.control, STRAYS)).toBe(0);
     expect(failures).toEqual([]);
     expect(ownerWins + reclaimerWins).toBe(rounds * cycles * contexts);
+  });
+
+  // Mutant: takeThread freeing a slot before taking its address: a thread starting meanwhile
+  // claimed the freed slot and stored its own address there, which the sweep then took (the
+  // main thread would close a live thread's context) while the exited thread's was lost.
+  it("takes an exited thread's entries, and only those, while another thread records", async () => {
+    const contexts = 32;
+    const cycles = 16;
+    const rounds = 50;
+    // Room for both: the exited thread's entries and the live thread's, before the sweep.
+    const race = startRace('sweep', { slots: 2 * contexts, contexts, cycles, rounds });
+    const failures: string[] = [];
+    let refusedBefore = 0;
+    for (let round = 1; round <= rounds; round++) {
+      await runRound(race, round);
+      const swept = Array.from(race.results.subarray(0, contexts));
+      const refusedTakes = Atomics.load(race.control, REFUSED_TAKES) - refusedBefore;
+      refusedBefore += refusedTakes;
+      const outcome = {
+        sweptEach: swept.every((n) => n === cycles),
+        refusedTakes,
+        strays: Atomics.load(race.control, STRAYS),
+        left: race.ledger.takeAll().length,
+      };
+      if (
+        failures.length < 3 &&
+        !isDeepStrictEqual(outcome, { sweptEach: true, refusedTakes: 0, strays: 0, left: 0 })
+      ) {
+        failures.push(`round ${round}: ${JSON.stringify({ ...outcome, swept })}`);
+      }
+    }
+    expect(await race.exits).toEqual([0, 0]);
+    expect(race.errors).toEqual([]);
+    expect(failures).toEqual([]);
   });
 });
