@@ -116,11 +116,12 @@ describe('ContextLedger under real threads', () => {
   // Mutant: record() claiming a slot by load-then-store instead of compareExchange: both
   // recorders took one slot, and the second address overwrote the first.
   it('gives each slot to one recorder only while two threads record at once', async () => {
-    // Two threads' contexts overfill the ledger: the last ones of a cycle race for a full ledger.
+    // Each thread alone overfills the ledger: both race for its slots, then count at once the
+    // contexts that found it full.
     const contexts = 12;
-    const slots = 16;
+    const slots = 8;
     const rounds = 100;
-    const race = startRace('record', { slots, contexts, cycles: 32, rounds });
+    const race = startRace('record', { slots, contexts, cycles: 256, rounds });
     const [first, second] = race.workers.map((worker) => worker.threadId) as [number, number];
     const failures: string[] = [];
     let unrecordedBefore = 0;
@@ -222,22 +223,26 @@ describe('ContextLedger under real threads', () => {
   // claimed the freed slot and stored its own address there, which the sweep then took (the
   // main thread would close a live thread's context) while the exited thread's was lost.
   it("takes an exited thread's entries, and only those, while another thread records", async () => {
-    const contexts = 32;
-    const cycles = 16;
-    const rounds = 50;
-    // Room for both: the exited thread's entries and the live thread's, before the sweep.
-    const race = startRace('sweep', { slots: 2 * contexts, contexts, cycles, rounds });
+    // The exited thread's entries fill the ledger; a small one, so that the live thread's
+    // records go over every slot again and again while the sweep frees them.
+    const contexts = 8;
+    const cycles = 64;
+    const rounds = 25;
+    const race = startRace('sweep', { slots: contexts, contexts, cycles, rounds });
     const failures: string[] = [];
     let refusedBefore = 0;
+    let straysBefore = 0;
     for (let round = 1; round <= rounds; round++) {
       await runRound(race, round);
       const swept = Array.from(race.results.subarray(0, contexts));
       const refusedTakes = Atomics.load(race.control, REFUSED_TAKES) - refusedBefore;
       refusedBefore += refusedTakes;
+      const strays = Atomics.load(race.control, STRAYS) - straysBefore;
+      straysBefore += strays;
       const outcome = {
         sweptEach: swept.every((n) => n === cycles),
         refusedTakes,
-        strays: Atomics.load(race.control, STRAYS),
+        strays,
         left: race.ledger.takeAll().length,
       };
       if (
