@@ -113,8 +113,10 @@ describe('ContextLedger under real threads', () => {
     expect(existsSync(fileURLToPath(workerUrl))).toBe(true);
   });
 
-  // Mutant: record() claiming a slot by load-then-store instead of compareExchange: both
-  // recorders took one slot, and the second address overwrote the first.
+  // Mutants: record() claiming a slot by load-then-store instead of compareExchange (both
+  // recorders took one slot, and the second address overwrote the first); the full-ledger count
+  // by load-then-store (counts lost); take() freeing its slot before swapping out the address
+  // (another recorder's claim in between, then its take refused).
   it('gives each slot to one recorder only while two threads record at once', async () => {
     // Each thread alone overfills the ledger: both race for its slots, then count at once the
     // contexts that found it full.
@@ -190,11 +192,9 @@ describe('ContextLedger under real threads', () => {
   // still leaves one taker should the two ever meet.)
   it("gives each entry to one taker only: the thread's own take or another thread's takeThread", async () => {
     const contexts = 32;
-    const cycles = 16;
+    const cycles = 32;
     const rounds = 50;
-    // Room to spare: a slot whose address the reclaimer has taken stays its owner's until the
-    // reclaimer frees it, and the owner may be recording its next cycle meanwhile.
-    const race = startRace('take', { slots: 2 * contexts, contexts, cycles, rounds });
+    const race = startRace('take', { slots: contexts, contexts, cycles, rounds });
     const failures: string[] = [];
     let ownerWins = 0;
     let reclaimerWins = 0;
