@@ -83,8 +83,9 @@ describe('a closed runtime', () => {
     try {
       const collected = await collectedAfter(async (register) => {
         const rt = await Runtime.start({ worker: GATED_WORKER, threads: 2, admission: { requests: 2 } });
-        const call = rt.run(gate(stuck, { sync: true })).catch(() => {});
-        await waitFor(stuck, STARTED);
+        const running = rt.run(gate(stuck, { sync: true }));
+        const call = running.catch(() => {});
+        await waitFor(stuck, STARTED, 1, running);
         await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: false, abandoned: 1 });
         await call;
         register(rt);
@@ -239,7 +240,7 @@ describe('a runtime serving for long', () => {
   async function bothThreadsServe(rt: Runtime): Promise<void> {
     const c = newControl();
     const calls = [rt.run(gate(c)), rt.run(gate(c))];
-    await waitFor(c, STARTED, 2);
+    await waitFor(c, STARTED, 2, Promise.race(calls));
     open(c);
     await Promise.all(calls);
   }
