@@ -18,7 +18,7 @@ import {
 } from './fixtures/held-init-start.js';
 import { activeResources, Collectable, fdCount, threadCount } from './fixtures/process-figures.js';
 import { bump, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { GATED_WORKER, gate, until } from './fixtures/runtime-harness.js';
+import { codeOf, GATED_WORKER, gate, until } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { startGated } from './fixtures/serve-harness.js';
 import { recorder, STOPPED } from './fixtures/thread-ends-recorder.js';
@@ -377,7 +377,8 @@ describe('a failure kept after its runtime is dropped', () => {
       const rt = await Runtime.start({ worker: GATED_WORKER });
       kept.register(rt);
       const failed = rt.whenFailed();
-      await rt.run({ mode: 'fatal' }).catch(() => {});
+      // Checked, not swallowed: a call that failed otherwise leaves whenFailed() pending for good.
+      expect(await codeOf(rt.run({ mode: 'fatal' }))).toBe('X_FATAL');
       await rt.close();
       return failed;
     };
