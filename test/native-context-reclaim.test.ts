@@ -170,8 +170,9 @@ async function expectContextBackAtExit(
 async function held(lr: LinearRuntime, mode: GatedMode = 'gate') {
   const c = newControl();
   controls.push(c);
-  const call = codeOf(lr.runtime.run({ mode, control: c.buffer, sync: true }));
-  await waitFor(c, STARTED);
+  const running = lr.runtime.run({ mode, control: c.buffer, sync: true });
+  const call = codeOf(running);
+  await waitFor(c, STARTED, 1, running);
   return { control: c, call };
 }
 
@@ -472,7 +473,7 @@ describe("LinearRuntime gives back a lost thread's native context", () => {
       (answer) => answer.status,
       () => 'connection closed',
     );
-    await waitFor(held, 0);
+    await waitFor(held, 0, 1, request);
     expect(await server.drain({ timeoutMs: 50 })).toEqual({ clean: false, abandonedRequests: 1 });
     // Its worker was terminated: a 503 (the server went away), or the connection cut.
     expect([503, 'connection closed']).toContain(await request);

@@ -77,7 +77,7 @@ describe('README: Runtime', () => {
     const closing = rt.close().finally(() => {
       settled = true;
     });
-    await waitFor(closed, INVOKED); // the hook runs, held at its gate
+    await waitFor(closed, INVOKED, 1, closing); // the hook runs, held at its gate
     vi.advanceTimersByTime(29_999);
     await turns();
     expect(settled).toBe(false);
@@ -154,7 +154,7 @@ describe('README: Runtime report()', () => {
     const rt = await start({ threads: 1, admission: { requests: 1, wait: true } });
     const a = control();
     const running = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, running);
     expect(await codeOf(rt.run({ mode: 'echo' }, { deadlineMs: 5 }))).toBe('OMNI_ERR_DEADLINE');
     expect(rt.report()).toMatchObject({ rejected: 1, deadline: 1 });
     // An abort is no refusal: it leaves `rejected` as it was.

@@ -49,7 +49,7 @@ describe('refusing admission', () => {
     const a = control();
     const never = control();
     const held = rt.run(gate(a, { value: 'held' }), { cost: 8 });
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, held);
     expect(rt.report()).toMatchObject({ depth: 1, units: 8, unitCapacity: 10 });
 
     const units = await rejection(rt.run(counted(never), { cost: 3 }));
@@ -123,7 +123,7 @@ describe('wait mode (admission.wait)', () => {
     const a = control();
     const log = control();
     const first = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, first);
     const queued = [1, 2, 3, 4, 5].map((v) => rt.run(logged(log, v)));
     await until(() => rt.report().waiting === 5, '5 waiters');
     expect(rt.report()).toMatchObject({ depth: 1, waiting: 5, rejected: 0 });
@@ -139,7 +139,7 @@ describe('wait mode (admission.wait)', () => {
     const a = control();
     const log = control();
     const held = rt.run(gate(a), { cost: 6 });
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, held);
     const large = rt.run(logged(log, 10), { cost: 10 });
     await until(() => rt.report().waiting === 1, 'large waiting');
     const small = rt.run(logged(log, 1), { cost: 1 });
@@ -157,7 +157,7 @@ describe('wait mode (admission.wait)', () => {
     const never = control();
     const log = control();
     const first = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, first);
     const ac = new AbortController();
     const aborted = rt.run(counted(never), { signal: ac.signal });
     const behind = rt.run(logged(log, 7));
@@ -179,7 +179,7 @@ describe('wait mode (admission.wait)', () => {
     const a = control();
     const never = control();
     const first = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, first);
     // The gate stays closed until this caller has given up: it can only time out waiting.
     expect(await codeOf(rt.run(counted(never), { deadlineMs: 5 }))).toBe('OMNI_ERR_DEADLINE');
     expect(rt.report()).toMatchObject({ waiting: 0, depth: 1, deadline: 1 });
@@ -217,7 +217,7 @@ describe('the serial default (no admission)', () => {
     const a = control();
     const log = newControl();
     const first = rt.run(gate(a));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, first);
     // One thread is held; the other runs the burst one at a time, in order.
     const values = await Promise.all(Array.from({ length: 50 }, (_, i) => rt.run(logged(log, i))));
     expect(values).toEqual(readLog(log));

@@ -63,7 +63,7 @@ async function skippedBehindFirst(options: RunOptions, leave: () => void, code: 
   const skipped = control();
   const last = control();
   const running = rt.run(gate(first, { value: 'first' }));
-  await waitFor(first, STARTED);
+  await waitFor(first, STARTED, 1, running);
   const call = rt.run({ mode: 'echo', control: skipped.buffer as SharedArrayBuffer }, options);
   const after = rt.run(gate(last, { value: 'last' }));
   expect(rt.report()).toMatchObject({ depth: 3, queued: 2 });
@@ -75,7 +75,7 @@ async function skippedBehindFirst(options: RunOptions, leave: () => void, code: 
 
   open(first);
   await expect(running).resolves.toBe('first');
-  await waitFor(last, STARTED);
+  await waitFor(last, STARTED, 1, after);
   // The skipped task gave its capacity back before the last task ended (the last holds 1).
   expect(rt.report().depth).toBe(1);
   expect(Atomics.load(skipped, INVOKED)).toBe(0);
@@ -92,7 +92,7 @@ describe('a dispatched task whose caller left', () => {
     const c = control();
     const ac = new AbortController();
     const call = rt.run(gate(c, { awaitSignal: true, value: 'late' }), { signal: ac.signal });
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, call);
     expect(rt.report().depth).toBe(1);
 
     ac.abort(new Error('caller gone'));
@@ -119,7 +119,7 @@ describe('a dispatched task whose caller left', () => {
     const c = control();
     const ac = new AbortController();
     const call = rt.run(gate(c, { value: 'late' }), { signal: ac.signal });
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, call);
     ac.abort();
     expect(await codeOf(call)).toBe('OMNI_ERR_ABORTED');
     open(c); // the handler returns normally: its reply is a success nobody waits for
@@ -133,7 +133,7 @@ describe('a dispatched task whose caller left', () => {
     const c = control();
     const ac = new AbortController();
     const call = rt.run(gate(c, { sync: true, value: 'done' }), { signal: ac.signal });
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, call);
     ac.abort();
     expect(await codeOf(call)).toBe('OMNI_ERR_ABORTED');
     expect(rt.report().depth).toBe(1);
@@ -152,7 +152,7 @@ describe('a dispatched task whose caller left', () => {
     // after the task has started (the worker's own clock is real and far from the deadline).
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const call = rt.run(gate(c, { awaitSignal: true, value: 'late' }), { deadlineMs: 60_000 });
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, call);
     vi.advanceTimersByTime(60_000);
     vi.useRealTimers();
     expect(await codeOf(call)).toBe('OMNI_ERR_DEADLINE');
@@ -171,7 +171,7 @@ describe('a dispatched task whose caller left', () => {
     const c = control();
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const call = rt.run(gate(c, { sync: true }));
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, call);
     vi.advanceTimersByTime(60_000);
     vi.useRealTimers();
     expect(await codeOf(call)).toBe('OMNI_ERR_DEADLINE');
@@ -276,7 +276,7 @@ describe("run() reads the signal by its internal slots, not the caller's own pro
     const c = control();
     const { controller, signal } = throwingReason();
     const call = rt.run(gate(c, { value: 'late' }), { signal });
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, call);
     controller.abort(new Error('caller gone'));
     const err = await rejection(call);
     expect(err).toMatchObject({ name: 'AbortError', code: 'OMNI_ERR_ABORTED' });

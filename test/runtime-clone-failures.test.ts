@@ -54,7 +54,7 @@ describe('an input that cannot be posted to a worker', () => {
     const rt = await start({ threads: 1, admission: { requests: 3 } });
     const a = control();
     const running = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, running);
     const refused = rejection(rt.run({ mode: 'echo', value: () => 1 }));
     const after = rt.run({ mode: 'echo', value: 'after' });
     open(a);

@@ -22,7 +22,7 @@ describe("close()'s abandoned count", () => {
     const rt = await start({ threads: 1, admission: { requests: 1 } });
     const held = control();
     const call = rt.run(gate(held, { sync: true, value: 'done' }));
-    await waitFor(held, STARTED);
+    await waitFor(held, STARTED, 1, call);
     const tearDown = PoolGuard.prototype.tearDown;
     vi.spyOn(PoolGuard.prototype, 'tearDown').mockImplementation(function (this: PoolGuard) {
       open(held);

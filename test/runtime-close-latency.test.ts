@@ -38,7 +38,7 @@ it("the close hooks' rounds are no calls: the summaries stay as the calls left t
   const latency = (r: RuntimeReport) => ({ wait: r.waitTimeMs, run: r.runTimeMs });
   const calls = latency(rt.report());
   const closing = rt.close();
-  await waitFor(closed, INVOKED);
+  await waitFor(closed, INVOKED, 1, closing);
   // The hook's round is held past the longest call: piscina times it as a call, a new max.
   const began = performance.now();
   await until(() => performance.now() - began > calls.run.max + 20, 'the hook to outlast the call');

@@ -64,8 +64,9 @@ describe('a later close timeout and the wait for trailing replies', () => {
     const warnings = runtimeWarnings();
     const rt = await start({ threads: 2, admission: { requests: 2 }, startTimeoutMs: Infinity });
     const running = control();
-    const held = codeOf(rt.run(gate(running, { sync: true })));
-    await waitFor(running, STARTED);
+    const heldCall = rt.run(gate(running, { sync: true }));
+    const held = codeOf(heldCall);
+    await waitFor(running, STARTED, 1, heldCall);
     const call = codeOf(runStuckAfterRelease(rt, 1));
     const closing = rt.close({ timeoutMs: 0 });
     // Abandoned as the timeout fired: close() now waits for the other call's reply.

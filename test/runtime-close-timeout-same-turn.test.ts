@@ -28,11 +28,12 @@ describe('a close timeout given on the turn the drain ended', () => {
     let secondClose: Promise<CloseResult> | undefined;
     // Its thread exits: the claim comes back here (the task's failure), which ends the drain,
     // and then its caller hears of it, on the same turn.
-    const last = rt.run({ mode: 'block-exit', control: dying.buffer }).catch((err: { code?: string }) => {
+    const dyingCall = rt.run({ mode: 'block-exit', control: dying.buffer });
+    const last = dyingCall.catch((err: { code?: string }) => {
       secondClose = rt.close({ timeoutMs: 0 });
       return err.code;
     });
-    await waitFor(dying, STARTED);
+    await waitFor(dying, STARTED, 1, dyingCall);
     // Settled either way: on the old code it resolves once cleanup() lets its thread go.
     const call = runStuckAfterRelease(rt, 1).then(
       () => 'resolved',

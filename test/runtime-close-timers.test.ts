@@ -29,7 +29,7 @@ describe("close()'s timeout timer", () => {
     // Given before the hooks (the idle runtime drains at once): it bounded the wait for work
     // only, so it is cleared as the hooks begin, and a later one, even a longer one, applies.
     const closing = rt.close({ timeoutMs: 600_000 });
-    await waitFor(closed, INVOKED);
+    await waitFor(closed, INVOKED, 1, closing);
     expect(vi.getTimerCount()).toBe(1); // the hooks' round, bounded by startTimeoutMs
     expect(rt.close({ timeoutMs: 700_000 })).toBe(closing);
     expect(vi.getTimerCount()).toBe(2);
@@ -51,7 +51,7 @@ describe("close()'s timeout timer", () => {
     });
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const closing = rt.close();
-    await waitFor(closed, INVOKED);
+    await waitFor(closed, INVOKED, 1, closing);
     rt.close({ timeoutMs: 300_000 });
     rt.close({ timeoutMs: 600_000 });
     expect(vi.getTimerCount()).toBe(2); // the round's bound and the close timeout

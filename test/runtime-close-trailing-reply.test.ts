@@ -50,8 +50,9 @@ describe("close()'s timeout and a reply that trails its call's release", () => {
   it('beside a call still running: only the running one is abandoned', async () => {
     const rt = await start({ threads: 2, admission: { requests: 2 } });
     const stuck = control();
-    const held = codeOf(rt.run(gate(stuck, { sync: true })));
-    await waitFor(stuck, STARTED);
+    const running = rt.run(gate(stuck, { sync: true }));
+    const held = codeOf(running);
+    await waitFor(stuck, STARTED, 1, running);
     const call = rt.run({ mode: 'stdout-echo', value: 'done' });
     blockUntilDepth(rt, 1);
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });

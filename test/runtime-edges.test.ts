@@ -20,10 +20,11 @@ const NATIVE_INIT_WORKER = builtModuleUrl('test/fixtures/native-init-block-worke
 async function forceClosedWithACallRunning() {
   const rt = await start({ threads: 2, admission: { requests: 2 } });
   const stuck = control();
-  const call = codeOf(rt.run(gate(stuck, { sync: true })));
-  await waitFor(stuck, STARTED);
+  const call = rt.run(gate(stuck, { sync: true }));
+  const code = codeOf(call);
+  await waitFor(stuck, STARTED, 1, call);
   await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: false, abandoned: 1 });
-  expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
+  expect(await code).toBe('OMNI_ERR_WORKER_EXITED');
   await turns();
   return rt;
 }
@@ -57,7 +58,8 @@ describe("the runtime's default deadline", () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
       let code: string | undefined;
-      rt.run(gate(c), { signal: new AbortController().signal }).then(
+      const call = rt.run(gate(c), { signal: new AbortController().signal });
+      call.then(
         () => {
           code = 'resolved';
         },
@@ -65,7 +67,7 @@ describe("the runtime's default deadline", () => {
           code = err.code ?? 'none';
         },
       );
-      await waitFor(c, STARTED);
+      await waitFor(c, STARTED, 1, call);
       vi.advanceTimersByTime(60_000);
       await turns();
       expect(code).toBe('OMNI_ERR_DEADLINE');
@@ -88,7 +90,7 @@ describe("the runtime's default deadline", () => {
       code = err.code ?? 'none';
     });
     try {
-      await waitFor(c, STARTED);
+      await waitFor(c, STARTED, 1, call);
       vi.advanceTimersByTime(120_000);
       await turns();
       expect(code).toBeUndefined();
@@ -109,7 +111,7 @@ describe('a call that has ended leaves nothing behind', () => {
     await expect(rt.run({ mode: 'echo', value: 1 }, { signal: ac.signal })).resolves.toBe(1);
     const c = control();
     const aborted = rt.run(gate(c, { value: 2 }), { signal: ac.signal, deadlineMs: 600_000 });
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, aborted);
     expect(getEventListeners(ac.signal, 'abort')).toHaveLength(1); // the running call's own
     const other = new AbortController();
     const third = rt.run({ mode: 'echo', value: 3 }, { signal: other.signal }); // queued behind it
@@ -132,7 +134,7 @@ describe('a call that has ended leaves nothing behind', () => {
       const c = control();
       const ac = new AbortController();
       const call = rt.run(gate(c), { signal: ac.signal, deadlineMs: 600_000 });
-      await waitFor(c, STARTED);
+      await waitFor(c, STARTED, 1, call);
       expect(vi.getTimerCount()).toBe(1); // its deadline, armed at dispatch
       ac.abort();
       expect(await codeOf(call)).toBe('OMNI_ERR_ABORTED');
@@ -163,7 +165,7 @@ describe('one long-lived signal shared by many calls in flight', () => {
       const ac = new AbortController();
       const c = control();
       const first = rt.run(gate(c, { value: 'first' }), { signal: ac.signal, deadlineMs: 600_000 });
-      await waitFor(c, STARTED);
+      await waitFor(c, STARTED, 1, first);
       const calls = Array.from({ length: 20 }, (_, i) =>
         rt.run({ mode: 'echo', value: i }, { signal: ac.signal, deadlineMs: 600_000 }),
       );
@@ -188,7 +190,7 @@ describe('one long-lived signal shared by many calls in flight', () => {
     const ac = new AbortController();
     const c = control();
     const running = rt.run(gate(c), { signal: ac.signal });
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, running);
     const queued = rt.run({ mode: 'echo', value: 1 }, { signal: ac.signal }); // dispatched, queued
     const waiting = Array.from({ length: 3 }, () => rt.run({ mode: 'echo' }, { signal: ac.signal }));
     expect(rt.report()).toMatchObject({ depth: 2, waiting: 3 });
@@ -215,10 +217,9 @@ describe("ctx.signal and the worker's own clock", () => {
     // skipped it, and the test waited for it forever); the worker arms ctx.signal's timer as if it
     // were 200 ms away. Whether the caller then hears of its deadline or of the result is not
     // what this test is about.
-    const call = rt
-      .run(gate(c, { awaitSignal: true, signalIn: 200 }), { deadlineMs: 600_000 })
-      .catch(() => undefined);
-    await waitFor(c, STARTED);
+    const call = rt.run(gate(c, { awaitSignal: true, signalIn: 200 }), { deadlineMs: 600_000 });
+    // Watched: a call refused at run() never starts, and the block below would wait out BLOCK_MS.
+    await waitFor(c, STARTED, 1, call);
     // This thread blocks from here on (its deadline timer cannot run): bounded, not a timing check.
     const giveUpAt = Date.now() + BLOCK_MS;
     for (let left = BLOCK_MS; Atomics.load(c, SIGNALLED) === 0 && left > 0; left = giveUpAt - Date.now()) {
@@ -226,7 +227,7 @@ describe("ctx.signal and the worker's own clock", () => {
     }
     expect(Atomics.load(c, SIGNALLED)).toBe(1);
     open(c);
-    await call;
+    await call.catch(() => undefined);
   }, 120_000);
 });
 
@@ -293,7 +294,7 @@ describe('ctx in the worker once a task has ended', () => {
     await expect(rt.run({ mode: 'keep', ...input })).resolves.toBe('kept');
     const ac = new AbortController();
     const next = rt.run({ mode: 'stale', ...input }, { signal: ac.signal }); // the same (only) slot
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, next);
     ac.abort();
     expect(await codeOf(next)).toBe('OMNI_ERR_ABORTED');
     await waitFor(c, CANCELLED);

@@ -82,7 +82,7 @@ describe('a crashing task', () => {
       { mode: 'block-exit', control: c.buffer as SharedArrayBuffer },
       { signal: ac.signal, cost: 4 },
     );
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, call);
     ac.abort();
     expect(await codeOf(call)).toBe('OMNI_ERR_ABORTED');
     expect(rt.report()).toMatchObject({ depth: 1, units: 4 });
@@ -106,7 +106,7 @@ describe('a crashing task', () => {
     const rt = await start({ threads: 2, admission: { requests: 2 } });
     const c = control();
     const call = rt.run({ mode: 'block-exit', control: c.buffer as SharedArrayBuffer });
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, call);
     expect(rt.report().depth).toBe(1);
     open(c);
     expect(await codeOf(call)).toBe('OMNI_ERR_WORKER_EXITED');
@@ -205,7 +205,7 @@ describe('a fatal worker error', () => {
     });
     const a = control();
     const first = rt.run(gate(a));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, first);
     const fatal = rejection(rt.run({ mode: 'fatal', code: 'X_DURING_DRAIN' }));
     const never = control();
     const waiter = rejection(rt.run({ mode: 'echo', control: never.buffer as SharedArrayBuffer }));

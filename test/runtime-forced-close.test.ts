@@ -56,8 +56,9 @@ async function nativeOneHeld(worker: string, threads: number, data: NativeWorker
   const perThread = (faults.liveBytes() - before) / threads;
   expect(perThread).toBeGreaterThan(0);
   const stuck = control();
-  const call = codeOf(rt.run(gate(stuck, { sync: true })));
-  await waitFor(stuck, STARTED);
+  const running = rt.run(gate(stuck, { sync: true }));
+  const call = codeOf(running);
+  await waitFor(stuck, STARTED, 1, running);
   return { faults, before, reclaim, rt, call };
 }
 
@@ -89,8 +90,9 @@ async function oneBusyOneIdle(
     workerData: { closed: closed.buffer, ...hooks },
   });
   const stuck = control();
-  const call = codeOf(rt.run(gate(stuck, { sync: true }), { cost: 5 }));
-  await waitFor(stuck, STARTED);
+  const running = rt.run(gate(stuck, { sync: true }), { cost: 5 });
+  const call = codeOf(running);
+  await waitFor(stuck, STARTED, 1, running);
   expect(rt.report()).toMatchObject({ depth: 1, units: 5, running: 1 });
   return { rt, closed, call };
 }
@@ -151,14 +153,15 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
       workerData: { closed: closed.buffer, closeGate: true },
     });
     const held = control();
-    const call = codeOf(rt.run(gate(held, { awaitSignal: true })));
-    await waitFor(held, STARTED);
+    const running = rt.run(gate(held, { awaitSignal: true }));
+    const call = codeOf(running);
+    await waitFor(held, STARTED, 1, running);
     const closing = rt.close({ timeoutMs: 0 });
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     // The idle thread's hook holds the teardown at its gate: the abandoned call's thread is
     // still up, and its handler hears the signal.
-    await waitFor(closed, INVOKED);
-    await waitFor(held, SIGNALLED);
+    await waitFor(closed, INVOKED, 1, closing);
+    await waitFor(held, SIGNALLED, 1, closing);
     open(closed);
     expect(await closing).toEqual({ clean: false, abandoned: 1 });
   });
@@ -176,15 +179,16 @@ describe('close({ timeoutMs }) cut short by its timeout', () => {
     });
     const runs = vi.spyOn(Piscina.prototype, 'run');
     const held = control();
-    const call = codeOf(rt.run(gate(held, { awaitSignal: true })));
-    await waitFor(held, STARTED);
+    const running = rt.run(gate(held, { awaitSignal: true }));
+    const call = codeOf(running);
+    await waitFor(held, STARTED, 1, running);
     const pool = runs.mock.contexts[0] as Piscina;
     runs.mockRestore();
     const closing = rt.close({ timeoutMs: 0 });
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     // The idle thread's hook waits at its gate; the abandoned call hears its signal and ends.
-    await waitFor(closed, INVOKED);
-    await waitFor(held, SIGNALLED);
+    await waitFor(closed, INVOKED, 1, closing);
+    await waitFor(held, SIGNALLED, 1, closing);
     const free = once(pool, 'drain');
     open(held);
     await free;
@@ -265,8 +269,9 @@ describe('close({ timeoutMs }) and a call that never reached a worker', () => {
   it('a call whose signal could not be followed is not abandoned again', async () => {
     const rt = await start({ threads: 1, admission: { requests: 2 } });
     const stuck = control();
-    const held = codeOf(rt.run(gate(stuck, { sync: true })));
-    await waitFor(stuck, STARTED);
+    const running = rt.run(gate(stuck, { sync: true }));
+    const held = codeOf(running);
+    await waitFor(stuck, STARTED, 1, running);
     const signal = new AbortController().signal;
     const refusal = new Error('this signal takes no listener');
     // The runtime adds its listener through EventTarget.prototype, not the signal's own

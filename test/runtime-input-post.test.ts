@@ -107,7 +107,7 @@ describe('an input that throws while it is posted to a thread', () => {
         for (const [what, make, thrown] of inputs) {
           const c = control();
           const busy = queued ? rt.run(gate(c, { value: 'busy' })) : undefined;
-          if (busy) await waitFor(c, STARTED);
+          if (busy) await waitFor(c, STARTED, 1, busy);
           const failed = rejection(rt.run(make(thrown), bounded ? { cost: 3 } : undefined));
           // Queued behind it: the thread that refused the post takes the next call.
           const after = rt.run({ mode: 'echo', value: 'after' }, bounded ? { cost: 3 } : undefined);
@@ -244,8 +244,9 @@ describe('an input that throws a value that throws again as it is read', () => {
       const rt = await start({ threads: 1, admission: { requests: 4 } });
       const thrown = make();
       const c = control();
-      const dying = rejection(rt.run({ mode: 'block-exit', control: c.buffer as SharedArrayBuffer }));
-      await waitFor(c, STARTED);
+      const dyingCall = rt.run({ mode: 'block-exit', control: c.buffer as SharedArrayBuffer });
+      const dying = rejection(dyingCall);
+      await waitFor(c, STARTED, 1, dyingCall);
       let settled = false;
       const failed = rejection(
         rt.run({

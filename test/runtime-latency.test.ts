@@ -41,7 +41,7 @@ describe('report() latency summaries count calls only', () => {
       const rt = await start({ threads: 1 });
       const c = control();
       const call = rt.run(gate(c, { value }));
-      await waitFor(c, STARTED); // running: close() must wait for it
+      await waitFor(c, STARTED, 1, call); // running: close() must wait for it
       const closed = rt.close();
       open(c);
       expect(await call).toBe(value);

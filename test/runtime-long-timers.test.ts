@@ -49,7 +49,7 @@ describe('a deadline of 2^31 ms or more', () => {
       const call = rt.run(gate(c, { value: 'late' }), { deadlineMs: LONG + MARGIN });
       const code = codeOf(call);
       const settled = settledWhenAsked(call);
-      await waitFor(c, STARTED);
+      await waitFor(c, STARTED, 1, call);
       vi.advanceTimersByTime(10);
       await turns();
       expect(settled()).toBe(false);
@@ -69,7 +69,7 @@ describe('a deadline of 2^31 ms or more', () => {
     fakeTimers();
     const call = rt.run(gate(c, { value: 'done' }), { deadlineMs: Number.POSITIVE_INFINITY });
     const settled = settledWhenAsked(call);
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, call);
     vi.advanceTimersByTime(2 ** 40);
     await turns();
     expect(settled()).toBe(false);
@@ -83,7 +83,7 @@ describe('a deadline of 2^31 ms or more', () => {
     const rt = await start({ threads: 1, admission: { requests: 1, wait: true } });
     const held = control();
     const first = rt.run(gate(held, { value: 'first' }));
-    await waitFor(held, STARTED);
+    await waitFor(held, STARTED, 1, first);
     fakeTimers();
     const waiting = rt.run({ mode: 'echo', value: 'second' }, { deadlineMs: LONG });
     const settled = settledWhenAsked(waiting);
@@ -105,7 +105,7 @@ describe('close({ timeoutMs }) of 2^31 ms or more, or Infinity (none)', () => {
     const rt = await start({ threads: 1, admission: { requests: 2 } });
     const c = control();
     const call = rt.run(gate(c, { value: 'done', sync: true }));
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, call);
     fakeTimers();
     const closing = rt.close({ timeoutMs });
     const closed = settledWhenAsked(closing);
@@ -127,7 +127,8 @@ describe('startTimeoutMs of 2^31 ms or more, or Infinity (none)', () => {
     ['2^31 ms', LONG],
     ['Infinity', Number.POSITIVE_INFINITY],
   ])('%s: start() takes it, and a close hook is waited for, not cut short', async (_name, startTimeoutMs) => {
-    const closed = newControl();
+    // The harness's, opened by cleanup: a test failed before its open() leaves no hook held.
+    const closed = control();
     const rt = await start({
       worker: INIT_WORKER,
       threads: 1,
@@ -138,7 +139,7 @@ describe('startTimeoutMs of 2^31 ms or more, or Infinity (none)', () => {
     fakeTimers();
     const closing = rt.close();
     const closedYet = settledWhenAsked(closing);
-    await waitFor(closed, INVOKED); // the hook runs, held at its gate
+    await waitFor(closed, INVOKED, 1, closing); // the hook runs, held at its gate
     // Short of the bound; for Infinity, far past any finite one (the 30 s default included).
     // Mutant: Infinity read as the default 30 s (options.ts): the hook was cut after 30 s.
     vi.advanceTimersByTime(startTimeoutMs === Number.POSITIVE_INFINITY ? 4 * LONG : LONG - 1);
@@ -177,7 +178,7 @@ describe('startTimeoutMs and idleTimeout are read once', () => {
     const closing = rt.close();
     try {
       const closedYet = settledWhenAsked(closing);
-      await waitFor(closed, INVOKED); // the hook runs, held at its gate
+      await waitFor(closed, INVOKED, 1, closing); // the hook runs, held at its gate
       vi.advanceTimersByTime(1_000);
       await turns();
       vi.useRealTimers();

@@ -23,7 +23,7 @@ describe('outcomes of waiters ended late', () => {
     const a = control();
     const never = control();
     const running = rt.run(gate(a, { value: 'a' }), { cost: 2 });
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, running);
     // The fatal call fits (1 unit); the waiter needs 2 units, which only A's end frees.
     const fatal = rejection(rt.run({ mode: 'fatal', code: 'X_CONTEXT_LOST' }, { cost: 1 }));
     const waiter = rejection(
@@ -44,7 +44,7 @@ describe('outcomes of waiters ended late', () => {
     const rt = await start({ threads: 1, admission: { requests: 1, wait: true } });
     const a = control();
     const running = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, running);
     const waiting = rt.run({ mode: 'echo' });
     const closing = rt.close();
     expect(await codeOf(waiting)).toBe('OMNI_ERR_UNAVAILABLE');
@@ -83,7 +83,7 @@ describe('running and queued', () => {
     const rt = await start({ threads: 1, admission: { requests: 3 } });
     const a = control();
     const running = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, running);
     const queued = [rt.run({ mode: 'echo', value: 1 }), rt.run({ mode: 'echo', value: 2 })];
     expect(rt.report()).toMatchObject({ depth: 3, queued: 2, running: 1 });
     open(a);
@@ -102,7 +102,7 @@ describe('running and queued', () => {
     });
     const a = control();
     const first = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, first);
     expect(await codeOf(rt.run({ mode: 'exit' }))).toBe('OMNI_ERR_WORKER_EXITED');
     await until(() => Atomics.load(words, 0) === 3, 'the replacement to wait in its init');
     const b = control();
@@ -114,7 +114,7 @@ describe('running and queued', () => {
     await expect(first).resolves.toBe('a');
     // One of B and C runs on the freed thread; piscina has handed the other to the replacement,
     // which is not up yet.
-    await Promise.race([waitFor(b, STARTED), waitFor(c, STARTED)]);
+    await Promise.race([waitFor(b, STARTED, 1, queued[0]), waitFor(c, STARTED, 1, queued[1])]);
     expect(rt.report()).toMatchObject({ depth: 2, queued: 1, running: 1 });
     publish(words, 3, 1); // the replacement's init finishes
     open(b);

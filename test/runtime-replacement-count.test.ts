@@ -20,7 +20,7 @@ describe('replacements that fail in init', () => {
     const rt = await twoThreads('exit', loads);
     const c = control();
     const running = rt.run(gate(c, { value: 'kept' }));
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, running);
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
       // The idle thread takes it and dies; its replacement exits in init.
@@ -42,7 +42,7 @@ describe('replacements that fail in init', () => {
     const rt = await twoThreads('hang', loads);
     const c = control();
     const last = rt.run({ mode: 'block-exit', control: c.buffer as SharedArrayBuffer });
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, last);
     // Each loss's timeout is armed (on the fake clock) when piscina removes the lost thread, in the
     // same turn as it rejects that thread's call: by the time the test hears of the call, that is.
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });

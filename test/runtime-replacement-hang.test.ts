@@ -105,8 +105,9 @@ describe.skipIf(!canBlockInRead)('a replacement thread whose init is held in a n
         workerData: { ids: ids.buffer, readAt: 2, fd: pipe.readEnd },
       });
       const dying = control();
-      const died = codeOf(rt.run({ mode: 'block-exit', control: dying.buffer as SharedArrayBuffer }));
-      await waitFor(dying, STARTED);
+      const running = rt.run({ mode: 'block-exit', control: dying.buffer as SharedArrayBuffer });
+      const died = codeOf(running);
+      await waitFor(dying, STARTED, 1, running);
       vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
       open(dying);
       expect(await died).toBe('OMNI_ERR_WORKER_EXITED');

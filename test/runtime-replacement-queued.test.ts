@@ -17,7 +17,7 @@ describe('a call queued behind a replacement that never comes up', () => {
     const rt = await twoThreads('hang', loads); // every replacement hangs in init
     const c = control();
     const running = rt.run(gate(c, { value: 'kept' }));
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, running);
     // The replacement's timeout, armed when the thread is lost, runs on a fake clock.
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     let queued: Promise<string | undefined>;

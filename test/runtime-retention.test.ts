@@ -18,7 +18,7 @@ import {
 } from './fixtures/held-init-start.js';
 import { activeResources, Collectable, fdCount, threadCount } from './fixtures/process-figures.js';
 import { bump, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
-import { GATED_WORKER, gate, until } from './fixtures/runtime-harness.js';
+import { codeOf, GATED_WORKER, gate, until } from './fixtures/runtime-harness.js';
 import { postFloats } from './fixtures/serve-client.js';
 import { startGated } from './fixtures/serve-harness.js';
 import { recorder, STOPPED } from './fixtures/thread-ends-recorder.js';
@@ -83,8 +83,9 @@ describe('a closed runtime', () => {
     try {
       const collected = await collectedAfter(async (register) => {
         const rt = await Runtime.start({ worker: GATED_WORKER, threads: 2, admission: { requests: 2 } });
-        const call = rt.run(gate(stuck, { sync: true })).catch(() => {});
-        await waitFor(stuck, STARTED);
+        const running = rt.run(gate(stuck, { sync: true }));
+        const call = running.catch(() => {});
+        await waitFor(stuck, STARTED, 1, running);
         await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: false, abandoned: 1 });
         await call;
         register(rt);
@@ -239,7 +240,7 @@ describe('a runtime serving for long', () => {
   async function bothThreadsServe(rt: Runtime): Promise<void> {
     const c = newControl();
     const calls = [rt.run(gate(c)), rt.run(gate(c))];
-    await waitFor(c, STARTED, 2);
+    await waitFor(c, STARTED, 2, Promise.race(calls));
     open(c);
     await Promise.all(calls);
   }
@@ -376,7 +377,8 @@ describe('a failure kept after its runtime is dropped', () => {
       const rt = await Runtime.start({ worker: GATED_WORKER });
       kept.register(rt);
       const failed = rt.whenFailed();
-      await rt.run({ mode: 'fatal' }).catch(() => {});
+      // Checked, not swallowed: a call that failed otherwise leaves whenFailed() pending for good.
+      expect(await codeOf(rt.run({ mode: 'fatal' }))).toBe('X_FATAL');
       await rt.close();
       return failed;
     };

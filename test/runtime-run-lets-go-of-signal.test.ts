@@ -18,7 +18,7 @@ async function full(wait: boolean): Promise<{ rt: Runtime; release: () => Promis
   const rt = await start({ threads: 1, admission: { requests: 1, wait } });
   const c = control();
   const held = rt.run(gate(c, { value: 'held' }));
-  await waitFor(c, STARTED);
+  await waitFor(c, STARTED, 1, held);
   return {
     rt,
     release: () => {
@@ -92,8 +92,9 @@ describe('run() lets go of the signal it followed, however the call ends', () =>
     const rt = await start({ threads: 1, admission: { requests: 1, wait: true } });
     const signal = new AbortController().signal;
     const c = control();
-    const running = codeOf(rt.run(gate(c, { sync: true }), { signal }));
-    await waitFor(c, STARTED);
+    const call = rt.run(gate(c, { sync: true }), { signal });
+    const running = codeOf(call);
+    await waitFor(c, STARTED, 1, call);
     const waiting = codeOf(rt.run({ mode: 'echo', value: 1 }, { signal }));
     expect(listeners(signal)).toBe(1);
     expect(await rt.close({ timeoutMs: 0 })).toMatchObject({ clean: false, abandoned: 1 });

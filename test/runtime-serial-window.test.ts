@@ -14,7 +14,7 @@ async function fullWindow() {
   const rt = await start({ threads: 1 });
   const a = control();
   const first = rt.run(gate(a, { value: 'a' }));
-  await waitFor(a, STARTED);
+  await waitFor(a, STARTED, 1, first);
   const fill = Array.from({ length: 65_535 }, () => rt.run({ mode: 'echo', value: 0 }));
   return { rt, a, first, fill };
 }

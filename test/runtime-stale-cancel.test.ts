@@ -43,7 +43,7 @@ describe('a stale cancel never reaches the slot’s next task', () => {
     const acA = new AbortController();
     const acB = new AbortController();
     const first = rt.run(gate(a, { value: 'A' }), { signal: acA.signal });
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, first);
     open(a);
     untilReleasedHere(rt); // A's work has ended; its reply is not read yet
     // B takes A's slot (the only one) and queues behind A's thread; its caller leaves at once.
@@ -65,7 +65,7 @@ describe('a stale cancel never reaches the slot’s next task', () => {
     const b = control();
     const c = control();
     const held = rt.run(gate(g, { value: 'G' }));
-    await waitFor(g, STARTED);
+    await waitFor(g, STARTED, 1, held);
     // The main thread's deadline timer never fires: only the worker's clock sees this deadline.
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const late = rt.run(counted(skipped), { deadlineMs: 1 });

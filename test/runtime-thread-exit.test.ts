@@ -223,8 +223,9 @@ describe('threadEnds: every thread the runtime saw is reported exited once, then
     const rt = await start(options(ends, ids, { admission: { requests: 2 } }));
     const stuck = control();
     const busy = who();
-    const call = codeOf(rt.run({ ...gate(stuck, { sync: true }), who: busy.buffer as SharedArrayBuffer }));
-    await waitFor(stuck, STARTED);
+    const running = rt.run({ ...gate(stuck, { sync: true }), who: busy.buffer as SharedArrayBuffer });
+    const call = codeOf(running);
+    await waitFor(stuck, STARTED, 1, running);
     expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     expect(recordedIds(ids)).toContain(Atomics.load(busy, 0));

@@ -94,8 +94,9 @@ describe('a runtime done with its threads leaves no listener on process', () => 
     expect(process.listenerCount('worker')).toBe(before);
     const rt = await start({ worker, threads: 2, threadEnds: ends, workerData: { ids: newIds().buffer } });
     const stuck = control();
-    const call = codeOf(rt.run(gate(stuck, { sync: true })));
-    await waitFor(stuck, STARTED);
+    const running = rt.run(gate(stuck, { sync: true }));
+    const call = codeOf(running);
+    await waitFor(stuck, STARTED, 1, running);
     expect(await rt.close({ timeoutMs: 0 })).toEqual({ clean: false, abandoned: 1 });
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
     expect(process.listenerCount('worker')).toBe(before);

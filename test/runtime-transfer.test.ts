@@ -158,7 +158,7 @@ describe('transfer', () => {
     await rt.run({ mode: 'transfer-twice' }); // marks this thread: last-sent-length 0 here, -1 in a new one
     const c = control();
     const busy = rt.run(gate(c));
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, busy);
     const sent = new Uint8Array(64);
     const queued = rt.run({ mode: 'echo', value: sent }, { transfer: [sent.buffer], cost: 5 });
     structuredClone(sent.buffer, { transfer: [sent.buffer] }); // given elsewhere before the post
@@ -193,7 +193,7 @@ describe('transfer', () => {
     const rt = await start({ threads: 1, admission: { requests: 4 } });
     const c = control();
     const busy = rt.run(gate(c));
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, busy);
     const sent = new Uint8Array(64);
     const list = [sent.buffer];
     const queued = rt.run({ mode: 'echo', value: sent }, { transfer: list });

@@ -16,7 +16,7 @@ describe('deadline of a call that waited for admission', () => {
     const a = control();
     const b = control();
     const first = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, first);
     const order: string[] = [];
     const second = codeOf(rt.run(gate(b), { deadlineMs: DEADLINE_MS })).then((code) => {
       order.push(String(code));

@@ -165,7 +165,7 @@ describe('Runtime.start', () => {
     let closing: Promise<unknown>;
     try {
       closing = rt.close();
-      await waitFor(closed, INVOKED, 2); // both hooks ran, and neither returns
+      await waitFor(closed, INVOKED, 2, closing); // both hooks ran, and neither returns
       vi.advanceTimersByTime(600_000);
     } finally {
       vi.useRealTimers();
@@ -184,7 +184,7 @@ describe('Runtime.start', () => {
     });
     // Nothing in flight: the drain ends at once, and the hooks run past the 0 ms timeout.
     const closing = rt.close({ timeoutMs: 0 });
-    await waitFor(closed, INVOKED, 2); // both hooks are running, each held at its gate
+    await waitFor(closed, INVOKED, 2, closing); // both hooks are running, each held at its gate
     // Set after close()'s own 0 ms timer, so due after it: that timeout has fired by now.
     await new Promise((resolve) => setTimeout(resolve, 0));
     open(closed); // the hooks finish: each frees what its init took
@@ -195,7 +195,7 @@ describe('Runtime.start', () => {
   it('a close timeout, given while the close hooks run, cuts a hook that never returns short', async () => {
     const { closed, rt } = await withHangingCloseHooks(600_000);
     const closing = rt.close();
-    await waitFor(closed, INVOKED, 2); // both hooks are running, and neither will return
+    await waitFor(closed, INVOKED, 2, closing); // both hooks are running, and neither will return
     // What serve's second signal does: the drain is over, the teardown is what it cuts short.
     await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: true, abandoned: 0 });
     await expect(closing).resolves.toEqual({ clean: true, abandoned: 0 });
@@ -206,7 +206,7 @@ describe('Runtime.start', () => {
     const { closed, rt } = await withHangingCloseHooks(600_000);
     // Nothing in flight: the drain ends at once; its 0 ms timeout does not reach the hooks.
     const closing = rt.close({ timeoutMs: 0 });
-    await waitFor(closed, INVOKED, 2); // both hooks are running, and neither will return
+    await waitFor(closed, INVOKED, 2, closing); // both hooks are running, and neither will return
     // Due no sooner than the first one was: it still applies, as the first no longer does.
     await expect(rt.close({ timeoutMs: 0 })).resolves.toEqual({ clean: true, abandoned: 0 });
     await expect(closing).resolves.toEqual({ clean: true, abandoned: 0 });
@@ -382,7 +382,7 @@ describe('Runtime.close', () => {
       const a = control();
       const events: string[] = [];
       const running = rt.run(gate(a, { value: 'a' })).then((v) => events.push(`done ${v}`));
-      await waitFor(a, STARTED);
+      await waitFor(a, STARTED, 1, running);
       const queued = rt.run({ mode: 'echo', value: 'b' }).then((v) => events.push(`done ${v}`));
       expect(rt.report().depth).toBe(2);
 
@@ -421,7 +421,7 @@ describe('Runtime.close', () => {
     const a = control();
     const never = control();
     const running = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, running);
     const waiting = rt.run({ mode: 'echo', control: never.buffer as SharedArrayBuffer });
     const closing = rt.close();
     expect(await codeOf(waiting)).toBe('OMNI_ERR_UNAVAILABLE');
@@ -443,8 +443,9 @@ describe('Runtime.close', () => {
   it('a later close({ timeoutMs }) still forces a plain close() that is waiting, same promise', async () => {
     const rt = await start({ threads: 1, admission: { requests: 2 } });
     const stuck = control();
-    const call = codeOf(rt.run(gate(stuck, { sync: true })));
-    await waitFor(stuck, STARTED);
+    const running = rt.run(gate(stuck, { sync: true }));
+    const call = codeOf(running);
+    await waitFor(stuck, STARTED, 1, running);
     const first = rt.close();
     // A longer timeout never postpones a shorter one; the shortest given so far applies.
     expect(rt.close({ timeoutMs: 60_000 })).toBe(first);
@@ -463,7 +464,7 @@ describe('Runtime.close', () => {
     // one with its caller still waiting, one whose caller already left.
     const waitingCall = rt.run(gate(stuck, { sync: true }), { cost: 3 });
     const leftCall = rt.run(gate(abandoned, { sync: true }), { cost: 4, signal: ac.signal });
-    await Promise.all([waitFor(stuck, STARTED), waitFor(abandoned, STARTED)]);
+    await Promise.all([waitFor(stuck, STARTED, 1, waitingCall), waitFor(abandoned, STARTED, 1, leftCall)]);
     ac.abort();
     expect(await codeOf(leftCall)).toBe('OMNI_ERR_ABORTED');
     expect(rt.report()).toMatchObject({ depth: 2, units: 7 });
@@ -491,8 +492,9 @@ describe('Runtime.close', () => {
     // for it (on a fake clock here), then cuts it off, counted.
     const rt = await start({ worker: TORN_RELEASE_WORKER, threads: 1, admission: { requests: 2, units: 5 } });
     const c = control();
-    const call = codeOf(rt.run({ control: c.buffer }, { cost: 3 }));
-    await waitFor(c, STARTED);
+    const running = rt.run({ control: c.buffer }, { cost: 3 });
+    const call = codeOf(running);
+    await waitFor(c, STARTED, 1, running);
     expect(rt.report()).toMatchObject({ depth: 1, units: 3 });
     expect(await closePastRepliesWait(rt, 0)).toEqual({ clean: false, abandoned: 1 });
     expect(await call).toBe('OMNI_ERR_WORKER_EXITED');
@@ -503,7 +505,7 @@ describe('Runtime.close', () => {
     const rt = await start({ threads: 1, admission: { requests: 2 } });
     const a = control();
     const running = rt.run(gate(a, { value: 'a' }));
-    await waitFor(a, STARTED);
+    await waitFor(a, STARTED, 1, running);
     const closing = rt.close({ timeoutMs: 60_000 });
     open(a);
     await expect(running).resolves.toBe('a');
@@ -516,8 +518,9 @@ describe('Runtime.close timeouts', () => {
   it('a later, longer close timeout never postpones an earlier, shorter one', async () => {
     const rt = await start({ threads: 1, admission: { requests: 2 } });
     const stuck = control();
-    const call = codeOf(rt.run(gate(stuck, { sync: true })));
-    await waitFor(stuck, STARTED);
+    const running = rt.run(gate(stuck, { sync: true }));
+    const call = codeOf(running);
+    await waitFor(stuck, STARTED, 1, running);
     const first = rt.close({ timeoutMs: 100 });
     expect(rt.close({ timeoutMs: 600_000 })).toBe(first);
     // Postponed, this would wait 10 minutes: the test's own timeout fails it.

@@ -72,7 +72,7 @@ describe('a signal that aborts as it is followed', () => {
     const rt = await start({ threads: 1, admission: { requests: 2 } });
     const c = control();
     const running = rt.run(gate(c, { sync: true, value: 'first' }));
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, running);
     const call = rt.run({ mode: 'echo', value: 'late' }, { signal: abortingSignal() });
     const seen = watched(call);
     await microtasks();
@@ -90,7 +90,7 @@ describe('a signal that aborts as it is followed', () => {
     const rt = await start({ threads: 1, admission: { requests: 1 } });
     const c = control();
     const running = rt.run(gate(c, { value: 'first' }));
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, running);
     expect(await codeOf(rt.run({ mode: 'echo', value: 'late' }, { signal: abortingSignal() }))).toBe(
       'OMNI_ERR_ABORTED',
     );

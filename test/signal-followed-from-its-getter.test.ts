@@ -76,7 +76,7 @@ describe('a signal followed again from its own getter', () => {
     const rt = await start({ threads: 1, admission: { requests: 3 } });
     const c = control();
     const running = rt.run(gate(c, { sync: true, value: 'first' }));
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, running);
     let inner: Promise<unknown> | undefined;
     const { controller, signal, onNextRead } = reentrantSignal();
     onNextRead((s) => {
@@ -121,7 +121,7 @@ describe('a signal followed again from its own getter as its last follower lets 
     });
     await expect(first).resolves.toBe('first');
     const code = codeOf(inner!);
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, inner);
     controller.abort();
     open(c);
     expect(await code).toBe('OMNI_ERR_ABORTED');

@@ -35,7 +35,7 @@ describe('a call whose signal takes no listener', () => {
     const rt = await start({ threads: 1, ...options });
     const c = control();
     const held = rt.run(gate(c, { value: 'held' }));
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, held);
     const { signal, refusal } = refusingSignal();
     expect(await rejection(rt.run({ mode: 'echo', value: 1 }, { signal }))).toBe(refusal);
     expect(rt.report()).toMatchObject({

@@ -82,7 +82,7 @@ describe('Runtime.run with a signal that takes no listener', () => {
     const { signal, state } = refusingSignal(false);
     const c = control();
     const call = rt.run(gate(c, { value: 'done' }), { signal });
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, call);
     state.refusing = true;
     const settled = settledWhenAsked(call);
     open(c);
@@ -98,7 +98,7 @@ describe('Runtime.run with a signal that takes no listener', () => {
     const rt = await start({ threads: 1, admission: { requests: 1, wait: true } });
     const c = control();
     const held = rt.run(gate(c, { value: 'held' }));
-    await waitFor(c, STARTED);
+    await waitFor(c, STARTED, 1, held);
     const { signal, refusal } = refusingSignal();
     expect(await rejection(rt.run({ mode: 'echo', value: 1 }, { signal }))).toBe(refusal);
     expect(rt.report()).toMatchObject({ waiting: 0, invalid: 1 });
