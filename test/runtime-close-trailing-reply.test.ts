@@ -86,7 +86,7 @@ describe("close()'s timeout and a reply that trails its call's release", () => {
     vi.advanceTimersByTime(1);
     vi.useRealTimers();
     await expect(call).resolves.toBe('done');
-    await Promise.race([closing, waitFor(closed, INVOKED)]);
+    await waitFor(closed, INVOKED, 1, closing);
     open(closed);
     expect(await closing).toEqual({ clean: true, abandoned: 0 });
     expect(Atomics.load(closed, STARTED)).toBe(1); // the hook ran to its end
