@@ -14,6 +14,7 @@
  * Throws: InvalidArgumentError for a bad option or runtime; whatever listening throws (EADDRINUSE,
  * ...), on any address of host 'localhost' (missed-binding.ts).
  */
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { UnavailableError } from '../errors.js';
@@ -189,13 +190,17 @@ async function listenOnce(
 
   const onExpectation = expectationHandler(metrics, followExpectation);
   const onConnect = connectHandler(metrics, (socket) => drain.adopt(socket), drain, sendTimeoutMs);
-  app.server.on('checkExpectation', onExpectation);
-  app.server.on('connect', onConnect);
-  app.server.on('checkContinue', deferContinue);
-  app.server.prependListener('request', markAfterClose);
-  app.server.on('request', rememberResponse);
-  app.server.on('connection', lingerOnClose);
-  app.server.on('connection', connections.add);
+  // One set for every server fastify listens with (one per address; see after listen()).
+  const serveOn = (server: Server): void => {
+    server.on('checkExpectation', onExpectation);
+    server.on('connect', onConnect);
+    server.on('checkContinue', deferContinue);
+    server.prependListener('request', markAfterClose);
+    server.on('request', rememberResponse);
+    server.on('connection', lingerOnClose);
+    server.on('connection', connections.add);
+  };
+  serveOn(app.server);
   continueWhenRead(app, bodyLimit);
   // Fastify's default text/plain parser would hand the route a string: refuse it as 415 instead.
   app.removeContentTypeParser('text/plain');
@@ -282,13 +287,7 @@ async function listenOnce(
     // is answered as any other, as on the main server.
     other.removeAllListeners('upgrade');
     other.on('clientError', clientErrors);
-    other.on('checkExpectation', onExpectation);
-    other.on('connect', onConnect);
-    other.on('checkContinue', deferContinue);
-    other.prependListener('request', markAfterClose);
-    other.on('request', rememberResponse);
-    other.on('connection', lingerOnClose);
-    other.on('connection', connections.add);
+    serveOn(other);
   }
   const missed = await missedBinding(app, host, (app.server.address() as AddressInfo).port);
   if (missed !== undefined) {
