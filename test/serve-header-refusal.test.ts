@@ -58,6 +58,14 @@ interface Case extends Outcome {
 
 /** The unit ceiling's refusal: the handler's admission refuses it, and counts it everywhere. */
 const OVER_UNITS: Outcome = { status: 413, code: 'OMNI_ERR_TOO_LARGE', refused: 1, rejected: 1, tooLarge: 1 };
+/** More rows than one native call takes: refused before admission, so no admission refusal. */
+const OVER_MAX_ROWS_CALL: Outcome = {
+  status: 413,
+  code: 'OMNI_ERR_TOO_LARGE',
+  refused: 1,
+  rejected: 0,
+  tooLarge: 1,
+};
 /** A 400 of the handler's own checks, before any admission: nothing counted as a refusal. */
 const BAD_REQUEST: Outcome = {
   status: 400,
@@ -92,11 +100,7 @@ const CASES: readonly Case[] = [
     headers: `x-omni-rows: ${OVER_MAX_ROWS}\r\n`,
     type: OCTET,
     body: octets(OVER_MAX_ROWS),
-    status: 413,
-    code: 'OMNI_ERR_TOO_LARGE',
-    refused: 1,
-    rejected: 0,
-    tooLarge: 1,
+    ...OVER_MAX_ROWS_CALL,
   },
   {
     // No hint: an octet-stream Content-Length of whole rows says the rows as well as a hint does.
@@ -113,11 +117,7 @@ const CASES: readonly Case[] = [
     headers: '',
     type: OCTET,
     body: octets(OVER_MAX_ROWS),
-    status: 413,
-    code: 'OMNI_ERR_TOO_LARGE',
-    refused: 1,
-    rejected: 0,
-    tooLarge: 1,
+    ...OVER_MAX_ROWS_CALL,
   },
   {
     name: 'a malformed hint',
