@@ -98,6 +98,15 @@ omni_stats_t driver_stats(omni_ctx *ctx) {
   return s;
 }
 
+void driver_close_checked(omni_ctx *ctx) {
+  const uint64_t before = omni_fixture_live_bytes();
+  const fx_sync_record synced = fx_thread_syncs;
+  CHECK_STATUS(NULL, omni_close(ctx), OMNI_OK);
+  CHECK(fx_thread_syncs.syncs == synced.syncs + 1);
+  /* All of it was still held at the sync: a free before it would show as fewer bytes. */
+  CHECK(fx_thread_syncs.live_bytes == before - omni_fixture_live_bytes());
+}
+
 static const struct {
   const char *name;
   void (*run)(void);

@@ -26,7 +26,7 @@ void section_open_faults(void) {
         omni_fixture_fail_alloc_after(0);
         /* The countdown outlived open's three allocations without firing. */
         CHECK(n == 4 && driver_stats(ctx).allocations == 3);
-        CHECK_STATUS(NULL, omni_close(ctx), OMNI_OK);
+        driver_close_checked(ctx);
         break;
       }
       CHECK_STATUS(NULL, rc, OMNI_E_OUT_OF_MEMORY);
@@ -109,7 +109,7 @@ void section_upload_faults(void) {
   /* A successful replacement frees the old weights: the bytes held stay the same. */
   CHECK(failing_uploads(ctx, OUT, IN, 9) == 2);
   CHECK(driver_stats(ctx).live_bytes == base.live_bytes);
-  CHECK_STATUS(NULL, omni_close(ctx), OMNI_OK);
+  driver_close_checked(ctx);
 }
 
 /* Every position of a workspace allocation failing, with `rows` a miss on ctx. */
@@ -169,7 +169,7 @@ void section_call_faults(void) {
     CHECK_STATUS(one, omni_linear_gelu(one, x2, 9 * IN, 9, y2, 9 * OUT), OMNI_OK);
     CHECK(driver_stats(one).workspace_evictions == base.workspace_evictions + 1);
   }
-  CHECK_STATUS(NULL, omni_close(one), OMNI_OK);
+  driver_close_checked(one);
 
   /* Copy failures: the input copy, then the output copy; each synchronizes, frees nothing, and the
    * workspace stays cached for the next call. */
@@ -207,7 +207,7 @@ void section_call_faults(void) {
   CHECK_STATUS(ctx, omni_fixture_fail_copy_after(ctx, 3), OMNI_OK);
   CHECK_STATUS(ctx, omni_linear_gelu(ctx, x, 3 * IN, 3, y, 3 * OUT), OMNI_OK);
   CHECK_STATUS(ctx, omni_linear_gelu(ctx, x, 3 * IN, 3, y, 3 * OUT), OMNI_E_COPY_FAILED);
-  CHECK_STATUS(NULL, omni_close(ctx), OMNI_OK);
+  driver_close_checked(ctx);
 
   /* Workspace limits: exact capacity when the power of two would not fit, and the limit itself.
    * A workspace of c rows holds 2 * c * (16 + 8) * 4 = 192 c bytes. */
@@ -227,5 +227,5 @@ void section_call_faults(void) {
   CHECK_STATUS(tight, omni_linear_gelu(tight, x6, 6 * IN, 6, y6, 6 * OUT), OMNI_E_WORKSPACE_LIMIT);
   const omni_stats_t after = driver_stats(tight);
   CHECK(after.live_bytes == before.live_bytes && after.cached_workspaces == before.cached_workspaces);
-  CHECK_STATUS(NULL, omni_close(tight), OMNI_OK);
+  driver_close_checked(tight);
 }

@@ -41,11 +41,11 @@ static void both_orders(int a_first) {
 
   omni_ctx *first = a_first ? a : b, *second = a_first ? b : a;
   const uint64_t second_holds = driver_stats(second).live_bytes;
-  CHECK_STATUS(NULL, omni_close(first), OMNI_OK);
+  driver_close_checked(first);
   CHECK(omni_fixture_live_bytes() - start == second_holds);
   if (second == a) call_and_check(a, 24, 7, 3, 6);
   else call_and_check(b, 5, 3, 2, 6);
-  CHECK_STATUS(NULL, omni_close(second), OMNI_OK);
+  driver_close_checked(second);
   CHECK(omni_fixture_live_bytes() == start);
 }
 
@@ -61,6 +61,6 @@ void section_lifecycle(void) {
     omni_ctx *ctx = NULL;
     CHECK_STATUS(NULL, omni_open(0, NULL, &ctx), OMNI_OK);
     if (upload) CHECK_STATUS(ctx, driver_upload(ctx, 3, 4, 5), OMNI_OK);
-    CHECK_STATUS(NULL, omni_close(ctx), OMNI_OK);
+    driver_close_checked(ctx);
   }
 }

@@ -31,5 +31,5 @@ void section_numerics(void) {
       seed += 3;
     }
   }
-  CHECK_STATUS(NULL, omni_close(ctx), OMNI_OK);
+  driver_close_checked(ctx);
 }

@@ -41,7 +41,7 @@ static void poison_and_close(int with_weights, int with_workspace, int with_arme
    * sync (armed above) is ignored as on CUDA, without a word in the thread's message slot. */
   char thread_message[FX_MESSAGE_LEN];
   strcpy(thread_message, omni_last_error(NULL));
-  CHECK_STATUS(NULL, omni_close(ctx), OMNI_OK);
+  driver_close_checked(ctx);
   CHECK(strcmp(omni_last_error(NULL), thread_message) == 0);
   omni_fixture_fail_alloc_after(0);
   CHECK(omni_fixture_live_bytes() == start);

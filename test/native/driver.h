@@ -41,6 +41,10 @@ void driver_call_checked(omni_ctx *ctx, uint32_t rows, const float *w, const flo
 /* Uploads seeded weights of out_f x in_f (seed picks them); returns the status. */
 int driver_upload(omni_ctx *ctx, uint32_t out_f, uint32_t in_f, uint32_t seed);
 omni_stats_t driver_stats(omni_ctx *ctx);
+/* omni_close(ctx) on an open context, expected OMNI_OK: it made exactly one stream synchronization
+ * (fx_thread_syncs), and made it while ctx still held every byte it then released. Reads the
+ * process-wide omni_fixture_live_bytes, so only where no other thread allocates meanwhile. */
+void driver_close_checked(omni_ctx *ctx);
 
 /* The sections, each run by abi-driver.c's main. */
 void section_lifecycle(void);
