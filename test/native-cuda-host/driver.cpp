@@ -236,7 +236,8 @@ static void section_faults(void) {
                {STUB_STREAM_CREATE, cudaErrorMemoryAllocation, OMNI_E_OUT_OF_MEMORY},
                {STUB_SYNC, cudaErrorInvalidValue, OMNI_E_DEVICE},
                {STUB_COPY, cudaErrorInvalidValue, OMNI_E_COPY_FAILED},
-               {STUB_LAUNCH, cudaErrorInvalidConfiguration, OMNI_E_DEVICE}};
+               {STUB_LAUNCH, cudaErrorInvalidConfiguration, OMNI_E_DEVICE},
+               {STUB_KERNEL, cudaErrorNoKernelImageForDevice, OMNI_E_NO_DEVICE}};
   const cudaError_t sticky[] = {cudaErrorIllegalAddress, cudaErrorContained};
   for (auto &fc : cases) {
     unsigned fired = 0;
@@ -354,7 +355,7 @@ static void section_drain(void) {
 
 // A failed open says why in the thread's slot; a device that does not exist is NO_DEVICE.
 static void section_open(void) {
-  for (stub_api api : {STUB_SET_DEVICE, STUB_FREE_NULL, STUB_STREAM_CREATE}) {
+  for (stub_api api : {STUB_SET_DEVICE, STUB_FREE_NULL, STUB_KERNEL, STUB_STREAM_CREATE}) {
     stub_reset();
     g_stub.fail_api = api;
     g_stub.fail_nth = 1;
@@ -365,8 +366,18 @@ static void section_open(void) {
            "open fault %d: status %d, message '%s'", api, st, omni_last_error(nullptr));
     EXPECT(stub_streams() == 0 && g_stub.bad_streams == 0, "open fault %d: stream left or misused", api);
   }
+  // A failed stream creation that left a handle in its output: open must not sync or destroy it.
   stub_reset();
+  g_stub.fail_api = STUB_STREAM_CREATE;
+  g_stub.fail_nth = 1;
+  g_stub.fail_code = cudaErrorMemoryAllocation;
+  g_stub.junk_stream_on_failure = true;
   omni_ctx *ctx = nullptr;
+  EXPECT(omni_open(0, nullptr, &ctx) == OMNI_E_OUT_OF_MEMORY && ctx == nullptr, "stream create fails");
+  EXPECT(g_stub.bad_streams == 0, "open used the handle a failed stream creation left (%lu uses)",
+         g_stub.bad_streams);
+  EXPECT(stub_live_device() == 0 && stub_live_pinned() == 0, "open leaked after a failed stream creation");
+  stub_reset();
   EXPECT(omni_open(3, nullptr, &ctx) == OMNI_E_NO_DEVICE && ctx == nullptr, "device 3 of 1");
 }
 

@@ -166,7 +166,10 @@ cudaError_t cudaFreeHost(void *p) {
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int) {
   cudaError_t e = fault(STUB_STREAM_CREATE);
-  if (e != cudaSuccess) return ret(e);
+  if (e != cudaSuccess) {
+    if (g_stub.junk_stream_on_failure) *s = reinterpret_cast<cudaStream_t>(0x1);
+    return ret(e);
+  }
   auto *st = new stub_stream{{}, g_stub.current_device};
   g_streams.insert(st);
   *s = reinterpret_cast<cudaStream_t>(st);
@@ -223,6 +226,10 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
 }
 
 } // extern "C"
+
+// kernel.cu's load check (kernel.cu itself needs nvcc): fails as a device without a kernel image
+// for the library does.
+cudaError_t cu_kernel_loadable(void) { return ret(fault(STUB_KERNEL)); }
 
 // kernel.cu's launcher (kernel.cu itself needs nvcc): the naive loop, its buffers pending until the
 // next synchronization. Same float expression as the fixture's naive reference.

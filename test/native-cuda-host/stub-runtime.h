@@ -17,6 +17,7 @@ enum stub_api {
   STUB_SYNC,
   STUB_COPY,
   STUB_LAUNCH,
+  STUB_KERNEL,    // cu_kernel_loadable: omni_open's check that the kernel loads on the device
   STUB_ANY_ALLOC, // cudaMalloc or cudaHostAlloc, counted together as the fixture's alloc hook counts
   STUB_API_COUNT
 };
@@ -32,6 +33,9 @@ struct stub_state {
   cudaError_t poison = cudaSuccess;
   // The first synchronization after the injected fault fails too (non-sticky): a failed drain.
   bool fail_drain = false;
+  // A failed cudaStreamCreateWithFlags writes a handle it never created into its output: the
+  // runtime does not say what a failed call leaves there, so the backend must not read it.
+  bool junk_stream_on_failure = false;
   bool drain_armed = false;
   unsigned calls[STUB_API_COUNT] = {};
   // Misuse seen: a buffer freed, or a stream destroyed, while an operation on it was still
