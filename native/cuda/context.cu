@@ -47,14 +47,22 @@ int cu_error(omni_ctx *ctx, cudaError_t err, int fallback, const char *what) {
   // Clears a non-sticky error; a sticky one survives, which the stream probe below detects.
   (void)cudaGetLastError();
   bool sticky = cu_known_sticky(err);
+  cudaError_t probe = cudaSuccess;
   if (!sticky && ctx != nullptr && ctx->stream != nullptr) {
     // A non-sticky error was just cleared, so a stream that still reports one is poisoned.
-    cudaError_t probe = cudaStreamQuery(ctx->stream);
+    probe = cudaStreamQuery(ctx->stream);
     sticky = probe != cudaSuccess && probe != cudaErrorNotReady;
     if (sticky) (void)cudaGetLastError();
   }
   if (sticky) {
     if (ctx != nullptr) ctx->fatal = true;
+    // When the probe found it, the poison is the probe's error, not err: name both.
+    if (probe != cudaSuccess && probe != err) {
+      return cu_fail(ctx, OMNI_E_FATAL,
+                     "%s: %s (%s); the stream then reported %s (%s): sticky error, the CUDA context is unusable",
+                     what, cudaGetErrorString(err), cudaGetErrorName(err), cudaGetErrorString(probe),
+                     cudaGetErrorName(probe));
+    }
     return cu_fail(ctx, OMNI_E_FATAL, "%s: %s (%s); sticky error, the CUDA context is unusable", what,
                    cudaGetErrorString(err), cudaGetErrorName(err));
   }
@@ -157,6 +165,10 @@ extern "C" int omni_open(int device, const omni_open_options *options, omni_ctx 
   // cudaSetDevice is lazy on some drivers; touching the context surfaces a broken device here.
   rc = cu_error(nullptr, cudaFree(nullptr), OMNI_E_DEVICE, "omni_open: initialising the device context");
   if (rc != OMNI_OK) return rc;
+  // A device the library has no kernel image for (or whose driver cannot JIT its PTX) opens, but
+  // every call would fail: refuse it here, so 'auto' falls back to the fixture.
+  rc = cu_error(nullptr, cu_kernel_loadable(), OMNI_E_NO_DEVICE, "omni_open: loading the kernel for this device");
+  if (rc != OMNI_OK) return rc;
 
   omni_ctx *ctx = static_cast<omni_ctx *>(calloc(1, sizeof(omni_ctx)));
   if (ctx == nullptr) return cu_fail(nullptr, OMNI_E_OUT_OF_MEMORY, "omni_open: out of host memory for the context");
@@ -167,8 +179,12 @@ extern "C" int omni_open(int device, const omni_open_options *options, omni_ctx 
   ctx->ws_limit_bytes = bytes;
   strcpy(ctx->message, "no error");
   // Non-blocking: the legacy default stream must not serialize this context against others.
-  rc = cu_error(nullptr, cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), OMNI_E_DEVICE,
+  // Into a local: the runtime does not say what a failed create leaves in its output, and
+  // cu_destroy synchronizes and destroys any non-null ctx->stream.
+  cudaStream_t stream = nullptr;
+  rc = cu_error(nullptr, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), OMNI_E_DEVICE,
                 "omni_open: cudaStreamCreateWithFlags");
+  if (rc == OMNI_OK) ctx->stream = stream;
   if (rc == OMNI_OK) {
     rc = cu_alloc(ctx, CU_HOST, count * sizeof(omni_workspace), reinterpret_cast<void **>(&ctx->ws),
                   "omni_open: workspace table");

@@ -51,6 +51,7 @@ int cu_workspace_acquire(omni_ctx *ctx, uint32_t rows, omni_workspace **out);
 void cu_workspace_release_all(omni_ctx *ctx);
 
 // kernel.cu
+cudaError_t cu_kernel_loadable(void);
 cudaError_t cu_launch_linear_gelu(const float *x, const float *w, const float *b, float *y, uint32_t rows,
                                   uint32_t out_features, uint32_t in_features, cudaStream_t stream);
 

@@ -80,6 +80,14 @@ __global__ void __launch_bounds__(THREADS)
 
 } // namespace
 
+// Loads the kernel for the current device (a lazily loaded module included): on a device this
+// library carries no code for (SASS for sm_80/sm_90, compute_90 PTX) it fails here, at open, and not
+// at every launch after a workspace was allocated and the input copied.
+cudaError_t cu_kernel_loadable(void) {
+  cudaFuncAttributes attr;
+  return cudaFuncGetAttributes(&attr, linear_gelu_kernel);
+}
+
 cudaError_t cu_launch_linear_gelu(const float *x, const float *w, const float *b, float *y, uint32_t rows,
                                   uint32_t out_features, uint32_t in_features, cudaStream_t stream) {
   // Limits (rows <= 65536, features <= 16384) keep the grid within gridDim.y's 65535.

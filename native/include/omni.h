@@ -82,7 +82,8 @@ typedef enum omni_status {
   OMNI_E_INVALID_ARGUMENT = 1, /* null pointer, bad shape, length mismatch, limit exceeded */
   OMNI_E_OUT_OF_MEMORY = 2,    /* host, pinned or device allocation failed; nothing was leaked */
   OMNI_E_COPY_FAILED = 3,      /* a host<->device copy failed; the stream was synchronized first */
-  OMNI_E_NO_DEVICE = 4,        /* the requested device does not exist or cannot be selected */
+  OMNI_E_NO_DEVICE = 4,        /* the requested device does not exist, cannot be selected, or
+                                  has no kernel this library can load (CUDA, at omni_open) */
   OMNI_E_DEVICE = 5,           /* a non-sticky device/runtime error (launch, stream, sync) */
   OMNI_E_NOT_INITIALISED = 6,  /* omni_linear_gelu before omni_upload_weights */
   OMNI_E_WORKSPACE_LIMIT = 7,  /* one request needs more scratch than the workspace byte limit */
