@@ -46,9 +46,13 @@ export interface RuntimeReport extends Outcomes {
   waiting: number;
   /** Permits the leak safety net reclaimed (0 in a runtime, whose permits are all claims). */
   leaked: number;
-  /** Dispatched to piscina and not yet started by a worker. */
+  /**
+   * Dispatched to piscina and not yet started by a worker. Like `running`, it counts a call
+   * until its answer reaches the main thread, while its capacity comes back as its work ends:
+   * with a fast worker, `queued + running` may exceed `depth` (and the bound) for a moment.
+   */
   queued: number;
-  /** Running in a worker now. */
+  /** Running in a worker now, or its answer still on its way to the main thread (see `queued`). */
   running: number;
   /**
    * piscina's wait and run times of the calls, in milliseconds: not of the runtime's own rounds
