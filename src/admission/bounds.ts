@@ -42,9 +42,15 @@ function checkBound(name: string, value: unknown, max: number): number {
 /**
  * Throws OMNI_ERR_INVALID_BOUND where the configuration is written, never later; a key that is
  * no bound (`unit`) is OMNI_ERR_INVALID_ARGUMENT: the bound it meant was never given a value.
- * `keys` is the options type the bounds are part of (a runtime's admission has `wait` too).
+ * `keys` is the options type the bounds are part of (a runtime's admission has `wait` too);
+ * `maxRequests` the caller's own limit (a runtime's claim slots), so the range a refusal names is
+ * the one that will be taken.
  */
-export function checkBounds(bounds: AdmissionBounds, keys: KnownKeys = BOUNDS_KEYS): CheckedBounds {
+export function checkBounds(
+  bounds: AdmissionBounds,
+  keys: KnownKeys = BOUNDS_KEYS,
+  maxRequests = MAX_REQUESTS_32,
+): CheckedBounds {
   if (typeof bounds !== 'object' || bounds === null) {
     throw new InvalidBoundError(
       `bounds must be an object { requests, units? }, got ${describeValue(bounds)}`,
@@ -53,7 +59,7 @@ export function checkBounds(bounds: AdmissionBounds, keys: KnownKeys = BOUNDS_KE
   checkOptionKeys('bounds', bounds, keys);
   // Each read once: a getter read again could answer otherwise than what was checked.
   const { requests: givenRequests, units: givenUnits } = bounds;
-  const requests = checkBound('requests', givenRequests, MAX_REQUESTS_32);
+  const requests = checkBound('requests', givenRequests, maxRequests);
   if (givenUnits === undefined) return { requests, units: undefined, unitShift: 0, wide: false };
   const units = checkBound('units', givenUnits, Number.MAX_SAFE_INTEGER);
   // Both fields share one word below the flags: a pair that cannot be packed is refused here

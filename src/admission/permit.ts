@@ -78,7 +78,7 @@ export class Permit implements Disposable {
     return claim;
   }
 
-  /** `using permit = ...` releases at scope exit; an already released permit is left alone. */
+  /** `using permit = ...` releases at scope exit; a released or moved permit is left alone. */
   [Symbol.dispose](): void {
     if (this.#state === HELD) this.release();
   }

@@ -6,7 +6,7 @@ import { isAbortSignal } from '../abort-signal.js';
 import { BOUNDS_KEYS, checkBounds } from '../admission/bounds.js';
 import type { AdmissionBounds } from '../admission/index.js';
 import { MAX_CLAIM_SLOTS } from '../admission/layout.js';
-import { describeThrown, describeValue, InvalidArgumentError, InvalidBoundError } from '../errors.js';
+import { describeThrown, describeValue, InvalidArgumentError } from '../errors.js';
 import { checkCallKeys, checkOptionKeys, type OptionKeys } from '../option-keys.js';
 import { checkThreadEnds, type ThreadEnds } from './thread-ends.js';
 
@@ -373,17 +373,9 @@ export function checkRuntimeOptions(options: RuntimeOptions): CheckedRuntimeOpti
   };
   // The bound last, as the runtime's constructor checked it: here, so that a caller that checks
   // its options before costly work (LinearRuntime.start, before loading a library and making
-  // weights) finds a bound above the runtime's claim slots then too, not in Runtime.start.
-  // checkBounds before the slot limit: comparing a Symbol or a null-prototype object to it threw
-  // an uncoded TypeError (and an object's own valueOf ran).
-  if (admission !== undefined) {
-    checkBounds(admission, RUNTIME_ADMISSION_KEYS);
-    if (admission.requests > MAX_CLAIM_SLOTS) {
-      throw new InvalidBoundError(
-        `admission.requests may be at most ${MAX_CLAIM_SLOTS} for a runtime, got ${admission.requests}`,
-      );
-    }
-  }
+  // weights) finds a bound above the runtime's claim slots then too, not in Runtime.start. The
+  // slot limit is checkBounds' own maximum, so a refusal names the range a runtime takes.
+  if (admission !== undefined) checkBounds(admission, RUNTIME_ADMISSION_KEYS, MAX_CLAIM_SLOTS);
   // Cloned last, once every option has passed: a mistake costs no clone of a large workerData,
   // and a bound's mistake stays OMNI_ERR_INVALID_BOUND beside one that cannot be cloned.
   return { ...checked, workerData: snapshot(options.workerData) };

@@ -46,9 +46,16 @@ export interface RuntimeReport extends Outcomes {
   waiting: number;
   /** Permits the leak safety net reclaimed (0 in a runtime, whose permits are all claims). */
   leaked: number;
-  /** Dispatched to piscina and not yet started by a worker. */
+  /**
+   * Dispatched to piscina and not yet started by a worker: also a call admitted while the
+   * thread's previous answer is on its way (see `running`).
+   */
   queued: number;
-  /** Running in a worker now. */
+  /**
+   * Running in a worker now, or its answer still on its way to the main thread. Its capacity
+   * came back as its work ended, so with a fast worker `queued + running` may exceed `depth`
+   * (and the bound) for a moment.
+   */
   running: number;
   /**
    * piscina's wait and run times of the calls, in milliseconds: not of the runtime's own rounds
