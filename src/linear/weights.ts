@@ -27,7 +27,7 @@ export function seededWeights(inFeatures: number, outFeatures: number, seed = 1)
 
 /** A width the options gave, for the disagreement's message: a template literal threw on a Symbol. */
 function describeWant(want: unknown): string {
-  return want === undefined ? '-' : describeValue(want);
+  return want === undefined ? 'not given' : describeValue(want);
 }
 
 /**
