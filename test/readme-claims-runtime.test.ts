@@ -58,6 +58,15 @@ describe('README: Runtime', () => {
     expect(ends).toEqual(['exited', 'stopped']);
   });
 
+  // Node 22.18+ strips types by default: the claim is Node 20's.
+  it.runIf(process.versions.node.startsWith('20.'))(
+    '"Worker modules must be built JavaScript (Node 20 has no type stripping)": a .ts one fails start()',
+    async () => {
+      const source = fileURLToPath(new URL('./fixtures/echo-worker.ts', import.meta.url));
+      expect(await codeOf(start({ worker: source }))).toBe('ERR_UNKNOWN_FILE_EXTENSION');
+    },
+  );
+
   it('"deadlineMs, the default": the start option, none (undefined) without one or with Infinity', async () => {
     expect((await start({ worker: ECHO, deadlineMs: 250 })).deadlineMs).toBe(250);
     expect((await start({ worker: ECHO })).deadlineMs).toBeUndefined();
