@@ -58,6 +58,16 @@ describe('README: Runtime', () => {
     expect(ends).toEqual(['exited', 'stopped']);
   });
 
+  it('"A typed array is cloned with its whole buffer, not just its view, in an input (or a result)"', async () => {
+    const rt = await start({ worker: ECHO });
+    const whole = new ArrayBuffer(64 * 1024);
+    new Uint8Array(whole).fill(7);
+    // Echoed back: its buffer crossed twice, into the thread and back, each time as a clone.
+    const back = (await rt.run(new Uint8Array(whole, 1024, 2))) as Uint8Array;
+    expect([back.byteOffset, back.length, back.buffer.byteLength]).toEqual([1024, 2, whole.byteLength]);
+    expect(new Uint8Array(back.buffer)[0]).toBe(7);
+  });
+
   // Node 22.18+ strips types by default: the claim is Node 20's.
   it.runIf(process.versions.node.startsWith('20.'))(
     '"Worker modules must be built JavaScript (Node 20 has no type stripping)": a .ts one fails start()',
