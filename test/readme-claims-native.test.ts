@@ -3,6 +3,7 @@
  * in its name.
  */
 import { describe, expect, it } from 'vitest';
+import { cudaArgs } from '../scripts/build-native.mjs';
 import { loadNativeLibrary, NativeContext, seededWeights } from '../src/index.js';
 
 describe('README: Limits, Native', () => {
@@ -17,5 +18,13 @@ describe('README: Limits, Native', () => {
     } finally {
       context.close();
     }
+  });
+
+  it('"It carries sm_80 and sm_90 code and compute_90 PTX that newer GPUs compile at load"', () => {
+    const args = cudaArgs('out.so');
+    const targets = args.filter((_, i) => args[i - 1] === '-gencode');
+    expect(targets).toEqual(['arch=compute_80,code=sm_80', 'arch=compute_90,code=[sm_90,compute_90]']);
+    // No other way to name a target: -arch or --gpu-architecture would add to (or replace) these.
+    expect(args.filter((arg) => /^-(arch|code|-gpu-architecture|-gpu-code)\b/.test(arg))).toEqual([]);
   });
 });
