@@ -25,6 +25,7 @@ import {
   rejection,
   start,
   turns,
+  until,
 } from './fixtures/runtime-harness.js';
 
 afterEach(cleanupOnRealClock);
@@ -66,6 +67,25 @@ describe('README: Runtime', () => {
     const back = (await rt.run(new Uint8Array(whole, 1024, 2))) as Uint8Array;
     expect([back.byteOffset, back.length, back.buffer.byteLength]).toEqual([1024, 2, whole.byteLength]);
     expect(new Uint8Array(back.buffer)[0]).toBe(7);
+  });
+
+  it('"An error a handler leaves behind ... fires during a later call": the first that lets the loop turn rejects OMNI_ERR_WORKER_EXITED', async () => {
+    const exited: string[] = [];
+    const rt = await start({
+      threads: 1,
+      threadEnds: { exited: () => exited.push('exited'), stopped: () => {} },
+    });
+    expect(await rt.run({ mode: 'leave-error', value: 'a' })).toBe('a');
+    // The idle thread's loop is blocked between calls, and this handler only awaits promises.
+    expect(await rt.run({ mode: 'echo', value: 'b' })).toBe('b');
+    expect(exited).toEqual([]);
+    // This one awaits a timer: the error, due first, fires in it and ends the thread.
+    expect(await codeOf(rt.run({ mode: 'await-timer', value: 'c' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(rt.report()).toMatchObject({ depth: 0, completed: 2 });
+    // "capacity comes back and a replacement thread serves".
+    expect(await rt.run({ mode: 'await-timer', value: 'd' })).toBe('d');
+    await until(() => exited.length > 0, 'the ended thread to be told');
+    expect(exited).toEqual(['exited']);
   });
 
   // Node 22.18+ strips types by default: the claim is Node 20's.
