@@ -33,5 +33,7 @@ describe('npm run bench:serve-clients', () => {
       expect(typeof figures.rssBeforeMiB).toBe('number');
       expect(typeof figures.perConnectionKiB).toBe('number');
     }
+    // Still uploading when measured: a refused upload (413 from its headers) holds nothing.
+    expect(upload).toMatchObject({ answered: 0 });
   });
 });

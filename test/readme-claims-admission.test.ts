@@ -4,7 +4,9 @@
  */
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import * as api from '../src/index.js';
 import { type AdmitOptions, BoundedAdmission, type Claim } from '../src/index.js';
+import * as serveApi from '../src/serve/index.js';
 import { attachedWorker, controlAfter } from './fixtures/attached-worker.js';
 
 // Queues one admit() on the attached instance (the bound is full), then says so in control word 0.
@@ -87,5 +89,18 @@ describe('README: BoundedAdmission', () => {
     // Room, but the ended thread's waiter is still counted: tryAdmit keeps refusing 'queued'.
     for (let i = 0; i < 3; i++) expect(owner.tryAdmit()).toEqual({ ok: false, reason: 'queued' });
     expect(owner.report()).toMatchObject({ depth: 0, waiting: 1 });
+  });
+
+  it('"The package exports no way to make a Permit": neither entry exports its class or a class it extends', () => {
+    const permit = new BoundedAdmission({ requests: 1 }).tryAdmit();
+    if (!permit.ok) throw new Error('the empty admission refused');
+    const classes = new Set<unknown>();
+    for (let proto = Object.getPrototypeOf(permit); proto !== null; proto = Object.getPrototypeOf(proto)) {
+      if (proto.constructor !== Object) classes.add(proto.constructor);
+    }
+    expect(classes.size).toBeGreaterThan(0);
+    const exported = [...Object.entries(api), ...Object.entries(serveApi)];
+    expect(exported.filter(([, value]) => classes.has(value)).map(([name]) => name)).toEqual([]);
+    permit.release();
   });
 });

@@ -25,6 +25,7 @@ import {
   rejection,
   start,
   turns,
+  until,
 } from './fixtures/runtime-harness.js';
 
 afterEach(cleanupOnRealClock);
@@ -57,6 +58,44 @@ describe('README: Runtime', () => {
     // Every thread the pool started is reported once: one, then stopped.
     expect(ends).toEqual(['exited', 'stopped']);
   });
+
+  it('"A typed array is cloned with its whole buffer, not just its view, in an input (or a result)"', async () => {
+    const rt = await start({ worker: ECHO });
+    const whole = new ArrayBuffer(64 * 1024);
+    new Uint8Array(whole).fill(7);
+    // Echoed back: its buffer crossed twice, into the thread and back, each time as a clone.
+    const back = (await rt.run(new Uint8Array(whole, 1024, 2))) as Uint8Array;
+    expect([back.byteOffset, back.length, back.buffer.byteLength]).toEqual([1024, 2, whole.byteLength]);
+    expect(new Uint8Array(back.buffer)[0]).toBe(7);
+  });
+
+  it('"An error a handler leaves behind ... fires during a later call": the first that lets the loop turn rejects OMNI_ERR_WORKER_EXITED', async () => {
+    const exited: string[] = [];
+    const rt = await start({
+      threads: 1,
+      threadEnds: { exited: () => exited.push('exited'), stopped: () => {} },
+    });
+    expect(await rt.run({ mode: 'leave-error', value: 'a' })).toBe('a');
+    // The idle thread's loop is blocked between calls, and this handler only awaits promises.
+    expect(await rt.run({ mode: 'echo', value: 'b' })).toBe('b');
+    expect(exited).toEqual([]);
+    // This one awaits a timer: the error, due first, fires in it and ends the thread.
+    expect(await codeOf(rt.run({ mode: 'await-timer', value: 'c' }))).toBe('OMNI_ERR_WORKER_EXITED');
+    expect(rt.report()).toMatchObject({ depth: 0, completed: 2 });
+    // "capacity comes back and a replacement thread serves".
+    expect(await rt.run({ mode: 'await-timer', value: 'd' })).toBe('d');
+    await until(() => exited.length > 0, 'the ended thread to be told');
+    expect(exited).toEqual(['exited']);
+  });
+
+  // Node 22.18+ strips types by default: the claim is Node 20's.
+  it.runIf(process.versions.node.startsWith('20.'))(
+    '"Worker modules must be built JavaScript (Node 20 has no type stripping)": a .ts one fails start()',
+    async () => {
+      const source = fileURLToPath(new URL('./fixtures/echo-worker.ts', import.meta.url));
+      expect(await codeOf(start({ worker: source }))).toBe('ERR_UNKNOWN_FILE_EXTENSION');
+    },
+  );
 
   it('"deadlineMs, the default": the start option, none (undefined) without one or with Infinity', async () => {
     expect((await start({ worker: ECHO, deadlineMs: 250 })).deadlineMs).toBe(250);

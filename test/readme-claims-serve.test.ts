@@ -15,9 +15,15 @@ import {
   DEFAULT_SEND_TIMEOUT_MS,
   serve,
 } from '../src/serve/index.js';
-import { codeOf } from './fixtures/runtime-harness.js';
-import { postBytes } from './fixtures/serve-client.js';
-import { closeServed, gatedForTest, serveForTest, startServed } from './fixtures/serve-harness.js';
+import { codeOf, until } from './fixtures/runtime-harness.js';
+import { get, postBytes, postFloats, rawExchange } from './fixtures/serve-client.js';
+import {
+  closeServed,
+  gatedForTest,
+  listeningClient,
+  serveForTest,
+  startServed,
+} from './fixtures/serve-harness.js';
 
 afterEach(closeServed);
 
@@ -71,6 +77,56 @@ describe('README: serve() options', () => {
     expect((s.app.server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval).toBe(
       15_000,
     );
+  });
+});
+
+/** A one-row octet-stream POST whose head has `lines` header lines, its Content-Type the last. */
+function headOf(lines: number, filler = (i: number) => `x${i}: 1`): string {
+  const head = ['Host: x', 'Connection: close', 'Content-Length: 16'];
+  for (let i = 0; head.length < lines - 1; i++) head.push(filler(i));
+  return `POST /v1/linear HTTP/1.1\r\n${[...head, 'Content-Type: application/octet-stream'].join('\r\n')}\r\n\r\n`;
+}
+
+describe('README: Limits, HTTP clients', () => {
+  it('"node keeps at most 1,000 header lines of a request and ignores the rest (a Content-Type ... is not seen)"', async () => {
+    const { s } = await startServed({ inFeatures: 4, outFeatures: 2, open: true });
+    const kept = await rawExchange(s.port, [headOf(1_000), new Uint8Array(16)]);
+    expect(kept.status).toBe(200);
+    // Its Content-Type dropped, the request has none: 415, as for any body not octet-stream or JSON.
+    const dropped = await rawExchange(s.port, [headOf(1_001), new Uint8Array(16)]);
+    expect([dropped.status, JSON.parse(dropped.body).code]).toEqual([415, 'OMNI_ERR_UNSUPPORTED_MEDIA_TYPE']);
+  });
+
+  it('"Capacity is not held by any of these: a call is admitted only once its body is read"', async () => {
+    const { g, s } = await startServed({
+      inFeatures: 4,
+      outFeatures: 2,
+      open: true,
+      admission: { requests: 1 },
+    });
+    // An upload stalled 4 bytes short of its one row: in flight, its body unread.
+    const { socket } = listeningClient(s.port);
+    socket.write('POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n');
+    socket.write(`Content-Length: 16\r\n\r\n${'\0'.repeat(12)}`);
+    const inflight = async () => Buffer.from((await get(s.address, '/metrics')).bytes).toString('utf8');
+    // Two: the /metrics request counts itself.
+    await until(
+      async () => /^omni_http_inflight 2$/m.test(await inflight()),
+      'the stalled upload to be in flight',
+    );
+    expect(g.lr.report()).toMatchObject({ depth: 0, rejected: 0 });
+    // The only request slot is free: another client's call is served meanwhile.
+    expect((await postFloats(s.address, [1, 2, 3, 4])).status).toBe(200);
+  });
+
+  it('"headers ... over node\'s 16 KiB a 431": it counts the URL, names and values, not the rest of the head', async () => {
+    const { s } = await startServed({ inFeatures: 4, outFeatures: 2, open: true });
+    // 10 bytes of URL, 77 of the five names and the other four values: X-Big's value brings 16,383.
+    const big = (n: number) => headOf(5, () => `X-Big: ${'a'.repeat(n)}`);
+    expect(big(16_296).length).toBeGreaterThan(16 * 1024);
+    expect((await rawExchange(s.port, [big(16_296), new Uint8Array(16)])).status).toBe(200);
+    const over = await rawExchange(s.port, [big(16_297), new Uint8Array(16)]);
+    expect([over.status, JSON.parse(over.body).code]).toEqual([431, 'OMNI_ERR_HEADERS_TOO_LARGE']);
   });
 });
 

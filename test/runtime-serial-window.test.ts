@@ -1,7 +1,7 @@
 /**
  * The serial scheduler never refuses, even past its 65,536-call claim window: a call beyond it
- * waits in order for a slot, its deadline applies only once dispatched, and close() ends its
- * wait as `unavailable`, not as a refusal.
+ * waits in order for a slot, its deadline applies only once dispatched, and an abort or close()
+ * ends its wait at once (aborted, or `unavailable`), never as a refusal.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { open, STARTED, waitFor } from './fixtures/runtime-control.js';
@@ -36,6 +36,20 @@ describe('serial scheduler beyond its claim window', () => {
     expect(await late).toBe('OMNI_ERR_DEADLINE');
     await until(() => rt.report().depth === 0, 'the late call to be skipped');
     expect(rt.report()).toMatchObject({ rejected: 0, refused: 0, deadline: 1, completed: 65_536, depth: 0 });
+  }, 120_000);
+
+  it('README: "An abort ends that wait at once": aborted, nothing run, rejected stays 0', async () => {
+    const { rt, a, first, fill } = await fullWindow();
+    const controller = new AbortController();
+    const late = codeOf(rt.run({ mode: 'echo', value: 1 }, { signal: controller.signal }));
+    await until(() => rt.report().waiting === 1, 'the late call to wait for a slot');
+    controller.abort();
+    // Every slot is still held (the gate is shut): only the abort can have ended the wait.
+    expect(await late).toBe('OMNI_ERR_ABORTED');
+    expect(rt.report()).toMatchObject({ waiting: 0, aborted: 1, rejected: 0, depth: 65_536 });
+    open(a);
+    await Promise.all([first, ...fill]);
+    expect(rt.report()).toMatchObject({ aborted: 1, rejected: 0, completed: 65_536, depth: 0 });
   }, 120_000);
 
   it('close() wakes a call waiting for a claim slot: unavailable, and rejected stays 0', async () => {
