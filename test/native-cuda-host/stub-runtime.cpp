@@ -88,6 +88,21 @@ static void check_not_pending(const void *p) {
       if (q == p) g_stub.free_while_pending += 1;
 }
 
+// cudaFree's and cudaFreeHost's work on their own map: a poisoned "device" holds the memory until
+// "exit" (stub_reset); a pointer the map never gave is counted as a bad free.
+static cudaError_t release(std::map<void *, size_t> &held, void *p) {
+  check_not_pending(p);
+  if (g_stub.poison != cudaSuccess) return ret(g_stub.poison);
+  auto it = held.find(p);
+  if (it == held.end()) {
+    g_stub.bad_frees += 1;
+    return ret(cudaErrorInvalidValue);
+  }
+  held.erase(it);
+  free(p);
+  return cudaSuccess;
+}
+
 extern "C" {
 
 cudaError_t cudaGetLastError(void) {
@@ -131,16 +146,7 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
 
 cudaError_t cudaFree(void *p) {
   if (p == nullptr) return ret(fault(STUB_FREE_NULL));
-  check_not_pending(p);
-  if (g_stub.poison != cudaSuccess) return ret(g_stub.poison); // held until exit
-  auto it = g_dev.find(p);
-  if (it == g_dev.end()) {
-    g_stub.bad_frees += 1;
-    return ret(cudaErrorInvalidValue);
-  }
-  g_dev.erase(it);
-  free(p);
-  return cudaSuccess;
+  return release(g_dev, p);
 }
 
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int) {
@@ -151,18 +157,7 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int) {
   return cudaSuccess;
 }
 
-cudaError_t cudaFreeHost(void *p) {
-  check_not_pending(p);
-  if (g_stub.poison != cudaSuccess) return ret(g_stub.poison);
-  auto it = g_pinned.find(p);
-  if (it == g_pinned.end()) {
-    g_stub.bad_frees += 1;
-    return ret(cudaErrorInvalidValue);
-  }
-  g_pinned.erase(it);
-  free(p);
-  return cudaSuccess;
-}
+cudaError_t cudaFreeHost(void *p) { return release(g_pinned, p); }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int) {
   cudaError_t e = fault(STUB_STREAM_CREATE);
