@@ -22,8 +22,10 @@ int cu_fail(omni_ctx *ctx, int code, const char *fmt, ...) {
   return code;
 }
 
-// Errors that poison the whole CUDA context: every later runtime call fails the same way. Only codes
-// every CUDA 11/12/13 toolkit defines; newer sticky codes are caught by the probe in cu_error.
+// Errors that poison the whole CUDA context: every later runtime call fails the same way. Inside a
+// context the probe in cu_error catches any sticky code, listed or not; omni_open has no stream to
+// probe, so there only this list turns a poisoned device into OMNI_E_FATAL. The newer codes are
+// guarded by the first toolkit known to define them (12.0, 12.8), so older headers still build.
 static bool cu_known_sticky(cudaError_t err) {
   switch (err) {
   case cudaErrorIllegalAddress:
@@ -36,6 +38,14 @@ static bool cu_known_sticky(cudaError_t err) {
   case cudaErrorAssert:
   case cudaErrorLaunchTimeout:
   case cudaErrorECCUncorrectable:
+#if CUDART_VERSION >= 12000
+  case cudaErrorMpsClientTerminated:
+  case cudaErrorExternalDevice:
+#endif
+#if CUDART_VERSION >= 12080
+  case cudaErrorContained:
+  case cudaErrorTensorMemoryLeak:
+#endif
     return true;
   default:
     return false;

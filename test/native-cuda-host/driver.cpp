@@ -222,8 +222,9 @@ static bool load_fixture(const char *path) {
          fx.fail_sync_after;
 }
 
-// Every fault, at every position it can take in SEQ, armed before open: non-sticky, sticky, and
-// sticky with a code outside cu_known_sticky (only the stream probe can tell).
+// Every fault, at every position it can take in SEQ, armed before open: non-sticky, sticky (a code
+// listed in cu_known_sticky since CUDA 11, one listed since 12.8), and sticky with a code outside
+// the list (only the stream probe can tell).
 static void section_faults(void) {
   struct fcase {
     stub_api api;
@@ -238,10 +239,10 @@ static void section_faults(void) {
                {STUB_COPY, cudaErrorInvalidValue, OMNI_E_COPY_FAILED},
                {STUB_LAUNCH, cudaErrorInvalidConfiguration, OMNI_E_DEVICE},
                {STUB_KERNEL, cudaErrorNoKernelImageForDevice, OMNI_E_NO_DEVICE}};
-  const cudaError_t sticky[] = {cudaErrorIllegalAddress, cudaErrorContained};
+  const cudaError_t sticky[] = {cudaErrorIllegalAddress, cudaErrorContained, STUB_UNLISTED_STICKY};
   for (auto &fc : cases) {
     unsigned fired = 0;
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < 4; ++variant) {
       const cudaError_t code = variant == 0 ? fc.nonsticky : sticky[variant - 1];
       for (unsigned nth = 1; nth <= 40; ++nth) {
         char label[96];
@@ -258,7 +259,7 @@ static void section_faults(void) {
                    "%s: step %zu after a non-sticky failure: %d", label, i, c.status[i]);
         } else {
           // omni_open has no stream to probe: a sticky code it does not know reads as the fallback.
-          if (!(at == 0 && code == cudaErrorContained))
+          if (!(at == 0 && code == STUB_UNLISTED_STICKY))
             EXPECT(c.status[at] == OMNI_E_FATAL, "%s: sticky fault gave %d at step %zu", label, c.status[at], at);
           for (size_t i = at + 1; i < c.status.size(); ++i)
             EXPECT(c.status[i] == OMNI_E_FATAL, "%s: step %zu after a sticky fault: %d", label, i, c.status[i]);
@@ -353,8 +354,40 @@ static void section_drain(void) {
   }
 }
 
+// An open that fails with a sticky code: FATAL (the device is unusable for this process) when
+// cu_known_sticky lists the code, the call's own fallback when it does not (open has no stream to
+// probe); either way *out stays NULL, the thread's slot says why, and nothing is left behind.
+static void open_sticky(stub_api api, cudaError_t code, int want) {
+  stub_reset();
+  g_stub.fail_api = api;
+  g_stub.fail_nth = 1;
+  g_stub.fail_code = code;
+  omni_ctx *ctx = reinterpret_cast<omni_ctx *>(&g_stub);
+  const int st = omni_open(0, nullptr, &ctx);
+  EXPECT(st == want && ctx == nullptr && strstr(omni_last_error(nullptr), "omni_open") != nullptr,
+         "open, api %d fails with sticky %d: status %d (want %d), message '%s'", api, code, st, want,
+         omni_last_error(nullptr));
+  EXPECT(stub_streams() == 0 && g_stub.bad_streams == 0 && stub_live_device() == 0 && stub_live_pinned() == 0,
+         "open, api %d fails with sticky %d: left a stream or memory", api, code);
+}
+
 // A failed open says why in the thread's slot; a device that does not exist is NO_DEVICE.
 static void section_open(void) {
+  // The process-fatal codes driver_types.h documents, each where the toolkit's headers define it.
+  const cudaError_t listed[] = {cudaErrorIllegalAddress,
+#if CUDART_VERSION >= 12000
+                                cudaErrorMpsClientTerminated, cudaErrorExternalDevice,
+#endif
+#if CUDART_VERSION >= 12080
+                                cudaErrorContained, cudaErrorTensorMemoryLeak,
+#endif
+  };
+  for (stub_api api : {STUB_SET_DEVICE, STUB_FREE_NULL, STUB_KERNEL, STUB_STREAM_CREATE}) {
+    for (cudaError_t code : listed) open_sticky(api, code, OMNI_E_FATAL);
+  }
+  open_sticky(STUB_SET_DEVICE, STUB_UNLISTED_STICKY, OMNI_E_NO_DEVICE);
+  open_sticky(STUB_FREE_NULL, STUB_UNLISTED_STICKY, OMNI_E_DEVICE);
+
   for (stub_api api : {STUB_SET_DEVICE, STUB_FREE_NULL, STUB_KERNEL, STUB_STREAM_CREATE}) {
     stub_reset();
     g_stub.fail_api = api;
