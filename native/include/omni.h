@@ -34,7 +34,8 @@
  * Fatal errors: once a call returns OMNI_E_FATAL, every later call on that context (omni_stats
  * included) returns it too; omni_close still releases. On CUDA a sticky error (illegal address...)
  * poisons the process's context for that device, so every omni context on it turns fatal at its
- * next device call (omni_stats makes none: it reports the last counters until then). Device and
+ * next device call (omni_stats makes none: it reports the last counters until then), and
+ * omni_open on that device returns OMNI_E_FATAL too. Device and
  * pinned memory of a poisoned context cannot be freed (cudaFree fails) and stays held until the
  * process exits, though live_bytes then reads 0.
  *
@@ -117,7 +118,10 @@ OMNI_API int omni_abi_version(void);
 OMNI_API const char *omni_backend_name(void);
 
 /* device: index of the device to use (the CPU fixture accepts any non-negative index).
- * options: NULL for defaults. On failure *out is set to NULL and nothing is leaked. */
+ * options: NULL for defaults. On failure *out is set to NULL and nothing is leaked. Fails with
+ * INVALID_ARGUMENT, NO_DEVICE, OUT_OF_MEMORY or DEVICE, and on CUDA with FATAL when a sticky error
+ * (from an omni context or other code in the process) has already poisoned the device's context:
+ * no context opens there until the process exits. */
 OMNI_API int omni_open(int device, const omni_open_options *options, omni_ctx **out);
 /* Synchronizes, then frees everything. NULL is a no-op. Always releases, even after a fatal error. */
 OMNI_API int omni_close(omni_ctx *ctx);

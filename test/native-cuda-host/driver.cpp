@@ -387,6 +387,32 @@ static void section_open(void) {
   }
   open_sticky(STUB_SET_DEVICE, STUB_UNLISTED_STICKY, OMNI_E_NO_DEVICE);
   open_sticky(STUB_FREE_NULL, STUB_UNLISTED_STICKY, OMNI_E_DEVICE);
+  {
+    // A device another context poisoned (its kernel hit an illegal address): opening it again is
+    // FATAL, takes nothing, and leaves the poisoned context to its own close.
+    stub_reset();
+    omni_ctx *first = nullptr, *second = nullptr;
+    float w[12], b[3], x[4], y[3];
+    fill(w, 12, 1);
+    fill(b, 3, 2);
+    fill(x, 4, 3);
+    EXPECT(omni_open(0, nullptr, &first) == OMNI_OK && omni_upload_weights(first, w, 12, b, 3, 3, 4) == OMNI_OK,
+           "poisoned device: first context");
+    g_stub.fail_api = STUB_LAUNCH;
+    g_stub.fail_nth = g_stub.calls[STUB_LAUNCH] + 1;
+    g_stub.fail_code = cudaErrorIllegalAddress;
+    EXPECT(omni_linear_gelu(first, x, 4, 1, y, 3) == OMNI_E_FATAL, "poisoned device: the first context's call");
+    const size_t streams = stub_streams(), dev = stub_live_device(), pinned = stub_live_pinned();
+    second = reinterpret_cast<omni_ctx *>(&g_stub);
+    const int st = omni_open(0, nullptr, &second);
+    EXPECT(st == OMNI_E_FATAL && second == nullptr && strstr(omni_last_error(nullptr), "omni_open") != nullptr,
+           "open on a poisoned device: status %d, message '%s'", st, omni_last_error(nullptr));
+    EXPECT(stub_streams() == streams && stub_live_device() == dev && stub_live_pinned() == pinned &&
+               g_stub.bad_streams == 0,
+           "open on a poisoned device took something: streams %zu -> %zu", streams, stub_streams());
+    omni_close(first);
+    EXPECT(stub_streams() == 0 && g_stub.free_while_pending == 0, "poisoned device: close of the first context");
+  }
 
   for (stub_api api : {STUB_SET_DEVICE, STUB_FREE_NULL, STUB_KERNEL, STUB_STREAM_CREATE}) {
     stub_reset();
