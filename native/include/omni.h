@@ -105,7 +105,9 @@ typedef struct omni_stats_s {
   uint64_t live_bytes;          /* bytes held now: context, weights, workspaces, staging (and the
                                    fixture's simulated stream; a CUDA stream is the driver's memory) */
   uint64_t peak_bytes;          /* highest live_bytes since open */
-  uint64_t allocations;         /* successful allocations since open (cumulative) */
+  uint64_t allocations;         /* successful allocations since open (cumulative), open's own
+                                   included: 2 after open on CUDA (context, workspace table), 3 on
+                                   the fixture (and its simulated stream); compare differences */
   uint64_t stream_syncs;        /* stream synchronizations since open */
   uint64_t cached_workspaces;   /* workspaces in the cache now */
   uint64_t workspace_bytes;     /* bytes those workspaces hold (device + pinned staging) */

@@ -438,6 +438,16 @@ static void section_open(void) {
   EXPECT(stub_live_device() == 0 && stub_live_pinned() == 0, "open leaked after a failed stream creation");
   stub_reset();
   EXPECT(omni_open(3, nullptr, &ctx) == OMNI_E_NO_DEVICE && ctx == nullptr, "device 3 of 1");
+  // What omni.h says open itself allocates: context and workspace table here, the fixture's
+  // simulated stream besides.
+  omni_stats_t cs, fs;
+  stub_reset();
+  EXPECT(omni_open(0, nullptr, &ctx) == OMNI_OK && omni_stats(ctx, &cs) == OMNI_OK, "open for stats");
+  omni_close(ctx);
+  EXPECT(fx.open(0, nullptr, &ctx) == OMNI_OK && fx.stats(ctx, &fs) == OMNI_OK, "fixture open for stats");
+  fx.close(ctx);
+  EXPECT(cs.allocations == 2 && fs.allocations == 3, "allocations after open: cuda %llu, fixture %llu",
+         (unsigned long long)cs.allocations, (unsigned long long)fs.allocations);
 }
 
 // A deliberate defect: work left pending on a context's stream, as an entry point that skipped its
