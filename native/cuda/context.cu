@@ -52,7 +52,7 @@ static bool cu_known_sticky(cudaError_t err) {
   }
 }
 
-int cu_error(omni_ctx *ctx, cudaError_t err, int fallback, const char *what) {
+int cu_error_as(omni_ctx *ctx, cudaError_t err, int code, const char *what) {
   if (err == cudaSuccess) return OMNI_OK;
   // Clears a non-sticky error; a sticky one survives, which the stream probe below detects.
   (void)cudaGetLastError();
@@ -76,13 +76,17 @@ int cu_error(omni_ctx *ctx, cudaError_t err, int fallback, const char *what) {
     return cu_fail(ctx, OMNI_E_FATAL, "%s: %s (%s); sticky error, the CUDA context is unusable", what,
                    cudaGetErrorString(err), cudaGetErrorName(err));
   }
+  return cu_fail(ctx, code, "%s: %s (%s)", what, cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
+int cu_error(omni_ctx *ctx, cudaError_t err, int fallback, const char *what) {
   int code = fallback;
   if (err == cudaErrorMemoryAllocation) code = OMNI_E_OUT_OF_MEMORY;
   if (err == cudaErrorNoDevice || err == cudaErrorInvalidDevice || err == cudaErrorInsufficientDriver ||
       err == cudaErrorDevicesUnavailable || err == cudaErrorStubLibrary) {
     code = OMNI_E_NO_DEVICE;
   }
-  return cu_fail(ctx, code, "%s: %s (%s)", what, cudaGetErrorString(err), cudaGetErrorName(err));
+  return cu_error_as(ctx, err, code, what);
 }
 
 int cu_alloc(omni_ctx *ctx, cu_mem kind, size_t bytes, void **out, const char *what) {

@@ -82,7 +82,8 @@ typedef enum omni_status {
   OMNI_OK = 0,
   OMNI_E_INVALID_ARGUMENT = 1, /* null pointer, bad shape, length mismatch, limit exceeded */
   OMNI_E_OUT_OF_MEMORY = 2,    /* host, pinned or device allocation failed; nothing was leaked */
-  OMNI_E_COPY_FAILED = 3,      /* a host<->device copy failed; the stream was synchronized first */
+  OMNI_E_COPY_FAILED = 3,      /* a host<->device copy failed, whatever the cause (on CUDA, out
+                                  of staging memory included); the stream was synchronized first */
   OMNI_E_NO_DEVICE = 4,        /* the requested device does not exist, cannot be selected, or
                                   has no kernel this library can load (CUDA, at omni_open) */
   OMNI_E_DEVICE = 5,           /* a non-sticky device/runtime error (launch, stream, sync) */

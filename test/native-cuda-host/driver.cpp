@@ -282,7 +282,11 @@ static void section_compare(void) {
                {STUB_SYNC, cudaErrorInvalidValue, 30},
                // CUDA's upload makes two copies, the fixture's one: past the second upload
                // (copy 13 on) the positions shift.
-               {STUB_COPY, cudaErrorInvalidValue, 12}};
+               {STUB_COPY, cudaErrorInvalidValue, 12},
+               // A copy the runtime cannot stage, or one it refuses for its device, is still a
+               // failed copy: COPY_FAILED, as the fixture reports its own.
+               {STUB_COPY, cudaErrorMemoryAllocation, 12},
+               {STUB_COPY, cudaErrorInvalidDevice, 12}};
   for (auto &cc : cases) {
     for (unsigned nth = 1; nth <= cc.max_nth; ++nth) {
       char label[96];
