@@ -10,6 +10,10 @@
  *
  * Threading: contexts are independent; different threads may use different contexts at the same
  * time. One context must not be used by two threads at once (each worker thread opens its own).
+ * On CUDA, omni_open, omni_close, omni_upload_weights and omni_linear_gelu make the context's
+ * device current on the calling thread (cudaSetDevice) and never restore the previous one: a
+ * thread that runs CUDA work of its own sets its device again after them. On purpose: restoring
+ * "device 0" on a thread that had none would create a context on device 0.
  *
  * Errors: every entry point validates its own arguments (the C side never trusts the caller),
  * returns an omni_status and leaves a readable message in omni_last_error(ctx), or in the calling

@@ -452,6 +452,22 @@ static void section_open(void) {
   fx.close(ctx);
   EXPECT(cs.allocations == 2 && fs.allocations == 3, "allocations after open: cuda %llu, fixture %llu",
          (unsigned long long)cs.allocations, (unsigned long long)fs.allocations);
+  // omni.h: an entry point leaves its context's device current on the calling thread, never
+  // restoring the one the thread had (a restore could create a context on device 0).
+  stub_reset();
+  g_stub.device_count = 2;
+  float w[12], b[3];
+  fill(w, 12, 1);
+  fill(b, 3, 2);
+  (void)cudaSetDevice(1);
+  EXPECT(omni_open(0, nullptr, &ctx) == OMNI_OK && g_stub.current_device == 0, "open left device %d current",
+         g_stub.current_device);
+  (void)cudaSetDevice(1);
+  EXPECT(omni_upload_weights(ctx, w, 12, b, 3, 3, 4) == OMNI_OK && g_stub.current_device == 0,
+         "upload left device %d current", g_stub.current_device);
+  (void)cudaSetDevice(1);
+  omni_close(ctx);
+  EXPECT(g_stub.current_device == 0, "close left device %d current", g_stub.current_device);
 }
 
 // A deliberate defect: work left pending on a context's stream, as an entry point that skipped its
