@@ -3,14 +3,24 @@ import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildFixture } from '../scripts/build-native.mjs';
-import { defaultLibraryPath, NativeContext, resolveDevice, selectBackend } from '../src/native/index.js';
+import {
+  defaultLibraryPath,
+  loadNativeLibrary,
+  NativeContext,
+  NativeStatus,
+  resolveDevice,
+  selectBackend,
+} from '../src/native/index.js';
 import { koffi } from '../src/native/koffi.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
-import { thrownCode } from './fixtures/thrown.js';
+import { thrown, thrownCode } from './fixtures/thrown.js';
 
 const tempDir = tempDirs('omni-backend-');
 
-/** A stand-in CUDA library (the real one needs a GPU to open): a device opens only if it is `only`. */
+/**
+ * A stand-in CUDA library (the real one needs a GPU to open): a device opens only if it is `only`;
+ * any other fails with status FAIL.
+ */
 const STUB_CUDA = `
 #include <stddef.h>
 #define API __attribute__((visibility("default")))
@@ -23,7 +33,7 @@ API int omni_open(int device, const void *options, void **out) {
   (void)options;
   *out = device == ONLY ? &token : NULL;
   live += device == ONLY;
-  return device == ONLY ? 0 : 4;
+  return device == ONLY ? 0 : FAIL;
 }
 API int omni_close(void *ctx) { live -= ctx != NULL; return 0; }
 API int omni_upload_weights(void) { return 1; }
@@ -34,14 +44,16 @@ API const char *omni_last_error(void *ctx) { (void)ctx; return "stub: no such de
 
 describe('backend selection and device resolution', () => {
   /** Builds the stub under a new path (the loader caches libraries by path). */
-  const stubCuda = (only: number): string => {
+  const stubCuda = (only: number, fail: number = NativeStatus.NO_DEVICE): string => {
     const dir = tempDir();
     const source = join(dir, `stub-${only}.c`);
     writeFileSync(source, STUB_CUDA);
     const path = join(dir, `libomni_cuda_stub_${only}.so`);
-    execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', `-DONLY=${only}`, source, '-o', path], {
-      stdio: 'pipe',
-    });
+    execFileSync(
+      process.env.CC || 'cc',
+      ['-shared', '-fPIC', `-DONLY=${only}`, `-DFAIL=${fail}`, source, '-o', path],
+      { stdio: 'pipe' },
+    );
     return path;
   };
   beforeAll(() => {
@@ -124,6 +136,20 @@ describe('backend selection and device resolution', () => {
     expect(choice.backend).toBe('fixture');
     expect(choice.library.path).toBe(fixturePath);
     expect(live()).toBe(0);
+  });
+
+  // omni.h: open on a device whose CUDA context this process already poisoned is FATAL. The
+  // device does not open, so 'auto' takes the fixture, as it does for NO_DEVICE.
+  it('auto falls back to the fixture when the device is poisoned (open FATAL), saying why', () => {
+    const cudaPath = stubCuda(1, NativeStatus.FATAL);
+    const choice = selectBackend('auto', {}, { cudaPath, device: 0 });
+    expect(choice.backend).toBe('fixture');
+    expect(choice.reason).toContain('CUDA device 0 could not be opened');
+    // The same open, made directly: a coded, fatal NativeError.
+    const err = thrown(() =>
+      NativeContext.open(loadNativeLibrary('cuda', { path: cudaPath }), { device: 0 }),
+    );
+    expect(err).toMatchObject({ code: 'OMNI_ERR_NATIVE', nativeCode: NativeStatus.FATAL, fatal: true });
   });
 
   it('auto falls back to the fixture when the CUDA library is missing, naming the path', () => {

@@ -22,8 +22,10 @@ int cu_fail(omni_ctx *ctx, int code, const char *fmt, ...) {
   return code;
 }
 
-// Errors that poison the whole CUDA context: every later runtime call fails the same way. Only codes
-// every CUDA 11/12/13 toolkit defines; newer sticky codes are caught by the probe in cu_error.
+// Errors that poison the whole CUDA context: every later runtime call fails the same way. Inside a
+// context the probe in cu_error catches any sticky code, listed or not; omni_open has no stream to
+// probe, so there only this list turns a poisoned device into OMNI_E_FATAL. The newer codes are
+// guarded by the first toolkit known to define them (12.0, 12.8), so older headers still build.
 static bool cu_known_sticky(cudaError_t err) {
   switch (err) {
   case cudaErrorIllegalAddress:
@@ -36,13 +38,21 @@ static bool cu_known_sticky(cudaError_t err) {
   case cudaErrorAssert:
   case cudaErrorLaunchTimeout:
   case cudaErrorECCUncorrectable:
+#if CUDART_VERSION >= 12000
+  case cudaErrorMpsClientTerminated:
+  case cudaErrorExternalDevice:
+#endif
+#if CUDART_VERSION >= 12080
+  case cudaErrorContained:
+  case cudaErrorTensorMemoryLeak:
+#endif
     return true;
   default:
     return false;
   }
 }
 
-int cu_error(omni_ctx *ctx, cudaError_t err, int fallback, const char *what) {
+int cu_error_as(omni_ctx *ctx, cudaError_t err, int code, const char *what) {
   if (err == cudaSuccess) return OMNI_OK;
   // Clears a non-sticky error; a sticky one survives, which the stream probe below detects.
   (void)cudaGetLastError();
@@ -66,13 +76,17 @@ int cu_error(omni_ctx *ctx, cudaError_t err, int fallback, const char *what) {
     return cu_fail(ctx, OMNI_E_FATAL, "%s: %s (%s); sticky error, the CUDA context is unusable", what,
                    cudaGetErrorString(err), cudaGetErrorName(err));
   }
+  return cu_fail(ctx, code, "%s: %s (%s)", what, cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
+int cu_error(omni_ctx *ctx, cudaError_t err, int fallback, const char *what) {
   int code = fallback;
   if (err == cudaErrorMemoryAllocation) code = OMNI_E_OUT_OF_MEMORY;
   if (err == cudaErrorNoDevice || err == cudaErrorInvalidDevice || err == cudaErrorInsufficientDriver ||
       err == cudaErrorDevicesUnavailable || err == cudaErrorStubLibrary) {
     code = OMNI_E_NO_DEVICE;
   }
-  return cu_fail(ctx, code, "%s: %s (%s)", what, cudaGetErrorString(err), cudaGetErrorName(err));
+  return cu_error_as(ctx, err, code, what);
 }
 
 int cu_alloc(omni_ctx *ctx, cu_mem kind, size_t bytes, void **out, const char *what) {

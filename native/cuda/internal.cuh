@@ -38,8 +38,10 @@ enum cu_mem { CU_HOST, CU_PINNED, CU_DEVICE };
 // context.cu: error plumbing and the one allocator every context byte goes through.
 int cu_fail(omni_ctx *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 // Maps a CUDA error to an omni code (marking ctx fatal when the error is sticky); `fallback` is the
-// code a non-sticky, non-memory, non-device error gets (e.g. OMNI_E_COPY_FAILED for a copy).
+// code a non-sticky, non-memory, non-device error gets (e.g. OMNI_E_DEVICE for a launch).
 int cu_error(omni_ctx *ctx, cudaError_t err, int fallback, const char *what);
+// The same, but every non-sticky error is `code`, whatever CUDA's reason (the message names it).
+int cu_error_as(omni_ctx *ctx, cudaError_t err, int code, const char *what);
 int cu_alloc(omni_ctx *ctx, cu_mem kind, size_t bytes, void **out, const char *what);
 void cu_free(omni_ctx *ctx, cu_mem kind, void *p, size_t bytes);
 // Synchronizes ctx's stream and counts it; returns the omni code of any error it surfaces.

@@ -26,10 +26,12 @@ static int cu_drain_after(omni_ctx *ctx, int rc, const char *what) {
   return rc;
 }
 
+// A failed copy is COPY_FAILED whatever CUDA's reason, out of staging memory for a pageable source
+// included: the status names the step that failed and promises the drain, as the fixture's does.
 static int cu_copy(omni_ctx *ctx, void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, const char *what) {
   cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, ctx->stream);
   if (err == cudaSuccess) return OMNI_OK;
-  return cu_drain_after(ctx, cu_error(ctx, err, OMNI_E_COPY_FAILED, what), what);
+  return cu_drain_after(ctx, cu_error_as(ctx, err, OMNI_E_COPY_FAILED, what), what);
 }
 
 extern "C" int omni_upload_weights(omni_ctx *ctx, const float *w, size_t w_len, const float *b, size_t b_len,

@@ -10,6 +10,10 @@
  *
  * Threading: contexts are independent; different threads may use different contexts at the same
  * time. One context must not be used by two threads at once (each worker thread opens its own).
+ * On CUDA, omni_open, omni_close, omni_upload_weights and omni_linear_gelu make the context's
+ * device current on the calling thread (cudaSetDevice) and never restore the previous one: a
+ * thread that runs CUDA work of its own sets its device again after them. On purpose: restoring
+ * "device 0" on a thread that had none would create a context on device 0.
  *
  * Errors: every entry point validates its own arguments (the C side never trusts the caller),
  * returns an omni_status and leaves a readable message in omni_last_error(ctx), or in the calling
@@ -34,7 +38,8 @@
  * Fatal errors: once a call returns OMNI_E_FATAL, every later call on that context (omni_stats
  * included) returns it too; omni_close still releases. On CUDA a sticky error (illegal address...)
  * poisons the process's context for that device, so every omni context on it turns fatal at its
- * next device call (omni_stats makes none: it reports the last counters until then). Device and
+ * next device call (omni_stats makes none: it reports the last counters until then), and
+ * omni_open on that device returns OMNI_E_FATAL too. Device and
  * pinned memory of a poisoned context cannot be freed (cudaFree fails) and stays held until the
  * process exits, though live_bytes then reads 0.
  *
@@ -81,7 +86,8 @@ typedef enum omni_status {
   OMNI_OK = 0,
   OMNI_E_INVALID_ARGUMENT = 1, /* null pointer, bad shape, length mismatch, limit exceeded */
   OMNI_E_OUT_OF_MEMORY = 2,    /* host, pinned or device allocation failed; nothing was leaked */
-  OMNI_E_COPY_FAILED = 3,      /* a host<->device copy failed; the stream was synchronized first */
+  OMNI_E_COPY_FAILED = 3,      /* a host<->device copy failed, whatever the cause (on CUDA, out
+                                  of staging memory included); the stream was synchronized first */
   OMNI_E_NO_DEVICE = 4,        /* the requested device does not exist, cannot be selected, or
                                   has no kernel this library can load (CUDA, at omni_open) */
   OMNI_E_DEVICE = 5,           /* a non-sticky device/runtime error (launch, stream, sync) */
@@ -104,7 +110,9 @@ typedef struct omni_stats_s {
   uint64_t live_bytes;          /* bytes held now: context, weights, workspaces, staging (and the
                                    fixture's simulated stream; a CUDA stream is the driver's memory) */
   uint64_t peak_bytes;          /* highest live_bytes since open */
-  uint64_t allocations;         /* successful allocations since open (cumulative) */
+  uint64_t allocations;         /* successful allocations since open (cumulative), open's own
+                                   included: 2 after open on CUDA (context, workspace table), 3 on
+                                   the fixture (and its simulated stream); compare differences */
   uint64_t stream_syncs;        /* stream synchronizations since open */
   uint64_t cached_workspaces;   /* workspaces in the cache now */
   uint64_t workspace_bytes;     /* bytes those workspaces hold (device + pinned staging) */
@@ -117,7 +125,10 @@ OMNI_API int omni_abi_version(void);
 OMNI_API const char *omni_backend_name(void);
 
 /* device: index of the device to use (the CPU fixture accepts any non-negative index).
- * options: NULL for defaults. On failure *out is set to NULL and nothing is leaked. */
+ * options: NULL for defaults. On failure *out is set to NULL and nothing is leaked. Fails with
+ * INVALID_ARGUMENT, NO_DEVICE, OUT_OF_MEMORY or DEVICE, and on CUDA with FATAL when a sticky error
+ * (from an omni context or other code in the process) has already poisoned the device's context:
+ * no context opens there until the process exits. */
 OMNI_API int omni_open(int device, const omni_open_options *options, omni_ctx **out);
 /* Synchronizes, then frees everything. NULL is a no-op. Always releases, even after a fatal error. */
 OMNI_API int omni_close(omni_ctx *ctx);

@@ -81,8 +81,10 @@ export class NativeContext {
 
   /**
    * Opens a context on a library from loadNativeLibrary or selectBackend. Throws
-   * OMNI_ERR_INVALID_ARGUMENT for bad options, OMNI_ERR_NATIVE (NO_DEVICE, OUT_OF_MEMORY, ...)
-   * when the library cannot open one.
+   * OMNI_ERR_INVALID_ARGUMENT for bad options, OMNI_ERR_NATIVE when the library cannot open one:
+   * nativeCode NO_DEVICE, OUT_OF_MEMORY or DEVICE, or FATAL (`fatal: true`) on a CUDA device
+   * whose context a sticky error has already poisoned in this process (none opens there again
+   * until the process exits).
    */
   static open(library: NativeLibrary, options: NativeOpenOptions = {}): NativeContext {
     // Without this, anything but a loaded library is an uncoded TypeError at the call below.

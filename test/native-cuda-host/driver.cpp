@@ -222,8 +222,9 @@ static bool load_fixture(const char *path) {
          fx.fail_sync_after;
 }
 
-// Every fault, at every position it can take in SEQ, armed before open: non-sticky, sticky, and
-// sticky with a code outside cu_known_sticky (only the stream probe can tell).
+// Every fault, at every position it can take in SEQ, armed before open: non-sticky, sticky (a code
+// listed in cu_known_sticky since CUDA 11, one listed since 12.8), and sticky with a code outside
+// the list (only the stream probe can tell).
 static void section_faults(void) {
   struct fcase {
     stub_api api;
@@ -238,10 +239,10 @@ static void section_faults(void) {
                {STUB_COPY, cudaErrorInvalidValue, OMNI_E_COPY_FAILED},
                {STUB_LAUNCH, cudaErrorInvalidConfiguration, OMNI_E_DEVICE},
                {STUB_KERNEL, cudaErrorNoKernelImageForDevice, OMNI_E_NO_DEVICE}};
-  const cudaError_t sticky[] = {cudaErrorIllegalAddress, cudaErrorContained};
+  const cudaError_t sticky[] = {cudaErrorIllegalAddress, cudaErrorContained, STUB_UNLISTED_STICKY};
   for (auto &fc : cases) {
     unsigned fired = 0;
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < 4; ++variant) {
       const cudaError_t code = variant == 0 ? fc.nonsticky : sticky[variant - 1];
       for (unsigned nth = 1; nth <= 40; ++nth) {
         char label[96];
@@ -258,7 +259,7 @@ static void section_faults(void) {
                    "%s: step %zu after a non-sticky failure: %d", label, i, c.status[i]);
         } else {
           // omni_open has no stream to probe: a sticky code it does not know reads as the fallback.
-          if (!(at == 0 && code == cudaErrorContained))
+          if (!(at == 0 && code == STUB_UNLISTED_STICKY))
             EXPECT(c.status[at] == OMNI_E_FATAL, "%s: sticky fault gave %d at step %zu", label, c.status[at], at);
           for (size_t i = at + 1; i < c.status.size(); ++i)
             EXPECT(c.status[i] == OMNI_E_FATAL, "%s: step %zu after a sticky fault: %d", label, i, c.status[i]);
@@ -281,7 +282,11 @@ static void section_compare(void) {
                {STUB_SYNC, cudaErrorInvalidValue, 30},
                // CUDA's upload makes two copies, the fixture's one: past the second upload
                // (copy 13 on) the positions shift.
-               {STUB_COPY, cudaErrorInvalidValue, 12}};
+               {STUB_COPY, cudaErrorInvalidValue, 12},
+               // A copy the runtime cannot stage, or one it refuses for its device, is still a
+               // failed copy: COPY_FAILED, as the fixture reports its own.
+               {STUB_COPY, cudaErrorMemoryAllocation, 12},
+               {STUB_COPY, cudaErrorInvalidDevice, 12}};
   for (auto &cc : cases) {
     for (unsigned nth = 1; nth <= cc.max_nth; ++nth) {
       char label[96];
@@ -353,8 +358,66 @@ static void section_drain(void) {
   }
 }
 
+// An open that fails with a sticky code: FATAL (the device is unusable for this process) when
+// cu_known_sticky lists the code, the call's own fallback when it does not (open has no stream to
+// probe); either way *out stays NULL, the thread's slot says why, and nothing is left behind.
+static void open_sticky(stub_api api, cudaError_t code, int want) {
+  stub_reset();
+  g_stub.fail_api = api;
+  g_stub.fail_nth = 1;
+  g_stub.fail_code = code;
+  omni_ctx *ctx = reinterpret_cast<omni_ctx *>(&g_stub);
+  const int st = omni_open(0, nullptr, &ctx);
+  EXPECT(st == want && ctx == nullptr && strstr(omni_last_error(nullptr), "omni_open") != nullptr,
+         "open, api %d fails with sticky %d: status %d (want %d), message '%s'", api, code, st, want,
+         omni_last_error(nullptr));
+  EXPECT(stub_streams() == 0 && g_stub.bad_streams == 0 && stub_live_device() == 0 && stub_live_pinned() == 0,
+         "open, api %d fails with sticky %d: left a stream or memory", api, code);
+}
+
 // A failed open says why in the thread's slot; a device that does not exist is NO_DEVICE.
 static void section_open(void) {
+  // The process-fatal codes driver_types.h documents, each where the toolkit's headers define it.
+  const cudaError_t listed[] = {cudaErrorIllegalAddress,
+#if CUDART_VERSION >= 12000
+                                cudaErrorMpsClientTerminated, cudaErrorExternalDevice,
+#endif
+#if CUDART_VERSION >= 12080
+                                cudaErrorContained, cudaErrorTensorMemoryLeak,
+#endif
+  };
+  for (stub_api api : {STUB_SET_DEVICE, STUB_FREE_NULL, STUB_KERNEL, STUB_STREAM_CREATE}) {
+    for (cudaError_t code : listed) open_sticky(api, code, OMNI_E_FATAL);
+  }
+  open_sticky(STUB_SET_DEVICE, STUB_UNLISTED_STICKY, OMNI_E_NO_DEVICE);
+  open_sticky(STUB_FREE_NULL, STUB_UNLISTED_STICKY, OMNI_E_DEVICE);
+  {
+    // A device another context poisoned (its kernel hit an illegal address): opening it again is
+    // FATAL, takes nothing, and leaves the poisoned context to its own close.
+    stub_reset();
+    omni_ctx *first = nullptr, *second = nullptr;
+    float w[12], b[3], x[4], y[3];
+    fill(w, 12, 1);
+    fill(b, 3, 2);
+    fill(x, 4, 3);
+    EXPECT(omni_open(0, nullptr, &first) == OMNI_OK && omni_upload_weights(first, w, 12, b, 3, 3, 4) == OMNI_OK,
+           "poisoned device: first context");
+    g_stub.fail_api = STUB_LAUNCH;
+    g_stub.fail_nth = g_stub.calls[STUB_LAUNCH] + 1;
+    g_stub.fail_code = cudaErrorIllegalAddress;
+    EXPECT(omni_linear_gelu(first, x, 4, 1, y, 3) == OMNI_E_FATAL, "poisoned device: the first context's call");
+    const size_t streams = stub_streams(), dev = stub_live_device(), pinned = stub_live_pinned();
+    second = reinterpret_cast<omni_ctx *>(&g_stub);
+    const int st = omni_open(0, nullptr, &second);
+    EXPECT(st == OMNI_E_FATAL && second == nullptr && strstr(omni_last_error(nullptr), "omni_open") != nullptr,
+           "open on a poisoned device: status %d, message '%s'", st, omni_last_error(nullptr));
+    EXPECT(stub_streams() == streams && stub_live_device() == dev && stub_live_pinned() == pinned &&
+               g_stub.bad_streams == 0,
+           "open on a poisoned device took something: streams %zu -> %zu", streams, stub_streams());
+    omni_close(first);
+    EXPECT(stub_streams() == 0 && g_stub.free_while_pending == 0, "poisoned device: close of the first context");
+  }
+
   for (stub_api api : {STUB_SET_DEVICE, STUB_FREE_NULL, STUB_KERNEL, STUB_STREAM_CREATE}) {
     stub_reset();
     g_stub.fail_api = api;
@@ -379,6 +442,32 @@ static void section_open(void) {
   EXPECT(stub_live_device() == 0 && stub_live_pinned() == 0, "open leaked after a failed stream creation");
   stub_reset();
   EXPECT(omni_open(3, nullptr, &ctx) == OMNI_E_NO_DEVICE && ctx == nullptr, "device 3 of 1");
+  // What omni.h says open itself allocates: context and workspace table here, the fixture's
+  // simulated stream besides.
+  omni_stats_t cs, fs;
+  stub_reset();
+  EXPECT(omni_open(0, nullptr, &ctx) == OMNI_OK && omni_stats(ctx, &cs) == OMNI_OK, "open for stats");
+  omni_close(ctx);
+  EXPECT(fx.open(0, nullptr, &ctx) == OMNI_OK && fx.stats(ctx, &fs) == OMNI_OK, "fixture open for stats");
+  fx.close(ctx);
+  EXPECT(cs.allocations == 2 && fs.allocations == 3, "allocations after open: cuda %llu, fixture %llu",
+         (unsigned long long)cs.allocations, (unsigned long long)fs.allocations);
+  // omni.h: an entry point leaves its context's device current on the calling thread, never
+  // restoring the one the thread had (a restore could create a context on device 0).
+  stub_reset();
+  g_stub.device_count = 2;
+  float w[12], b[3];
+  fill(w, 12, 1);
+  fill(b, 3, 2);
+  (void)cudaSetDevice(1);
+  EXPECT(omni_open(0, nullptr, &ctx) == OMNI_OK && g_stub.current_device == 0, "open left device %d current",
+         g_stub.current_device);
+  (void)cudaSetDevice(1);
+  EXPECT(omni_upload_weights(ctx, w, 12, b, 3, 3, 4) == OMNI_OK && g_stub.current_device == 0,
+         "upload left device %d current", g_stub.current_device);
+  (void)cudaSetDevice(1);
+  omni_close(ctx);
+  EXPECT(g_stub.current_device == 0, "close left device %d current", g_stub.current_device);
 }
 
 // A deliberate defect: work left pending on a context's stream, as an entry point that skipped its

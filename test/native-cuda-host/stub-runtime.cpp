@@ -58,7 +58,18 @@ size_t stub_pending(void) {
 size_t stub_streams(void) { return g_streams.size(); }
 
 static bool is_sticky(cudaError_t e) {
-  return e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorContained;
+  switch (e) {
+  case cudaErrorIllegalAddress:
+  case cudaErrorLaunchFailure:
+  case cudaErrorContained:
+  case cudaErrorTensorMemoryLeak:
+  case cudaErrorMpsClientTerminated:
+  case cudaErrorExternalDevice:
+  case STUB_UNLISTED_STICKY:
+    return true;
+  default:
+    return false;
+  }
 }
 
 // Returns the error this call of `api` must fail with, or cudaSuccess.

@@ -7,6 +7,9 @@
 // The code a failed drain reports (fail_drain): distinct from every injected fault's, so a message
 // can be told apart. Non-sticky.
 #define STUB_DRAIN_ERROR cudaErrorNotPermitted
+// Sticky in the stub but not in cu_known_sticky, as a newer toolkit's process-fatal code would be:
+// only the stream probe can tell it is sticky.
+#define STUB_UNLISTED_STICKY cudaErrorUnknown
 
 enum stub_api {
   STUB_SET_DEVICE,
