@@ -11,7 +11,7 @@
  * (scripts/gpu-check.sh) covers what the stub cannot: the real runtime's codes and the kernel.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -34,9 +34,26 @@ function cudaIncludeDir(): string | null {
   return null;
 }
 
+/**
+ * The stub and driver name CUDA 12.8's process-fatal codes (cudaErrorContained...) unguarded:
+ * older headers would fail to compile them, so the harness skips there.
+ */
+const LEAST_CUDART_VERSION = 12080;
+
+/** CUDART_VERSION as the headers in `include` define it (13000 for 13.0), or null. */
+function cudartVersion(include: string): number | null {
+  const header = join(include, 'cuda_runtime_api.h');
+  const found = existsSync(header) && /^#define CUDART_VERSION\s+(\d+)/m.exec(readFileSync(header, 'utf8'));
+  return found ? Number(found[1]) : null;
+}
+
 /** Why the harness cannot be built here, or null when it can. */
 function unsupported(include: string | null): string | null {
   if (include === null) return 'no CUDA headers (CUDA_HOME, CUDA_PATH, /usr/local/cuda)';
+  const version = cudartVersion(include);
+  if (version === null || version < LEAST_CUDART_VERSION) {
+    return `CUDA headers in ${include} older than 12.8 (CUDART_VERSION ${version ?? 'not found'})`;
+  }
   const probe = spawnSync(cxx, ['--version'], { encoding: 'utf8', timeout: 30_000 });
   if (probe.error || probe.status !== 0) return `no C++ compiler (${cxx})`;
   if (!existsSync(fixtureLibrary)) return `${fixtureLibrary} is not built`;
