@@ -16,6 +16,7 @@ import {
 import { rowsPerCall } from '../src/linear/start-options.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { checkRuntimeOptions } from '../src/runtime/options.js';
+import { NODE_MAJOR } from './fixtures/node-version.js';
 import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
   cleanupOnRealClock,
@@ -89,7 +90,7 @@ describe('README: Runtime', () => {
   });
 
   // Node 22.18+ strips types by default: the claim is Node 20's.
-  it.runIf(process.versions.node.startsWith('20.'))(
+  it.runIf(NODE_MAJOR === 20)(
     '"Worker modules must be built JavaScript (Node 20 has no type stripping)": a .ts one fails start()',
     async () => {
       const source = fileURLToPath(new URL('./fixtures/echo-worker.ts', import.meta.url));
