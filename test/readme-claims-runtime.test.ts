@@ -2,7 +2,8 @@
  * README claims about Runtime and LinearRuntime that no other test pins, one `it` each, the
  * README's words in its name.
  */
-import { dirname, relative, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -16,7 +17,7 @@ import {
 import { rowsPerCall } from '../src/linear/start-options.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { checkRuntimeOptions } from '../src/runtime/options.js';
-import { NODE_MAJOR } from './fixtures/node-version.js';
+import { NODE_MAJOR, NODE_MINOR } from './fixtures/node-version.js';
 import { INVOKED, newControl, open, STARTED, waitFor } from './fixtures/runtime-control.js';
 import {
   cleanupOnRealClock,
@@ -28,11 +29,13 @@ import {
   turns,
   until,
 } from './fixtures/runtime-harness.js';
+import { tempDirs } from './fixtures/temp-dirs.js';
 
 afterEach(cleanupOnRealClock);
 
 const ECHO = fileURLToPath(builtModuleUrl('test/fixtures/echo-worker.js'));
 const API = builtModuleUrl('test/fixtures/worker-api-worker.js');
+const tempDir = tempDirs('omni-readme-runtime-');
 
 describe('README: Runtime', () => {
   it('"a relative one taken from the working directory, not from the calling module"', async () => {
@@ -91,10 +94,28 @@ describe('README: Runtime', () => {
 
   // Node 22.18+ strips types by default: the claim is Node 20's.
   it.runIf(NODE_MAJOR === 20)(
-    '"Worker modules must be built JavaScript (Node 20 has no type stripping)": a .ts one fails start()',
+    '"Worker modules must be built JavaScript on Node 20 (no type stripping)": a .ts one fails start()',
     async () => {
       const source = fileURLToPath(new URL('./fixtures/echo-worker.ts', import.meta.url));
       expect(await codeOf(start({ worker: source }))).toBe('ERR_UNKNOWN_FILE_EXTENSION');
+    },
+  );
+
+  it.runIf(NODE_MAJOR >= 23 || (NODE_MAJOR === 22 && NODE_MINOR >= 18))(
+    '"Node 22.18+ runs a .ts worker as it is ... imports real files": one importing the built package serves',
+    async () => {
+      const worker = join(tempDir(), 'typed-worker.ts');
+      const index = builtModuleUrl('src/index.js');
+      writeFileSync(
+        worker,
+        `import { defineWorker } from ${JSON.stringify(index)};\n` +
+          'export default defineWorker((input: number): number => input + 1);\n',
+      );
+      const rt = await start({ worker });
+      expect(await rt.run(41)).toBe(42);
+      // The repository's own .ts fixtures import src/*.js, which is no file: refused at start().
+      const source = fileURLToPath(new URL('./fixtures/echo-worker.ts', import.meta.url));
+      expect(await codeOf(start({ worker: source }))).toBe('ERR_MODULE_NOT_FOUND');
     },
   );
 
