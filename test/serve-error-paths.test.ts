@@ -18,6 +18,7 @@ import {
 import { answerFor, ServeMetrics, statusFor } from '../src/serve/index.js';
 import { closeLingering, lingerOnClose } from '../src/serve/linger.js';
 import { fromHttpStack } from '../src/serve/status.js';
+import { cancelledWriteError } from './fixtures/serve-harness.js';
 
 describe('fromHttpStack', () => {
   const coded = (code: string): Error => Object.assign(new Error(code), { code });
@@ -110,8 +111,8 @@ function failWrites(socket: ReturnType<typeof fakeSocket>): void {
 
 /**
  * `socket`'s writes stay in this process (a client that takes nothing) until it is destroyed,
- * which calls them back with no error, as node calls back a write the kernel had not taken
- * once its connection is destroyed (cancelled-write-callback.test.ts).
+ * which calls them back as node calls back a write the kernel had not taken once its
+ * connection is destroyed: with no error on node 20, ECANCELED on 22 (cancelledWriteError()).
  */
 function holdWrites(socket: ReturnType<typeof fakeSocket>): void {
   const held: ((err?: Error | null) => void)[] = [];
@@ -123,7 +124,7 @@ function holdWrites(socket: ReturnType<typeof fakeSocket>): void {
   };
   socket.destroy = (err) => {
     destroy(err);
-    for (const callback of held.splice(0)) callback(null);
+    for (const callback of held.splice(0)) callback(cancelledWriteError());
   };
 }
 
