@@ -112,7 +112,7 @@ function failWrites(socket: ReturnType<typeof fakeSocket>): void {
 /**
  * `socket`'s writes stay in this process (a client that takes nothing) until it is destroyed,
  * which calls them back as node calls back a write the kernel had not taken once its
- * connection is destroyed: with no error on node 20, ECANCELED on 22 (cancelledWriteError()).
+ * connection is destroyed: with no error before node 22.9, ECANCELED since (cancelledWriteError()).
  */
 function holdWrites(socket: ReturnType<typeof fakeSocket>): void {
   const held: ((err?: Error | null) => void)[] = [];

@@ -11,7 +11,7 @@ import { networkInterfaces } from 'node:os';
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { type ServeHandle, serve } from '../src/serve/index.js';
 import { listeningServers } from '../src/serve/listeners.js';
-import { NODE_MAJOR } from './fixtures/node-version.js';
+import { nodeAtLeast } from './fixtures/node-version.js';
 import { until } from './fixtures/runtime-harness.js';
 import { type Answer, get, postFloats } from './fixtures/serve-client.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
@@ -52,8 +52,8 @@ let listen: MockInstance<NetServer['listen']>;
 let nodesLookups = 0;
 
 /**
- * Whether this lookup is the one node's listen makes of the name it was given: node 22 looks up
- * all its addresses to pick its first (nodejs/node#54264), node 20 one address. It is not
+ * Whether this lookup is the one node's listen makes of the name it was given: node 22.8+ looks
+ * up all its addresses to pick its first (nodejs/node#54264), node 20 one address. It is not
  * fastify's nor serve's, which come once a server listens (or its listen failed).
  */
 function byNodesListen(): boolean {
@@ -66,7 +66,7 @@ beforeEach(() => {
   listen = vi.spyOn(NetServer.prototype, 'listen');
   nodesLookups = 0;
   // Only the all-addresses lookup of 'localhost' changes; node's own listen still gets 127.0.0.1
-  // (node 20 looks one address up, node 22 all of them: every list here starts with it).
+  // (node 20 looks one address up, node 22.8+ all of them: every list here starts with it).
   dns.lookup = ((host: string, options: unknown, callback?: unknown) => {
     const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
     if (host === 'localhost' && all && typeof callback === 'function') {
@@ -514,8 +514,8 @@ describe("host 'localhost' whose second lookup fails", () => {
     const s = await serveForTest(g.lr, { host: 'localhost' });
     g.open();
     expect(lookups).toBe(2);
-    // Node 22's listen looks 'localhost' up with all its addresses too, node 20's one address.
-    expect(nodesLookups).toBe(NODE_MAJOR >= 22 ? 1 : 0);
+    // Node 22.8+'s listen looks 'localhost' up with all its addresses too, node 20's one address.
+    expect(nodesLookups).toBe(nodeAtLeast(22, 8) ? 1 : 0);
     expect(
       await exchange('127.0.0.1', s.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
     ).toMatch(/^HTTP\/1\.1 200 /);

@@ -169,7 +169,7 @@ export function answeredLater(req: IncomingMessage, res: ServerResponse): boolea
 /**
  * Whether a write callback (an answer's last) says it is out (handed to the kernel). Not when its
  * connection is destroyed by then: once it is, node calls back a write the kernel had not taken
- * yet (stream_base_commons' onWriteComplete) with no error on node 20, with ECANCELED on 22
+ * yet (stream_base_commons' onWriteComplete) with no error before node 22.9, with ECANCELED since
  * (nodejs/node#54032), and the drain or the send timeout cutting off an answer a client does not
  * read is just that.
  */
