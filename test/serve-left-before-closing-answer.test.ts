@@ -4,14 +4,15 @@
  * server cut it off then (serve-behind-closing-answer.test.ts). A client that left first, its
  * reset while the closing answer was still in this process or its FIN (taken as gone, README:
  * a half-closing client), left that request unanswered: a 499. node says 'finish' for the
- * closing answer all the same (its write called back once its connection is destroyed, or
- * handed over once the client reads after its FIN), and read as "out", it made the request
- * behind it a 444.
+ * closing answer all the same (its write called back once its connection is destroyed, before
+ * node 24; or handed over once the client reads after its FIN), and read as "out", it made the
+ * request behind it a 444.
  */
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ServeHandle } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
+import { NODE_MAJOR } from './fixtures/node-version.js';
 import { until } from './fixtures/runtime-harness.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import {
@@ -73,8 +74,9 @@ describe('a request behind a closing answer whose client left before that answer
     client.socket.resetAndDestroy();
     await closed;
     const statuses = await healthStatuses(s);
-    // The premise: node said 'finish' for the closing answer, none of whose last write left.
-    expect(finished).toBe(true);
+    // The premise: node 20 and 22 said 'finish' for the closing answer, none of whose last write
+    // left; node 24 says none for an answer whose write failed (nodejs/node#64847).
+    expect(finished).toBe(NODE_MAJOR < 24);
     expect(statuses).toEqual({ cut: undefined, gone: 1 });
   });
 

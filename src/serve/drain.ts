@@ -77,6 +77,18 @@ function closeOf(runtime: Closable, timeoutMs: number): Promise<{ readonly clean
   return new Promise((resolve) => resolve(runtime.close({ timeoutMs })));
 }
 
+/**
+ * Whether every byte of `res`'s answer is with the kernel, which sends it before the drain's
+ * close: the client gets all of it. Ended, nothing left in node's buffers (the response's, its
+ * connection's). Not writableFinished: node 24 sets that only as it says 'finish', once the
+ * last write called back, a tick after the kernel took it (nodejs/node#64847), where node 20
+ * and 22 read it from these buffers: an answer written whole just before the cut read as cut
+ * off (recorded 444, the drain not clean).
+ */
+function writtenWhole(res: ServerResponse): boolean {
+  return res.writableEnded && res.writableLength === 0;
+}
+
 export class Drain {
   readonly #runtime: Closable | undefined;
   #state: ServerState = 'serving';
@@ -278,9 +290,7 @@ export class Drain {
     // silent about it.
     let late = 0;
     for (const res of this.#open) {
-      // Written whole: its every byte is with the kernel (node's 'finish' comes a tick later, so
-      // it is still open), which sends it before the close; the client gets all of it.
-      if (res.writableFinished) continue;
+      if (writtenWhole(res)) continue;
       this.#cut.add(res);
       if (counted?.has(res) !== true) late++;
     }

@@ -6,10 +6,11 @@
  *
  * node's clock, kept as it is: from a request's first byte to its body's last, whatever its
  * progress, also while node reads none of that body because answers pipelined before it back
- * up (a client not taking them, or 16 KiB of them queued behind a call still running). A clock
- * that stopped while node does not read would be a timer of this server's for every request,
- * in place of node's one sweep per interval, and would leave that request's wait bounded only
- * by what bounds the answers before it (the send timeout; the calls' deadlines, where set).
+ * up (a client not taking them, or node's socket high-water mark of them queued behind a call
+ * still running: 16 KiB on node 20, 64 KiB from 22). A clock that stopped while node does not
+ * read would be a timer of this server's for every request, in place of node's one sweep per
+ * interval, and would leave that request's wait bounded only by what bounds the answers before
+ * it (the send timeout; the calls' deadlines, where set).
  * Pipelining clients are rare (README, Timeouts; serve-request-timeout.test.ts pins it).
  */
 
