@@ -80,9 +80,9 @@ function closeOf(runtime: Closable, timeoutMs: number): Promise<{ readonly clean
 /**
  * Whether every byte of `res`'s answer is with the kernel, which sends it before the drain's
  * close: the client gets all of it. Ended, nothing left in node's buffers (the response's, its
- * connection's). Not writableFinished: node 24 sets that only as it says 'finish', once the
- * last write called back, a tick after the kernel took it (nodejs/node#64847), where node 20
- * and 22 read it from these buffers: an answer written whole just before the cut read as cut
+ * connection's). Not writableFinished: node 24.20+ sets that only as it says 'finish', once the
+ * last write called back, a tick after the kernel took it (nodejs/node#64847), where node 20,
+ * 22 and earlier 24s read it from these buffers: an answer written whole just before the cut read as cut
  * off (recorded 444, the drain not clean).
  */
 function writtenWhole(res: ServerResponse): boolean {

@@ -108,8 +108,8 @@ export function recordedResponses(
     boundSend(reply.raw, sendTimeoutMs);
   };
   /**
-   * The status recorded for a finished answer: node 20 and 22 say 'finish' also for an answer
-   * whose connection was destroyed while it was still being sent (node 24 no longer does,
+   * The status recorded for a finished answer: node before 24.20 says 'finish' also for an answer
+   * whose connection was destroyed while it was still being sent (24.20+ no longer does,
    * nodejs/node#64847): one the send timeout or the drain cut off was never received.
    */
   const finishedStatus = (res: ServerResponse, connection: Socket | null): number =>
