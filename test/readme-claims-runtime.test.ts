@@ -158,10 +158,16 @@ describe('README: Runtime', () => {
     expect(await rt.run({ mode: 'limits' }, { cost: 3 })).toMatchObject({ cost: 3 });
   });
 
-  it('"one above 1,048,576 (1 TiB) or a stackSizeMb under 1" is refused; those ends are taken', async () => {
+  it('"one above 1,048,576 (1 TiB), a stackSizeMb under 1 or a maxOldGenerationSizeMb under 4" is refused; those ends are taken', async () => {
     const ends = { stackSizeMb: 1, maxOldGenerationSizeMb: 1_048_576, codeRangeSizeMb: 1_048_576 };
     expect(checkRuntimeOptions({ worker: ECHO, resourceLimits: ends }).resourceLimits).toEqual(ends);
-    for (const past of [{ stackSizeMb: 0.999 }, { maxYoungGenerationSizeMb: 1_048_577 }]) {
+    const least = { maxOldGenerationSizeMb: 4 };
+    expect(checkRuntimeOptions({ worker: ECHO, resourceLimits: least }).resourceLimits).toEqual(least);
+    for (const past of [
+      { stackSizeMb: 0.999 },
+      { maxYoungGenerationSizeMb: 1_048_577 },
+      { maxOldGenerationSizeMb: 3.999 },
+    ]) {
       expect([past, await codeOf(Runtime.start({ worker: ECHO, resourceLimits: past }))]).toEqual([
         past,
         'OMNI_ERR_INVALID_ARGUMENT',

@@ -275,6 +275,20 @@ export const MAX_RESOURCE_LIMIT_MB = 2 ** 20;
 export const MIN_STACK_SIZE_MB = 1;
 
 /**
+ * The least old generation a thread is started with, in MB: below ~2.5 MB Node 22 and later
+ * abort the whole process as they make the thread's heap (V8's "Fatal JavaScript out of memory:
+ * GC during deserialization", SIGTRAP), where Node 20 ended the thread (ERR_WORKER_OUT_OF_MEMORY,
+ * as every Node still does from here to ~8 MB: a heap too small to start a thread).
+ */
+export const MIN_OLD_GENERATION_SIZE_MB = 4;
+
+/** The least each limit may be, in MB; the others need only be > 0. */
+const LEAST_MB: Readonly<Record<string, number>> = {
+  stackSizeMb: MIN_STACK_SIZE_MB,
+  maxOldGenerationSizeMb: MIN_OLD_GENERATION_SIZE_MB,
+};
+
+/**
  * Node ignores a misspelt or non-numeric limit without a word: the thread would run unlimited.
  * Each limit is read once, inherited ones too (as Node reads them), into the plain object the
  * threads are given: Node reads the caller's object again for every thread it starts, and a
@@ -291,15 +305,15 @@ function checkResourceLimits(limits: unknown): ResourceLimits | undefined {
     const value: unknown = (limits as Record<string, unknown>)[key];
     if (value === undefined) continue;
     // NaN fails every comparison, Infinity the ceiling.
-    const stack = key === 'stackSizeMb';
+    const floor = LEAST_MB[key];
     if (
       !(
         typeof value === 'number' &&
-        (stack ? value >= MIN_STACK_SIZE_MB : value > 0) &&
+        (floor === undefined ? value > 0 : value >= floor) &&
         value <= MAX_RESOURCE_LIMIT_MB
       )
     ) {
-      const least = stack ? `${MIN_STACK_SIZE_MB} or more` : '> 0';
+      const least = floor === undefined ? '> 0' : `${floor} or more`;
       bad(
         `resourceLimits.${key} must be a number of MB, ${least} and at most ${MAX_RESOURCE_LIMIT_MB}, got ${describeValue(value)}`,
       );
