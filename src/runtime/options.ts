@@ -275,10 +275,11 @@ export const MAX_RESOURCE_LIMIT_MB = 2 ** 20;
 export const MIN_STACK_SIZE_MB = 1;
 
 /**
- * The least old generation a thread is started with, in MB: below ~2.5 MB Node 22 and later
- * abort the whole process as they make the thread's heap (V8's "Fatal JavaScript out of memory:
- * GC during deserialization", SIGTRAP), where Node 20 ended the thread (ERR_WORKER_OUT_OF_MEMORY,
- * as every Node still does from here to ~8 MB: a heap too small to start a thread).
+ * The least old generation a thread is started with, in MB: below ~2.5 MB Node 24, 26 and 22 from
+ * 22.18 (not 22.12, nor 23.0; measured) abort the whole process as they make the thread's heap
+ * (V8's "Fatal JavaScript out of memory: GC during deserialization", SIGTRAP), where Node 20 ended
+ * the thread (ERR_WORKER_OUT_OF_MEMORY, as every Node still does from here to ~8 MB: a heap too
+ * small to start a thread).
  */
 export const MIN_OLD_GENERATION_SIZE_MB = 4;
 
