@@ -1,7 +1,7 @@
 /**
  * A thread its resourceLimits kill as it starts (Node's ERR_WORKER_OUT_OF_MEMORY) is a thread
  * lost at start: README says start() rejects OMNI_ERR_WORKER_EXITED with Node's error as `cause`.
- * A smaller old generation is refused before any thread is made: Node 22 and later abort the
+ * A smaller old generation is refused before any thread is made: Node 22.18+, 24 and 26 abort the
  * whole process (V8 "GC during deserialization") as they make a thread's heap under ~2.5 MB,
  * where Node 20 ended the thread. At 0.5 MB that ended this file's vitest fork, on 22 and 24.
  */
@@ -33,7 +33,7 @@ describe('Runtime.start, a thread its resourceLimits killed at start', () => {
   });
 
   it.each([0.5, 2.4, MIN_OLD_GENERATION_SIZE_MB - 0.001])(
-    'an old generation of %s MB, which Node 22+ answer by ending the process: OMNI_ERR_INVALID_ARGUMENT',
+    'an old generation of %s MB, which Node 22.18+ answers by ending the process: OMNI_ERR_INVALID_ARGUMENT',
     async (mb) => {
       const limits = { maxOldGenerationSizeMb: mb };
       expect(await codeOf(Runtime.start({ worker: ECHO, resourceLimits: limits }))).toBe(
