@@ -330,8 +330,8 @@ export function expectationHandler(
     // recorded, as a request routed there is not (RFC 9112 9.6).
     if (!afterClosingAnswer(req)) follow(req, res);
     // Counted once out: a 417 queued behind a call still running goes unanswered when the
-    // client leaves first; node says 'finish' for one the drain or the send timeout cut off
-    // (see answerOut).
+    // client leaves first; node before 24.20 says 'finish' for one the drain or the send timeout
+    // cut off (see answerOut; 24.20+ says none, nodejs/node#64847).
     const connection = req.socket;
     res.once('finish', () => {
       if (answerOut(connection)) metrics.clientError('EXPECTATION_FAILED');
