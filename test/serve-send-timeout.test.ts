@@ -185,3 +185,41 @@ describe('an answer written raw (client-error.ts) that the client does not take'
     },
   );
 });
+
+// fastify's framework errors (a malformed URL) and node's 'checkExpectation' (the 417) are
+// recorded outside fastify's onResponse, on the response's 'finish', which node before 24.20
+// says for an answer its connection was destroyed under, and 24.20+ does not
+// (nodejs/node#64847): recorded then on its 'close'.
+describe("an answer written outside fastify's hooks that the client does not take", () => {
+  it.each([
+    ['a malformed URL (400)', 'GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n', 'request', 400],
+    [
+      'an unsupported Expect (417)',
+      'GET /health HTTP/1.1\r\nHost: x\r\nExpect: x-unsupported\r\n\r\n',
+      'checkExpectation',
+      417,
+    ],
+  ])('%s: cut once sendTimeoutMs passes, recorded 444, not counted', async (_n, request, event, status) => {
+    const { s } = await start({ sendTimeoutMs: 50 });
+    let finishSaid = false;
+    s.app.server.once(event, (_req, res: ServerResponse) => {
+      res.once('finish', () => {
+        finishSaid = true;
+      });
+    });
+    const held = holdNextConnection(s);
+    const { socket: c, heard } = listeningClient(s.port);
+    c.write(request);
+    const { connection } = await held;
+    await until(() => connection.destroyed, 'the send timeout to close the connection');
+    await until(async () => sample((await s.metrics.scrape()).text, 'omni_http_inflight') === 0, 'its close');
+    expect(heard()).toBe('');
+    const text = (await s.metrics.scrape()).text;
+    const unmatched = (code: number): string =>
+      `omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="${code}"}`;
+    expect(finishSaid).toBe(!nodeAtLeast(24, 20));
+    expect([sample(text, unmatched(444)), sample(text, unmatched(status))]).toEqual([1, undefined]);
+    expect(text).not.toContain('omni_http_client_errors_total{');
+    expect(await s.drain()).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+});
