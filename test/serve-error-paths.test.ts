@@ -62,6 +62,15 @@ describe('answerFor', () => {
   });
 });
 
+/**
+ * What node does as a response's answer is all out: 'finish', and writableFinished from then
+ * (node 24.20+ says it no sooner, nodejs/node#64847; before, it could read true a tick earlier).
+ */
+function finish(res: EventEmitter & { writableFinished: boolean }): void {
+  res.writableFinished = true;
+  res.emit('finish');
+}
+
 /** A stand-in for the socket node:http hands a 'clientError' listener. */
 function fakeSocket(httpMessage?: { headersSent: boolean }) {
   const socket = Object.assign(new EventEmitter(), {
@@ -313,7 +322,7 @@ describe('clientErrorHandler', () => {
     });
     // Not answered yet, so not counted yet: the answer before it may still close the connection.
     expect(await clientErrors(m)).not.toContain('detail=');
-    res.writableFinished = true;
+    finish(res);
     res.emit('close');
     expect(parse(socket.written).status).toBe(431);
     expect({ ended: socket.ended, destroyed: socket.destroyed }).toEqual({ ended: true, destroyed: false });
@@ -330,7 +339,7 @@ describe('clientErrorHandler', () => {
     const res = pendingResponse(socket);
     const answers = ledger();
     clientErrorHandler(m, answers)(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
-    res.writableFinished = true;
+    finish(res);
     res.emit('close');
     expect(parse(socket.written).status).toBe(400);
     // The drain or the send timeout closing the connection over it.
@@ -351,7 +360,7 @@ describe('clientErrorHandler', () => {
         ledger(),
         SEND_TIMEOUT_MS,
       )(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
-      res.writableFinished = true;
+      finish(res);
       res.emit('close');
       expect(parse(socket.written).status).toBe(400);
       // Never out (the fake socket never says 'finish': a client that takes none of it). Before:
@@ -384,7 +393,7 @@ describe('clientErrorHandler', () => {
     const res = pendingResponse(socket);
     clientErrorHandler(m, ledger())(error('HPE_INVALID_METHOD'), socket as unknown as Socket);
     // node ends the connection after an answer that says Connection: close.
-    res.writableFinished = true;
+    finish(res);
     socket.end();
     res.emit('close');
     expect(socket.written).toBe('');
@@ -416,7 +425,7 @@ describe('clientErrorHandler', () => {
     });
     // That answer goes out and node closes the connection after it, in stages (linger.ts):
     // destroyed now, over the bytes still unread, it would reset under the answer.
-    res.writableFinished = true;
+    finish(res);
     socket.end();
     res.emit('close');
     expect({ written: socket.written, destroyed: socket.destroyed }).toEqual({
@@ -432,7 +441,7 @@ describe('clientErrorHandler', () => {
     const m = metrics();
     const socket = fakeSocket({ headersSent: false });
     const res = pendingResponse(socket);
-    res.writableFinished = true;
+    finish(res);
     socket.end();
     res.emit('close');
     clientErrorHandler(m, ledger())(error('HPE_CLOSED_CONNECTION'), socket as unknown as Socket);
@@ -528,7 +537,7 @@ describe('connectHandler', () => {
     const m = metrics();
     const socket = fakeSocket();
     const res = pendingResponse(socket, true);
-    res.writableFinished = true;
+    finish(res);
     const answers = ledger();
     connectHandler(m, noAdopt, answers)(req, socket as unknown as Socket);
     expect(socket.written).toBe('');
@@ -544,7 +553,7 @@ describe('connectHandler', () => {
     const answers = ledger();
     connectHandler(m, noAdopt, answers)(req, socket as unknown as Socket);
     expect(answers.told).toEqual(['owe']);
-    res.writableFinished = true;
+    finish(res);
     res.emit('close');
     expect(socket.written).toBe('');
     expect(await clientErrors(m)).not.toContain('detail=');

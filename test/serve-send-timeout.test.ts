@@ -6,11 +6,13 @@
  * the server does is seen on its own side (its connection's 'close', the response's 'prefinish'),
  * never from sleeps.
  */
-import type { ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { createServer, type ServerResponse } from 'node:http';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_SEND_TIMEOUT_MS, type ServeHandle, type ServeOptions } from '../src/serve/index.js';
+import { boundSend, sendTimedOut } from '../src/serve/send-timeout.js';
 import { sample } from './fixtures/metrics-text.js';
+import { nodeAtLeast } from './fixtures/node-version.js';
 import { until } from './fixtures/runtime-harness.js';
 import { get } from './fixtures/serve-client.js';
 import {
@@ -68,7 +70,8 @@ describe('an answer the client does not read', () => {
     // The call ended before its answer was written: its capacity is back already.
     expect(g.lr.report().depth).toBe(0);
     if (!server.destroyed) await new Promise((resolve) => server.once('close', resolve));
-    // node says 'finish' for it all the same (the socket was destroyed under the write): not a 200.
+    // node before 24.20 says 'finish' for it all the same (the socket was destroyed under the
+    // write; 24.20+ does not, nodejs/node#64847): not a 200.
     const text = (await s.metrics.scrape()).text;
     expect(sample(text, CUT)).toBe(1);
     expect(sample(text, CUT.replace('444', '200'))).toBeUndefined();
@@ -94,7 +97,8 @@ describe('an answer the client does not read', () => {
     const closed = new Promise((resolve) => res.once('close', resolve));
     expect(await s.drain()).toEqual({ clean: false, abandonedRequests: 1 });
     await closed;
-    // Before: 200, as node says 'finish' for an answer whose socket is destroyed under the write.
+    // Before: 200, as node before 24.20 says 'finish' for an answer whose socket is destroyed
+    // under the write (24.20+ does not, nodejs/node#64847).
     const text = (await s.metrics.scrape()).text;
     expect(sample(text, CUT)).toBe(1);
     expect(sample(text, CUT.replace('444', '200'))).toBeUndefined();
@@ -105,6 +109,48 @@ describe('an answer the client does not read', () => {
     await neverReads(s);
     const drained = await s.drain();
     expect(drained).toEqual({ clean: true, abandonedRequests: 0 });
+  });
+});
+
+describe('an answer out whole', () => {
+  // Node 24.20+ sets writableFinished only as it says 'finish' (nodejs/node#64847): every answer
+  // is then still unfinished at 'prefinish', its send timer armed, and 'finish' must disarm it.
+  it('leaves no send timer armed: its keep-alive connection outlives sendTimeoutMs, not cut', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let armedAtPrefinish: boolean | undefined;
+    let answered!: (seen: { res: ServerResponse; connection: Socket }) => void;
+    const closed = new Promise<{ res: ServerResponse; connection: Socket }>((resolve) => {
+      answered = resolve;
+    });
+    const server = createServer((req, res) => {
+      boundSend(res, 1_000);
+      res.once('prefinish', () => {
+        armedAtPrefinish = !res.writableFinished;
+      });
+      res.once('close', () => answered({ res, connection: req.socket }));
+      res.end('ok');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const client = connect({ host: '127.0.0.1', port: (server.address() as AddressInfo).port });
+    clients.push(client);
+    const heard = new Promise<void>((resolve) => {
+      let text = '';
+      client.on('data', (chunk) => {
+        text += chunk;
+        if (text.endsWith('\r\n\r\nok')) resolve();
+      });
+    });
+    client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    const { res, connection } = await closed;
+    await heard;
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect({ armedAtPrefinish, cut: sendTimedOut(res, connection), open: !connection.destroyed }).toEqual({
+      armedAtPrefinish: nodeAtLeast(24, 20),
+      cut: false,
+      open: true,
+    });
+    server.closeAllConnections();
+    server.close();
   });
 });
 
@@ -138,4 +184,42 @@ describe('an answer written raw (client-error.ts) that the client does not take'
       expect(await s.drain()).toEqual({ clean: true, abandonedRequests: 0 });
     },
   );
+});
+
+// fastify's framework errors (a malformed URL) and node's 'checkExpectation' (the 417) are
+// recorded outside fastify's onResponse, on the response's 'finish', which node before 24.20
+// says for an answer its connection was destroyed under, and 24.20+ does not
+// (nodejs/node#64847): recorded then on its 'close'.
+describe("an answer written outside fastify's hooks that the client does not take", () => {
+  it.each([
+    ['a malformed URL (400)', 'GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n', 'request', 400],
+    [
+      'an unsupported Expect (417)',
+      'GET /health HTTP/1.1\r\nHost: x\r\nExpect: x-unsupported\r\n\r\n',
+      'checkExpectation',
+      417,
+    ],
+  ])('%s: cut once sendTimeoutMs passes, recorded 444, not counted', async (_n, request, event, status) => {
+    const { s } = await start({ sendTimeoutMs: 50 });
+    let finishSaid = false;
+    s.app.server.once(event, (_req, res: ServerResponse) => {
+      res.once('finish', () => {
+        finishSaid = true;
+      });
+    });
+    const held = holdNextConnection(s);
+    const { socket: c, heard } = listeningClient(s.port);
+    c.write(request);
+    const { connection } = await held;
+    await until(() => connection.destroyed, 'the send timeout to close the connection');
+    await until(async () => sample((await s.metrics.scrape()).text, 'omni_http_inflight') === 0, 'its close');
+    expect(heard()).toBe('');
+    const text = (await s.metrics.scrape()).text;
+    const unmatched = (code: number): string =>
+      `omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="${code}"}`;
+    expect(finishSaid).toBe(!nodeAtLeast(24, 20));
+    expect([sample(text, unmatched(444)), sample(text, unmatched(status))]).toEqual([1, undefined]);
+    expect(text).not.toContain('omni_http_client_errors_total{');
+    expect(await s.drain()).toEqual({ clean: true, abandonedRequests: 0 });
+  });
 });

@@ -155,6 +155,22 @@ export function rememberResponse(req: IncomingMessage, res: ServerResponse): voi
   // One after a closing answer is never answered: the closing one stays the last to come.
   if (AFTER_CLOSE.has(req)) return;
   (req.socket as ClientSocket)[LATEST_RESPONSE] = res;
+  res.once('finish', () => FINISHED.add(res));
+}
+
+/**
+ * Latest responses node said 'finish' for: their answer is out, and node has moved on (a closing
+ * one's connection ended, lingering). Not writableFinished: node before 24.20 reads that true
+ * as soon as its buffers are empty, a tick before 'finish' (nodejs/node#64847 made it wait for
+ * 'finish'). A 417 node answers as it parses is out, its 'finish' to come, when the bytes after
+ * it in the same read fail to parse: read as finished there, the connection was destroyed at
+ * once and the 417 went uncounted (its count waits for 'finish' on a connection not destroyed),
+ * on node 20, 22 and 24 before 24.20 only.
+ */
+const FINISHED = new WeakSet<ServerResponse>();
+
+function finished(res: ServerResponse): boolean {
+  return FINISHED.has(res);
 }
 
 /**
@@ -251,7 +267,7 @@ export function clientErrorHandler(
       s.destroy(err);
     };
     const latest = s[LATEST_RESPONSE];
-    if (latest === undefined || latest.writableFinished || latest.destroyed) {
+    if (latest === undefined || finished(latest) || latest.destroyed) {
       answerNow();
       return;
     }
@@ -277,7 +293,7 @@ export function clientErrorHandler(
         // Finished: the connection is in step, answer, unless that answer closed it (node ended
         // it: a connection's last answer does while the server drains). Not finished: the
         // client left, or the connection was cut off.
-        if (latest.writableFinished && s.writable) {
+        if (finished(latest) && s.writable) {
           s.write(errorAnswer(code, err.message, true).text, (err) => {
             if (!answerOut(s, err)) return;
             metrics.clientError(code);
@@ -287,7 +303,7 @@ export function clientErrorHandler(
           closeLingering(s);
           return;
         }
-        if (latest.writableFinished) answers.discharge(s);
+        if (finished(latest)) answers.discharge(s);
         s.destroy(err);
       });
       return;
@@ -330,8 +346,8 @@ export function expectationHandler(
     // recorded, as a request routed there is not (RFC 9112 9.6).
     if (!afterClosingAnswer(req)) follow(req, res);
     // Counted once out: a 417 queued behind a call still running goes unanswered when the
-    // client leaves first; node says 'finish' for one the drain or the send timeout cut off
-    // (see answerOut).
+    // client leaves first; node before 24.20 says 'finish' for one the drain or the send timeout
+    // cut off (see answerOut; 24.20+ says none, nodejs/node#64847).
     const connection = req.socket;
     res.once('finish', () => {
       if (answerOut(connection)) metrics.clientError('EXPECTATION_FAILED');
@@ -389,10 +405,10 @@ export function connectHandler(
       closeLingering(s);
     };
     const latest = s[LATEST_RESPONSE];
-    const pending = latest !== undefined && !latest.destroyed && !latest.writableFinished;
+    const pending = latest !== undefined && !latest.destroyed && !finished(latest);
     // After an answer that closes the connection nothing is answered, nor counted (RFC 9112
     // 9.6): node closes the connection after it, lingering.
-    if (latest?.writableFinished && closesConnection(latest)) return;
+    if (latest !== undefined && finished(latest) && closesConnection(latest)) return;
     // In flight until its answer is out (or the connection closes): a drain waits for it, and
     // one that cuts it off has abandoned it.
     answers.owe(s);
@@ -411,11 +427,11 @@ export function connectHandler(
     // connection, as a connection's last answer does while the server drains). Not finished:
     // the client left, unanswered and so uncounted.
     latest.once('close', () => {
-      if (latest.writableFinished && closesConnection(latest)) {
+      if (finished(latest) && closesConnection(latest)) {
         answers.discharge(s);
         return;
       }
-      if (latest.writableFinished) answer();
+      if (finished(latest)) answer();
       else s.destroy();
     });
   };

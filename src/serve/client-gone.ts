@@ -11,10 +11,21 @@ const GONE = 'the client closed the connection';
  * 'close' has then fired before this listener could hear it, and the signal starts aborted.
  */
 export function clientGone(res: ServerResponse): AbortSignal {
-  if (res.destroyed && !res.writableFinished) return AbortSignal.abort(new Error(GONE));
+  if (res.destroyed && !written(res)) return AbortSignal.abort(new Error(GONE));
   const controller = new AbortController();
   res.once('close', () => {
-    if (!res.writableFinished) controller.abort(new Error(GONE));
+    if (!written(res)) controller.abort(new Error(GONE));
   });
   return controller.signal;
+}
+
+/**
+ * Whether `res`'s answer was written: ended, nothing of it left in node's buffers (on a closed
+ * connection, what node had not sent is dropped). Not writableFinished: node 24.20+ leaves that
+ * false for an answer whose connection closed before all of it was out (nodejs/node#64847),
+ * where node before it read it from these buffers: an answer written, then cut off by the send
+ * timeout or reset by its client, read as one whose client left before it was written.
+ */
+function written(res: ServerResponse): boolean {
+  return res.writableEnded && res.writableLength === 0;
 }
