@@ -36,6 +36,7 @@ import type { FastifyInstance } from 'fastify';
 import { clearLongTimeout, type LongTimer, setLongTimeout } from '../long-timeout.js';
 import type { OptionKeys } from '../option-keys.js';
 import { listeningServers } from './listeners.js';
+import { writtenWhole } from './written-whole.js';
 
 /** A server's life: 'serving', 'draining' (drain() called) or 'closed' (its drain ended). */
 export type ServerState = 'serving' | 'draining' | 'closed';
@@ -75,18 +76,6 @@ export interface Closable {
  */
 function closeOf(runtime: Closable, timeoutMs: number): Promise<{ readonly clean: boolean } | undefined> {
   return new Promise((resolve) => resolve(runtime.close({ timeoutMs })));
-}
-
-/**
- * Whether every byte of `res`'s answer is with the kernel, which sends it before the drain's
- * close: the client gets all of it. Ended, nothing left in node's buffers (the response's, its
- * connection's). Not writableFinished: node 24.20+ sets that only as it says 'finish', once the
- * last write called back, a tick after the kernel took it (nodejs/node#64847), where node 20,
- * 22 and earlier 24s read it from these buffers: an answer written whole just before the cut read as cut
- * off (recorded 444, the drain not clean).
- */
-function writtenWhole(res: ServerResponse): boolean {
-  return res.writableEnded && res.writableLength === 0;
 }
 
 export class Drain {
@@ -290,6 +279,8 @@ export class Drain {
     // silent about it.
     let late = 0;
     for (const res of this.#open) {
+      // Written whole: every byte is with the kernel, which sends it before the close ('finish'
+      // comes a tick later, so it is still open); the client gets all of it.
       if (writtenWhole(res)) continue;
       this.#cut.add(res);
       if (counted?.has(res) !== true) late++;
