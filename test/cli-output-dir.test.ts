@@ -1,4 +1,6 @@
 /** The --out folder, in-process: made (with its parents) and checked before any load runs. */
+
+import { execFile } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -14,6 +16,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../src/cli/args.js';
 import { discardOutDir, prepareOutDir, removeOutputs, writeOutputs } from '../src/cli/output-dir.js';
+import { CLI } from './fixtures/cli-process.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'omni-out-dir-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -58,6 +61,22 @@ describe('prepareOutDir', () => {
       expect((err as UsageError).code).toBe('OMNI_ERR_USAGE');
     }
   });
+  // In a child killed by SIGKILL: Node 20-24's recursive mkdirSync spun for ever there, deaf to SIGTERM.
+  it.runIf(existsSync('/proc/self'))(
+    'refuses a folder under /proc (a parent that exists answers ENOENT): a usage error, exit 2',
+    async () => {
+      const code = await new Promise<number | null>((resolve) => {
+        execFile(
+          process.execPath,
+          [CLI, 'bench', '--out', '/proc/omni-out-dir/deep'],
+          { timeout: 60_000, killSignal: 'SIGKILL' },
+          (err) => resolve(err ? ((err as { code?: unknown }).code as number | null) : 0),
+        );
+      });
+      expect(code).toBe(2);
+    },
+  );
+
   it('refuses an output name it cannot even look at (a symbolic link to itself: ELOOP)', () => {
     // Found only when writing, after the whole run, it would cost the run its results.
     const dir = join(scratch, 'looped');

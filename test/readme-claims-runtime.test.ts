@@ -102,7 +102,7 @@ describe('README: Runtime', () => {
   );
 
   it.runIf(NODE_MAJOR >= 23 || (NODE_MAJOR === 22 && NODE_MINOR >= 18))(
-    '"Node 22.18+ runs a .ts worker as it is ... imports real files": one importing the built package serves',
+    '"Node 22.18+, 24 and 26 run a .ts worker as it is ... imports real files": one importing the built package serves',
     async () => {
       const worker = join(tempDir(), 'typed-worker.ts');
       const index = builtModuleUrl('src/index.js');

@@ -31,7 +31,7 @@ export function prepareOutDir(path: string, names: readonly string[] = []): OutD
   const dir = resolve(path);
   let created: string | undefined;
   try {
-    created = mkdirSync(dir, { recursive: true });
+    created = makeFolders(dir);
     accessSync(dir, constants.W_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
@@ -55,6 +55,36 @@ export function prepareOutDir(path: string, names: readonly string[] = []): OutD
 }
 
 /**
+ * mkdirSync(dir, { recursive: true }) one folder at a time: Node's own (20, 22.23, 24.22; not
+ * 26.12) loops for ever, deaf to SIGTERM, where a parent that exists answers ENOENT for a child,
+ * as /proc does. Returns the first folder made, or undefined: `dir` existed.
+ */
+function makeFolders(dir: string): string | undefined {
+  const missing: string[] = [];
+  for (let d = dir; ; d = dirname(d)) {
+    try {
+      if (!statSync(d).isDirectory())
+        throw Object.assign(new Error(`${d} exists and is not a folder`), { code: 'EEXIST' });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || dirname(d) === d) throw err;
+      missing.push(d);
+    }
+  }
+  let created: string | undefined;
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d);
+      created ??= d;
+    } catch (err) {
+      // Made meanwhile by another run: taken as it is, as the recursive mkdir took it.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(d).isDirectory()) throw err;
+    }
+  }
+  return created;
+}
+
+/**
  * Removes the folders prepareOutDir made, deepest first, while they are empty: a run that
  * failed before writing anything leaves no folder of its own behind.
  */
@@ -75,7 +105,7 @@ export function discardOutDir({ dir, created }: OutDir): void {
 export function writeOutputs(dir: string, files: ReadonlyArray<readonly [string, string]>): string[] {
   // Made again if it went: another run that made the same folder and then failed removes it
   // while it is still empty (discardOutDir), and this run's results must not be lost to that.
-  mkdirSync(dir, { recursive: true });
+  makeFolders(dir);
   return files.map(([name, text]) => {
     const path = join(dir, name);
     writeWhole(path, text);
