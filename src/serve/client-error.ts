@@ -155,7 +155,12 @@ export function rememberResponse(req: IncomingMessage, res: ServerResponse): voi
   // One after a closing answer is never answered: the closing one stays the last to come.
   if (AFTER_CLOSE.has(req)) return;
   (req.socket as ClientSocket)[LATEST_RESPONSE] = res;
-  res.once('finish', () => FINISHED.add(res));
+  // 'finish' comes once: a plain listener, one function for every response, no closure each.
+  res.on('finish', markFinished);
+}
+
+function markFinished(this: ServerResponse): void {
+  FINISHED.add(this);
 }
 
 /**
