@@ -15,6 +15,7 @@ import {
   DEFAULT_SEND_TIMEOUT_MS,
   serve,
 } from '../src/serve/index.js';
+import { NODE_MAJOR, nodeAtLeast } from './fixtures/node-version.js';
 import { codeOf, until } from './fixtures/runtime-harness.js';
 import { get, postBytes, postFloats, rawExchange } from './fixtures/serve-client.js';
 import {
@@ -92,10 +93,8 @@ function headOf(lines: number, filler = (i: number) => `x${i}: 1`): string {
  * 26.5.1); node 20, past its end of life, and the releases before those keep 1,000 and drop the rest.
  */
 const REFUSES_EXTRA_HEADER_LINES = ((): boolean => {
-  const [major = 0, minor = 0, patch = 0] = process.versions.node.split('.').map(Number);
-  const fixed = ({ 22: [23, 2], 24: [18, 1], 26: [5, 1] } as Record<number, [number, number]>)[major];
-  if (fixed === undefined) return major > 26;
-  return minor > fixed[0] || (minor === fixed[0] && patch >= fixed[1]);
+  const fixed = ({ 22: [23, 2], 24: [18, 1], 26: [5, 1] } as Record<number, [number, number]>)[NODE_MAJOR];
+  return fixed === undefined ? NODE_MAJOR > 26 : nodeAtLeast(NODE_MAJOR, ...fixed);
 })();
 
 describe('README: Limits, HTTP clients', () => {
