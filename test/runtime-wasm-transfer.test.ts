@@ -39,10 +39,14 @@ async function refusedInThePost(worker: string, pooled: boolean): Promise<void> 
   const rt = await start({ worker, threads: 1 });
   const thread = await rt.run({ mode: 'thread' });
   // Not an empty message: Node 22+ sends the thread's DataCloneError (a DOMException) without
-  // its name and message unless workers/uncaught.ts rebuilds it.
+  // its name and message unless workers/uncaught.ts rebuilds it. The name is the caller's clue.
   await expect(
     rt.run({ mode: 'listed', result: 'view', pooled }, { deadlineMs: 10_000 }),
-  ).rejects.toMatchObject({ code: 'OMNI_ERR_TASK_FAILED', message: expect.stringMatching(/\S/) });
+  ).rejects.toMatchObject({
+    code: 'OMNI_ERR_TASK_FAILED',
+    name: 'DataCloneError',
+    message: expect.stringMatching(/\S/),
+  });
   expect(await rt.run({ mode: 'thread' })).not.toBe(thread);
   expect(rt.report()).toMatchObject({ state: 'ready', running: 0, failed: 1 });
 }

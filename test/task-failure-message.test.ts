@@ -24,3 +24,36 @@ describe('a failure value that is not an Error', () => {
     expect(messageOf(hostile)).toMatch(/^the worker failed with a value that is not an Error: /);
   });
 });
+
+describe("a worker's failure, its capacity given back by the worker: the error's name is kept", () => {
+  it.each<[string, unknown, string]>([
+    [
+      'a rebuilt DataCloneError',
+      Object.assign(new Error('refused'), { name: 'DataCloneError' }),
+      'DataCloneError',
+    ],
+    ['a TypeError', new TypeError('bad'), 'TypeError'],
+    ['a plain Error', new Error('plain'), 'TaskFailedError'],
+    ['an empty name', Object.assign(new Error('x'), { name: '' }), 'TaskFailedError'],
+    ['a name that is not a string', { name: Symbol('s'), message: 'm' }, 'TaskFailedError'],
+    ['no value at all', undefined, 'TaskFailedError'],
+  ])('%s', (_, thrown, name) => {
+    const err = taskFailure(thrown, false, false);
+    expect(err).toMatchObject({ code: 'OMNI_ERR_TASK_FAILED', name });
+    expect(() => String(err)).not.toThrow();
+  });
+
+  it('a name getter that throws: the class name stands, the call still rejects with a message', () => {
+    const hostile = {
+      message: 'still said',
+      get name(): string {
+        throw new Error('read');
+      },
+    };
+    expect(taskFailure(hostile, false, false)).toMatchObject({
+      code: 'OMNI_ERR_TASK_FAILED',
+      name: 'TaskFailedError',
+      message: 'still said',
+    });
+  });
+});

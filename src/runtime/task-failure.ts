@@ -34,7 +34,7 @@ export function messageOf(err: unknown): string {
  * thread was lost (or the pool given up) while the task was out (thread-losses.ts).
  */
 export function taskFailure(err: unknown, reclaimed: boolean, threadLost: boolean): Error {
-  if (!reclaimed) return new TaskFailedError(messageOf(err));
+  if (!reclaimed) return named(new TaskFailedError(messageOf(err)), err);
   // The input (or its transfer list) could not be posted: structured clone refused it in this
   // thread (piscina hands back postMessage's own error), so no worker ever saw the task.
   if (isCloneRefusal(err)) return notPosted(err);
@@ -46,6 +46,22 @@ export function taskFailure(err: unknown, reclaimed: boolean, threadLost: boolea
   // a lost thread is the likelier (every call on it fails so).
   if (!threadLost) return notPosted(err);
   return new WorkerExitedError(messageOf(err));
+}
+
+/**
+ * The worker's error keeps its name, as a handler's thrown error does through the wire
+ * (wire-error.ts): a result whose post was refused ends the thread with a DataCloneError, and
+ * that name is the caller's clue. A string only, never 'Error' (the class's own name stands).
+ */
+function named(failed: TaskFailedError, err: unknown): TaskFailedError {
+  let name: unknown;
+  try {
+    name = (err as { name?: unknown } | null)?.name;
+  } catch {
+    return failed; // a getter that throws: the message already says what could be said
+  }
+  if (typeof name === 'string' && name !== '' && name !== 'Error') failed.name = name;
+  return failed;
 }
 
 /** The caller's input could not be posted to a thread: what threw or refused it is the cause. */
