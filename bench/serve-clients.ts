@@ -1,8 +1,8 @@
 /**
  * What slow, numerous and non-reading clients cost `omni-runtime serve`: the server's resident
  * memory (VmRSS of its process) before and after N connections of one kind, and whether a
- * /health request on a fresh connection is still answered meanwhile. The figures in README
- * "Limits" (HTTP) come from this. Kinds:
+ * /health request on a fresh connection is still answered meanwhile. The figures in
+ * docs/limits.md (HTTP) come from this. Kinds:
  *
  * - idle: one GET /health answered, then the kept-alive connection left idle;
  * - silent: connected, nothing sent;

@@ -1,34 +1,40 @@
 #!/usr/bin/env node
-// Typechecks every ```ts block of README.md (or the markdown file given as the argument) against
-// the package's own sources, so an API change that leaves an example wrong fails `npm run typecheck`.
-// Each block becomes its own module under dist/readme/ (gitignored, wiped by every build); a block
-// preceded by `<!-- readme-check: skip -->` is left out. Diagnostics are reported at README lines.
+// Typechecks every ```ts block of README.md and the reference pages under docs/ (or of the markdown
+// files given as arguments) against the package's own sources, so an API change that leaves an
+// example wrong fails `npm run typecheck`. Each block becomes its own module under dist/readme/
+// (gitignored, wiped by every build), all of them one tsc run; a block preceded by
+// `<!-- readme-check: skip -->` is left out. Diagnostics are reported at the page's lines.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const markdown = resolve(process.argv[2] ?? join(root, 'README.md'));
-const shown = relative(process.cwd(), markdown) || markdown;
+const given = process.argv.slice(2);
+const markdowns = given.length > 0 ? given.map((file) => resolve(file)) : packagePages();
+const names = markdowns.map((markdown) => relative(process.cwd(), markdown) || markdown);
+const shownAll = names.join(', ');
 
-const blocks = extractBlocks(readFileSync(markdown, 'utf8'));
-// One folder per markdown file: the test's temp files never overwrite the README's.
-const hash = createHash('sha256').update(markdown).digest('hex').slice(0, 8);
-const scratch = join(root, 'dist', 'readme', `${basename(markdown, '.md')}-${hash}`);
+// One folder per set of pages: the test's temp files never overwrite the package's.
+const hash = createHash('sha256').update(markdowns.join('\n')).digest('hex').slice(0, 8);
+const scratch = join(root, 'dist', 'readme', `${basename(markdowns[0], '.md')}-${hash}`);
 rmSync(scratch, { recursive: true, force: true });
 mkdirSync(scratch, { recursive: true });
 
-const headings = new Map();
-const files = blocks.map((block) => {
-  const file = `block-${block.index}-line-${block.fence}.ts`;
-  writeFileSync(join(scratch, file), block.code);
-  headings.set(file, block.heading);
-  return file;
+/** Each module's page and the heading its block sits under, for the diagnostics. */
+const origins = new Map();
+const files = markdowns.flatMap((markdown, page) => {
+  const shown = names[page];
+  return extractBlocks(readFileSync(markdown, 'utf8'), shown).map((block) => {
+    const file = `page-${page + 1}-block-${block.index}-line-${block.fence}.ts`;
+    writeFileSync(join(scratch, file), block.code);
+    origins.set(file, { shown, heading: block.heading });
+    return file;
+  });
 });
 if (files.length === 0) {
-  console.log(`check-readme: no \`\`\`ts blocks to check in ${shown}`);
+  console.log(`check-readme: no \`\`\`ts blocks to check in ${shownAll}`);
   process.exit(0);
 }
 
@@ -63,19 +69,29 @@ if (run.error) throw run.error;
 
 const output = `${run.stdout}${run.stderr}`.trim();
 if (run.status === 0) {
-  console.log(`check-readme: ${files.length} \`\`\`ts block(s) in ${shown} typecheck`);
+  console.log(`check-readme: ${files.length} \`\`\`ts block(s) in ${shownAll} typecheck`);
   process.exit(0);
 }
-console.error(output.split('\n').map(toReadmeLine).join('\n'));
-console.error(`check-readme: ${shown} has \`\`\`ts blocks that do not typecheck (tsc exit ${run.status})`);
+console.error(output.split('\n').map(toPageLine).join('\n'));
+console.error(`check-readme: ${shownAll}: \`\`\`ts blocks that do not typecheck (tsc exit ${run.status})`);
 process.exit(1);
+
+/** README.md and the package's reference pages, docs/*.md. */
+function packagePages() {
+  const docs = join(root, 'docs');
+  const pages = readdirSync(docs)
+    .filter((file) => file.endsWith('.md'))
+    .sort()
+    .map((file) => join(docs, file));
+  return [join(root, 'README.md'), ...pages];
+}
 
 /**
  * The ```ts blocks to check, numbered among all of them (skipped ones too, so "block 3" is the
  * third in the file), each with its 1-based fence line and the heading it sits under. Every fence
  * is tracked, so a `# comment` inside a ```sh block is not taken for a heading.
  */
-function extractBlocks(text) {
+function extractBlocks(text, shown) {
   const found = [];
   let open = null;
   let previous = '';
@@ -105,11 +121,12 @@ function extractBlocks(text) {
   return found;
 }
 
-/** Rewrites `.../block-2-line-80.ts(5,3): error ...` to the README line: 80 is the fence, 80+5 the line. */
-function toReadmeLine(line) {
-  const match = /^(?:.*[\\/])?(block-(\d+)-line-(\d+)\.ts)\((\d+),(\d+)\): (.*)$/.exec(line);
+/** Rewrites `.../page-1-block-2-line-80.ts(5,3): error ...` to the page's line: 80 is the fence, 80+5 the line. */
+function toPageLine(line) {
+  const match = /^(?:.*[\\/])?(page-\d+-block-(\d+)-line-(\d+)\.ts)\((\d+),(\d+)\): (.*)$/.exec(line);
   if (!match) return line;
   const [, file, index, fence, row, column, message] = match;
-  const under = headings.get(file) ? `, under "${headings.get(file)}"` : '';
+  const { shown, heading } = origins.get(file);
+  const under = heading ? `, under "${heading}"` : '';
   return `${shown}:${Number(fence) + Number(row)}:${column}: ${message}\n  (\`\`\`ts block ${index}, fence at line ${fence}${under})`;
 }

@@ -23,7 +23,7 @@ export interface TaskContext {
    * Node will not move (a WebAssembly.Memory's, a pooled Buffer's from `Buffer.from`): Node 20
    * leaves it in place, copied where the result refers to it; Node 21+ refuses it: the call
    * rejects OMNI_ERR_TASK_FAILED, and with a buffer or view as the result its thread ends too
-   * (README, Limits). List a copy of its bytes instead.
+   * (docs/limits.md). List a copy of its bytes instead.
    */
   transfer(...buffers: ArrayBuffer[]): void;
 }

@@ -66,7 +66,7 @@ function runsNoCode(input: unknown): boolean {
  * by a named accessor, which clone reads after the array's elements, and which leaves the array
  * packed: accessor elements make clone take its sparse-array path, 3-4 µs more a post + receive in
  * a one-thread loop (bench/transfer-sweep.bench.ts), ~5 µs of a 1 MiB round trip (an A/B of the
- * two in one process, README). The worker's copy of the message carries the name, undefined.
+ * two in one process, docs/benchmarks.md). The worker's copy of the message carries the name, undefined.
  * One getter for every message (no closure a call), which finds the list under a symbol: clone
  * skips symbol keys, so the list itself is not posted.
  */

@@ -261,7 +261,7 @@ describe('leak safety net', () => {
   });
 });
 
-describe('README: "its whole cohort (up to 1,024 permits, closed at least every second)"', () => {
+describe('docs/limits.md: "its whole cohort (up to 1,024 permits, closed at least every second)"', () => {
   it('a cohort is 1,024 consecutive permits: a dropped first one waits for the 1,024th, not the 1,025th', async () => {
     // Rotation faked and never moved: only the count closes a cohort here.
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });

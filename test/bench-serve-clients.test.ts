@@ -1,5 +1,5 @@
 /**
- * bench/serve-clients.ts, whose figures README "Limits" (HTTP) quotes, still runs, every kind: a
+ * bench/serve-clients.ts, whose figures docs/limits.md (HTTP) quotes, still runs, every kind: a
  * server child held by a few idle, silent, stalled-upload or non-reading connections answers
  * /health meanwhile, and the bench reports its memory figures; a large JSON call is answered
  * whole while /health is asked. Nothing here asserts a figure (the machine's memory and timing

@@ -76,7 +76,7 @@ describe('bench flag ranges', () => {
     expect(usageCode(['--max-rows', '4096', ...units])).toBe('OMNI_ERR_USAGE');
     expect(usageCode(['--max-rows', '16', '--in-features', '16384', ...units])).toBeUndefined();
     expect(usageCode(['--max-rows', '256', '--in-features', '16384', ...units])).toBe('OMNI_ERR_USAGE');
-    // README, Limits: all 4,096 rows at 31 input features or fewer.
+    // docs/limits.md: all 4,096 rows at 31 input features or fewer.
     expect(config(['--max-rows', '4096', '--in-features', '31', ...units]).maxRows).toBe(4096);
     expect(usageCode(['--max-rows', '4096', '--in-features', '32', ...units])).toBe('OMNI_ERR_USAGE');
   });

@@ -47,7 +47,7 @@ describe('resolveRates', () => {
 });
 
 describe('sampleIntervalMs', () => {
-  it('"sampled every 1 % of the window (10-100 ms)" (README): 1 %, within those bounds', () => {
+  it('"sampled every 1 % of the window (10-100 ms)" (docs/benchmarks.md): 1 %, within those bounds', () => {
     // The default run's window: 20 s over 4 rates x 2 modes.
     expect(sampleIntervalMs(2_500)).toBe(25);
     expect(sampleIntervalMs(1_000)).toBe(10);

@@ -1,10 +1,10 @@
 /**
- * README, "An interrupted omni-runtime bench": a SIGKILLed run's write leaves its
+ * docs/limits.md, "An interrupted omni-runtime bench": a SIGKILLed run's write leaves its
  * `.results.json.<pid>.partial` (or a chart's) in --out. The next run with that --out neither
  * refuses the folder for it nor removes it, whether its pid is dead or alive: a pid says nothing
  * about a run in another container or on another machine sharing the folder, which may still be
  * writing it, and the partial never passes for results (it is not one of the four names). Pinned,
- * so that cleaning them up is a decision the README follows. In-process, with the load replaced
+ * so that cleaning them up is a decision docs/limits.md follows. In-process, with the load replaced
  * by a made-up result.
  */
 import { spawnSync } from 'node:child_process';

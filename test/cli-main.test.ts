@@ -61,7 +61,7 @@ describe('main', () => {
     expect(await run(argv)).toEqual({ code: 0, stdout: help });
   });
 
-  // README: a -h or --help before any `--` prints help whatever else the line holds; at the top
+  // docs/limits.md: a -h or --help before any `--` prints help whatever else the line holds; at the top
   // level `--version --help` exited 2 ('--version takes no arguments') and `--help --version`
   // too ('--help takes a command').
   it.each([
@@ -157,7 +157,7 @@ describe('main', () => {
       ['-v', '-vx'],
       ['-v', '--frobnicate'],
       ['help', 'me'],
-      // README: a -h after `--` is not asking for help.
+      // docs/limits.md: a -h after `--` is not asking for help.
       ['--', '--help'],
       ['-v', '--', '-h'],
       // Nor is it asking for the admission subcommand's help (which comes right after bench).

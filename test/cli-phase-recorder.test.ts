@@ -46,7 +46,7 @@ describe('PhaseRecorder', () => {
     expect([latencyMs.p50, latencyMs.p99, latencyMs.p999]).toEqual([7.273, 7.273, 7.273]);
   });
 
-  it('gives the largest latency as p99.9 under 1,000 completions (README), the 999th of 1,000', () => {
+  it('gives the largest latency as p99.9 under 1,000 completions (docs/benchmarks.md), the 999th of 1,000', () => {
     const p999 = (count: number): number => {
       const rec = new PhaseRecorder('bounded', 100, '100/s');
       rec.begin(0, 10_000);

@@ -1,6 +1,6 @@
 /**
  * `serve --host` as an operator types it: spaces around the value (a quoted `"$HOST "`) are not
- * part of a host name, as they are not part of a number flag's value (README, Limits: numbers are
+ * part of a host name, as they are not part of a number flag's value (docs/limits.md: numbers are
  * read trimmed). Before, the spaces went to getaddrinfo, and the one line on stderr (whitespace
  * folded) read "getaddrinfo ENOTFOUND 127.0.0.1": a refusal of the very address given.
  */

@@ -1,8 +1,8 @@
 /**
- * README, "Stopping the command": only SIGTERM and SIGINT drain `serve`; SIGHUP has Node's
+ * docs/http.md, "Stopping the command": only SIGTERM and SIGINT drain `serve`; SIGHUP has Node's
  * default action (the process ends by the signal, exit status 129 in a shell), even where the
  * parent ignored it (`nohup`): Node restores the default at start. Pinned, so a handler added
- * for it is a decision the README follows, not a silent change. Ordering is by the child's
+ * for it is a decision docs/http.md follows, not a silent change. Ordering is by the child's
  * listening line, never by sleeps.
  */
 import { spawn } from 'node:child_process';

@@ -1,7 +1,7 @@
 /**
  * Every time flag reads a number as --deadline-ms and x-omni-deadline-ms do (decimal.ts
  * decimalValue): text too small for a double ('1e-400') is not the 0 Number() makes of it. The
- * serve command's times take any number > 0 (README, Serving): --request-timeout-ms and
+ * serve command's times take any number > 0 (docs/http.md): --request-timeout-ms and
  * --send-timeout-ms refused 1e-400 as 0, --drain-timeout-ms read it as 0 (abandon at once), and
  * read -1e-400, a negative, as 0 too. serve() takes Number.MIN_VALUE for each.
  */

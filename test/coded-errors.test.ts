@@ -107,7 +107,7 @@ interface SweepOptions {
   readonly ok?: (value: unknown) => unknown;
   /** After each call: a change a refused call must not make, named, or undefined. */
   readonly check?: () => string | undefined;
-  /** Node's own codes the README says pass through (ERR_MODULE_NOT_FOUND for a missing worker). */
+  /** Node's own codes docs/api.md says pass through (ERR_MODULE_NOT_FOUND for a missing worker). */
   readonly documented?: readonly string[];
   /** Once a call (and `ok`) ended: what it left behind, named, or undefined. */
   readonly after?: (args: unknown[]) => string | undefined;
@@ -127,7 +127,7 @@ function fieldsOf(valid: Args): string[] {
 
 /**
  * A value that throws as it is read (a getter, a Proxy, a revoked one) may throw its own error
- * (README: "a getter that throws rejects the call with its error"), except as a signal: a Proxy
+ * (docs/api.md: "a getter that throws rejects the call with its error"), except as a signal: a Proxy
  * of one is refused OMNI_ERR_INVALID_ARGUMENT.
  */
 function passesThrough(name: string, documented: readonly string[]): (error: unknown) => boolean {
@@ -301,7 +301,7 @@ describe('Runtime answers hostile input coded', () => {
   const fields = fieldsOf(() => startOptions({ exited() {}, stopped() {} }));
   it.each(fields)('Runtime.start(options) with hostile %s, no thread left running', async (field) => {
     // Each case's own threadEnds: a start refused, or one closed, has told `stopped` of every
-    // thread it made (README: each thread's exit, then stopped), none when it made none.
+    // thread it made (docs/native.md: each thread's exit, then stopped), none when it made none.
     const told = new Map<object, { exited: number; stopped: number }>();
     const threadEnds = (): ThreadEnds => {
       const counts = { exited: 0, stopped: 0 };
@@ -561,7 +561,7 @@ describe('the rest answer hostile input coded', () => {
     const found = await sweep(
       () => [linear, everyServeOption(false)],
       (runtime, options) => serve(runtime as never, options as never),
-      // Node's own errors pass through with their codes (README, Errors): a host it cannot resolve.
+      // Node's own errors pass through with their codes (docs/api.md, Errors): a host it cannot resolve.
       {
         documented: ['ENOTFOUND', 'EAI_AGAIN'],
         ok: (handle) => (handle as { drain(o: object): Promise<unknown> }).drain({ timeoutMs: 10_000 }),

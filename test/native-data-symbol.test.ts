@@ -105,7 +105,7 @@ describe('an ABI name exported as data', () => {
     });
   });
 
-  // README: refused for an ABI name as data. Data of its own under the prefix is never called
+  // docs/api.md: refused for an ABI name as data. Data of its own under the prefix is never called
   // (a build id; the fixture's hooks, which a CUDA load never binds): it was refused all the same.
   it('data of its own named omni_*, not an ABI name, loads', () => {
     const extra = ['const char omni_build_id[] = "abc";', 'int omni_fixture_live_bytes = 0;'];

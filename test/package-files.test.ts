@@ -1,7 +1,8 @@
 /**
  * What `npm pack` puts in the published tarball (package.json `files`): everything the package
  * loads at run time, from its entry points, bin and worker threads, with the source maps its
- * modules name and the files its README shows, and nothing built here or private (native/build,
+ * modules name and the files its README and reference pages show, and nothing built here or
+ * private (native/build,
  * tests, benchmarks).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -10,6 +11,7 @@ import { builtinModules } from 'node:module';
 import { join, posix } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
+import { linkedPages, markdownLinks } from './fixtures/markdown-links.js';
 
 interface PackResult {
   unpackedSize: number;
@@ -51,18 +53,19 @@ function specifiers(file: string): string[] {
   return found;
 }
 
-/** The files README.md links or shows by relative path (images, LICENSE), as package paths. */
-const readmePaths = (() => {
-  const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');
-  const targets = [
-    ...readme.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g),
-    ...readme.matchAll(/^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/gm),
-    ...readme.matchAll(/<(?:img|a)\b[^>]*\b(?:src|href)=["']([^"']+)["']/g),
-  ].map((m) => m[1]!);
-  return targets
-    .filter((t) => !/^([a-z][a-z\d+.-]*:|#|\/\/)/i.test(t))
-    .map((t) => posix.normalize(decodeURIComponent(t.replace(/[?#].*$/, ''))));
-})();
+/**
+ * The files README.md and the pages it links (docs/*.md) link or show by relative path (those
+ * pages, images, LICENSE), as package paths.
+ */
+const readmePaths = [
+  ...new Set(
+    linkedPages().flatMap((page) =>
+      markdownLinks(page)
+        .filter((link) => link.path !== undefined && link.path !== page)
+        .map((link) => link.path!),
+    ),
+  ),
+];
 
 /** Whether an installed package carries its own type declarations. */
 function shipsTypes(name: string): boolean {
@@ -219,7 +222,7 @@ describe('the published package', () => {
     expect(broken).toEqual([]);
   });
 
-  it('holds every file the README links or shows by relative path', () => {
+  it('holds every file the README and its reference pages link or show by relative path', () => {
     // The registry and an installed package's README resolve such a path against the package:
     // an unshipped one is a broken image or link there.
     expect(readmePaths.length).toBeGreaterThan(0);

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
 import { writeConsumerTsconfig } from './fixtures/consumer-tsconfig.js';
+import { linkedPages } from './fixtures/markdown-links.js';
 import { tempDirs } from './fixtures/temp-dirs.js';
 
 const dir = tempDirs('omni-package-types-')();
@@ -252,16 +253,20 @@ export const typo: OmniErrorCode = 'OMNI_ERR_REJECT';
 `;
 
 /**
- * The README's ```ts blocks, each as a module of its own. scripts/check-readme.mjs checks them
- * against src/ under this package's own settings; here they meet the shipped .d.ts under a
- * consumer's, the ones the README says its examples pass.
+ * The ```ts blocks of the README and the pages it links, each as a module of its own.
+ * scripts/check-readme.mjs checks them against src/ under this package's own settings; here they
+ * meet the shipped .d.ts under a consumer's, the ones the install notes say the examples pass.
  */
 function readmeBlocks(): Record<string, string> {
-  const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');
-  const blocks = [...readme.matchAll(/^```ts[^\n]*\n([\s\S]*?)^```[ \t]*$/gm)]
-    // What check-readme leaves out, this leaves out too.
-    .filter((block) => !/<!--\s*readme-check:\s*skip\s*-->\s*$/.test(readme.slice(0, block.index)))
-    .map(([, code]) => code ?? '');
+  const blocks = linkedPages().flatMap((page) => {
+    const text = readFileSync(join(packageRoot, page), 'utf8');
+    return (
+      [...text.matchAll(/^```ts[^\n]*\n([\s\S]*?)^```[ \t]*$/gm)]
+        // What check-readme leaves out, this leaves out too.
+        .filter((block) => !/<!--\s*readme-check:\s*skip\s*-->\s*$/.test(text.slice(0, block.index)))
+        .map(([, code]) => code ?? '')
+    );
+  });
   return Object.fromEntries(blocks.map((code, i) => [`block-${i + 1}.ts`, code]));
 }
 
@@ -426,11 +431,11 @@ context.linearGelu(new Float32Array(256), 1, undefined).buffer satisfies ArrayBu
     expect(status).toBe(0);
   });
 
-  it("typecheck the README's examples under strict and exactOptionalPropertyTypes, from the package", () => {
+  it("typecheck the README's and docs/' examples under strict and exactOptionalPropertyTypes, from the package", () => {
     const blocks = readmeBlocks();
-    // The reader of the README must find its blocks, or an empty project passes this test.
-    expect(Object.keys(blocks).length).toBeGreaterThan(4);
-    // skipLibCheck off, which the README names too, is the test above's: it reaches every .d.ts.
+    // The reader of the pages must find their blocks, or an empty project passes this test.
+    expect(Object.keys(blocks).length).toBeGreaterThan(8);
+    // skipLibCheck off, which the install notes name too, is the test above's: it reaches every .d.ts.
     const results = [
       typecheck('readme-node16', blocks, { ...strictest, ...node16 }),
       typecheck('readme-bundler', blocks, { ...strictest, ...bundler }),

@@ -1,5 +1,5 @@
 /**
- * BoundedAdmission and the life of the process (README, "Bounded admission on its own"): a
+ * BoundedAdmission and the life of the process (docs/admission.md): a
  * caller waiting in admit(), or a close() waiting for a drain, keeps the process alive (a
  * pending Atomics.waitAsync alone does not, on Node 20), and nothing is held once nobody waits.
  * Each scenario runs in its own process (lifetime-admission.ts), which must end by itself (exit

@@ -1,7 +1,7 @@
 /**
  * After a seeded random life of a runtime (fixtures/lifetime-random-life.ts), closed or left
  * open, nothing of the library holds the process: it ends by itself (code 0, `exit []`), every
- * call settled (README, "A runtime with your own worker": a call in flight or a caller waiting
+ * call settled (docs/runtime.md: a call in flight or a caller waiting
  * holds the process, and nothing else does).
  */
 import { afterEach, expect, it } from 'vitest';

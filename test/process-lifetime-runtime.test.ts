@@ -1,5 +1,5 @@
 /**
- * A runtime and the life of the process that holds it (README, "A runtime with your own
+ * A runtime and the life of the process that holds it (docs/runtime.md, "A runtime with your own
  * worker"): each scenario runs in its own process (lifetime-runtime.ts), which must end by
  * itself (exit code 0) once nothing is left to do, having printed what it saw; `held []` says
  * nothing was left holding the process when close() or start() settled (read once the handles
@@ -55,7 +55,7 @@ describe('a start() that fails', () => {
 });
 
 describe('a runtime never closed', () => {
-  // README: a script that never calls close() gets its answers and exits by itself.
+  // docs/runtime.md: a script that never calls close() gets its answers and exits by itself.
   it.each(['runtime', 'linear'])(
     '%s: answers, then the process ends, the runtime still ready',
     async (kind) => {

@@ -30,11 +30,18 @@ const bad = [
   '```',
 ];
 
-/** Writes `lines` as a markdown file and runs the check on it. */
-function check(name: string, lines: string[]): { status: number | null; output: string } {
-  const file = join(dir, name);
-  writeFileSync(file, `${lines.join('\n')}\n`);
-  const run = spawnSync(process.execPath, ['scripts/check-readme.mjs', file], {
+/** Writes `lines` as a markdown file and runs the check on it (and on `more` pages, if given). */
+function check(
+  name: string,
+  lines: string[],
+  more: Record<string, string[]> = {},
+): { status: number | null; output: string } {
+  const pages = Object.entries({ [name]: lines, ...more }).map(([page, text]) => {
+    const file = join(dir, page);
+    writeFileSync(file, `${text.join('\n')}\n`);
+    return file;
+  });
+  const run = spawnSync(process.execPath, ['scripts/check-readme.mjs', ...pages], {
     cwd: packageRoot,
     encoding: 'utf8',
   });
@@ -106,5 +113,23 @@ describe('check-readme', () => {
     const { status, output } = check('unclosed.md', [...good, '', ...bad.slice(0, -1)]);
     expect(status).not.toBe(0);
     expect(output).toContain('line 9');
+  });
+
+  it('checks several pages in one run, each mistake at its own page and line', () => {
+    const { status, output } = check('first.md', good, { 'second.md': ['# Second', '', ...bad] });
+    expect(status).not.toBe(0);
+    expect(output).toContain('second.md:5:');
+    expect(output).toContain('block 1, fence at line 3, under "Second"');
+    expect(output).not.toContain('first.md:');
+  });
+
+  it('with no argument, checks the README and every reference page under docs/', () => {
+    const run = spawnSync(process.execPath, ['scripts/check-readme.mjs'], {
+      cwd: packageRoot,
+      encoding: 'utf8',
+    });
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('README.md');
+    expect(run.stdout).toContain('docs/runtime.md');
   });
 });

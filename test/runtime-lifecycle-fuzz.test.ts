@@ -5,7 +5,7 @@
  * calls (echoes, coded and plain throws, handlers blocked on a shared word, rarely a thread's
  * exit or a fatal error; malformed options and inputs that cannot be posted), aborts, deadlines,
  * releases, report() snapshots and close()s. Its threadEnds call run() and close() now and then,
- * as README allows, and must tell each thread's exit once and stopped() once, last, before
+ * as docs/runtime.md allows, and must tell each thread's exit once and stopped() once, last, before
  * close() resolves. The process-lifetime end of this fuzz: process-lifetime-random-life.test.ts.
  * OMNI_FUZZ_SEED=<seed> OMNI_FUZZ_RUNS=<n> (OMNI_FUZZ_STEPS=<steps>) reruns from a seed (e.g.
  * hundreds, outside CI).
@@ -150,7 +150,7 @@ it.each(SEEDS)(
       const { mode, requests, units, threads, deadlineMs, admission } = randomSetting(random, trace);
       const before = held();
       // The runtime's threadEnds log every end and, now and then, call the runtime from there,
-      // as README allows (run() answers as anywhere; close() returns the close under way).
+      // as docs/runtime.md allows (run() answers as anywhere; close() returns the close under way).
       const ends = recorder();
       const extra: Made[] = [];
       const hooks = randomOf(seed ^ 0x5eed);

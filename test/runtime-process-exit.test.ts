@@ -1,5 +1,5 @@
 /**
- * An unclosed runtime and the process's life (README, "A runtime with your own worker"): its
+ * An unclosed runtime and the process's life (docs/runtime.md): its
  * threads alone do not keep the process alive, as piscina's do not, but a call in flight does,
  * and so does a caller waiting for admission: a script that never calls close() still gets its
  * answers and then exits by itself. A thread piscina is still starting holds it too (Limits).
@@ -24,7 +24,7 @@ console.log('submitted');
 `;
 
 describe('a runtime never closed', () => {
-  // What README's Limits say of a thread piscina is starting: it holds the process, until the
+  // What docs/limits.md says of a thread piscina is starting: it holds the process, until the
   // runtime's startTimeoutMs ends it when its init never finishes.
   it('whose replacement thread stays in its init: the process lives until startTimeoutMs ends that thread', async () => {
     const script = join(packageRoot, 'dist', 'test', 'fixtures', 'starting-thread-holds-script.js');

@@ -325,7 +325,7 @@ async function failAndReplace(n: number, kept: Collectable): Promise<void> {
 }
 
 /**
- * A supervisor (README: whenFailed) closes a runtime that failed and starts another, for as long
+ * A supervisor (docs/runtime.md: whenFailed) closes a runtime that failed and starts another, for as long
  * as the service lives: each round must give back its threads, their descriptors and every byte
  * its native contexts held, the context the fatal error poisoned included.
  *

@@ -38,7 +38,7 @@ describe('serial scheduler beyond its claim window', () => {
     expect(rt.report()).toMatchObject({ rejected: 0, refused: 0, deadline: 1, completed: 65_536, depth: 0 });
   }, 120_000);
 
-  it('README: "An abort ends that wait at once": aborted, nothing run, rejected stays 0', async () => {
+  it('docs/limits.md: "An abort ends that wait at once": aborted, nothing run, rejected stays 0', async () => {
     const { rt, a, first, fill } = await fullWindow();
     const controller = new AbortController();
     const late = codeOf(rt.run({ mode: 'echo', value: 1 }, { signal: controller.signal }));

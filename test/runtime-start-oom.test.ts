@@ -1,6 +1,6 @@
 /**
  * A thread its resourceLimits kill as it starts (Node's ERR_WORKER_OUT_OF_MEMORY) is a thread
- * lost at start: README says start() rejects OMNI_ERR_WORKER_EXITED with Node's error as `cause`.
+ * lost at start: docs/runtime.md says start() rejects OMNI_ERR_WORKER_EXITED with Node's error as `cause`.
  * A smaller old generation is refused before any thread is made: Node 22.18+, 24 and 26 abort the
  * whole process (V8 "GC during deserialization") as they make a thread's heap under ~2.5 MB,
  * where Node 20 ended the thread. At 0.5 MB that ended this file's vitest fork, on 22 and 24.

@@ -2,7 +2,7 @@
  * An input whose clone runs no caller code (a primitive, a buffer, a view) gets the transfer
  * list's check at the post from a named accessor, read after the whole message, and the message
  * keeps plain elements: accessor elements made structured clone take its sparse-array path, a
- * cost of ~5 µs a call in the 1 MiB round trip (README, bench/transfer-sweep.bench.ts). A listed
+ * cost of ~5 µs a call in the 1 MiB round trip (docs/benchmarks.md, bench/transfer-sweep.bench.ts). A listed
  * buffer detached before the post must still be refused there, as for any other input: Node 20
  * posts a view of a detached buffer listed for transfer, and the worker reading it died.
  */

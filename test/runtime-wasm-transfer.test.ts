@@ -3,7 +3,7 @@
  * Buffer's. Node 20 leaves it in place (copying it where the reply refers to it); Node 21+
  * refuses it, in a post or a structuredClone (nodejs/node#47604: DataCloneError). A refusal must
  * be the call's own error, the thread serving on, but with a buffer or a view as the result,
- * whose post is refused in the thread (README, Limits). node21-transfer-check.ts emulates the
+ * whose post is refused in the thread (docs/limits.md). node21-transfer-check.ts emulates the
  * refusal on Node 20; each Node also runs the handler as it is.
  */
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,7 +1,7 @@
 /**
  * A request routed before the answer ahead of it on its connection turned out to close that
  * connection: a JSON answer streamed to an HTTP/1.0 client has no length, so the connection
- * closes after it (README, Over HTTP), and a request the client pipelined behind it, already
+ * closes after it (docs/http.md), and a request the client pipelined behind it, already
  * routed and answered into node's buffer, is never sent. The server cut it off, not the client:
  * 444 in /metrics, not the 499 of a client that left (the client stayed to read to the end).
  */

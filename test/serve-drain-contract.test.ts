@@ -1,7 +1,7 @@
 /**
  * The rest of drain.ts's contract: a drain runs once, expireDrain() also cuts short the wait
  * for requests, a timeout that passes while only runtime work is left is not clean, and a client
- * stalled mid-upload is cut off (README, Limits: HTTP). In-flight work is held at the fixture
+ * stalled mid-upload is cut off (docs/limits.md: HTTP). In-flight work is held at the fixture
  * worker's gate; a stalled upload is seen through the server's in-flight gauge.
  */
 import { request } from 'node:http';

@@ -605,7 +605,7 @@ describe('closeLingering', () => {
     expect(socket.destroyed).toBe(true);
   });
 
-  it('"for at most 2 s (RFC 9112 9.6)" (README): a client that never closes is dropped 2 s after the FIN', () => {
+  it('"for at most 2 s (RFC 9112 9.6)" (docs/limits.md): a client that never closes is dropped 2 s after the FIN', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
       const socket = lingering(false);

@@ -141,7 +141,7 @@ describe('a large JSON answer over HTTP', () => {
     expect((json.json as { rows: number[][] }).rows.flat()).toEqual(floats);
   });
 
-  it('"more than 65,536 floats is sent chunked" (README): exactly 65,536 go whole, more chunked', async () => {
+  it('"more than 65,536 floats is sent chunked" (docs/http.md): exactly 65,536 go whole, more chunked', async () => {
     const s = await start();
     const url = `http://127.0.0.1:${s.port}`;
     const framing = async (rowCount: number) => {

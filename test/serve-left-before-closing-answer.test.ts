@@ -2,7 +2,7 @@
  * A request pipelined behind an answer that closes its connection (a JSON answer streamed to
  * HTTP/1.0 has no length) is a 444 only when that answer was out before the client left: the
  * server cut it off then (serve-behind-closing-answer.test.ts). A client that left first, its
- * reset while the closing answer was still in this process or its FIN (taken as gone, README:
+ * reset while the closing answer was still in this process or its FIN (taken as gone, docs/limits.md:
  * a half-closing client), left that request unanswered: a 499. node says 'finish' for the
  * closing answer all the same (its write called back once its connection is destroyed, before
  * node 24.20; or handed over once the client reads after its FIN), and read as "out", it made the

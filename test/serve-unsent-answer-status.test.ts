@@ -1,6 +1,6 @@
 /**
  * An answer written after its client left, of which not a byte reached the connection, is a 499
- * (README: "`499` when its client left first"; a half-closing client's requests "end as 499,
+ * (docs/http.md: "`499` when its client left first"; a half-closing client's requests "end as 499,
  * unanswered"). node sets headersSent for such an answer all the same: it buffers the answer of a
  * response whose connection is no longer writable (the client's FIN ended it, and its end waits
  * for earlier bytes to go out) and drops one written to a destroyed connection. Read as "began

@@ -55,7 +55,7 @@ export async function measure(cases: readonly BenchCase[], rounds = 3, timeMs = 
   });
 }
 
-/** Prints a Markdown table (it goes into the README as measured). */
+/** Prints a Markdown table (it goes into the README or docs/benchmarks.md as measured). */
 export function printRatios(title: string, rows: readonly BenchRow[]): void {
   process.stdout.write(formatRatios(title, rows));
 }

@@ -4,8 +4,8 @@ import { MAX_REQUESTS_32, NARROW_FIELD_BITS, WIDE_FIELD_BITS } from './layout.js
 
 /**
  * A BoundedAdmission's bounds; a bound out of range throws OMNI_ERR_INVALID_BOUND, an unknown
- * key OMNI_ERR_INVALID_ARGUMENT. Together the two must pack into 62 bits (see the README's
- * Limits).
+ * key OMNI_ERR_INVALID_ARGUMENT. Together the two must pack into 62 bits (see
+ * docs/limits.md).
  */
 export interface AdmissionBounds {
   /** Outstanding requests allowed at once (>= 1, at most 2^29 - 1). */

@@ -262,7 +262,7 @@ export function libraryFlags(
 
 /**
  * --requests and --units together: each may be in range alone and still not fit the one word
- * the admission packs them into (README, Limits). A usage mistake, so it is said like one.
+ * the admission packs them into (docs/limits.md). A usage mistake, so it is said like one.
  */
 export function checkBoundFlags(requests: number, units: number | undefined): void {
   try {

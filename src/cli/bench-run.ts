@@ -79,7 +79,7 @@ async function warmUp(lr: LinearRuntime, work: Workload, config: BenchConfig): P
 
 /**
  * How often a phase samples the runtime's depth (the table's depth mean and max, the timeline
- * chart): every 1 % of its window, within 10-100 ms, as the README's table notes say.
+ * chart): every 1 % of its window, within 10-100 ms, as docs/benchmarks.md's column notes say.
  */
 export function sampleIntervalMs(windowMs: number): number {
   return Math.max(10, Math.min(100, windowMs / 100));

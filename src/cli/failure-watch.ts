@@ -1,6 +1,6 @@
 /**
  * Tells `omni-runtime serve` that its runtime has failed. A failed runtime never recovers
- * (README: close it and start another), so a server left running on one answers 503 to every
+ * (docs/runtime.md: close it and start another), so a server left running on one answers 503 to every
  * call and to /health for good, and a supervisor that restarts only exited processes keeps it.
  *
  * A LinearRuntime's Runtime says so itself (`runtime.whenFailed()`, resolved the moment its

@@ -268,7 +268,7 @@ function trackThreads(pool: Piscina): void {
  * it is bounded by `timeoutMs`: past that nothing more can start, and close() resolves with
  * a warning rather than hang. `bounded` says whose exits that bound covers: 'removed', those
  * only (close(): a thread still in the pool may be in a call's native call, which close() waits
- * for, see README's Limits), or 'all' (a failed start(): one held in its init's native call
+ * for, see docs/limits.md), or 'all' (a failed start(): one held in its init's native call
  * must not hold start() past its bound). Resolves true when every thread has exited, false past
  * that bound or when destroy() itself failed (a warning); it does not reject.
  */

@@ -79,7 +79,7 @@ const DATA_AFTER_CLOSE = 'HPE_CLOSED_CONNECTION';
 /**
  * llhttp's error for the client's FIN in the middle of a request (its headers, or a body shorter
  * than announced). node takes a FIN between requests for a client that left (httpAllowHalfOpen
- * false: it aborts the requests still running, README: a half-closing client), but one in the
+ * false: it aborts the requests still running, docs/limits.md: a half-closing client), but one in the
  * middle of a request comes here instead, with those requests still running.
  */
 const EOF_MID_REQUEST = 'HPE_INVALID_EOF_STATE';
@@ -424,7 +424,7 @@ export function connectHandler(
     // node stops reading a connection it hands over: a client that left now (its FIN) would go
     // unheard, and the call still running before the CONNECT would run on for nobody. Read and
     // drop what comes (a tunnel's bytes are not HTTP); the client's end is taken as its leaving,
-    // as node takes it on any other connection (README: a half-closing client).
+    // as node takes it on any other connection (docs/limits.md: a half-closing client).
     s.on('data', () => {});
     s.once('end', () => s.destroy());
     s.resume();

@@ -53,7 +53,7 @@ function readGauge(registry: Registry, name: string, help: string, read: () => u
 }
 
 /**
- * One server's Prometheus metrics (the series the README's HTTP section lists), in a registry of
+ * One server's Prometheus metrics (the series docs/http.md lists), in a registry of
  * its own. The constructor throws OMNI_ERR_INVALID_ARGUMENT for a source without `report` and
  * `inflight` functions.
  */

@@ -66,7 +66,7 @@ const closedByAnswer = new WeakSet<Socket>();
  * Unless the client left first: node before 24.20 says 'finish' too for an answer whose connection
  * was destroyed before it was out (a client's reset; the drain's or the send timeout's cut is
  * recorded as theirs; node 24.20+ no longer does, nodejs/node#64847), and node says it for one out
- * only after the client's FIN (taken as gone, README).
+ * only after the client's FIN (taken as gone, docs/limits.md).
  */
 export function noteClosingAnswer(res: ServerResponse, connection: Socket): void {
   res.once('finish', () => {

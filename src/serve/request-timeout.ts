@@ -11,7 +11,7 @@
  * read would be a timer of this server's for every request, in place of node's one sweep per
  * interval, and would leave that request's wait bounded only by what bounds the answers before
  * it (the send timeout; the calls' deadlines, where set).
- * Pipelining clients are rare (README, Timeouts; serve-request-timeout.test.ts pins it).
+ * Pipelining clients are rare (docs/limits.md, Timeouts; serve-request-timeout.test.ts pins it).
  */
 
 /** node:http's own default, which fastify turns off (a stalled upload was then held for good). */

@@ -82,7 +82,7 @@ export interface ErrorBody {
 
 /** answerFor()'s answer to an error: what the server sends for it. */
 export interface HttpAnswer {
-  /** The HTTP status (see the README's status table; 500 for an unknown code). */
+  /** The HTTP status (see docs/http.md's list of statuses; 500 for an unknown code). */
   readonly status: number;
   /** True for a refusal (503, OMNI_ERR_REJECTED): the answer carries Retry-After. */
   readonly retry: boolean;

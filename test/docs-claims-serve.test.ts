@@ -1,6 +1,6 @@
 /**
- * README claims about serve() that no other test pins (its defaults, its address), one `it` each,
- * the README's words in its name.
+ * Claims of docs/http.md, docs/limits.md and the README about serve() that no other test pins
+ * (its defaults, its address), one `it` each, the page's words in its name.
  */
 import { readFileSync } from 'node:fs';
 import { Server as NetServer } from 'node:net';
@@ -28,7 +28,7 @@ import {
 
 afterEach(closeServed);
 
-describe('README: serve() options', () => {
+describe('docs/http.md: serve() options', () => {
   it('"bodyLimit (bytes, default 8 MiB)", "drainTimeoutMs (default 10 s)", request and send 300 s', () => {
     expect(DEFAULT_BODY_LIMIT).toBe(8 * 1024 * 1024);
     expect(DEFAULT_DRAIN_TIMEOUT_MS).toBe(10_000);
@@ -97,7 +97,7 @@ const REFUSES_EXTRA_HEADER_LINES = ((): boolean => {
   return fixed === undefined ? NODE_MAJOR > 26 : nodeAtLeast(NODE_MAJOR, ...fixed);
 })();
 
-describe('README: Limits, HTTP clients', () => {
+describe('docs/limits.md: HTTP clients', () => {
   it.runIf(!REFUSES_EXTRA_HEADER_LINES)(
     '"node 20 ... keeps at most 1,000 header lines of a request and ignores the rest (a Content-Type ... is not seen)"',
     async () => {

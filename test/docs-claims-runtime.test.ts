@@ -1,6 +1,6 @@
 /**
- * README claims about Runtime and LinearRuntime that no other test pins, one `it` each, the
- * README's words in its name.
+ * Claims of docs/runtime.md and docs/native.md about Runtime and LinearRuntime that no other
+ * test pins, one `it` each, the page's words in its name.
  */
 import { writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -37,7 +37,7 @@ const ECHO = fileURLToPath(builtModuleUrl('test/fixtures/echo-worker.js'));
 const API = builtModuleUrl('test/fixtures/worker-api-worker.js');
 const tempDir = tempDirs('omni-readme-runtime-');
 
-describe('README: Runtime', () => {
+describe('docs/runtime.md: Runtime', () => {
   it('"a relative one taken from the working directory, not from the calling module"', async () => {
     const fromCwd = relative(process.cwd(), ECHO);
     const fromHere = relative(dirname(fileURLToPath(import.meta.url)), ECHO);
@@ -216,7 +216,7 @@ describe('README: Runtime', () => {
   });
 });
 
-describe('README: Runtime report()', () => {
+describe('docs/runtime.md: Runtime report()', () => {
   it('"With wait: true it also includes waits that timed out, ... deadline, and waiters that close() turned away, ... unavailable"', async () => {
     const rt = await start({ threads: 1, admission: { requests: 1, wait: true } });
     const a = control();
@@ -240,7 +240,7 @@ describe('README: Runtime report()', () => {
   });
 });
 
-describe('README: LinearRuntime', () => {
+describe('docs/native.md: LinearRuntime', () => {
   it('"the Runtime options but worker, workerData and threadEnds": those are refused', async () => {
     // A library path that cannot load: a key checked after loading would be LIBRARY_NOT_FOUND.
     const libraries = { fixture: '/nonexistent/libomni_fixture.so' };

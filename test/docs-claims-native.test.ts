@@ -1,13 +1,13 @@
 /**
- * README claims about the native layer that no other test pins, one `it` each, the README's words
- * in its name.
+ * Claims of docs/limits.md and docs/native.md about the native layer that no other test pins, one
+ * `it` each, the page's words in its name.
  */
 import { describe, expect, it } from 'vitest';
 import { cudaArgs } from '../scripts/build-native.mjs';
 import { loadNativeLibrary, NativeContext, seededWeights } from '../src/index.js';
 import { fixtureLibrary } from './fixtures/native-fixture-library.js';
 
-describe('README: Limits, Native', () => {
+describe('docs/limits.md: Native', () => {
   it('"workspaces are cached per context (workspaceCount 4 ... by default ...)"', () => {
     const context = NativeContext.open(loadNativeLibrary('fixture'));
     try {

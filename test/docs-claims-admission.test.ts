@@ -1,6 +1,6 @@
 /**
- * README claims about BoundedAdmission that no other test pins, one `it` each, the README's words
- * in its name.
+ * Claims of the README and docs/admission.md about BoundedAdmission that no other test pins, one
+ * `it` each, the page's words in its name.
  */
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
@@ -22,7 +22,7 @@ const { workerData } = require('node:worker_threads');
 })();
 `;
 
-describe('README: BoundedAdmission', () => {
+describe('README and docs/admission.md: BoundedAdmission', () => {
   it('"admit(cost = 1, ...)": admit() without a cost reserves one request and one unit', async () => {
     const admission = new BoundedAdmission({ requests: 2, units: 5 });
     const permit = await admission.admit();

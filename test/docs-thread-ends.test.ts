@@ -1,7 +1,7 @@
 /**
- * README's threadEnds example (the two blocks after "threadEnds (a `ThreadEnds`") under its own
- * races: its worker's init and close hook run as test/fixtures/holder-worker.ts (checked here
- * to match the README line for line), its main thread's giveBack, exited and stopped as
+ * docs/runtime.md's threadEnds example (the two blocks after "threadEnds (a `ThreadEnds`") under
+ * its own races: its worker's init and close hook run as test/fixtures/holder-worker.ts (checked
+ * here to match the page line for line), its main thread's giveBack, exited and stopped as
  * written there, over native contexts of the C fixture, so every handle's fate shows in the
  * fixture's live bytes. Threads are held in their exit by a sub-thread in read() on a pipe and
  * let go by the test's write, never ordered by time.
@@ -20,17 +20,17 @@ afterEach(cleanup);
 const library = loadNativeLibrary('fixture');
 const faults = new FixtureFaults(library);
 
-/** The README block that starts with `first`, as lines. */
+/** The docs/runtime.md block that starts with `first`, as lines. */
 function readmeBlock(first: string): string[] {
-  const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');
-  const at = readme.indexOf(`\`\`\`ts\n${first}`);
-  expect(at, `a README block starting ${first}`).toBeGreaterThan(-1);
-  const body = readme.slice(at + '```ts\n'.length);
+  const page = readFileSync(join(packageRoot, 'docs', 'runtime.md'), 'utf8');
+  const at = page.indexOf(`\`\`\`ts\n${first}`);
+  expect(at, `a docs/runtime.md block starting ${first}`).toBeGreaterThan(-1);
+  const body = page.slice(at + '```ts\n'.length);
   return body.slice(0, body.indexOf('```')).split('\n');
 }
 
-describe("README's threadEnds example", () => {
-  it("the fixture runs the README worker's lines, in order (but its imports, declarations and handler)", () => {
+describe("docs/runtime.md's threadEnds example", () => {
+  it("the fixture runs the page's worker lines, in order (but its imports, declarations and handler)", () => {
     const lines = readmeBlock('// holder-worker.ts').filter(
       (line) =>
         line.trim() !== '' &&
@@ -39,7 +39,7 @@ describe("README's threadEnds example", () => {
     );
     expect(lines.length).toBeGreaterThan(5);
     const fixture = readFileSync(join(packageRoot, 'test/fixtures/holder-worker.ts'), 'utf8');
-    let from = fixture.indexOf("// From here on, README's lines");
+    let from = fixture.indexOf("// From here on, the page's lines");
     for (const line of lines) {
       const found = fixture.indexOf(`${line}\n`, from);
       expect(found, line).toBeGreaterThan(-1);
@@ -61,7 +61,7 @@ describe("README's threadEnds example", () => {
         const closeHandle = (handle: bigint): void => {
           expect(library.raw.omni_close(handle)).toBe(NativeStatus.OK);
         };
-        // The README's main thread, as written there.
+        // The page's main thread, as written there.
         const threads = 1;
         const slots = new BigInt64Array(new SharedArrayBuffer(2 * threads * 2 * 8));
         const giveBack = (i: number): void => {

@@ -1,5 +1,6 @@
 /**
- * The README's claims about the error classes ("API at a glance", Errors), each pinned here where
+ * The claims of docs/api.md ("API at a glance", Errors) about the error classes, and of
+ * docs/http.md about an error answer's body, each pinned here where
  * no other test holds it: which built-in error each class extends, that each is named after
  * itself and carries a code of its own, and that the classes' codes are the Errors table's but
  * the six it names as carried by no class.
@@ -12,12 +13,14 @@ import { packageRoot } from '../src/paths.js';
 import { answerFor } from '../src/serve/index.js';
 import { fromHttpStack } from '../src/serve/status.js';
 
-const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');
+const api = readFileSync(join(packageRoot, 'docs', 'api.md'), 'utf8');
+const http = readFileSync(join(packageRoot, 'docs', 'http.md'), 'utf8');
 
 /** The Errors table's rows, as text. */
 function errorsTable(): string[] {
-  const start = readme.indexOf('| code | when |');
-  return readme.slice(start, readme.indexOf('\n\n', start)).split('\n').slice(2);
+  const start = api.indexOf('| code | when |');
+  expect(start).toBeGreaterThan(0);
+  return api.slice(start, api.indexOf('\n\n', start)).split('\n').slice(2);
 }
 
 type ErrorClass = new (...args: never[]) => Error & { code: string };
@@ -53,7 +56,7 @@ function instanceOf(name: string, Class: ErrorClass): Error & { code: string } {
   }
 }
 
-describe('README: the error classes', () => {
+describe('docs/api.md: the error classes', () => {
   it('"InvalidBoundError and InvalidCostError (RangeErrors), InvalidArgumentError (a TypeError)"', () => {
     expect(new errors.InvalidBoundError()).toBeInstanceOf(RangeError);
     expect(new errors.InvalidCostError()).toBeInstanceOf(RangeError);
@@ -80,7 +83,7 @@ describe('README: the error classes', () => {
     expect(seen.filter((s) => s.name !== s.errName)).toEqual([]);
     expect(seen.filter((s) => !/^OMNI_ERR_[A-Z_]+$/.test(s.code))).toEqual([]);
     expect(new Set(seen.map((s) => s.code)).size).toBe(seen.length);
-    // The two the README names: OMNI_ERR_TOO_LARGE is TooLargeError, OMNI_ERR_ABORTED is AbortError.
+    // The two the page names: OMNI_ERR_TOO_LARGE is TooLargeError, OMNI_ERR_ABORTED is AbortError.
     expect(seen).toContainEqual({
       name: 'TooLargeError',
       errName: 'TooLargeError',
@@ -133,11 +136,11 @@ describe('README: the error classes', () => {
   });
 });
 
-describe("README: an error answer's body", () => {
+describe("docs/http.md: an error answer's body", () => {
   it('"each with a JSON body { code, message } ..., plus reason, nativeCode, state, cost and unitCapacity, limit, and detail"', () => {
-    const at = readme.indexOf('The answers that are not a result, each with a JSON body');
+    const at = http.indexOf('The answers that are not a result, each with a JSON body');
     expect(at).toBeGreaterThan(0);
-    const sentence = readme.slice(at, readme.indexOf(':\n', at));
+    const sentence = http.slice(at, http.indexOf(':\n', at));
     const named = new Set([...sentence.matchAll(/`([a-zA-Z]+)`/g)].map((m) => m[1]));
     named.add('code').add('message');
     // Every field an answer's body can carry, each set once.

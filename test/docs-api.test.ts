@@ -1,8 +1,9 @@
 /**
- * The README's "API at a glance" names every export of both entry points: a user reads the
- * README, not the .d.ts, and an export added without a word there is one nobody finds. The
- * export lists are read from the sources (index files are only export lists, by convention), so
- * a new export fails this test until the README names it. Its "Errors" table, likewise, lists
+ * The API reference's "API at a glance" (docs/api.md, linked from the README) names every export
+ * of both entry points: a user reads the docs, not the .d.ts, and an export added without a word
+ * there is one nobody finds. The export lists are read from the sources (index files are only
+ * export lists, by convention), so a new export fails this test until the page names it. Its
+ * "Errors" table, likewise, lists
  * every code the sources raise: a user matches on codes, and one missing there is one nobody
  * handles.
  */
@@ -34,13 +35,13 @@ function exportedNames(indexPath: string): string[] {
   return [...new Set(names)];
 }
 
-/** The README's "API at a glance" section, up to the next heading of its level. */
+/** The API reference's "API at a glance" section, up to the next heading of its level. */
 function apiSection(): string {
-  const readme = read('README.md');
-  const start = readme.indexOf('### API at a glance');
+  const api = read('docs/api.md');
+  const start = api.indexOf('## API at a glance');
   if (start < 0) return '';
-  const next = readme.indexOf('\n### ', start + 1);
-  return readme.slice(start, next < 0 ? undefined : next);
+  const next = api.indexOf('\n## ', start + 1);
+  return api.slice(start, next < 0 ? undefined : next);
 }
 
 /** Inline code spans of the section, where a name must appear to count as documented. */
@@ -48,7 +49,7 @@ function codeSpans(section: string): string[] {
   return [...section.matchAll(/`([^`]+)`/g)].map(([, span]) => span ?? '');
 }
 
-describe('README: API at a glance', () => {
+describe('docs/api.md: API at a glance', () => {
   const spans = codeSpans(apiSection());
   const named = (name: string): boolean => spans.some((span) => new RegExp(`\\b${name}\\b`).test(span));
 
@@ -70,16 +71,16 @@ function sourceFiles(dir: string): string[] {
     .map((file) => join(dir, file));
 }
 
-/** The README's "Errors" section, up to the next top-level heading. */
+/** The API reference's "Errors" section, up to the next heading of its level. */
 function errorsSection(): string {
-  const readme = read('README.md');
-  const start = readme.indexOf('### Errors');
+  const api = read('docs/api.md');
+  const start = api.indexOf('## Errors');
   if (start < 0) return '';
-  const next = readme.indexOf('\n## ', start + 1);
-  return readme.slice(start, next < 0 ? undefined : next);
+  const next = api.indexOf('\n## ', start + 1);
+  return api.slice(start, next < 0 ? undefined : next);
 }
 
-describe('README: Errors', () => {
+describe('docs/api.md: Errors', () => {
   it('lists every OMNI_ERR_ code the sources raise, and none that they do not', () => {
     const raised = new Set<string>();
     for (const file of [...sourceFiles('src'), ...sourceFiles('workers')]) {
