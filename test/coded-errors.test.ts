@@ -301,7 +301,7 @@ describe('Runtime answers hostile input coded', () => {
   const fields = fieldsOf(() => startOptions({ exited() {}, stopped() {} }));
   it.each(fields)('Runtime.start(options) with hostile %s, no thread left running', async (field) => {
     // Each case's own threadEnds: a start refused, or one closed, has told `stopped` of every
-    // thread it made (docs/native.md: each thread's exit, then stopped), none when it made none.
+    // thread it made (docs/runtime.md: each thread's exit, then stopped), none when it made none.
     const told = new Map<object, { exited: number; stopped: number }>();
     const threadEnds = (): ThreadEnds => {
       const counts = { exited: 0, stopped: 0 };

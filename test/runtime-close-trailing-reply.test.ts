@@ -65,7 +65,7 @@ describe("close()'s timeout and a reply that trails its call's release", () => {
     expect(rt.report()).toMatchObject({ state: 'stopped', depth: 0, completed: 1, failed: 1 });
   });
 
-  // A timeout given before the drain bounds the wait for work, not the hooks (docs/native.md, "Close
+  // A timeout given before the drain bounds the wait for work, not the hooks (docs/runtime.md, "Close
   // hooks and `startTimeoutMs`"). Left armed through the wait for the reply, it fired there and
   // settled the cut the hooks' round then took: the round ended at once ("did not finish before
   // close()'s timeout") and the thread was terminated, its hook not waited for.

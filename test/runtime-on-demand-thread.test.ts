@@ -58,7 +58,7 @@ describe('a thread piscina starts on demand whose init never finishes', () => {
 describe.skipIf(!canBlockInRead)(
   'a thread piscina starts on demand whose init is held in a native call',
   () => {
-    // What docs/native.md's "Close hooks and startTimeoutMs" says of such a thread: past its bound it is
+    // What docs/runtime.md's "Close hooks and startTimeoutMs" says of such a thread: past its bound it is
     // terminated, but stops only once the native call returns, and the call it took, close()'s
     // drain with it, waits for that.
     it('past its bound: the call it took rejects, and close() returns, once that native call has returned', async () => {

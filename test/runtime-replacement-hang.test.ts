@@ -90,7 +90,7 @@ describe('a replacement thread whose init never finishes', () => {
 });
 
 describe.skipIf(!canBlockInRead)('a replacement thread whose init is held in a native call', () => {
-  // docs/native.md (Close hooks and startTimeoutMs): terminating cannot end that call, so the failed
+  // docs/runtime.md (Close hooks and startTimeoutMs): terminating cannot end that call, so the failed
   // runtime's close() returns only once it has returned; only a failed start() gives up on it.
   it('one thread: the runtime fails, and close() waits for that call, past startTimeoutMs too', async () => {
     const pipe = new HeldPipe();
