@@ -29,7 +29,10 @@ describe.each(WORD_MODES)('reservation at the check (%s)', (_mode, units) => {
   // the check instead of the compare-exchange (both survived the stress test once).
   it('takes nothing when another thread takes the last room between its check and its reservation', () => {
     const { admission, otherThread } = withOtherThread({ requests: 2, units });
-    const first = admitted(admission);
+    // Taken through the other instance: on the Int32 word this one's first compare-exchange
+    // expects the word as it last left it (empty), fails, and its read of the word after that
+    // is where the other thread cuts in (on the 64-bit word, its first read).
+    const first = admitted(otherThread);
     let between: Permit | Refusal | undefined;
     const result = during(
       interleaveAfter('load', admission.buffer, stateWord, () => {

@@ -207,6 +207,41 @@ describe('tryAdmit', () => {
     expect(admission.report()).toMatchObject({ depth: 0, units: 0, unitCapacity: null, rejected: 1 });
   });
 
+  // Each instance's first compare-exchange expects the word as that instance last left it. The
+  // other instance (another thread's, or a claim released elsewhere) moves the word meanwhile.
+  describe.each<[string, { requests: number; units?: number }, number, string]>([
+    ['request-only', { requests: 2 }, 1, 'requests'],
+    ['with units', { requests: 4, units: 10 }, 5, 'units'],
+  ])('an instance whose last view of the word is stale (%s)', (_mode, bounds, cost, full) => {
+    it('one that saw the bound full still admits once another frees room', () => {
+      const admission = new BoundedAdmission(bounds);
+      const other = BoundedAdmission.attach(admission.buffer);
+      const held = [admitted(admission, cost), admitted(admission, cost)];
+      expect(refusal(admission, cost).reason).toBe(full);
+      // Freed through the other instance: this one last saw the bound full.
+      other.releaseClaim(held.pop()!.toClaim());
+      const again = admitted(admission, cost);
+      expect(admission.report()).toMatchObject({ depth: 2, rejected: 1 });
+      for (const p of [...held, again]) p.release();
+      expect(admission.report()).toMatchObject({ depth: 0, units: 0 });
+    });
+
+    it('one that saw room the other has since taken refuses, and never admits past the bound', () => {
+      const admission = new BoundedAdmission(bounds);
+      const other = BoundedAdmission.attach(admission.buffer);
+      const mine = admitted(admission, cost);
+      mine.release(); // this instance last saw an empty word
+      const theirs = [admitted(other, cost), admitted(other, cost)];
+      expect(refusal(admission, cost).reason).toBe(full);
+      expect(admission.report()).toMatchObject({ depth: 2, rejected: 1 });
+      theirs.pop()!.release();
+      const fits = admitted(admission, cost); // the word is not what either instance left
+      expect(admission.report()).toMatchObject({ depth: 2 });
+      for (const p of [...theirs, fits]) p.release();
+      expect(other.report()).toMatchObject({ depth: 0, units: 0, rejected: 1 });
+    });
+  });
+
   const invalidCosts: unknown[] = [
     -1,
     -0.5,

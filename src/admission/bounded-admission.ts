@@ -87,6 +87,11 @@ let attaching: SharedArrayBuffer | undefined;
  *   capacity, so at no instant does either counter exceed its bound, under any interleaving.
  *   The word is an Int32 when requests and units fit in 29 bits together, else a BigUint64
  *   (see layout.ts); the choice is made once, from the bounds.
+ * - On the Int32 word the first compare-exchange expects the word as this instance last left
+ *   it (#guess32, a plain field of this thread's, never shared), checked as a loaded word would
+ *   be: it succeeds only if the shared word is that value, so the check held for the real word.
+ *   A wrong guess costs one failed compare-exchange; a refusal is decided only on a word read
+ *   with Atomics.load, so a stale guess never refuses what has room.
  * - Arithmetic is checked: the unit test is `held <= ceiling - cost` (exact, as cost <=
  *   ceiling), never `held + cost`, which could round above 2^53; request-only mode keeps no
  *   unit accounting at all.
@@ -153,6 +158,13 @@ export class BoundedAdmission implements PermitOwner {
   readonly #claims: ClaimTable;
   readonly #guard: LeakGuard;
   readonly #room: WaitingRoom;
+  /**
+   * The Int32 word as this instance last left it (its last reservation or release), the
+   * expected value of the first compare-exchange. A hint, never shared, never trusted for a
+   * refusal: it saves the load before the compare-exchange (~5 ns of a ~30 ns admit/release
+   * pair here) whenever no other instance or thread moved the word in between.
+   */
+  #guess32 = 0;
 
   constructor(bounds: AdmissionBounds) {
     const checked = checkBounds(bounds);
@@ -347,8 +359,12 @@ export class BoundedAdmission implements PermitOwner {
 
   /** @internal Permit.release. */
   [kRelease](_units: number, delta: number | bigint): void {
-    if (this.#wide) this.#giveWide(delta as bigint);
-    else this.#giveNarrow(delta as number);
+    // #giveNarrow written out: one call less on the hot path, whose inlining budget is tight.
+    if (typeof delta === 'number') {
+      const old = Atomics.sub(this.#i32, STATE_I32, delta);
+      this.#guess32 = old - delta;
+      if (old >= WAITING_BIT_32) this.#wake();
+    } else this.#giveWide(delta);
   }
 
   /**
@@ -385,20 +401,37 @@ export class BoundedAdmission implements PermitOwner {
   }
 
   #reserveNarrow(cost: number, asHead: boolean): Permit | Refusal {
-    const i32 = this.#i32;
-    const ignored = asHead ? WAITING_BIT_32 : 0;
     const delta = this.#unitMode ? this.#one32 + cost : 1;
     // Checked, not saturating: held <= ceiling - cost (exact: cost <= ceiling was checked).
     // Without units the mask is 0 and room 0, so `0 > 0` never refuses.
     const room = this.#unitMode ? this.#ceiling32 - cost : 0;
+    // First try: the word as this instance last left it, with no load (see #guess32). Any flag
+    // (WAITING, CLOSED) puts a word above the request limit, so only a plain word gets here.
+    const word = this.#guess32;
+    if (
+      word < this.#requestLimit32 &&
+      (word & this.#unitMask32) <= room &&
+      Atomics.compareExchange(this.#i32, STATE_I32, word, word + delta) === word
+    ) {
+      this.#guess32 = word + delta;
+      return new Permit(this, cost, delta, this.#guard.enter(cost));
+    }
+    return this.#reserveNarrowRead(cost, asHead, delta, room);
+  }
+
+  /** #reserveNarrow on the word read now: every refusal is decided here, never on a guess. */
+  #reserveNarrowRead(cost: number, asHead: boolean, delta: number, room: number): Permit | Refusal {
+    const i32 = this.#i32;
+    const ignored = asHead ? WAITING_BIT_32 : 0;
     for (;;) {
       const word = Atomics.load(i32, STATE_I32);
       const fields = word & ~ignored;
-      if (fields >= this.#requestLimit32)
+      if (fields >= this.#requestLimit32 || (word & this.#unitMask32) > room) {
         return refusalFor32(fields, this.#requestLimit32, this.#unitMask32, room);
-      if ((word & this.#unitMask32) > room) return REFUSED_UNITS;
+      }
       // The CAS is the reservation: it succeeds only on the exact word that passed the check.
       if (Atomics.compareExchange(i32, STATE_I32, word, word + delta) === word) {
+        this.#guess32 = word + delta;
         return new Permit(this, cost, delta, this.#guard.enter(cost));
       }
     }
@@ -448,7 +481,9 @@ export class BoundedAdmission implements PermitOwner {
   // The word a release subtracts from says, through its flags, whether anyone waits on it:
   // waiters (WAITING) or drains (CLOSED). See "Memory ordering".
   #giveNarrow(delta: number): void {
-    if (Atomics.sub(this.#i32, STATE_I32, delta) >= WAITING_BIT_32) this.#wake();
+    const old = Atomics.sub(this.#i32, STATE_I32, delta);
+    this.#guess32 = old - delta;
+    if (old >= WAITING_BIT_32) this.#wake();
   }
 
   #giveWide(delta: bigint): void {

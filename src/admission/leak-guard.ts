@@ -25,16 +25,19 @@ export type LeakSink = (count: number, units: number) => void;
  * is the held value).
  */
 export interface CohortRecord {
-  count: number;
+  /** Permits issued into the cohort; those still held are `issued - left`. */
+  issued: number;
+  /** Permits that left it: released, or moved into a claim. */
+  left: number;
+  /** Units its permits still hold. */
   units: number;
   readonly giveBack: LeakSink;
 }
 
 export class Cohort {
   readonly record: CohortRecord;
-  issued = 0;
   constructor(giveBack: LeakSink) {
-    this.record = { count: 0, units: 0, giveBack };
+    this.record = { issued: 0, left: 0, units: 0, giveBack };
   }
 }
 
@@ -48,7 +51,8 @@ const registry = new FinalizationRegistry(cohortCollected);
 
 /** The registry's callback: whatever a collected cohort's permits still counted was leaked. */
 export function cohortCollected(record: CohortRecord): void {
-  if (record.count > 0) record.giveBack(record.count, record.units);
+  const held = record.issued - record.left;
+  if (held > 0) record.giveBack(held, record.units);
 }
 
 export class LeakGuard {
@@ -75,7 +79,7 @@ export class LeakGuard {
     const timer: ReturnType<typeof setInterval> = setInterval(() => {
       const guard = self.deref();
       if (guard === undefined) clearInterval(timer);
-      else if (guard.#cohort.issued !== 0) guard.#cohort = guard.#open();
+      else if (guard.#cohort.record.issued !== 0) guard.#cohort = guard.#open();
     }, ROTATE_MS);
     timer.unref();
   }
@@ -83,9 +87,10 @@ export class LeakGuard {
   /** Counts a new permit into the current cohort and returns it. */
   enter(units: number): Cohort {
     const cohort = this.#cohort;
-    cohort.record.count += 1;
-    cohort.record.units += units;
-    if (++cohort.issued === COHORT_SIZE) this.#cohort = this.#open();
+    const record = cohort.record;
+    record.units += units;
+    // One count serves both the rotation and the accounting: held = issued - left.
+    if (++record.issued === COHORT_SIZE) this.#cohort = this.#open();
     return cohort;
   }
 
@@ -99,6 +104,6 @@ export class LeakGuard {
 /** A permit leaves its cohort's accounting: released, or moved into a claim. */
 export function leave(cohort: Cohort, units: number): void {
   const record = cohort.record;
-  record.count -= 1;
+  record.left += 1;
   record.units -= units;
 }
