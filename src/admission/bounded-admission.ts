@@ -239,6 +239,21 @@ export class BoundedAdmission implements PermitOwner {
    * constants (counted in report().rejected). Throws OMNI_ERR_INVALID_COST and changes nothing.
    */
   tryAdmit(cost = 1): Permit | Refusal {
+    // The usual case, and the only one V8 needs to inline into the caller: the rest is a call.
+    if (
+      !this.#wide &&
+      isValidCost(cost) &&
+      (!this.#unitMode || cost <= this.#ceiling) &&
+      !this.#room.waiting
+    ) {
+      const result = this.#reserveNarrow(cost, false);
+      return result.ok ? result : this.#refuse(result);
+    }
+    return this.#tryAdmitOtherwise(cost);
+  }
+
+  /** tryAdmit on the 64-bit word, or with an invalid or too large cost, or waiters queued here. */
+  #tryAdmitOtherwise(cost: number): Permit | Refusal {
     if (!isValidCost(cost)) throw invalidCost(cost);
     let result: Permit | Refusal;
     if (this.#unitMode && cost > this.#ceiling) result = REFUSED_TOO_LARGE;
