@@ -260,8 +260,7 @@ export class BoundedAdmission implements PermitOwner {
     // This instance's own waiters come first even while the shared flag is briefly down (see
     // StateFlags.clearWaiting); a plain field read, unlike a shared load of WAITERS (~4 ns here).
     else if (this.#room.waiting) result = this.#refusalWhileQueued(cost);
-    else if (this.#wide) result = this.#reserveWide(cost, false);
-    else result = this.#reserveNarrow(cost, false);
+    else result = this.#reserve(cost, false); // the 64-bit word: tryAdmit takes the Int32 one's
     return result.ok ? result : this.#refuse(result);
   }
 
