@@ -35,10 +35,10 @@ function exportedNames(indexPath: string): string[] {
   return [...new Set(names)];
 }
 
-/** The API reference's "API at a glance" section, up to the next heading of its level. */
-function apiSection(): string {
+/** A section of the API reference (docs/api.md), from its heading up to the next of its level. */
+function apiSection(heading: string): string {
   const api = read('docs/api.md');
-  const start = api.indexOf('## API at a glance');
+  const start = api.indexOf(`## ${heading}\n`);
   if (start < 0) return '';
   const next = api.indexOf('\n## ', start + 1);
   return api.slice(start, next < 0 ? undefined : next);
@@ -50,7 +50,7 @@ function codeSpans(section: string): string[] {
 }
 
 describe('docs/api.md: API at a glance', () => {
-  const spans = codeSpans(apiSection());
+  const spans = codeSpans(apiSection('API at a glance'));
   const named = (name: string): boolean => spans.some((span) => new RegExp(`\\b${name}\\b`).test(span));
 
   it.each([
@@ -71,15 +71,6 @@ function sourceFiles(dir: string): string[] {
     .map((file) => join(dir, file));
 }
 
-/** The API reference's "Errors" section, up to the next heading of its level. */
-function errorsSection(): string {
-  const api = read('docs/api.md');
-  const start = api.indexOf('## Errors');
-  if (start < 0) return '';
-  const next = api.indexOf('\n## ', start + 1);
-  return api.slice(start, next < 0 ? undefined : next);
-}
-
 describe('docs/api.md: Errors', () => {
   it('lists every OMNI_ERR_ code the sources raise, and none that they do not', () => {
     const raised = new Set<string>();
@@ -88,7 +79,7 @@ describe('docs/api.md: Errors', () => {
     }
     // The table writes a row's later codes short (`_BAD_REQUEST` for OMNI_ERR_BAD_REQUEST).
     const listed = new Set<string>();
-    for (const [, name] of errorsSection().matchAll(/`(?:OMNI_ERR)?(_[A-Z_]+[A-Z])`/g)) {
+    for (const [, name] of apiSection('Errors').matchAll(/`(?:OMNI_ERR)?(_[A-Z_]+[A-Z])`/g)) {
       listed.add(`OMNI_ERR${name}`);
     }
     // The readers must find both, or two empty sets pass this test.
