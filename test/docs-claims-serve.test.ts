@@ -114,7 +114,7 @@ describe('docs/limits.md: HTTP clients', () => {
   );
 
   it.runIf(REFUSES_EXTRA_HEADER_LINES)(
-    '"A request of more than 1,000 header lines ... is a 431 too on node 22.23.2, 24.18.1 and later"',
+    '"A request of more than 1,000 header lines ... is a 431 too on node 22.23.2, 24.18.1, 26.5.1 and later"',
     async () => {
       const { g, s } = await startServed({ inFeatures: 4, outFeatures: 2, open: true });
       const kept = await rawExchange(s.port, [headOf(1_000), new Uint8Array(16)]);
