@@ -193,9 +193,18 @@ export function fromWire(wire: WireError): Error {
     return carry(make(message, fields, read), fields, read.nativeCode, read.fatal);
   }
   const e = code === undefined ? new TaskFailedError(message) : new OmniError(code, message);
-  // A string only: a Symbol or an object as the name made the error's toString throw, or run it.
-  if (typeof name === 'string' && name !== '' && (code !== undefined || name !== 'Error')) e.name = name;
+  carryName(e, name, code !== undefined);
   return carry(e, fields, read.nativeCode, read.fatal);
+}
+
+/**
+ * Gives `error` the name the worker's error had: a string only (a Symbol or an object as the
+ * name made the error's toString throw, or run it), not empty, and for an error without a code
+ * not 'Error' (its class's own name stands). Also what a thread's uncaught error keeps
+ * (runtime/task-failure.ts).
+ */
+export function carryName(error: Error, name: unknown, coded: boolean): void {
+  if (typeof name === 'string' && name !== '' && (coded || name !== 'Error')) error.name = name;
 }
 
 /**

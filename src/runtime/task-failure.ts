@@ -9,6 +9,7 @@ import {
   TaskFailedError,
   WorkerExitedError,
 } from '../errors.js';
+import { carryName } from '../wire-error.js';
 import { isCloneRefusal } from './clone-refusal.js';
 
 /**
@@ -50,8 +51,8 @@ export function taskFailure(err: unknown, reclaimed: boolean, threadLost: boolea
 
 /**
  * The worker's error keeps its name, as a handler's thrown error does through the wire
- * (wire-error.ts): a result whose post was refused ends the thread with a DataCloneError, and
- * that name is the caller's clue. A string only, never 'Error' (the class's own name stands).
+ * (carryName): a result whose post was refused ends the thread with a DataCloneError, and that
+ * name is the caller's clue.
  */
 function named(failed: TaskFailedError, err: unknown): TaskFailedError {
   let name: unknown;
@@ -60,7 +61,7 @@ function named(failed: TaskFailedError, err: unknown): TaskFailedError {
   } catch {
     return failed; // a getter that throws: the message already says what could be said
   }
-  if (typeof name === 'string' && name !== '' && name !== 'Error') failed.name = name;
+  carryName(failed, name, false);
   return failed;
 }
 
