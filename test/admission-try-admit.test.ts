@@ -212,6 +212,7 @@ describe('tryAdmit', () => {
   describe.each<[string, { requests: number; units?: number }, number, string]>([
     ['request-only', { requests: 2 }, 1, 'requests'],
     ['with units', { requests: 4, units: 10 }, 5, 'units'],
+    ['with wide units', { requests: 4, units: 2 ** 40 }, 2 ** 39, 'units'],
   ])('an instance whose last view of the word is stale (%s)', (_mode, bounds, cost, full) => {
     it('one that saw the bound full still admits once another frees room', () => {
       const admission = new BoundedAdmission(bounds);
@@ -276,6 +277,13 @@ describe('tryAdmit', () => {
       expect(err).toBeInstanceOf(RangeError);
       expect(admission.report()).toEqual(before);
       for (const p of held) p.release();
+    });
+
+    // Before any admission, too: the 64-bit word's hint starts out matching no cost.
+    it.each(invalidCosts)('throws OMNI_ERR_INVALID_COST for %s as its first call', (cost) => {
+      const admission = new BoundedAdmission(bounds);
+      expect(thrown(() => admission.tryAdmit(cost as number)).code).toBe('OMNI_ERR_INVALID_COST');
+      expect(admission.report()).toMatchObject({ depth: 0, units: 0, rejected: 0 });
     });
 
     it('checks the cost before fullness or closing', async () => {
@@ -356,6 +364,26 @@ describe.each([
     },
   );
 
+  // The first compare-exchange expects a word this instance saw (BoundedAdmission: #guess32,
+  // #before64); here the counts come back to exactly that word, with a flag beside them.
+  it.each([
+    ['narrow Int32 word', 10],
+    ['wide 64-bit word', 2 ** 40],
+  ])('%s: the word as this instance last saw it does not pass a waiter or a close', async (_w, ceiling) => {
+    const { asker, holder, waitOn } = pair({ requests: 2, units: ceiling });
+    admitted(asker, 3).release(); // asker last saw the empty word, for a cost of 3
+    const held = admitted(holder, ceiling);
+    const waiting = waitOn.admit(3);
+    held.release(); // the counts are empty again; the waiter's wake-up is still on its way
+    expect(refusal(asker, 3).reason).toBe('queued');
+    (await settles(waiting)).release();
+    admitted(asker, 3).release(); // and the same again, before a close
+    const drained = holder.close();
+    expect(refusal(asker, 3).reason).toBe('closed');
+    await drained;
+    expect(asker.report()).toMatchObject({ depth: 0, units: 0, waiting: 0, rejected: 2 });
+  });
+
   it("wide word, costs past the precomputed rooms (512 up): 'queued' exactly when the cost fits", async () => {
     const ceiling = 2 ** 40;
     const { asker, holder, waitOn } = pair({ requests: 3, units: ceiling });
@@ -379,5 +407,30 @@ describe.each([
     expect((await rejection(waiting)).code).toBe('OMNI_ERR_CLOSED');
     held.release();
     await drained;
+  });
+});
+
+/**
+ * A queue head reserves on a word that may carry WAITING (others still wait). That word is no
+ * guess for its instance's next tryAdmit: released back to it, the word still shows the other
+ * waiter, and a compare-exchange from it would take room past that waiter.
+ */
+describe.each([
+  ['narrow Int32 word', 10],
+  ['wide 64-bit word', 2 ** 40],
+])('the word a queue head reserved on (%s)', (_w, ceiling) => {
+  it("is not taken again past a waiter still queued on another instance: 'queued'", async () => {
+    const admission = new BoundedAdmission({ requests: 2, units: ceiling });
+    const other = BoundedAdmission.attach(admission.buffer);
+    const all = admitted(admission, ceiling);
+    const head = admission.admit(1);
+    const behind = other.admit(ceiling); // fits only once empty: stays queued
+    all.release(); // this instance's head reserves at once, on the word with WAITING set
+    const permit = await settles(head);
+    expect(admission.report()).toMatchObject({ depth: 1, units: 1, waiting: 1 });
+    permit.release(); // back to that word, the other waiter still queued
+    expect(refusal(admission, 1).reason).toBe('queued');
+    (await settles(behind)).release();
+    expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0, rejected: 1 });
   });
 });

@@ -131,6 +131,7 @@ describe.each(WORD_MODES)('queue order and refusals across instances (%s)', (_mo
 describe.each([
   ['request-only', undefined],
   ['with units', 10],
+  ['with wide units (64-bit word)', 2 ** 40],
 ])('waiting flag under forced interleavings (%s)', (_mode, units) => {
   it("wakes another thread's waiter when a release lands while the flag is briefly cleared", async () => {
     const { admission, otherThread } = withOtherThread({ requests: 1, units });

@@ -87,11 +87,13 @@ let attaching: SharedArrayBuffer | undefined;
  *   capacity, so at no instant does either counter exceed its bound, under any interleaving.
  *   The word is an Int32 when requests and units fit in 29 bits together, else a BigUint64
  *   (see layout.ts); the choice is made once, from the bounds.
- * - On the Int32 word the first compare-exchange expects the word as this instance last left
- *   it (#guess32, a plain field of this thread's, never shared), checked as a loaded word would
- *   be: it succeeds only if the shared word is that value, so the check held for the real word.
- *   A wrong guess costs one failed compare-exchange; a refusal is decided only on a word read
- *   with Atomics.load, so a stale guess never refuses what has room.
+ * - tryAdmit's first compare-exchange expects a word this instance saw, with no load before
+ *   it: on the Int32 word the word as it last left it (#guess32), checked as a loaded word
+ *   would be; on the 64-bit word the word its last reservation read (#before64), which passed
+ *   the same cost's checks then. Both are plain fields of this thread's, never shared. The
+ *   compare-exchange succeeds only if the shared word is that value, so the checks held for the
+ *   real word. A wrong guess costs one failed compare-exchange; a refusal is decided only on a
+ *   word read with Atomics.load, so a stale guess never refuses what has room.
  * - Arithmetic is checked: the unit test is `held <= ceiling - cost` (exact, as cost <=
  *   ceiling), never `held + cost`, which could round above 2^53; request-only mode keeps no
  *   unit accounting at all.
@@ -165,6 +167,19 @@ export class BoundedAdmission implements PermitOwner {
    * pair here) whenever no other instance or thread moved the word in between.
    */
   #guess32 = 0;
+  /**
+   * The 64-bit word's counterpart of #guess32, which tryAdmit tries first: the word this
+   * instance's last reservation read (#before64, never flagged), the word it wrote (#after64),
+   * its cost and delta. #before64 passed that cost's checks when it was read, so a
+   * compare-exchange from it to #after64 that succeeds reserves what those checks allowed,
+   * making no BigInt (each is an allocation here) and no load: an admit/release pair of one
+   * cost leaves the word where it found it, and the next pair finds it there. NaN: no hint (no
+   * cost equals it).
+   */
+  #before64 = 0n;
+  #after64 = 0n;
+  #afterCost = Number.NaN;
+  #afterDelta = 0n;
 
   constructor(bounds: AdmissionBounds) {
     const checked = checkBounds(bounds);
@@ -254,6 +269,14 @@ export class BoundedAdmission implements PermitOwner {
 
   /** tryAdmit on the 64-bit word, or with an invalid or too large cost, or waiters queued here. */
   #tryAdmitOtherwise(cost: number): Permit | Refusal {
+    // The 64-bit word's hint first (see #before64): a cost it was taken with is valid and fits,
+    // and this instance's own waiters come first (see below).
+    if (cost === this.#afterCost && !this.#room.waiting) {
+      const before = this.#before64;
+      if (Atomics.compareExchange(this.#u64, STATE_U64, before, this.#after64) === before) {
+        return new Permit(this, cost, this.#afterDelta, this.#guard.enter(cost));
+      }
+    }
     if (!isValidCost(cost)) throw invalidCost(cost);
     let result: Permit | Refusal;
     if (this.#unitMode && cost > this.#ceiling) result = REFUSED_TOO_LARGE;
@@ -464,7 +487,15 @@ export class BoundedAdmission implements PermitOwner {
       if (fields >= this.#requestLimit) return refusalFor64(fields, this.#requestLimit, this.#unitMask, room);
       if ((word & this.#unitMask) > room) return REFUSED_UNITS;
       // The CAS is the reservation, as in #reserveNarrow: only the exact word that was checked.
-      if (Atomics.compareExchange(u64, STATE_U64, word, word + delta) === word) {
+      const after = word + delta;
+      if (Atomics.compareExchange(u64, STATE_U64, word, after) === word) {
+        // The queue head's word may carry WAITING: no hint, or tryAdmit would pass the flag.
+        if (fields === word) {
+          this.#before64 = word;
+          this.#after64 = after;
+          this.#afterCost = cost;
+          this.#afterDelta = delta;
+        } else this.#afterCost = Number.NaN;
         return new Permit(this, cost, delta, this.#guard.enter(cost));
       }
     }
