@@ -91,11 +91,11 @@ function rawPair64(): void {
   }
 }
 
-// tryAdmit's first compare-exchange on the 64-bit word (BoundedAdmission, #before64) expects the
-// word its instance's last reservation read and writes the word that reservation wrote: no load,
-// and no BigInt made (V8 allocates every BigInt value) while a pair brings the word back. The raw
-// pair written the same way, on the same packed word (2^20 requests, 2^30 units, cost 3), is that
-// technique's own floor, shown beside it as the Int32 one is.
+// tryAdmit's first compare-exchange on the 64-bit word (BoundedAdmission, #before64) expects a
+// word an earlier reservation of the same cost read and writes the word that one wrote: no load,
+// and no BigInt made (V8 allocates every BigInt value) while each pair brings the word back. The
+// raw pair written the same way, on the same packed word (2^20 requests, 2^30 units, cost 3), is
+// that technique's own floor, shown beside it as the Int32 one is.
 const WIDE_SHIFT = 31n;
 const WIDE_MASK = (1n << WIDE_SHIFT) - 1n;
 const WIDE_LIMIT = BigInt(BOUND) << WIDE_SHIFT;

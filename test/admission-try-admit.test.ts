@@ -371,6 +371,8 @@ describe.each([
     ['wide 64-bit word', 2 ** 40],
   ])('%s: the word as this instance last saw it does not pass a waiter or a close', async (_w, ceiling) => {
     const { asker, holder, waitOn } = pair({ requests: 2, units: ceiling });
+    // Twice: the 64-bit word's guess is armed by a cost asked twice in a row.
+    admitted(asker, 3).release();
     admitted(asker, 3).release(); // asker last saw the empty word, for a cost of 3
     const held = admitted(holder, ceiling);
     const waiting = waitOn.admit(3);
@@ -422,14 +424,16 @@ describe.each([
   it("is not taken again past a waiter still queued on another instance: 'queued'", async () => {
     const admission = new BoundedAdmission({ requests: 2, units: ceiling });
     const other = BoundedAdmission.attach(admission.buffer);
-    const all = admitted(admission, ceiling);
-    const head = admission.admit(1);
+    const mine = admitted(admission, 1);
+    const theirs = admitted(other, 1); // requests full
+    const head = admission.admit(1); // the same cost again, as arms the 64-bit word's guess
     const behind = other.admit(ceiling); // fits only once empty: stays queued
-    all.release(); // this instance's head reserves at once, on the word with WAITING set
+    mine.release(); // this instance's head reserves at once, on the word with WAITING set
     const permit = await settles(head);
-    expect(admission.report()).toMatchObject({ depth: 1, units: 1, waiting: 1 });
-    permit.release(); // back to that word, the other waiter still queued
+    expect(admission.report()).toMatchObject({ depth: 2, units: 2, waiting: 1 });
+    permit.release(); // back to the word the head reserved on, the other waiter still queued
     expect(refusal(admission, 1).reason).toBe('queued');
+    theirs.release();
     (await settles(behind)).release();
     expect(admission.report()).toMatchObject({ depth: 0, units: 0, waiting: 0, rejected: 1 });
   });

@@ -50,6 +50,13 @@ import { abortError, WaitingRoom } from './waiting-room.js';
 const DELTA_CACHE = 512;
 
 /**
+ * Wrong guesses of the 64-bit word (see #before64) before the guess is dropped and taken afresh
+ * from a word read: often enough to follow a word that moved for good, seldom enough that
+ * arming it again (two BigInts stored) stays rare when it is right every other time.
+ */
+const HINT_MISSES = 8;
+
+/**
  * Why a state word that was refused refuses, decoded from that one word (reached only after
  * the refusal, so the admit fast path does no more work). 'queued' only when the counts have
  * room (issue 2: room exists but waiters are ahead); a full bound refuses as it would without
@@ -89,11 +96,12 @@ let attaching: SharedArrayBuffer | undefined;
  *   (see layout.ts); the choice is made once, from the bounds.
  * - tryAdmit's first compare-exchange expects a word this instance saw, with no load before
  *   it: on the Int32 word the word as it last left it (#guess32), checked as a loaded word
- *   would be; on the 64-bit word the word its last reservation read (#before64), which passed
- *   the same cost's checks then. Both are plain fields of this thread's, never shared. The
- *   compare-exchange succeeds only if the shared word is that value, so the checks held for the
- *   real word. A wrong guess costs one failed compare-exchange; a refusal is decided only on a
- *   word read with Atomics.load, so a stale guess never refuses what has room.
+ *   would be; on the 64-bit word a word one of its reservations of the same cost read
+ *   (#before64), which passed that cost's checks then. Both are plain fields of this thread's,
+ *   never shared. The compare-exchange succeeds only if the shared word is that value, so the
+ *   checks held for the real word. A wrong guess costs one failed compare-exchange; a refusal is
+ *   decided only on a word read from the shared one (Atomics.load, or on the 64-bit word the
+ *   failed compare-exchange's return), so a stale guess never refuses what has room.
  * - Arithmetic is checked: the unit test is `held <= ceiling - cost` (exact, as cost <=
  *   ceiling), never `held + cost`, which could round above 2^53; request-only mode keeps no
  *   unit accounting at all.
@@ -168,18 +176,24 @@ export class BoundedAdmission implements PermitOwner {
    */
   #guess32 = 0;
   /**
-   * The 64-bit word's counterpart of #guess32, which tryAdmit tries first: the word this
-   * instance's last reservation read (#before64, never flagged), the word it wrote (#after64),
-   * its cost and delta. #before64 passed that cost's checks when it was read, so a
-   * compare-exchange from it to #after64 that succeeds reserves what those checks allowed,
-   * making no BigInt (each is an allocation here) and no load: an admit/release pair of one
-   * cost leaves the word where it found it, and the next pair finds it there. NaN: no hint (no
-   * cost equals it).
+   * The 64-bit word's counterpart of #guess32, which tryAdmit tries first for #afterCost: a word
+   * a reservation of that cost read (#before64, never flagged), the word it wrote (#after64),
+   * and its delta. #before64 passed that cost's checks when it was read, so a compare-exchange
+   * from it to #after64 that succeeds reserves what those checks allowed, with no load and no
+   * BigInt made (each is an allocation here): an admit/release pair of one cost leaves the word
+   * where it found it, and the next pair finds it there. Unlike #guess32 it is not moved by every
+   * reservation and release, as each move would store new BigInts (measured: mixed costs lost
+   * ~8 ns a pair): it is armed when a cost comes twice in a row and dropped after HINT_MISSES
+   * wrong guesses. NaN: none armed (no cost equals it).
    */
   #before64 = 0n;
   #after64 = 0n;
   #afterCost = Number.NaN;
   #afterDelta = 0n;
+  /** Wrong guesses since it was armed: at HINT_MISSES it is dropped, to be armed afresh. */
+  #misses64 = 0;
+  /** The cost of this instance's last reservation on the 64-bit word. */
+  #lastCost64 = Number.NaN;
 
   constructor(bounds: AdmissionBounds) {
     const checked = checkBounds(bounds);
@@ -273,9 +287,12 @@ export class BoundedAdmission implements PermitOwner {
     // and this instance's own waiters come first (see below).
     if (cost === this.#afterCost && !this.#room.waiting) {
       const before = this.#before64;
-      if (Atomics.compareExchange(this.#u64, STATE_U64, before, this.#after64) === before) {
-        return new Permit(this, cost, this.#afterDelta, this.#guard.enter(cost));
-      }
+      const word = Atomics.compareExchange(this.#u64, STATE_U64, before, this.#after64);
+      if (word === before) return new Permit(this, cost, this.#afterDelta, this.#guard.enter(cost));
+      // A wrong guess: the compare-exchange read the word, so go on from what it read.
+      if (++this.#misses64 === HINT_MISSES) this.#afterCost = Number.NaN;
+      const result = this.#reserveWideFrom(word, cost, false);
+      return result.ok ? result : this.#refuse(result);
     }
     if (!isValidCost(cost)) throw invalidCost(cost);
     let result: Permit | Refusal;
@@ -475,29 +492,38 @@ export class BoundedAdmission implements PermitOwner {
   }
 
   #reserveWide(cost: number, asHead: boolean): Permit | Refusal {
+    return this.#reserveWideFrom(Atomics.load(this.#u64, STATE_U64), cost, asHead);
+  }
+
+  /** #reserveWide from a word just read (by a load, or a compare-exchange that failed). */
+  #reserveWideFrom(read: bigint, cost: number, asHead: boolean): Permit | Refusal {
     const u64 = this.#u64;
     const cached = cost < DELTA_CACHE;
     const delta = cached ? this.#deltas[cost]! : this.#oneRequest + BigInt(cost);
     // Checked, not saturating: held <= ceiling - cost (exact, cost <= ceiling) instead of
     // held + cost <= ceiling, whose sum could round above 2^53.
     const room = cached ? this.#rooms[cost]! : BigInt(this.#ceiling - cost);
-    for (;;) {
-      const word = Atomics.load(u64, STATE_U64);
+    for (let word = read; ; ) {
       const fields = asHead ? word & ~WAITING_BIT_64 : word;
       if (fields >= this.#requestLimit) return refusalFor64(fields, this.#requestLimit, this.#unitMask, room);
       if ((word & this.#unitMask) > room) return REFUSED_UNITS;
       // The CAS is the reservation, as in #reserveNarrow: only the exact word that was checked.
       const after = word + delta;
-      if (Atomics.compareExchange(u64, STATE_U64, word, after) === word) {
-        // The queue head's word may carry WAITING: no hint, or tryAdmit would pass the flag.
-        if (fields === word) {
+      const seen = Atomics.compareExchange(u64, STATE_U64, word, after);
+      if (seen === word) {
+        // A guess for a cost asked twice in a row, none armed (storing BigInts costs: mixed
+        // costs keep none). Never a flagged word (the queue head's): tryAdmit would pass it.
+        if (cost === this.#lastCost64 && cost !== this.#afterCost && fields === word) {
           this.#before64 = word;
           this.#after64 = after;
           this.#afterCost = cost;
           this.#afterDelta = delta;
-        } else this.#afterCost = Number.NaN;
+          this.#misses64 = 0;
+        }
+        this.#lastCost64 = cost;
         return new Permit(this, cost, delta, this.#guard.enter(cost));
       }
+      word = seen;
     }
   }
 
