@@ -130,6 +130,32 @@ function pairs(admission: BoundedAdmission, cost: number): () => void {
   };
 }
 
+// A cost that changes from one call to the next (tokens, bytes) never arms the 64-bit word's
+// guess, which takes a cost asked twice in a row: each such admission loads the word.
+const VARIED_COSTS = Array.from({ length: BATCH }, (_, i) => 1 + ((i * 7919) % 200));
+
+// Two permits held at a time (each admitted and released once per two rounds): the 64-bit word's
+// guess is the word one of them read, right every other time.
+function twoHeldPairs(admission: BoundedAdmission, cost: number): () => void {
+  return () => {
+    for (let i = 0; i < BATCH; i += 2) {
+      const p = admission.tryAdmit(cost);
+      const q = admission.tryAdmit(cost);
+      if (p.ok) p.release();
+      if (q.ok) q.release();
+    }
+  };
+}
+
+function variedPairs(admission: BoundedAdmission): () => void {
+  return () => {
+    for (let i = 0; i < BATCH; i++) {
+      const p = admission.tryAdmit(VARIED_COSTS[i]!);
+      if (p.ok) p.release();
+    }
+  };
+}
+
 // A refusal must be counted (invariant 8: report().rejected, 64-bit), so the floor under a
 // refusal is a load, a compare and a shared 64-bit increment, not the load and compare alone.
 function rawRefusals(): void {
@@ -260,6 +286,18 @@ const single: BenchCase[] = [
     batch: BATCH,
     fn: pairs(withUnits, 3),
     baseline: 'raw 64-bit CAS pair, expected word kept (no load)',
+  },
+  {
+    name: 'tryAdmit+release (units, 64-bit word, two held at a time)',
+    batch: BATCH,
+    fn: twoHeldPairs(withUnits, 3),
+    baseline: 'raw 64-bit CAS pair',
+  },
+  {
+    name: 'tryAdmit+release (units, 64-bit word, cost varying 1-200)',
+    batch: BATCH,
+    fn: variedPairs(withUnits),
+    baseline: 'raw 64-bit CAS pair',
   },
   { name: 'raw refusal (load+compare+count)', batch: BATCH, fn: rawRefusals },
   { name: 'refusal storm (full)', batch: BATCH, fn: refusals, baseline: 'raw refusal (load+compare+count)' },

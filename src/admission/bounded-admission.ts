@@ -192,8 +192,8 @@ export class BoundedAdmission implements PermitOwner {
   #afterDelta = 0n;
   /** Wrong guesses since it was armed: at HINT_MISSES it is dropped, to be armed afresh. */
   #misses64 = 0;
-  /** The cost of this instance's last reservation on the 64-bit word. */
-  #lastCost64 = Number.NaN;
+  /** The cost of this instance's last reservation on the 64-bit word (-1: none yet). */
+  #lastCost64 = -1;
 
   constructor(bounds: AdmissionBounds) {
     const checked = checkBounds(bounds);
@@ -291,7 +291,7 @@ export class BoundedAdmission implements PermitOwner {
       if (word === before) return new Permit(this, cost, this.#afterDelta, this.#guard.enter(cost));
       // A wrong guess: the compare-exchange read the word, so go on from what it read.
       if (++this.#misses64 === HINT_MISSES) this.#afterCost = Number.NaN;
-      const result = this.#reserveWideFrom(word, cost, false);
+      const result = this.#reserveWide(cost, false, word);
       return result.ok ? result : this.#refuse(result);
     }
     if (!isValidCost(cost)) throw invalidCost(cost);
@@ -491,19 +491,15 @@ export class BoundedAdmission implements PermitOwner {
     }
   }
 
-  #reserveWide(cost: number, asHead: boolean): Permit | Refusal {
-    return this.#reserveWideFrom(Atomics.load(this.#u64, STATE_U64), cost, asHead);
-  }
-
-  /** #reserveWide from a word just read (by a load, or a compare-exchange that failed). */
-  #reserveWideFrom(read: bigint, cost: number, asHead: boolean): Permit | Refusal {
+  /** `read`: the word a compare-exchange that failed just read, instead of a load of it. */
+  #reserveWide(cost: number, asHead: boolean, read?: bigint): Permit | Refusal {
     const u64 = this.#u64;
     const cached = cost < DELTA_CACHE;
     const delta = cached ? this.#deltas[cost]! : this.#oneRequest + BigInt(cost);
     // Checked, not saturating: held <= ceiling - cost (exact, cost <= ceiling) instead of
     // held + cost <= ceiling, whose sum could round above 2^53.
     const room = cached ? this.#rooms[cost]! : BigInt(this.#ceiling - cost);
-    for (let word = read; ; ) {
+    for (let word = read ?? Atomics.load(u64, STATE_U64); ; ) {
       const fields = asHead ? word & ~WAITING_BIT_64 : word;
       if (fields >= this.#requestLimit) return refusalFor64(fields, this.#requestLimit, this.#unitMask, room);
       if ((word & this.#unitMask) > room) return REFUSED_UNITS;
