@@ -130,10 +130,6 @@ function pairs(admission: BoundedAdmission, cost: number): () => void {
   };
 }
 
-// A cost that changes from one call to the next (tokens, bytes) never arms the 64-bit word's
-// guess, which takes a cost asked twice in a row: each such admission loads the word.
-const VARIED_COSTS = Array.from({ length: BATCH }, (_, i) => 1 + ((i * 7919) % 200));
-
 // Two permits held at a time (each admitted and released once per two rounds): the 64-bit word's
 // guess is the word one of them read, right every other time.
 function twoHeldPairs(admission: BoundedAdmission, cost: number): () => void {
@@ -146,6 +142,10 @@ function twoHeldPairs(admission: BoundedAdmission, cost: number): () => void {
     }
   };
 }
+
+// A cost that changes from one call to the next (tokens, bytes) never arms the 64-bit word's
+// guess, which takes a cost asked twice in a row: each such admission loads the word.
+const VARIED_COSTS = Array.from({ length: BATCH }, (_, i) => 1 + ((i * 7919) % 200));
 
 function variedPairs(admission: BoundedAdmission): () => void {
   return () => {
