@@ -85,12 +85,17 @@ extern "C" {
 typedef enum omni_status {
   OMNI_OK = 0,
   OMNI_E_INVALID_ARGUMENT = 1, /* null pointer, bad shape, length mismatch, limit exceeded */
-  OMNI_E_OUT_OF_MEMORY = 2,    /* host, pinned or device allocation failed; nothing was leaked */
+  OMNI_E_OUT_OF_MEMORY = 2,    /* host, pinned or device allocation failed; nothing was leaked
+                                  (on CUDA, also a launch or sync that the runtime failed as
+                                  cudaErrorMemoryAllocation, such as a kernel loaded lazily) */
   OMNI_E_COPY_FAILED = 3,      /* a host<->device copy failed, whatever the cause (on CUDA, out
                                   of staging memory included); the stream was synchronized first */
   OMNI_E_NO_DEVICE = 4,        /* the requested device does not exist, cannot be selected, or
-                                  has no kernel this library can load (CUDA, at omni_open) */
-  OMNI_E_DEVICE = 5,           /* a non-sticky device/runtime error (launch, stream, sync) */
+                                  has no kernel this library can load (CUDA, at omni_open); on
+                                  CUDA, also any later call the runtime fails for want of a
+                                  usable device (cudaErrorNoDevice, ...DevicesUnavailable...) */
+  OMNI_E_DEVICE = 5,           /* any other non-sticky device/runtime error (launch, stream,
+                                  sync) */
   OMNI_E_NOT_INITIALISED = 6,  /* omni_linear_gelu before omni_upload_weights */
   OMNI_E_WORKSPACE_LIMIT = 7,  /* one request needs more scratch than the workspace byte limit */
   OMNI_E_FATAL = 8             /* sticky: the context is unusable; every later call returns this */

@@ -238,6 +238,11 @@ static void section_faults(void) {
                {STUB_SYNC, cudaErrorInvalidValue, OMNI_E_DEVICE},
                {STUB_COPY, cudaErrorInvalidValue, OMNI_E_COPY_FAILED},
                {STUB_LAUNCH, cudaErrorInvalidConfiguration, OMNI_E_DEVICE},
+               // A launch or sync keeps the code CUDA gives its reason (omni.h): a kernel loaded
+               // lazily can fail for memory, a device can go.
+               {STUB_LAUNCH, cudaErrorMemoryAllocation, OMNI_E_OUT_OF_MEMORY},
+               {STUB_SYNC, cudaErrorMemoryAllocation, OMNI_E_OUT_OF_MEMORY},
+               {STUB_SYNC, cudaErrorDevicesUnavailable, OMNI_E_NO_DEVICE},
                {STUB_KERNEL, cudaErrorNoKernelImageForDevice, OMNI_E_NO_DEVICE}};
   const cudaError_t sticky[] = {cudaErrorIllegalAddress, cudaErrorContained, STUB_UNLISTED_STICKY};
   for (auto &fc : cases) {
