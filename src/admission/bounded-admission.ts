@@ -100,8 +100,9 @@ let attaching: SharedArrayBuffer | undefined;
  *   (#before64), which passed that cost's checks then. Both are plain fields of this thread's,
  *   never shared. The compare-exchange succeeds only if the shared word is that value, so the
  *   checks held for the real word. A wrong guess costs one failed compare-exchange; a refusal is
- *   decided only on a word read from the shared one (Atomics.load, or on the 64-bit word the
- *   failed compare-exchange's return), so a stale guess never refuses what has room.
+ *   decided only on a word read from the shared one (Atomics.load, or a failed
+ *   compare-exchange's return: on the 64-bit word the guess's too), so a stale guess never
+ *   refuses what has room.
  * - Arithmetic is checked: the unit test is `held <= ceiling - cost` (exact, as cost <=
  *   ceiling), never `held + cost`, which could round above 2^53; request-only mode keeps no
  *   unit accounting at all.
@@ -477,17 +478,18 @@ export class BoundedAdmission implements PermitOwner {
   #reserveNarrowRead(cost: number, asHead: boolean, delta: number, room: number): Permit | Refusal {
     const i32 = this.#i32;
     const ignored = asHead ? WAITING_BIT_32 : 0;
-    for (;;) {
-      const word = Atomics.load(i32, STATE_I32);
+    for (let word = Atomics.load(i32, STATE_I32); ; ) {
       const fields = word & ~ignored;
       if (fields >= this.#requestLimit32 || (word & this.#unitMask32) > room) {
         return refusalFor32(fields, this.#requestLimit32, this.#unitMask32, room);
       }
       // The CAS is the reservation: it succeeds only on the exact word that passed the check.
-      if (Atomics.compareExchange(i32, STATE_I32, word, word + delta) === word) {
+      const seen = Atomics.compareExchange(i32, STATE_I32, word, word + delta);
+      if (seen === word) {
         this.#guess32 = word + delta;
         return new Permit(this, cost, delta, this.#guard.enter(cost));
       }
+      word = seen; // it read the word: go on from that, as #reserveWide does, not a load again
     }
   }
 
