@@ -64,7 +64,8 @@ describe('answerFor', () => {
 
 /**
  * What node does as a response's answer is all out: 'finish', and writableFinished from then
- * (node 24.20+ says it no sooner, nodejs/node#64847; before, it could read true a tick earlier).
+ * (node 24.20+ and 26.7+ say it no sooner, nodejs/node#64847; before, it could read true a tick
+ * earlier).
  */
 function finish(res: EventEmitter & { writableFinished: boolean }): void {
   res.writableFinished = true;

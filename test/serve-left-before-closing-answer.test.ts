@@ -5,14 +5,14 @@
  * reset while the closing answer was still in this process or its FIN (taken as gone, docs/limits.md:
  * a half-closing client), left that request unanswered: a 499. node says 'finish' for the
  * closing answer all the same (its write called back once its connection is destroyed, before
- * node 24.20; or handed over once the client reads after its FIN), and read as "out", it made the
+ * node 24.20 and 26.7; or handed over once the client reads after its FIN), and read as "out", it made the
  * request behind it a 444.
  */
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ServeHandle } from '../src/serve/index.js';
 import { sample } from './fixtures/metrics-text.js';
-import { nodeAtLeast } from './fixtures/node-version.js';
+import { FINISHED_ONLY_AT_FINISH } from './fixtures/node-version.js';
 import { until } from './fixtures/runtime-harness.js';
 import { ENTERED } from './fixtures/serve-gate-layout.js';
 import {
@@ -74,9 +74,9 @@ describe('a request behind a closing answer whose client left before that answer
     client.socket.resetAndDestroy();
     await closed;
     const statuses = await healthStatuses(s);
-    // The premise: node 20, 22 and 24 before 24.20 said 'finish' for the closing answer, none of
-    // whose last write left; 24.20 says none for an answer whose write failed (nodejs/node#64847).
-    expect(finished).toBe(!nodeAtLeast(24, 20));
+    // The premise: node before 24.20 and 26.7 said 'finish' for the closing answer, none of whose
+    // last write left; 24.20+ and 26.7+ say none for an answer whose write failed (nodejs/node#64847).
+    expect(finished).toBe(!FINISHED_ONLY_AT_FINISH);
     expect(statuses).toEqual({ cut: undefined, gone: 1 });
   });
 

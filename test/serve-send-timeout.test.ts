@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_SEND_TIMEOUT_MS, type ServeHandle, type ServeOptions } from '../src/serve/index.js';
 import { boundSend, sendTimedOut } from '../src/serve/send-timeout.js';
 import { sample } from './fixtures/metrics-text.js';
-import { nodeAtLeast } from './fixtures/node-version.js';
+import { FINISHED_ONLY_AT_FINISH } from './fixtures/node-version.js';
 import { until } from './fixtures/runtime-harness.js';
 import { get } from './fixtures/serve-client.js';
 import {
@@ -70,8 +70,8 @@ describe('an answer the client does not read', () => {
     // The call ended before its answer was written: its capacity is back already.
     expect(g.lr.report().depth).toBe(0);
     if (!server.destroyed) await new Promise((resolve) => server.once('close', resolve));
-    // node before 24.20 says 'finish' for it all the same (the socket was destroyed under the
-    // write; 24.20+ does not, nodejs/node#64847): not a 200.
+    // node before 24.20 and 26.7 says 'finish' for it all the same (the socket was destroyed under
+    // the write; 24.20+ and 26.7+ do not, nodejs/node#64847): not a 200.
     const text = (await s.metrics.scrape()).text;
     expect(sample(text, CUT)).toBe(1);
     expect(sample(text, CUT.replace('444', '200'))).toBeUndefined();
@@ -97,8 +97,8 @@ describe('an answer the client does not read', () => {
     const closed = new Promise((resolve) => res.once('close', resolve));
     expect(await s.drain()).toEqual({ clean: false, abandonedRequests: 1 });
     await closed;
-    // Before: 200, as node before 24.20 says 'finish' for an answer whose socket is destroyed
-    // under the write (24.20+ does not, nodejs/node#64847).
+    // Before: 200, as node before 24.20 and 26.7 says 'finish' for an answer whose socket is
+    // destroyed under the write (24.20+ and 26.7+ do not, nodejs/node#64847).
     const text = (await s.metrics.scrape()).text;
     expect(sample(text, CUT)).toBe(1);
     expect(sample(text, CUT.replace('444', '200'))).toBeUndefined();
@@ -113,7 +113,7 @@ describe('an answer the client does not read', () => {
 });
 
 describe('an answer out whole', () => {
-  // Node 24.20+ sets writableFinished only as it says 'finish' (nodejs/node#64847): every answer
+  // Node 24.20+ and 26.7+ set writableFinished only as it says 'finish' (nodejs/node#64847): every answer
   // is then still unfinished at 'prefinish', its send timer armed, and 'finish' must disarm it.
   it('leaves no send timer armed: its keep-alive connection outlives sendTimeoutMs, not cut', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
@@ -145,7 +145,7 @@ describe('an answer out whole', () => {
     await heard;
     await vi.advanceTimersByTimeAsync(1_000);
     expect({ armedAtPrefinish, cut: sendTimedOut(res, connection), open: !connection.destroyed }).toEqual({
-      armedAtPrefinish: nodeAtLeast(24, 20),
+      armedAtPrefinish: FINISHED_ONLY_AT_FINISH,
       cut: false,
       open: true,
     });
@@ -187,8 +187,8 @@ describe('an answer written raw (client-error.ts) that the client does not take'
 });
 
 // fastify's framework errors (a malformed URL) and node's 'checkExpectation' (the 417) are
-// recorded outside fastify's onResponse, on the response's 'finish', which node before 24.20
-// says for an answer its connection was destroyed under, and 24.20+ does not
+// recorded outside fastify's onResponse, on the response's 'finish', which node before 24.20 and
+// 26.7 says for an answer its connection was destroyed under, and 24.20+ and 26.7+ do not
 // (nodejs/node#64847): recorded then on its 'close'.
 describe("an answer written outside fastify's hooks that the client does not take", () => {
   it.each([
@@ -217,7 +217,7 @@ describe("an answer written outside fastify's hooks that the client does not tak
     const text = (await s.metrics.scrape()).text;
     const unmatched = (code: number): string =>
       `omni_http_request_duration_seconds_count{route="unmatched",method="GET",status="${code}"}`;
-    expect(finishSaid).toBe(!nodeAtLeast(24, 20));
+    expect(finishSaid).toBe(!FINISHED_ONLY_AT_FINISH);
     expect([sample(text, unmatched(444)), sample(text, unmatched(status))]).toEqual([1, undefined]);
     expect(text).not.toContain('omni_http_client_errors_total{');
     expect(await s.drain()).toEqual({ clean: true, abandonedRequests: 0 });

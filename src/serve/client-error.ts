@@ -165,12 +165,12 @@ function markFinished(this: ServerResponse): void {
 
 /**
  * Latest responses node said 'finish' for: their answer is out, and node has moved on (a closing
- * one's connection ended, lingering). Not writableFinished: node before 24.20 reads that true
+ * one's connection ended, lingering). Not writableFinished: node before 24.20 and 26.7 reads that true
  * as soon as its buffers are empty, a tick before 'finish' (nodejs/node#64847 made it wait for
  * 'finish'). A 417 node answers as it parses is out, its 'finish' to come, when the bytes after
  * it in the same read fail to parse: read as finished there, the connection was destroyed at
  * once and the 417 went uncounted (its count waits for 'finish' on a connection not destroyed),
- * on node 20, 22 and 24 before 24.20 only.
+ * on node 20 to 26.6 but 24.20+ only.
  */
 const FINISHED = new WeakSet<ServerResponse>();
 
@@ -351,8 +351,8 @@ export function expectationHandler(
     // recorded, as a request routed there is not (RFC 9112 9.6).
     if (!afterClosingAnswer(req)) follow(req, res);
     // Counted once out: a 417 queued behind a call still running goes unanswered when the
-    // client leaves first; node before 24.20 says 'finish' for one the drain or the send timeout
-    // cut off (see answerOut; 24.20+ says none, nodejs/node#64847).
+    // client leaves first; node before 24.20 and 26.7 says 'finish' for one the drain or the send
+    // timeout cut off (see answerOut; 24.20+ and 26.7+ say none, nodejs/node#64847).
     const connection = req.socket;
     res.once('finish', () => {
       if (answerOut(connection)) metrics.clientError('EXPECTATION_FAILED');

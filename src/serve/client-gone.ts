@@ -11,7 +11,7 @@ const GONE = 'the client closed the connection';
  * The handler runs after the body has been read, so the connection may already be gone: its
  * 'close' has then fired before this listener could hear it, and the signal starts aborted.
  * An answer written whole and then cut off (the send timeout, a reset) had its client: not
- * writableFinished, which node 24.20+ leaves false for it (see writtenWhole).
+ * writableFinished, which node 24.20+ and 26.7+ leave false for it (see writtenWhole).
  */
 export function clientGone(res: ServerResponse): AbortSignal {
   if (res.destroyed && !writtenWhole(res)) return AbortSignal.abort(new Error(GONE));

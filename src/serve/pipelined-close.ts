@@ -63,9 +63,9 @@ const closedByAnswer = new WeakSet<Socket>();
  * Notes, once `res` is all out, whether its answer closes `connection`. A request routed before
  * that was known (a JSON answer streamed to HTTP/1.0 has no length, so it closes: json-answer.ts)
  * is queued behind it, answered or not, and never sent: the server cut it off, not its client.
- * Unless the client left first: node before 24.20 says 'finish' too for an answer whose connection
- * was destroyed before it was out (a client's reset; the drain's or the send timeout's cut is
- * recorded as theirs; node 24.20+ no longer does, nodejs/node#64847), and node says it for one out
+ * Unless the client left first: node before 24.20 and 26.7 says 'finish' too for an answer whose
+ * connection was destroyed before it was out (a client's reset; the drain's or the send timeout's
+ * cut is recorded as theirs; 24.20+ and 26.7+ no longer do, nodejs/node#64847), and node says it for one out
  * only after the client's FIN (taken as gone, docs/limits.md).
  */
 export function noteClosingAnswer(res: ServerResponse, connection: Socket): void {

@@ -108,9 +108,9 @@ export function recordedResponses(
     boundSend(reply.raw, sendTimeoutMs);
   };
   /**
-   * The status recorded for a finished answer: node before 24.20 says 'finish' also for an answer
-   * whose connection was destroyed while it was still being sent (24.20+ no longer does,
-   * nodejs/node#64847): one the send timeout or the drain cut off was never received.
+   * The status recorded for a finished answer: node before 24.20 and 26.7 says 'finish' also for
+   * an answer whose connection was destroyed while it was still being sent (24.20+ and 26.7+ no
+   * longer do, nodejs/node#64847): one the send timeout or the drain cut off was never received.
    */
   const finishedStatus = (res: ServerResponse, connection: Socket | null): number =>
     sendTimedOut(res, connection) || drain.cutOff(res) ? CUT_OFF_STATUS : res.statusCode;

@@ -40,7 +40,7 @@ export function boundSend(res: ServerResponse, timeoutMs: number): void {
   if (timeoutMs === Number.POSITIVE_INFINITY) return;
   let armed = false;
   const arm = (): void => {
-    // At 'prefinish', node 24.20+ reads writableFinished false for every answer (it says so only
+    // At 'prefinish', node 24.20+ and 26.7+ read writableFinished false for every answer (true only
     // with 'finish', nodejs/node#64847): each is armed there, and its 'finish' disarms it.
     if (armed || res.writableFinished || res.destroyed) return;
     armed = true;
