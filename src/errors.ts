@@ -6,7 +6,8 @@
  * Codes with no class here, on purpose: the command line's UsageError (OMNI_ERR_USAGE, in
  * cli/args.ts) and BenchError (OMNI_ERR_BENCH, cli/bench-error.ts) never leave the CLI process,
  * which prints them and exits, so they are not public API; the HTTP front's
- * OMNI_ERR_REQUEST_TIMEOUT, _HEADERS_TOO_LARGE and _EXPECTATION_FAILED (serve/client-error.ts)
+ * OMNI_ERR_REQUEST_TIMEOUT, _HEADERS_TOO_LARGE and _EXPECTATION_FAILED (serve/client-error.ts,
+ * serve/header-lines.ts)
  * and OMNI_ERR_INTERNAL (serve/status.ts) only ever appear in an answer's body.
  */
 import { inspect } from 'node:util';

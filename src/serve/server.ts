@@ -34,6 +34,7 @@ import { closeIfUnread, connectionAfterAnswer } from './connection-header.js';
 import { OpenConnections } from './connections.js';
 import { DRAIN_KEYS, Drain, type DrainOptions, type DrainResult, type ServerState } from './drain.js';
 import { continueWhenRead, deferContinue } from './expect-continue.js';
+import { checkHeaderLines } from './header-lines.js';
 import { healthRoute } from './health-route.js';
 import { checkHost } from './host-header.js';
 import { abandonedByDrain, linearRoute } from './linear-route.js';
@@ -192,6 +193,8 @@ async function listenOnce(
   const onConnect = connectHandler(metrics, (socket) => drain.adopt(socket), drain, sendTimeoutMs);
   // One set for every server fastify listens with (one per address; see after listen()).
   const serveOn = (server: Server): void => {
+    // Every header line reaches onRequest, whose check refuses too many (header-lines.ts).
+    server.maxHeadersCount = 0;
     server.on('checkExpectation', onExpectation);
     server.on('connect', onConnect);
     server.on('checkContinue', deferContinue);
@@ -227,6 +230,7 @@ async function listenOnce(
     if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor === 0) {
       reply.raw.useChunkedEncodingByDefault = false;
     }
+    checkHeaderLines(request.raw);
     checkHost(request.raw);
     if (!started && !(await confirmed)) {
       reply.raw.shouldKeepAlive = false;

@@ -11,7 +11,7 @@
  * | OMNI_ERR_BODY_TOO_LARGE                |    413 | over the server's limit: body has limit   |
  * | OMNI_ERR_BAD_BODY / _INVALID_ARGUMENT / _INVALID_COST | 400 | malformed, truncated, wrong shape |
  * | OMNI_ERR_BAD_REQUEST                   |    400 | HTTP framing, URL, header values          |
- * | OMNI_ERR_REQUEST_TIMEOUT / _HEADERS_TOO_LARGE | 408 / 431 | node:http's own limits         |
+ * | OMNI_ERR_REQUEST_TIMEOUT / _HEADERS_TOO_LARGE | 408 / 431 | node:http's limits; 1,000 lines |
  * | OMNI_ERR_UNSUPPORTED_MEDIA_TYPE        |    415 |                                           |
  * | OMNI_ERR_EXPECTATION_FAILED            |    417 | an Expect header other than 100-continue  |
  * | OMNI_ERR_NOT_FOUND                     |    404 | a path this server does not serve         |
