@@ -1,11 +1,11 @@
 /**
  * The most header lines a request may carry, checked here the same way on every Node. node's
- * own count (server.maxHeadersCount, 1,000 lines) refuses a request over it with a 431 only since
- * CVE-2026-58044's fix (22.23.2, 24.18.1, 26.5.1); before (20, 23, 25, and 22, 24 and 26 before
- * those) it kept the first 1,000 and dropped the rest unseen: a Content-Type after them was never
- * read, where a proxy in front may have read it. server.ts turns node's count off (the head stays
- * bounded by node's 16 KiB, maxHeaderSize), so every request arrives whole and this check refuses
- * it with the same 431 everywhere.
+ * own count (server.maxHeadersCount, 1,000 lines unless set) refuses a request over it with a 431
+ * only since CVE-2026-58044's fix (22.23.2, 24.18.1, 26.5.1); before (20, 23, 25, and 22, 24 and
+ * 26 before those) it left the lines after 1,000 out of req.headers: a Content-Type among them
+ * was never read, where a proxy in front may have read it. server.ts turns node's count off (the
+ * head stays bounded by node's 16 KiB, maxHeaderSize), so every request arrives whole and this
+ * check refuses it with the same 431 everywhere.
  */
 import type { IncomingMessage } from 'node:http';
 import { OmniError } from '../errors.js';
