@@ -90,8 +90,8 @@ function headOf(lines: number, filler = (i: number) => `x${i}: 1`): string {
 describe('docs/limits.md: HTTP clients', () => {
   it('"A request of more than 1,000 header lines ... is a 431 on every Node", counted as any other answer', async () => {
     const { g, s } = await startServed({ inFeatures: 4, outFeatures: 2, open: true });
-    const kept = await rawExchange(s.port, [headOf(1_000), new Uint8Array(16)]);
-    expect(kept.status).toBe(200);
+    const whole = await rawExchange(s.port, [headOf(1_000), new Uint8Array(16)]);
+    expect(whole.status).toBe(200);
     // Node 20 (and 22, 24, 26 before CVE-2026-58044's fix) dropped the lines after 1,000 unseen,
     // the Content-Type among them (a 415); since the fix node refused them itself, uncounted.
     // 5,000 short lines are within node's 16 KiB, which counts names and values only.
@@ -108,6 +108,18 @@ describe('docs/limits.md: HTTP clients', () => {
     expect(text).toContain(
       'omni_http_request_duration_seconds_count{route="/v1/linear",method="POST",status="431"} 2',
     );
+    // "closing its connection when its body was not read": a body left unread closes it; a GET's
+    // connection goes on to the request behind it.
+    const many = Array.from({ length: 1_001 }, () => 'a:').join('\r\n');
+    const unread = await rawExchange(s.port, [
+      `POST /v1/linear HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n${many}\r\n` +
+        'Content-Length: 16\r\n\r\n',
+    ]);
+    expect([unread.status, /^connection: close$/im.test(unread.head)]).toEqual([431, true]);
+    const kept = await rawExchange(s.port, [
+      `GET /health HTTP/1.1\r\nHost: x\r\n${many}\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    ]);
+    expect([kept.status, /\}HTTP\/1\.1 200 /.test(kept.body)]).toEqual([431, true]);
   });
 
   it('"Capacity is not held by any of these: a call is admitted only once its body is read"', async () => {
