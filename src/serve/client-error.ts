@@ -165,12 +165,12 @@ function markFinished(this: ServerResponse): void {
 
 /**
  * Latest responses node said 'finish' for: their answer is out, and node has moved on (a closing
- * one's connection ended, lingering). Not writableFinished: node before 24.20 and 26.7 reads that true
- * as soon as its buffers are empty, a tick before 'finish' (nodejs/node#64847 made it wait for
- * 'finish'). A 417 node answers as it parses is out, its 'finish' to come, when the bytes after
- * it in the same read fail to parse: read as finished there, the connection was destroyed at
- * once and the 417 went uncounted (its count waits for 'finish' on a connection not destroyed),
- * on node 20 to 26.6 but 24.20+ only.
+ * one's connection ended, lingering). Not writableFinished: node before 24.20 and 26.7 reads
+ * that true as soon as its buffers are empty, a tick before 'finish' (nodejs/node#64847 made it
+ * wait for 'finish'). A 417 node answers as it parses is out, its 'finish' to come, when the
+ * bytes after it in the same read fail to parse: read as finished there, the connection was
+ * destroyed at once and the 417 went uncounted (its count waits for 'finish' on a connection not
+ * destroyed), on those nodes only.
  */
 const FINISHED = new WeakSet<ServerResponse>();
 

@@ -65,8 +65,8 @@ const closedByAnswer = new WeakSet<Socket>();
  * is queued behind it, answered or not, and never sent: the server cut it off, not its client.
  * Unless the client left first: node before 24.20 and 26.7 says 'finish' too for an answer whose
  * connection was destroyed before it was out (a client's reset; the drain's or the send timeout's
- * cut is recorded as theirs; 24.20+ and 26.7+ no longer do, nodejs/node#64847), and node says it for one out
- * only after the client's FIN (taken as gone, docs/limits.md).
+ * cut is recorded as theirs; 24.20+ and 26.7+ no longer do, nodejs/node#64847), and node says it
+ * for one out only after the client's FIN (taken as gone, docs/limits.md).
  */
 export function noteClosingAnswer(res: ServerResponse, connection: Socket): void {
   res.once('finish', () => {
