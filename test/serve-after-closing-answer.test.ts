@@ -146,8 +146,9 @@ describe('a request pipelined after an answer that closes the connection', () =>
         s.port,
         `GET /health HTTP/1.1\r\nHost: x\r\nExpect: x-unsupported\r\n\r\n${after}`,
       );
-      // Before, on node before 24.20 and 26.7: the bytes that failed destroyed the connection at once, the
-      // 417 handed over but uncounted (its count waits for 'finish' on a connection not destroyed).
+      // Before, on node before 24.20 and 26.7: the bytes that failed destroyed the connection at
+      // once, the 417 handed over but uncounted (its count waits for 'finish' on a connection not
+      // destroyed).
       expect(await statuses).toEqual([417]);
       expect(writableFinished).toBe(!FINISHED_ONLY_AT_FINISH);
       await until(async () => (await inflight(s)) === 0, 'no request in flight');

@@ -61,8 +61,9 @@ describe('clientGone', () => {
     expect(aborted).toBe(false);
   });
 
-  // Node 24.20+ and 26.7+ leave writableFinished false for an answer whose connection closed before all of
-  // it was out (nodejs/node#64847); before, node read it true once the closed buffers emptied.
+  // Node 24.20+ and 26.7+ leave writableFinished false for an answer whose connection closed
+  // before all of it was out (nodejs/node#64847); before, node read it true once the closed
+  // buffers emptied.
   it('does not abort once the answer was written, though its connection closed before all of it was out', async () => {
     const seen = await oneRequest(async (res, destroy) => {
       const signal = clientGone(res);

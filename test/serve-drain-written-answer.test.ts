@@ -71,8 +71,8 @@ it('an answer written whole just before the cut, its finish after it: recorded w
     release();
   });
   expect(await drained).toEqual({ clean: true, abandonedRequests: 0 });
-  // writableFinished says so only with 'finish' from node 24.20 and 26.7 (nodejs/node#64847; measured:
-  // 24.19 and 22.23.5 say so before it).
+  // writableFinished says so only with 'finish' from node 24.20 and 26.7 (nodejs/node#64847;
+  // measured: 24.19, 26.6 and 22.23.5 say so before it).
   expect(atPrefinish).toEqual({
     writtenWhole: true,
     finished: false,

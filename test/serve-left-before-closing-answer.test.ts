@@ -5,8 +5,8 @@
  * reset while the closing answer was still in this process or its FIN (taken as gone, docs/limits.md:
  * a half-closing client), left that request unanswered: a 499. node says 'finish' for the
  * closing answer all the same (its write called back once its connection is destroyed, before
- * node 24.20 and 26.7; or handed over once the client reads after its FIN), and read as "out", it made the
- * request behind it a 444.
+ * node 24.20 and 26.7; or handed over once the client reads after its FIN), and read as "out", it
+ * made the request behind it a 444.
  */
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -75,7 +75,8 @@ describe('a request behind a closing answer whose client left before that answer
     await closed;
     const statuses = await healthStatuses(s);
     // The premise: node before 24.20 and 26.7 said 'finish' for the closing answer, none of whose
-    // last write left; 24.20+ and 26.7+ say none for an answer whose write failed (nodejs/node#64847).
+    // last write left; 24.20+ and 26.7+ say none for an answer whose write failed
+    // (nodejs/node#64847).
     expect(finished).toBe(!FINISHED_ONLY_AT_FINISH);
     expect(statuses).toEqual({ cut: undefined, gone: 1 });
   });

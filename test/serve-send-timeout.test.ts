@@ -113,8 +113,9 @@ describe('an answer the client does not read', () => {
 });
 
 describe('an answer out whole', () => {
-  // Node 24.20+ and 26.7+ set writableFinished only as it says 'finish' (nodejs/node#64847): every answer
-  // is then still unfinished at 'prefinish', its send timer armed, and 'finish' must disarm it.
+  // Node 24.20+ and 26.7+ set writableFinished only as they say 'finish' (nodejs/node#64847): every
+  // answer is then still unfinished at 'prefinish', its send timer armed, and 'finish' must disarm
+  // it.
   it('leaves no send timer armed: its keep-alive connection outlives sendTimeoutMs, not cut', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     let armedAtPrefinish: boolean | undefined;
