@@ -128,6 +128,26 @@ describe('native numerics (fixture)', () => {
     expect(reference).toStrictEqual(EXTREME_Y.with(4, 2 * Math.fround(3e38)));
   });
 
+  it('adds the bias after the dot product, as the CUDA kernel does: the same sums overflow', () => {
+    // Rows of 1 x 2 inputs against w = [1, 1] and bias 3e38: started from the bias, 3e38 + 3e38
+    // overflows before -3e38 comes in; added last, the dot product is 0 and the result 3e38. And the
+    // other way round with bias -3e38: the dot product alone overflows.
+    const ctx = NativeContext.open(fixture.lib);
+    open.push(ctx);
+    const w = new Float32Array([1, 1]);
+    const x = new Float32Array([3e38, -3e38, 3e38, 3e38, 1, 2, 3, 4, 5, 6]);
+    const rows = x.length / 2;
+    for (const bias of [3e38, -3e38]) {
+      const b = new Float32Array([bias]);
+      ctx.uploadWeights(w, b, 1, 2);
+      const blocked = Array.from(ctx.linearGelu(x, rows));
+      const naive = Array.from(fixture.faults.referenceLinearGelu(x, rows, w, b, 1, 2));
+      expect(blocked).toStrictEqual(naive);
+      expect(blocked[0]).toBe(Math.fround(bias) > 0 ? Math.fround(3e38) : -0);
+      expect(blocked[1]).toBe(Infinity);
+    }
+  });
+
   it('reads and writes SharedArrayBuffer views in place, at their offsets', () => {
     const [rows, inF, outF] = [6, 20, 9];
     const w = seededFloats(11, outF * inF, 0.3);
