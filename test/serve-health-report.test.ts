@@ -118,4 +118,69 @@ describe('a server that drains', () => {
     state = 'ready';
     expect(await shown()).toBe('draining');
   });
+
+  // The server wrote 'draining' into the object report() returned: for a report of one's own
+  // that was frozen or whose state was a getter alone, /health and /metrics answered 500 for the
+  // whole drain; one the caller kept stayed 'draining' after it.
+  class Wrapped {
+    readonly #state = 'ready';
+    readonly #depth = 2;
+    constructor() {
+      const { state: _state, depth: _depth, ...rest } = goodReport();
+      Object.assign(this, rest);
+    }
+    get state(): string {
+      return this.#state;
+    }
+    get depth(): number {
+      return this.#depth;
+    }
+  }
+  const kept = goodReport();
+  const OWN: Array<[string, () => unknown]> = [
+    ['frozen', () => Object.freeze(goodReport())],
+    ['with a state getter alone', () => Object.defineProperty(goodReport(), 'state', { get: () => 'ready' })],
+    ['kept by its caller', () => kept],
+    ['of a class whose getters read private fields', () => new Wrapped()],
+  ];
+  it.each(OWN)('a report %s is shown draining, and left as it was', async (_what, report) => {
+    // A call held in the runtime keeps the drain going while /health and /metrics are read.
+    let entered!: () => void;
+    const running = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    let finish!: () => void;
+    const served = {
+      ...reportingServed(report),
+      run: async () => {
+        entered();
+        await new Promise<void>((resolve) => {
+          finish = resolve;
+        });
+        return new Float32Array(1);
+      },
+    };
+    const s = await serve(served, { port: 0, closeRuntime: false });
+    const call = s.app.inject({
+      method: 'POST',
+      url: '/v1/linear',
+      headers: { 'content-type': 'application/octet-stream' },
+      payload: Buffer.alloc(4),
+    });
+    await running;
+    const drained = s.drain({ timeoutMs: 10_000 });
+    const health = await s.app.inject({ method: 'GET', url: '/health' });
+    expect({ status: health.statusCode, state: health.json().state, depth: health.json().depth }).toEqual({
+      status: 503,
+      state: 'draining',
+      depth: 2,
+    });
+    const text = (await s.metrics.scrape()).text;
+    expect(/^omni_runtime_state\{state="(\w+)"\} 1$/m.exec(text)?.[1]).toBe('draining');
+    expect(text).toMatch(/^omni_runtime_depth 2$/m);
+    expect((report() as RuntimeReport).state).toBe('ready');
+    finish();
+    expect((await call).statusCode).toBe(200);
+    expect((await drained).clean).toBe(true);
+  });
 });

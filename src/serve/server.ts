@@ -33,6 +33,7 @@ import {
 import { closeIfUnread, connectionAfterAnswer } from './connection-header.js';
 import { OpenConnections } from './connections.js';
 import { DRAIN_KEYS, Drain, type DrainOptions, type DrainResult, type ServerState } from './drain.js';
+import { drainingReport } from './draining-report.js';
 import { continueWhenRead, deferContinue } from './expect-continue.js';
 import { checkHeaderLines } from './header-lines.js';
 import { healthRoute } from './health-route.js';
@@ -133,10 +134,8 @@ async function listenOnce(
   });
   const report = (): RuntimeReport => {
     const r = runtime.report();
-    // A draining server is not ready, whatever the runtime says until it is closed. (The
-    // report is a fresh object; a spread would also read its costly latency getters.)
-    if (drain.state !== 'serving' && r.state === 'ready') r.state = 'draining';
-    return r;
+    // A draining server is not ready, whatever the runtime says until it is closed.
+    return drain.state !== 'serving' && r?.state === 'ready' ? drainingReport(r) : r;
   };
   const metrics = new ServeMetrics({
     report,
