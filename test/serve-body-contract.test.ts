@@ -114,7 +114,7 @@ async function heldBehind(
 }
 
 describe('headers', () => {
-  it('charset=utf8 and a Content-Encoding of Identity (any case, padded) are served', async () => {
+  it('charset=utf8 and a Content-Encoding of Identity (any case, padded, listed) are served', async () => {
     const { url } = await shared();
     const json = Buffer.from(JSON.stringify({ rows: [ROW] }));
     const utf8 = await postBytes(url, json, { type: 'application/json; charset=utf8' });
@@ -125,6 +125,21 @@ describe('headers', () => {
       headers: { 'content-encoding': ' Identity ' },
     });
     expect(identity.status).toBe(200);
+    // A list whose elements are identity or empty (RFC 9110 5.6.1) is no coding either: these
+    // were refused 415, "send it uncompressed", for a body that was.
+    for (const encoding of ['', 'identity,', ', identity', 'identity, IDENTITY']) {
+      const listed = await postBytes(url, json, {
+        type: 'application/json',
+        headers: { 'content-encoding': encoding },
+      });
+      expect([encoding, listed.status]).toEqual([encoding, 200]);
+    }
+    const coded = await postBytes(url, json, {
+      type: 'application/json',
+      headers: { 'content-encoding': 'identity, gzip' },
+    });
+    expect(coded.status).toBe(415);
+    expect(coded.json).toMatchObject({ code: 'OMNI_ERR_UNSUPPORTED_MEDIA_TYPE' });
   });
 
   it("a client deadline cannot lengthen the runtime's own default deadline the server uses", async () => {

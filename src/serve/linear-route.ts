@@ -71,18 +71,15 @@ function checkEncoding(
   transfer: string | undefined,
   type: string | undefined,
 ): void {
-  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+  // Empty list elements (`identity,`, `, chunked`) are ignored (RFC 9110 5.6.1).
+  if (codingsOf(encoding).some((c) => c !== 'identity')) {
     throw new UnsupportedMediaTypeError(
       `Content-Encoding ${JSON.stringify(encoding)} is not supported; send it uncompressed`,
     );
   }
   // node decodes only the chunked transfer coding: any other (gzip, chunked) would reach the
-  // route still compressed. Empty list elements (`, chunked`) are ignored (RFC 9110 5.6.1).
-  const codings = transfer
-    ?.split(',')
-    .map((t) => t.trim().toLowerCase())
-    .filter((t) => t !== '');
-  if (codings?.some((t) => t !== 'chunked')) {
+  // route still compressed.
+  if (codingsOf(transfer).some((t) => t !== 'chunked')) {
     throw new UnsupportedMediaTypeError(
       `Transfer-Encoding ${JSON.stringify(transfer)} is not supported; send it uncompressed`,
     );
@@ -94,6 +91,12 @@ function checkEncoding(
     throw new UnsupportedMediaTypeError(`charset ${charset} is not supported; send UTF-8`);
   }
 }
+
+const codingsOf = (header: string | undefined): string[] =>
+  (header ?? '')
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '');
 
 /**
  * Throws what the handler would answer, once it had read the body, for a request whose headers
