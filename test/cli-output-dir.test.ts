@@ -5,6 +5,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -76,6 +77,24 @@ describe('prepareOutDir', () => {
       expect(code).toBe(2);
     },
   );
+
+  // Root passes access(W_OK) on sysfs's folders, where nothing can be made: the load ran, and
+  // only then did the write fail. A user other than root is refused there by the mode bits.
+  it.runIf(existsSync('/sys/kernel'))(
+    'refuses a folder where nothing can be made, as root too (/sys/kernel)',
+    () => {
+      const err = usageError(() => prepareOutDir('/sys/kernel', ['results.json']));
+      expect(err).toBeInstanceOf(UsageError);
+      expect((err as UsageError).code).toBe('OMNI_ERR_USAGE');
+    },
+  );
+
+  it('leaves nothing of its check in the folder', () => {
+    const dir = join(scratch, 'checked');
+    mkdirSync(dir);
+    prepareOutDir(dir, ['results.json']);
+    expect(readdirSync(dir)).toEqual([]);
+  });
 
   it('refuses an output name it cannot even look at (a symbolic link to itself: ELOOP)', () => {
     // Found only when writing, after the whole run, it would cost the run its results.

@@ -8,6 +8,7 @@ import {
   chmodSync,
   constants,
   mkdirSync,
+  mkdtempSync,
   readlinkSync,
   realpathSync,
   renameSync,
@@ -32,7 +33,7 @@ export function prepareOutDir(path: string, names: readonly string[] = []): OutD
   let created: string | undefined;
   try {
     created = makeFolders(dir);
-    accessSync(dir, constants.W_OK);
+    probeWritable(dir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new UsageError(`--out ${JSON.stringify(path)} cannot be used as an output folder (${code})`);
@@ -52,6 +53,21 @@ export function prepareOutDir(path: string, names: readonly string[] = []): OutD
     }
   }
   return { dir, created };
+}
+
+/**
+ * Makes something in `dir` and removes it: the run writes there by making files beside their
+ * names. access(W_OK) read only the mode bits, which root passes where nothing can be made (sysfs,
+ * a root-squashed NFS export): the whole load ran, then failed to write (EACCES). A folder, with
+ * a name mkdtemp picks, so it can never be another run's.
+ */
+function probeWritable(dir: string): void {
+  const probe = mkdtempSync(join(dir, '.omni-runtime-probe-'));
+  try {
+    rmdirSync(probe);
+  } catch {
+    // Made, so the folder takes writes; an empty folder left behind is all this can cost.
+  }
 }
 
 /**
