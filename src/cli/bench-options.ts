@@ -28,7 +28,7 @@ export interface RateSpec {
 }
 
 export interface BenchConfig {
-  /** Seconds of offered load over all phases together (calibration and drains come on top). */
+  /** Seconds of offered load over all phases together (calibration, warm-up and drains come on top). */
   readonly durationS: number;
   /** Seconds each phase offers load: durationS / (rates x 2 modes), never 0 (at least MIN_VALUE). */
   readonly phaseS: number;
@@ -93,7 +93,8 @@ charts need the optional packages vega and vega-lite; without them they are skip
 Flags:
   --duration S       seconds of offered load over ALL phases together (default 20; at most
                      86400); each of the rates x 2 modes phases gets an equal share.
-                     Calibration and the drain after each phase come on top.
+                     Calibration, the bounded runtime's warm-up (as many calls as
+                     calibration made) and the drain after each phase come on top.
   --calibrate S      seconds of closed-loop capacity calibration (default 1; at most 3600)
   --rates LIST       offered loads, comma-separated: requests/s (250) or multiples of the
                      calibrated capacity (2x), each once; default 0.5x,1x,2x,4x
