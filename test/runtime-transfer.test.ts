@@ -73,6 +73,22 @@ describe('transfer', () => {
     expect(value.b.byteLength).toBe(128);
   });
 
+  // A post refuses a list naming a buffer twice: the call was admitted, then failed (counted
+  // failed), where ctx.transfer and a move() take a repeat as harmless.
+  it('a buffer listed twice moves once, and the call is served', async () => {
+    const rt = await start({ threads: 1, admission: { requests: 2 } });
+    const a = pattern(64);
+    const b = pattern(32);
+    const reply = await rt.run<TransferReply>(
+      { mode: 'echo', value: { a: a.buffer, b: b.buffer } },
+      { transfer: [a.buffer, b.buffer, a.buffer, b.buffer, a.buffer] },
+    );
+    expect([a.buffer.byteLength, b.buffer.byteLength]).toEqual([0, 0]);
+    const value = reply as unknown as { a: ArrayBuffer; b: ArrayBuffer };
+    expect([value.a.byteLength, value.b.byteLength]).toEqual([64, 32]);
+    expect(rt.report()).toMatchObject({ completed: 1, failed: 0, invalid: 0, depth: 0 });
+  });
+
   // An empty buffer has no bytes, as a detached one: only its refusing a view tells them apart.
   it('an empty buffer listed moves as any other, not refused as detached', async () => {
     const rt = await start({ threads: 1, admission: { requests: 2 } });

@@ -434,5 +434,16 @@ export function checkTransfer(transfer: unknown): readonly ArrayBuffer[] {
   // a test sandbox) moves as any other, and an object that only inherits ArrayBuffer.prototype
   // would be admitted and then fail its post.
   if (!list.every(isArrayBuffer)) bad('transfer must be an array of ArrayBuffers');
-  return list as ArrayBuffer[];
+  return eachOnce(list as ArrayBuffer[]);
+}
+
+/**
+ * Each buffer once, in order: a post refuses a list that names one twice, which failed the call
+ * after it was admitted (counted failed, not invalid), where ctx.transfer and a move()'s own list
+ * take a repeat as harmless. The list itself when it has none, as nearly every call's.
+ */
+function eachOnce(list: ArrayBuffer[]): ArrayBuffer[] {
+  if (list.length < 2) return list;
+  const once = new Set(list);
+  return once.size === list.length ? list : [...once];
 }
