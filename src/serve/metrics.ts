@@ -96,7 +96,12 @@ export class ServeMetrics {
       'The request bound (+Inf when unbounded).',
       () => take().capacity,
     );
-    readGauge(registry, 'omni_runtime_units', 'Units held by outstanding calls.', () => take().units);
+    readGauge(
+      registry,
+      'omni_runtime_units',
+      'Units held by outstanding calls (0 without a unit ceiling).',
+      () => take().units,
+    );
     readGauge(
       registry,
       'omni_runtime_unit_capacity',
