@@ -34,15 +34,24 @@ it.each([
       throw new Error('the load failed');
     },
   ],
-] as const)('a run %s: no SIGINT, SIGTERM or SIGHUP listener is left', async (_name, runBench) => {
+] as const)('a run %s: no SIGINT, SIGTERM or SIGHUP listener is left', async (name, load) => {
   const signals = new EventEmitter();
   const raise = vi.fn();
-  await runBenchCommand(['--json', '--out', join(tempDir(), 'out')], {
+  // One of each while the load runs: "none left" means something only if they were there.
+  let during: number[] = [];
+  const runBench = (): Promise<BenchResult> => {
+    during = INTERRUPTS.map((signal) => signals.listenerCount(signal));
+    return load();
+  };
+  const ran = runBenchCommand(['--json', '--out', join(tempDir(), 'out')], {
     runBench,
     importPackage: notInstalled,
     signals: signals as unknown as NodeJS.Process,
     raise,
-  }).catch(() => {});
+  });
+  if (name === 'measured') await expect(ran).resolves.toBe(0);
+  else await expect(ran).rejects.toThrow('the load failed');
+  expect(during).toEqual([1, 1, 1]);
   expect(INTERRUPTS.map((signal) => signals.listenerCount(signal))).toEqual([0, 0, 0]);
   expect(raise).not.toHaveBeenCalled();
 });

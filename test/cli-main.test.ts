@@ -1,7 +1,7 @@
 /** The command line's dispatch, in-process: help and version, exit codes, one-line errors. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ADMISSION_HELP } from '../src/cli/admission-bench-command.js';
 import { UsageError } from '../src/cli/args.js';
 import { BENCH_HELP } from '../src/cli/bench-options.js';
@@ -139,14 +139,26 @@ describe('main', () => {
 
   // serve listens for SIGTERM and SIGINT before it loads; one left on `process` after it
   // returns or throws would keep a later signal in the same process from ending it.
-  it.each([[['serve', '--help']], [['serve', '--port', '-1']]])(
-    '%j: no SIGTERM or SIGINT listener of serve is left once it ends',
-    async (argv) => {
-      const before = [process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')];
-      await run(argv).catch(() => {});
-      expect([process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')]).toEqual(before);
-    },
-  );
+  it.each([
+    [['serve', '--help'], 'OMNI_OK'],
+    [['serve', '--port', '-1'], 'OMNI_ERR_USAGE'],
+  ])('%j: no SIGTERM or SIGINT listener of serve is left once it ends', async (argv, ended) => {
+    const before = [process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')];
+    // Its own listeners, put on `process`: "none left" means something only if they were there.
+    const on = vi.spyOn(process, 'on');
+    try {
+      const code = await run(argv).then(
+        () => 'OMNI_OK',
+        (err: unknown) => (err as UsageError).code,
+      );
+      expect(code).toBe(ended);
+      const added = on.mock.calls.map(([event]) => event).filter((e) => e === 'SIGTERM' || e === 'SIGINT');
+      expect(added).toEqual(['SIGTERM', 'SIGINT']);
+    } finally {
+      on.mockRestore();
+    }
+    expect([process.listenerCount('SIGTERM'), process.listenerCount('SIGINT')]).toEqual(before);
+  });
 
   it('an unknown command or flag, or an argument help or version does not take, is a usage mistake (exit 2); anything else exits 1', async () => {
     for (const argv of [

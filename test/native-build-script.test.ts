@@ -54,13 +54,16 @@ function packageCopy(): string {
   return pkg;
 }
 
+/** What execFileSync throws for a compiler that exits 1 (not, say, a TypeError before it ran). */
+const COMPILER_FAILED = expect.objectContaining({ status: 1 });
+
 describe('a library older than its sources', () => {
   it('is removed when cc fails to rebuild it', () => {
     const out = staleLibrary(tempDir(), 'libomni_fixture.so');
     const saved = process.env.CC;
     process.env.CC = '/bin/false';
     try {
-      expect(() => buildFixture({ outDir: join(out, '..') })).toThrow();
+      expect(() => buildFixture({ outDir: join(out, '..') })).toThrow(COMPILER_FAILED);
     } finally {
       if (saved === undefined) delete process.env.CC;
       else process.env.CC = saved;
@@ -70,7 +73,7 @@ describe('a library older than its sources', () => {
 
   it('is removed when nvcc fails to rebuild it', () => {
     const out = staleLibrary(tempDir(), 'libomni_cuda.so');
-    expect(() => buildCuda({ outDir: join(out, '..'), nvcc: '/bin/false' })).toThrow();
+    expect(() => buildCuda({ outDir: join(out, '..'), nvcc: '/bin/false' })).toThrow(COMPILER_FAILED);
     expect(existsSync(out)).toBe(false);
   });
 
@@ -102,7 +105,7 @@ describe('a library older than its sources', () => {
     const saved = process.env.CC;
     process.env.CC = cc;
     try {
-      expect(() => buildFixture({ outDir: dir })).toThrow();
+      expect(() => buildFixture({ outDir: dir })).toThrow(COMPILER_FAILED);
     } finally {
       if (saved === undefined) delete process.env.CC;
       else process.env.CC = saved;
@@ -147,7 +150,7 @@ describe('a library older than its sources', () => {
     const saved = process.env.CC;
     process.env.CC = '/bin/false';
     try {
-      expect(() => buildFixture({ outDir: dir, force: true })).toThrow();
+      expect(() => buildFixture({ outDir: dir, force: true })).toThrow(COMPILER_FAILED);
     } finally {
       if (saved === undefined) delete process.env.CC;
       else process.env.CC = saved;
@@ -155,7 +158,7 @@ describe('a library older than its sources', () => {
     expect(existsSync(fresh)).toBe(true);
     const cuda = join(dir, 'libomni_cuda.so');
     copyFileSync(defaultLibraryPath('fixture'), cuda); // a stand-in, newer than every source
-    expect(() => buildCuda({ outDir: dir, nvcc: '/bin/false', force: true })).toThrow();
+    expect(() => buildCuda({ outDir: dir, nvcc: '/bin/false', force: true })).toThrow(COMPILER_FAILED);
     expect(existsSync(cuda)).toBe(true);
   });
 });
