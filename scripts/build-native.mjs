@@ -7,20 +7,24 @@
 // it were the current one (the loader checks only the ABI version). Without nvcc a CUDA library
 // is kept, as it may have been built elsewhere and carried here, and one older than its sources
 // is reported as such.
-// A library is rebuilt only when a source, a header or this script is newer than it, so `npm test`
-// stays fast. Outputs are written to a temporary name and renamed, so a process that has the old
-// library mapped never sees a half-written file.
-import { execFileSync } from 'node:child_process';
+// A library is rebuilt only when a source, a header or this script is newer than it, or when the
+// recipe it was built from (compiler, arguments, the inputs' names: written beside it) differs,
+// so `npm test` stays fast. Outputs are written to a temporary name and renamed, so a process
+// that has the old library mapped never sees a half-written file.
+import { spawnSync } from 'node:child_process';
 import {
   accessSync,
   constants,
   existsSync,
   mkdirSync,
   readdirSync,
+  readFileSync,
   realpathSync,
   renameSync,
   rmSync,
   statSync,
+  utimesSync,
+  writeFileSync,
 } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,19 +56,69 @@ function upToDate(output, inputs) {
   return out >= 0 && inputs.every((p) => mtime(p) <= out);
 }
 
+/**
+ * Runs a compiler; throws, with its `status`, `stdout` and `stderr`, if it fails. What it says
+ * when it succeeds (warnings: -Wall -Wextra) goes to stderr: kept back, they were never seen.
+ */
 function run(cmd, args) {
-  execFileSync(cmd, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  const ran = spawnSync(cmd, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  if (ran.error) throw ran.error;
+  if (ran.status !== 0) {
+    const how = ran.status === null ? `was killed by ${ran.signal}` : `exited ${ran.status}`;
+    throw Object.assign(new Error(`${cmd} ${how}`), {
+      status: ran.status,
+      stdout: ran.stdout,
+      stderr: ran.stderr,
+    });
+  }
+  const said = [ran.stdout, ran.stderr].join('').trim();
+  if (said) console.error(said);
 }
 
-function compileTo(output, compile) {
+/** The file beside a library that records the recipe it was built from. */
+const recipeFile = (output) => `${output}.recipe`;
+
+/**
+ * A build's recipe: the compiler and its arguments (the output's name and this checkout's place
+ * left out), and the names of the inputs, so a source removed or added, another compiler (CC) or
+ * other defines rebuild the library, which the inputs' times alone do not tell.
+ */
+function recipeOf(cmd, args, inputs) {
+  const placeless = (text) => text.replaceAll(root, '<root>');
+  return `${JSON.stringify({ cmd, args: args.map(placeless), inputs: inputs.map(placeless) }, null, 1)}\n`;
+}
+
+/**
+ * Whether `output` is newer than its inputs and was built from `recipe`. A library with no
+ * recipe beside it (carried from another machine, or built before recipes were written) is taken
+ * on its times alone, as before.
+ */
+function current(output, inputs, recipe) {
+  if (!upToDate(output, inputs)) return false;
+  try {
+    return readFileSync(recipeFile(output), 'utf8') === recipe;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Compiles into a temporary file renamed to `output`, dated when the compile began (a source
+ * edited while it ran is then newer than the library, and rebuilds it next time), its recipe
+ * written beside it.
+ */
+function compileTo(output, recipe, compile) {
   mkdirSync(dirname(output), { recursive: true });
   const tmp = `${output}.${process.pid}.tmp`;
+  const began = new Date();
   try {
     compile(tmp);
+    utimesSync(tmp, began, began);
     renameSync(tmp, output);
   } finally {
     rmSync(tmp, { force: true });
   }
+  writeFileSync(recipeFile(output), recipe);
 }
 
 /** Where both backends find the ABI header and the code they share. */
@@ -106,9 +160,12 @@ export function buildFixture({ outDir = nativeBuildDir, defines = [], force = fa
     ...listed(commonDir, ['.h']),
     fileURLToPath(import.meta.url),
   ];
-  if (!force && defines.length === 0 && upToDate(output, inputs)) return { path: output, built: false };
+  const cc = process.env.CC || 'cc';
+  const recipe = recipeOf(cc, fixtureArgs('<output>', defines), inputs);
+  if (!force && defines.length === 0 && current(output, inputs, recipe))
+    return { path: output, built: false };
   try {
-    compileTo(output, (tmp) => run(process.env.CC || 'cc', fixtureArgs(tmp, defines)));
+    compileTo(output, recipe, (tmp) => run(cc, fixtureArgs(tmp, defines)));
   } catch (err) {
     // As for CUDA: a library older than its sources must not pass for the current one (an
     // up-to-date one that --force failed to redo stays).
@@ -174,9 +231,11 @@ export function buildCuda({ outDir = nativeBuildDir, defines = [], force = false
     const stale = existsSync(output) && !upToDate(output, inputs);
     return { path: output, built: false, skipped: 'nvcc not found on PATH or under CUDA_HOME/bin', stale };
   }
-  if (!force && defines.length === 0 && upToDate(output, inputs)) return { path: output, built: false };
+  const recipe = recipeOf(nvcc, cudaArgs('<output>', defines), inputs);
+  if (!force && defines.length === 0 && current(output, inputs, recipe))
+    return { path: output, built: false };
   try {
-    compileTo(output, (tmp) => run(nvcc, cudaArgs(tmp, defines)));
+    compileTo(output, recipe, (tmp) => run(nvcc, cudaArgs(tmp, defines)));
   } catch (err) {
     // A library older than its sources must not pass for the current one (an up-to-date one
     // that --force failed to redo stays).

@@ -209,6 +209,58 @@ describe.runIf(hasNm)('the fixture it builds', () => {
   });
 });
 
+describe('what a library was built from', () => {
+  /** Runs the package copy's build script (the fixture only: no nvcc on this PATH). */
+  function build(pkg: string, cc = 'cc'): { status: number | null; stderr: string } {
+    const ran = spawnSync(process.execPath, [join(pkg, 'scripts', 'build-native.mjs')], {
+      cwd: pkg,
+      env: { PATH: '/usr/bin:/bin', CC: cc },
+      encoding: 'utf8',
+    });
+    return { status: ran.status, stderr: ran.stderr };
+  }
+  const built = /native: fixture built/;
+  const upToDate = /native: fixture up to date/;
+
+  /** A compiler that runs cc, first doing `before` (a line of shell). */
+  function wrappedCc(before: string): string {
+    const cc = join(tempDir(), 'cc-wrapper');
+    writeFileSync(cc, `#!/bin/sh\n${before}\nexec cc "$@"\n`);
+    chmodSync(cc, 0o755);
+    return cc;
+  }
+
+  // Times alone did not tell: each of these left the library "up to date".
+  it('is rebuilt for another compiler, and for a source added, with no input newer than it', () => {
+    const pkg = packageCopy();
+    expect(build(pkg)).toMatchObject({ status: 0, stderr: expect.stringMatching(built) });
+    expect(build(pkg).stderr).toMatch(upToDate);
+    const other = wrappedCc('true');
+    expect(build(pkg, other).stderr).toMatch(built);
+    expect(build(pkg, other).stderr).toMatch(upToDate);
+    const added = join(pkg, 'native', 'fixture', 'added.c');
+    writeFileSync(added, 'int omni_added_for_test(void) { return 1; }\n');
+    utimesSync(added, longAgo, longAgo);
+    expect(build(pkg, other).stderr).toMatch(built);
+  });
+
+  it('is rebuilt after a source changed while it was compiled (the library is dated at the start)', () => {
+    const pkg = packageCopy();
+    const source = join(pkg, 'native', 'fixture', 'kernel.c');
+    // The edit lands after the compile began and before the library is written.
+    expect(build(pkg, wrappedCc(`touch '${source}'`)).stderr).toMatch(built);
+    expect(build(pkg).stderr).toMatch(built);
+    expect(build(pkg).stderr).toMatch(upToDate);
+  });
+
+  it('shows what the compiler said when it succeeded (its warnings)', () => {
+    const pkg = packageCopy();
+    const ran = build(pkg, wrappedCc('echo "kernel.c:1: warning: seen by the build" >&2'));
+    expect(ran.status).toBe(0);
+    expect(ran.stderr).toContain('kernel.c:1: warning: seen by the build');
+  });
+});
+
 describe('run through a symlinked path', () => {
   it('runs (here: reports the failing cc, exit 1) instead of exiting 0 having done nothing', () => {
     // A copy of the package's build inputs, linked as node_modules/omni-runtime is by a folder
