@@ -24,16 +24,30 @@ done
 for required in koffi @koromix/koffi-linux-x64 piscina; do
   [ -d ".gpu/node_modules/$required" ] || { echo "gpu-bundle: node_modules/$required is missing"; exit 1; }
 done
-# The libraries built here, for a GPU machine where building fails (no nvcc, no cc).
+# The libraries built here, for a GPU machine where building fails (no nvcc, no cc). The CUDA one
+# only if it is current: one older than its sources (no nvcc here to redo it) or one whose build
+# just failed would stand in there for code it was not built from.
 mkdir -p .gpu/native-build
-for lib in libomni_cuda.so libomni_fixture.so; do
-  if [ -f "native/build/$lib" ]; then
-    cp "native/build/$lib" .gpu/native-build/
-  else
-    echo "gpu-bundle: WARNING: native/build/$lib was not built here (no nvcc?); the GPU machine must build it"
-  fi
-done
-(command -v nvcc >/dev/null && nvcc --version | tail -n 1 || echo 'unknown CUDA') >.gpu/native-build/built-with
+cp native/build/libomni_fixture.so .gpu/native-build/
+# One line: "current VERSION" (built here by that nvcc), "carried" (no nvcc here; the library there
+# is newer than its sources), or why there is none to bundle.
+cuda=$(node --input-type=module -e "
+  import { execFileSync } from 'node:child_process';
+  import { existsSync } from 'node:fs';
+  const { buildCuda, findNvcc } = await import('./scripts/build-native.mjs');
+  let r;
+  try { r = buildCuda(); } catch { r = { failed: true }; }
+  if (r.failed) console.log('its build failed');
+  else if (r.stale) console.log('older than its sources, and no nvcc here');
+  else if (!existsSync(r.path)) console.log('none built, and no nvcc here');
+  else if (r.skipped) console.log('carried');
+  else console.log('current ' + execFileSync(findNvcc(), ['--version'], { encoding: 'utf8' }).trim().split('\\n').pop());
+")
+case $cuda in
+  current*) cp native/build/libomni_cuda.so .gpu/native-build/; echo "${cuda#current }" >.gpu/native-build/built-with ;;
+  carried) cp native/build/libomni_cuda.so .gpu/native-build/; echo 'unknown CUDA: not built where it was bundled' >.gpu/native-build/built-with ;;
+  *) echo "gpu-bundle: WARNING: no libomni_cuda.so to carry ($cuda); the GPU machine must build it" ;;
+esac
 node_bin=$(command -v node)
 echo "gpu-bundle: compressing $node_bin ($(node --version)); about half a minute"
 xz -T0 -6 -c "$node_bin" >.gpu/node.xz

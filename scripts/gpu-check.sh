@@ -12,7 +12,8 @@
 # output is also kept there, in gpu-check.log. A tool that refuses the device (gVisor's "Device
 # not supported") gives no verdict. Select the GPU with OMNI_CUDA_DEVICE (default 0).
 # Exit: 0 pass, 1 a check failed (a sanitizer's report included), 2 the device could not be
-# opened, 3 setup or the CUDA build failed, 124 the check itself ran past its 270 s limit.
+# opened, 3 setup or the CUDA build failed (nvcc here failed: the check still runs the carried
+# library, for what it can tell, and then exits 3), 124 the check itself ran past its 270 s limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
@@ -71,10 +72,18 @@ fi
 # driver than this one has (a CUDA 13 runtime needs driver >= 580).
 force=
 if command -v nvcc >/dev/null; then
-  nvcc --version | tail -n 1
+  nvcc --version | tail -n 1 || echo "gpu-check: nvcc --version failed"
   force=--force
 fi
-if ! timeout 240 node scripts/build-native.mjs --require-cuda $force; then
+# Its output (on stderr, as before) is read back: a CUDA build that failed (nvcc here, and it
+# failed) must not pass for one that could not be tried.
+build_log="$logs/build-native.log"
+cuda_failed=no
+built=0
+timeout 240 node scripts/build-native.mjs --require-cuda $force 2>"$build_log" || built=$?
+cat "$build_log" >&2
+if [ "$built" -ne 0 ]; then
+  grep -q '^native: cuda build FAILED' "$build_log" && cuda_failed=yes
   # No working compiler here (nvcc, or cc for the fixture): the libraries gpu-bundle.sh carried
   # are the one chance left to run the check at all. Only for what is missing, though: a library
   # still here was built on this machine (native/build is not carried), so it suits this driver,
@@ -140,6 +149,10 @@ elif [ "$status" -le 1 ] && command -v compute-sanitizer >/dev/null; then
   done
 elif [ "$status" -le 1 ]; then
   echo "gpu-check: no compute-sanitizer here; the sanitizer runs were skipped"
+fi
+if [ "$cuda_failed" = yes ] && [ "$status" -eq 0 ]; then
+  echo "gpu-check: FAILED: nvcc here could not build libomni_cuda.so (see $build_log); the checks above ran the library built elsewhere"
+  status=3
 fi
 echo "gpu-check: finished in $((SECONDS - started)) s"
 exit "$status"

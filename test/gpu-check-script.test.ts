@@ -5,7 +5,16 @@
  * may only stand in for what could not be built there.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../src/paths.js';
@@ -105,6 +114,33 @@ describe('gpu-check.sh', () => {
     const run = runCheck(root, bin);
     expect(run.stdout).toContain('libomni_cuda.so: built here');
     expect(run.stdout).toContain('libomni_fixture.so: carried');
+    expect(run.status).toBe(0);
+  });
+
+  // The carried library stands in for what could not be built, but a failed nvcc is not one that
+  // was never there: the check ran on a library built elsewhere, and said PASS (exit 0).
+  it('an nvcc that fails to build: the carried CUDA library stands in, the check runs, then exit 3', () => {
+    const { root, bin } = gpuMachineTree();
+    writeFileSync(
+      join(bin, 'nvcc'),
+      '#!/bin/sh\n[ "$1" = --version ] && { echo "Cuda compilation tools, stand-in"; exit 0; }\n' +
+        'echo "kernel.cu(10): error: stand-in" >&2\nexit 1\n',
+    );
+    const logs = join(root, 'logs');
+    const run = runCheck(root, bin, { GPU_CHECK_LOGS: logs });
+    expect(run.stdout).toContain('libomni_cuda.so: carried');
+    expect(run.stdout).toContain('check ran with []');
+    expect(run.stdout).toContain('gpu-check: FAILED: nvcc here could not build libomni_cuda.so');
+    expect(readFileSync(join(logs, 'build-native.log'), 'utf8')).toContain('kernel.cu(10): error: stand-in');
+    expect(run.status).toBe(3);
+  });
+
+  it('without nvcc the carried CUDA library stands in and the check decides (exit 0)', () => {
+    const { root, bin } = gpuMachineTree();
+    rmSync(join(bin, 'nvcc'));
+    const run = runCheck(root, bin);
+    expect(run.stdout).toContain('libomni_cuda.so: carried');
+    expect(run.stdout).not.toContain('FAILED: nvcc');
     expect(run.status).toBe(0);
   });
 
