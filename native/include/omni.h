@@ -39,9 +39,11 @@
  * included) returns it too; omni_close still releases. On CUDA a sticky error (illegal address...)
  * poisons the process's context for that device, so every omni context on it turns fatal at its
  * next device call (omni_stats makes none: it reports the last counters until then), and
- * omni_open on that device returns OMNI_E_FATAL too. Device and pinned memory of a poisoned
- * context cannot be freed (cudaFree fails) and stays held until the process exits, though
- * live_bytes then reads 0.
+ * omni_open on that device returns OMNI_E_FATAL too, for the sticky codes the CUDA headers it was
+ * built with define (open has no stream to probe: a code a newer driver adds reads as NO_DEVICE
+ * or DEVICE there, while contexts already open still turn fatal). Device and pinned memory of a
+ * poisoned context cannot be freed (cudaFree fails) and stays held until the process exits,
+ * though live_bytes then reads 0.
  *
  * Device selection: omni_open's `device` argument is the only input the C side takes; it never
  * picks a device itself. The TypeScript side resolves it in this order (src/native/device.ts):

@@ -361,6 +361,29 @@ static void section_drain(void) {
     }
     EXPECT(fired > 0, "drain api %d: no fault fired", api);
   }
+
+  // A call that fails on its own (a workspace allocation out of memory) while the stream holds a
+  // sticky error from earlier work: FATAL, and the message names both, the call's and the
+  // stream's (a stub returning one buffer for every name could not tell them apart).
+  stub_reset();
+  omni_ctx *ctx = nullptr;
+  float w[12], b[3], x[4], y[3];
+  fill(w, 12, 1);
+  fill(b, 3, 2);
+  fill(x, 4, 3);
+  EXPECT(omni_open(0, nullptr, &ctx) == OMNI_OK && omni_upload_weights(ctx, w, 12, b, 3, 3, 4) == OMNI_OK,
+         "poisoned stream: open");
+  g_stub.fail_api = STUB_MALLOC;
+  g_stub.fail_nth = g_stub.calls[STUB_MALLOC] + 1;
+  g_stub.fail_code = cudaErrorMemoryAllocation;
+  g_stub.poison_with_fault = cudaErrorIllegalAddress;
+  const int st = omni_linear_gelu(ctx, x, 4, 1, y, 3);
+  char both[96];
+  snprintf(both, sizeof both, "(stub%d); the stream then reported stub error (stub%d)",
+           (int)cudaErrorMemoryAllocation, (int)cudaErrorIllegalAddress);
+  EXPECT(st == OMNI_E_FATAL && strstr(omni_last_error(ctx), both) != nullptr,
+         "poisoned stream: status %d, message '%s'", st, omni_last_error(ctx));
+  omni_close(ctx);
 }
 
 // An open that fails with a sticky code: FATAL (the device is unusable for this process) when

@@ -82,6 +82,7 @@ static cudaError_t fault(stub_api api) {
       (any && g_stub.fail_api == STUB_ANY_ALLOC && g_stub.calls[STUB_ANY_ALLOC] == g_stub.fail_nth)) {
     cudaError_t e = g_stub.fail_code;
     if (is_sticky(e)) g_stub.poison = e;
+    if (g_stub.poison_with_fault != cudaSuccess) g_stub.poison = g_stub.poison_with_fault;
     if (g_stub.fail_drain) g_stub.drain_armed = true;
     return e;
   }
@@ -124,10 +125,15 @@ cudaError_t cudaGetLastError(void) {
 }
 
 const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "stub error"; }
+// One string per code, made before main and never written again, as the real runtime's are: a
+// message naming two errors reads both names (one shared buffer printed the last one twice).
+static char g_names[1000][12];
+static const bool g_names_made = [] {
+  for (int i = 0; i < 1000; ++i) snprintf(g_names[i], sizeof g_names[i], "stub%d", i);
+  return true;
+}();
 const char *cudaGetErrorName(cudaError_t e) {
-  static thread_local char buf[32];
-  snprintf(buf, sizeof buf, "stub%d", (int)e);
-  return buf;
+  return (int)e >= 0 && (int)e < 1000 ? g_names[(int)e] : "stub-other";
 }
 
 cudaError_t cudaSetDevice(int device) {

@@ -34,6 +34,10 @@ struct stub_state {
   cudaError_t fail_code = cudaSuccess;
   // Set by a sticky fail_code: every later call returns it, and frees fail (memory stays held).
   cudaError_t poison = cudaSuccess;
+  // Set, the injected fault poisons the device with this (sticky) code as it fires, whatever its
+  // own: work queued earlier hit an illegal address while this call failed on its own account,
+  // so the stream probe reports another error than the call's.
+  cudaError_t poison_with_fault = cudaSuccess;
   // The first synchronization after the injected fault fails too (non-sticky): a failed drain.
   bool fail_drain = false;
   // A failed cudaStreamCreateWithFlags writes a handle it never created into its output: the
