@@ -278,8 +278,9 @@ const payload: BenchCase[] = [
 
 process.stdout.write(
   `Node ${process.version}, ${availableParallelism()} CPUs (load average ${loadavg()[0]!.toFixed(1)}), ` +
-    `${THREADS} threads per pool, ${ROUNDS} interleaved rounds of ${TIME_MS} ms; medians. ` +
-    'ratio = baseline ns / case ns.\n\n',
+    `${THREADS} threads per pool; ratio = baseline ns / case ns, medians of interleaved rounds: ` +
+    `${ROUNDS} of ${TIME_MS} ms each for the call tables, ${ROUNDS} of 3,200 tasks for CPU per ` +
+    'task (CPU ns, not wall), 5 of 100 ms for the message clone.\n\n',
 );
 printRatios('Tiny tasks, 1 in flight', await measure(tinyOne, ROUNDS, TIME_MS));
 printRatios(`Tiny tasks, ${IN_FLIGHT} in flight`, await measure(tinyMany, ROUNDS, TIME_MS));

@@ -83,28 +83,34 @@ function row(name: string, [piscina, runtime]: Sample[]): string {
   return `| ${name} | ${p.toFixed(1)} | ${r.toFixed(1)} | ${gap('wall')} | ${(p / r).toFixed(2)}x | ${gap('cpu')} | ${gap('main')} |\n`;
 }
 
-/** µs per post + receive of a task message on one thread (what piscina posts around it too). */
-function cloneUs(
-  message: () => unknown,
-  list: () => ArrayBuffer[],
-  unwrap: (m: unknown) => ArrayBuffer,
-): number {
+type Clone = readonly [message: () => unknown, unwrap: (m: unknown) => ArrayBuffer];
+
+/**
+ * µs per post + receive of a task message on one thread (what piscina posts around it too), for
+ * each variant: a batch of each per round, in turn, the order flipped every round (the first
+ * round warms up, uncounted), so all of them meet the same stretches of machine time.
+ */
+function cloneUs(variants: readonly Clone[]): number[] {
   const { port1, port2 } = new MessageChannel();
   const batch = 2000;
-  const rounds: number[] = [];
+  const rounds: number[][] = variants.map(() => []);
   for (let round = 0; round < ROUNDS + 1; round++) {
-    const start = process.hrtime.bigint();
-    for (let i = 0; i < batch; i++) {
-      port1.postMessage(
-        { task: message(), taskId: 5, filename: '/x/entry-shim.cjs', name: 'default' },
-        list(),
-      );
-      held = unwrap((receiveMessageOnPort(port2)!.message as { task: unknown }).task);
+    const order = variants.map((_, i) => i);
+    if (round % 2 === 1) order.reverse();
+    for (const v of order) {
+      const [message, unwrap] = variants[v]!;
+      const start = process.hrtime.bigint();
+      for (let i = 0; i < batch; i++) {
+        port1.postMessage({ task: message(), taskId: 5, filename: '/x/entry-shim.cjs', name: 'default' }, [
+          held,
+        ]);
+        held = unwrap((receiveMessageOnPort(port2)!.message as { task: unknown }).task);
+      }
+      if (round > 0) rounds[v]!.push(Number(process.hrtime.bigint() - start) / 1e3 / batch);
     }
-    if (round > 0) rounds.push(Number(process.hrtime.bigint() - start) / 1e3 / batch);
   }
   port1.close();
-  return median(rounds);
+  return rounds.map(median);
 }
 
 let held = new ArrayBuffer(1 << 20);
@@ -151,14 +157,12 @@ const runtimeMessage = (input: unknown) => () =>
   (taskPost(claim, input, 0, [held]) as unknown as Record<symbol, unknown>)[kValue];
 const first = (m: unknown) => (m as ArrayBuffer[])[0]!;
 const nested = (m: unknown) => (m as ArrayBuffer[][])[0]![0]!;
-const list = () => [held];
-const clones: [string, () => unknown, (m: unknown) => ArrayBuffer][] = [
+const clones: [string, ...Clone][] = [
   ['piscina, input the buffer', () => held, (m) => m as ArrayBuffer],
   ['runtime, input the buffer', () => runtimeMessage(held)(), first],
   ['piscina, input [buffer]', () => [held], first],
   ['runtime, input [buffer]', () => runtimeMessage([held])(), nested],
 ];
-process.stdout.write('\nTask message moving 1 MiB, post + receive on one thread, µs:\n');
-for (const [name, message, unwrap] of clones) {
-  process.stdout.write(`- ${name}: ${cloneUs(message, list, unwrap).toFixed(2)}\n`);
-}
+process.stdout.write('\nTask message moving 1 MiB, post + receive on one thread, interleaved; µs:\n');
+const cloned = cloneUs(clones.map(([, message, unwrap]) => [message, unwrap] as const));
+for (const [i, [name]] of clones.entries()) process.stdout.write(`- ${name}: ${cloned[i]!.toFixed(2)}\n`);
