@@ -202,6 +202,25 @@ describe('400: malformed, truncated, unreadable bodies and wrong shapes never re
     expect((await postFloats(url, rows(1))).status).toBe(200);
   });
 
+  it('a request to the run route with two Content-Type lines: 400 OMNI_ERR_BAD_REQUEST, nothing run', async () => {
+    const { s, g } = await shared();
+    const before = g.entered();
+    for (const [first, second] of [
+      ['application/octet-stream', 'application/json'],
+      ['application/octet-stream', 'application/octet-stream'],
+    ]) {
+      const raw = await rawExchange(s.port, [
+        `POST /v1/linear HTTP/1.1\r\nHost: a\r\nContent-Type: ${first}\r\ncontent-type: ${second}\r\n` +
+          'Connection: close\r\nContent-Length: 16\r\n\r\n',
+        Buffer.from(new Float32Array(rows(1)).buffer),
+      ]);
+      // Before: 200, the body read as the first (node drops the others), whichever a proxy used.
+      expect([second, raw.status]).toEqual([second, 400]);
+      expect(JSON.parse(raw.body)).toMatchObject({ code: 'OMNI_ERR_BAD_REQUEST' });
+    }
+    expect(g.entered() - before).toBe(0);
+  });
+
   it('a field whose value is "Host" is no second Host line: served', async () => {
     const { s } = await shared();
     const raw = await rawExchange(s.port, [

@@ -12,6 +12,15 @@ import { OmniError } from '../errors.js';
 
 export const MAX_HEADER_LINES = 1000;
 
+/** How many field lines named `name` (lower case) a request carries. */
+export function fieldLines(raw: IncomingMessage, name: string): number {
+  // rawHeaders alternates names and values, as received.
+  const names = raw.rawHeaders;
+  let count = 0;
+  for (let i = 0; i < names.length; i += 2) if (names[i]?.toLowerCase() === name) count++;
+  return count;
+}
+
 /** Throws the 431 of a request with more than MAX_HEADER_LINES header lines. */
 export function checkHeaderLines(raw: IncomingMessage): void {
   // rawHeaders alternates names and values: two entries a line.
