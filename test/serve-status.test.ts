@@ -202,12 +202,12 @@ describe('400: malformed, truncated, unreadable bodies and wrong shapes never re
     expect((await postFloats(url, rows(1))).status).toBe(200);
   });
 
-  it('a request to the run route with two Content-Type lines: 400 OMNI_ERR_BAD_REQUEST, nothing run', async () => {
+  it('a request to the run route with two Content-Types that differ: 400 OMNI_ERR_BAD_REQUEST, nothing run', async () => {
     const { s, g } = await shared();
     const before = g.entered();
     for (const [first, second] of [
       ['application/octet-stream', 'application/json'],
-      ['application/octet-stream', 'application/octet-stream'],
+      ['application/octet-stream', 'application/octet-stream; charset=utf-8'],
     ]) {
       const raw = await rawExchange(s.port, [
         `POST /v1/linear HTTP/1.1\r\nHost: a\r\nContent-Type: ${first}\r\ncontent-type: ${second}\r\n` +
@@ -219,6 +219,13 @@ describe('400: malformed, truncated, unreadable bodies and wrong shapes never re
       expect(JSON.parse(raw.body)).toMatchObject({ code: 'OMNI_ERR_BAD_REQUEST' });
     }
     expect(g.entered() - before).toBe(0);
+    // The same type twice (any case) leaves nothing to disagree on: served.
+    const same = await rawExchange(s.port, [
+      'POST /v1/linear HTTP/1.1\r\nHost: a\r\nContent-Type: application/octet-stream\r\n' +
+        'content-type: Application/Octet-Stream \r\nConnection: close\r\nContent-Length: 16\r\n\r\n',
+      Buffer.from(new Float32Array(rows(1)).buffer),
+    ]);
+    expect(same.status).toBe(200);
   });
 
   it('a field whose value is "Host" is no second Host line: served', async () => {

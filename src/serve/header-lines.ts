@@ -12,13 +12,14 @@ import { OmniError } from '../errors.js';
 
 export const MAX_HEADER_LINES = 1000;
 
-/** How many field lines named `name` (lower case) a request carries. */
-export function fieldLines(raw: IncomingMessage, name: string): number {
+/** The values of the field lines named `name` (lower case) a request carries, in order. */
+export function fieldValues(raw: IncomingMessage, name: string): string[] {
   // rawHeaders alternates names and values, as received.
-  const names = raw.rawHeaders;
-  let count = 0;
-  for (let i = 0; i < names.length; i += 2) if (names[i]?.toLowerCase() === name) count++;
-  return count;
+  const entries = raw.rawHeaders;
+  const values: string[] = [];
+  for (let i = 0; i < entries.length; i += 2)
+    if (entries[i]?.toLowerCase() === name) values.push(entries[i + 1]!);
+  return values;
 }
 
 /** Throws the 431 of a request with more than MAX_HEADER_LINES header lines. */
