@@ -319,6 +319,24 @@ static void section_compare(void) {
   }
 }
 
+// A context open on device 0 with 3 x 4 weights uploaded: the smallest one a call can run on.
+static omni_ctx *small_context(const char *label) {
+  omni_ctx *ctx = nullptr;
+  float w[12], b[3];
+  fill(w, 12, 1);
+  fill(b, 3, 2);
+  EXPECT(omni_open(0, nullptr, &ctx) == OMNI_OK && omni_upload_weights(ctx, w, 12, b, 3, 3, 4) == OMNI_OK,
+         "%s: open", label);
+  return ctx;
+}
+
+// The next call of `api` fails with `code`.
+static void arm_next(stub_api api, cudaError_t code) {
+  g_stub.fail_api = api;
+  g_stub.fail_nth = g_stub.calls[api] + 1;
+  g_stub.fail_code = code;
+}
+
 // A failed copy or launch whose drain fails too (non-sticky): the first status and message stay,
 // in the context and in the thread's slot, and the stream is still drained.
 static void section_drain(void) {
@@ -366,16 +384,10 @@ static void section_drain(void) {
   // sticky error from earlier work: FATAL, and the message names both, the call's and the
   // stream's (a stub returning one buffer for every name could not tell them apart).
   stub_reset();
-  omni_ctx *ctx = nullptr;
-  float w[12], b[3], x[4], y[3];
-  fill(w, 12, 1);
-  fill(b, 3, 2);
+  float x[4], y[3];
   fill(x, 4, 3);
-  EXPECT(omni_open(0, nullptr, &ctx) == OMNI_OK && omni_upload_weights(ctx, w, 12, b, 3, 3, 4) == OMNI_OK,
-         "poisoned stream: open");
-  g_stub.fail_api = STUB_MALLOC;
-  g_stub.fail_nth = g_stub.calls[STUB_MALLOC] + 1;
-  g_stub.fail_code = cudaErrorMemoryAllocation;
+  omni_ctx *ctx = small_context("poisoned stream");
+  arm_next(STUB_MALLOC, cudaErrorMemoryAllocation);
   g_stub.poison_with_fault = cudaErrorIllegalAddress;
   const int st = omni_linear_gelu(ctx, x, 4, 1, y, 3);
   char both[96];
@@ -423,16 +435,10 @@ static void section_open(void) {
     // A device another context poisoned (its kernel hit an illegal address): opening it again is
     // FATAL, takes nothing, and leaves the poisoned context to its own close.
     stub_reset();
-    omni_ctx *first = nullptr, *second = nullptr;
-    float w[12], b[3], x[4], y[3];
-    fill(w, 12, 1);
-    fill(b, 3, 2);
+    float x[4], y[3];
     fill(x, 4, 3);
-    EXPECT(omni_open(0, nullptr, &first) == OMNI_OK && omni_upload_weights(first, w, 12, b, 3, 3, 4) == OMNI_OK,
-           "poisoned device: first context");
-    g_stub.fail_api = STUB_LAUNCH;
-    g_stub.fail_nth = g_stub.calls[STUB_LAUNCH] + 1;
-    g_stub.fail_code = cudaErrorIllegalAddress;
+    omni_ctx *first = small_context("poisoned device: first context"), *second = nullptr;
+    arm_next(STUB_LAUNCH, cudaErrorIllegalAddress);
     EXPECT(omni_linear_gelu(first, x, 4, 1, y, 3) == OMNI_E_FATAL, "poisoned device: the first context's call");
     const size_t streams = stub_streams(), dev = stub_live_device(), pinned = stub_live_pinned();
     second = reinterpret_cast<omni_ctx *>(&g_stub);
