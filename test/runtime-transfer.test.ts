@@ -86,7 +86,14 @@ describe('transfer', () => {
     expect([a.buffer.byteLength, b.buffer.byteLength]).toEqual([0, 0]);
     const value = reply as unknown as { a: ArrayBuffer; b: ArrayBuffer };
     expect([value.a.byteLength, value.b.byteLength]).toEqual([64, 32]);
-    expect(rt.report()).toMatchObject({ completed: 1, failed: 0, invalid: 0, depth: 0 });
+    // A long list (past the search, into a set) the same way.
+    const many = Array.from({ length: 17 }, (_, i) => pattern(i + 1).buffer);
+    const back = await rt.run<TransferReply>({ mode: 'echo', value: many }, { transfer: [...many, ...many] });
+    expect(many.map((buffer) => buffer.byteLength)).toEqual(many.map(() => 0));
+    expect((back as unknown as ArrayBuffer[]).map((buffer) => buffer.byteLength)).toEqual(
+      many.map((_, i) => i + 1),
+    );
+    expect(rt.report()).toMatchObject({ completed: 2, failed: 0, invalid: 0, depth: 0 });
   });
 
   // An empty buffer has no bytes, as a detached one: only its refusing a view tells them apart.

@@ -437,13 +437,22 @@ export function checkTransfer(transfer: unknown): readonly ArrayBuffer[] {
   return eachOnce(list as ArrayBuffer[]);
 }
 
+/** Up to this many buffers the list is searched for repeats (no set made), as ctx.transfer does. */
+const SEARCHED_LIST = 16;
+
 /**
  * Each buffer once, in order: a post refuses a list that names one twice, which failed the call
  * after it was admitted (counted failed, not invalid), where ctx.transfer and a move()'s own list
- * take a repeat as harmless. The list itself when it has none, as nearly every call's.
+ * take a repeat as harmless. The list itself when it has none, as nearly every call's: on the
+ * dispatch path, a short one is searched in place and nothing is allocated.
  */
 function eachOnce(list: ArrayBuffer[]): ArrayBuffer[] {
-  if (list.length < 2) return list;
-  const once = new Set(list);
-  return once.size === list.length ? list : [...once];
+  if (list.length > SEARCHED_LIST) {
+    const once = new Set(list);
+    return once.size === list.length ? list : [...once];
+  }
+  for (let i = 1; i < list.length; i++) {
+    if (list.lastIndexOf(list[i]!, i - 1) !== -1) return list.filter((b, j) => list.indexOf(b) === j);
+  }
+  return list;
 }

@@ -12,14 +12,29 @@ import { OmniError } from '../errors.js';
 
 export const MAX_HEADER_LINES = 1000;
 
-/** The values of the field lines named `name` (lower case) a request carries, in order. */
-export function fieldValues(raw: IncomingMessage, name: string): string[] {
+/** How many field lines named `name` (lower case) a request carries. */
+export function fieldLines(raw: IncomingMessage, name: string): number {
   // rawHeaders alternates names and values, as received.
   const entries = raw.rawHeaders;
-  const values: string[] = [];
-  for (let i = 0; i < entries.length; i += 2)
-    if (entries[i]?.toLowerCase() === name) values.push(entries[i + 1]!);
-  return values;
+  let count = 0;
+  for (let i = 0; i < entries.length; i += 2) if (entries[i]?.toLowerCase() === name) count++;
+  return count;
+}
+
+/**
+ * Whether the field lines named `name` (lower case) carry values that differ, case and spaces
+ * aside. Read on every request: nothing is made unless a second such line is there.
+ */
+export function fieldValuesDiffer(raw: IncomingMessage, name: string): boolean {
+  const entries = raw.rawHeaders;
+  let first: string | undefined;
+  for (let i = 0; i < entries.length; i += 2) {
+    if (entries[i]?.toLowerCase() !== name) continue;
+    const value = entries[i + 1]!;
+    if (first === undefined) first = value;
+    else if (value.trim().toLowerCase() !== first.trim().toLowerCase()) return true;
+  }
+  return false;
 }
 
 /** Throws the 431 of a request with more than MAX_HEADER_LINES header lines. */

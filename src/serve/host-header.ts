@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { BadRequestError } from '../errors.js';
-import { fieldValues } from './header-lines.js';
+import { fieldLines } from './header-lines.js';
 
 /** Throws the 400 of a request without the one Host header it must carry. */
 export function checkHost(raw: IncomingMessage): void {
@@ -16,7 +16,7 @@ export function checkHost(raw: IncomingMessage): void {
   }
   // The same rule: more than one Host is a 400. node keeps the first and drops the others, so
   // a proxy in front that routed by another one would disagree with this server about it.
-  if (fieldValues(raw, 'host').length > 1) {
+  if (fieldLines(raw, 'host') > 1) {
     throw new BadRequestError('a request must carry one Host header, not several');
   }
 }
