@@ -9,6 +9,7 @@ import { BoundedAdmission } from '../src/index.js';
 import { builtModuleUrl } from '../src/paths.js';
 import { benchArgs } from './lib/args.js';
 import { median } from './lib/median.js';
+import { loadNativeAtomicPairs } from './lib/native-atomic-floor.js';
 import { type BenchCase, measure, printRatios } from './lib/ratios.js';
 
 benchArgs('admission.bench', []);
@@ -173,6 +174,25 @@ function refusals(): void {
   for (let i = 0; i < BATCH; i++) if (full.tryAdmit().ok) throw new Error('full admission admitted');
 }
 
+// The same pair in C, one koffi call per batch: what the CPU itself charges for the two locked
+// instructions every admit/release pair needs. Against async-sema it bounds what any admission
+// could show here; a row of it is printed only where cc and koffi are there to build and load it.
+const native = loadNativeAtomicPairs();
+const nativeRows: BenchCase[] = [];
+if ('pairs' in native) {
+  const { pairs: cPairs } = native;
+  const admitted = cPairs(BATCH, BOUND);
+  if (admitted !== BATCH) throw new Error(`the C pair loop admitted ${admitted} of ${BATCH}`);
+  nativeRows.push({
+    name: 'floor: C compare-exchange + fetch-sub pair vs async-sema',
+    batch: BATCH,
+    fn: () => cPairs(BATCH, BOUND),
+    baseline: 'async-sema acquire+release',
+  });
+} else {
+  process.stdout.write(`(the C floor row is left out: ${native.unavailable})\n\n`);
+}
+
 async function semaPairs(): Promise<void> {
   for (let i = 0; i < BATCH; i++) {
     await sema.acquire();
@@ -315,6 +335,7 @@ const single: BenchCase[] = [
     fn: rawPair32,
     baseline: 'async-sema acquire+release',
   },
+  ...nativeRows,
   {
     name: 'await admit()+release',
     batch: BATCH,
