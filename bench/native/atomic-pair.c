@@ -2,8 +2,9 @@
  * The hardware's floor for one admit/release pair: a checked reservation (compare-exchange) and a
  * release (fetch-sub), two locked read-modify-writes on x86, with no JavaScript around them. The
  * loop runs in C so that the one koffi call per batch is spread over `n` pairs. It keeps the
- * expected word from the last pair rather than loading it (as tryAdmit's Int32 path does), so
- * this is the cheapest correct pair there is: no admission in any language does it in less.
+ * expected word from the last pair rather than loading it (as tryAdmit's Int32 path does). Where
+ * any thread may admit and any thread release (BoundedAdmission's contract), both steps must be
+ * atomic read-modify-writes of the shared word, so no admission in any language pairs faster.
  */
 #include <stdatomic.h>
 #include <stdint.h>
