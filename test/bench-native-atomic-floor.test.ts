@@ -24,6 +24,11 @@ describe('loadNativeAtomicPairs', () => {
     expect('unavailable' in loaded && loaded.unavailable).toMatch(/\/nonexistent\/omni-cc: .*ENOENT/);
   });
 
+  it('takes an empty CC for the default compiler', () => {
+    process.env.CC = '';
+    expect('pairs' in loadNativeAtomicPairs()).toBe(true);
+  });
+
   it('says so when the compiler fails', () => {
     process.env.CC = 'false';
     const loaded = loadNativeAtomicPairs();

@@ -21,7 +21,7 @@ export function loadNativeAtomicPairs(): { pairs: AtomicPairs } | { unavailable:
   try {
     const lib = join(dir, 'libatomic-pair.so');
     const source = join(packageRoot, 'bench', 'native', 'atomic-pair.c');
-    const cc = process.env.CC ?? 'cc';
+    const cc = process.env.CC || 'cc'; // as scripts/build-native.mjs reads it: set but empty is the default
     const built = spawnSync(cc, ['-O2', '-shared', '-fPIC', '-o', lib, source], { encoding: 'utf8' });
     if (built.error !== undefined) return { unavailable: `${cc}: ${built.error.message}` };
     if (built.status !== 0) return { unavailable: `${cc} exited ${built.status}: ${built.stderr.trim()}` };
