@@ -135,7 +135,7 @@ async function listenOnce(
   const report = (): RuntimeReport => {
     const r = runtime.report();
     // A draining server is not ready, whatever the runtime says until it is closed.
-    return drain.state !== 'serving' && r?.state === 'ready' ? drainingReport(r) : r;
+    return drain.state !== 'serving' && r.state === 'ready' ? drainingReport(r) : r;
   };
   const metrics = new ServeMetrics({
     report,
